@@ -1,0 +1,315 @@
+//! The catalog: what an event sells. An event has sections; a seated section has rows
+//! of seats, a general-admission (GA) section has numbered units with no position.
+//! Every sellable unit is a `Seat` with a stable index (its bit in the availability
+//! bitmap), a public label, a quality rank (lower is better) and a price tier.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{EventId, SeatIndex};
+use crate::money::Money;
+use crate::time::Millis;
+
+/// Limits that keep one event's catalog within what the stores are sized for.
+pub const MAX_SEATS_PER_EVENT: usize = 250_000;
+pub const MAX_SECTIONS: usize = 500;
+pub const MAX_TICKETS_PER_BUYER: u32 = 50;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriceTier {
+    pub key: String,
+    pub name: String,
+    pub price: Money,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowSpec {
+    pub label: String,
+    pub seats: u32,
+    /// Overrides the section's tier for this row.
+    #[serde(default)]
+    pub tier: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionSpec {
+    pub key: String,
+    pub name: String,
+    pub tier: String,
+    /// Lower is better; sections are ranked against each other by this first.
+    #[serde(default)]
+    pub quality: u32,
+    #[serde(default)]
+    pub rows: Vec<RowSpec>,
+    /// Set for a general-admission section instead of `rows`.
+    #[serde(default)]
+    pub ga_capacity: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleSettings {
+    pub max_tickets_per_buyer: u32,
+    pub hold_ttl_s: u32,
+    /// How long a hold in checkout stays pinned while the provider answers.
+    pub payment_grace_s: u32,
+    /// Buyers admitted from the queue per second.
+    pub admission_rate_per_s: u32,
+}
+
+impl Default for SaleSettings {
+    fn default() -> Self {
+        SaleSettings { max_tickets_per_buyer: 4, hold_ttl_s: 480, payment_grace_s: 120, admission_rate_per_s: 500 }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventSpec {
+    pub name: String,
+    #[serde(default = "default_currency")]
+    pub currency: String,
+    pub tiers: Vec<PriceTier>,
+    pub sections: Vec<SectionSpec>,
+    #[serde(default)]
+    pub sale: SaleSettings,
+}
+
+fn default_currency() -> String {
+    "EUR".into()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaleStatus {
+    Scheduled,
+    Open,
+    Closed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionKind {
+    Seated,
+    GeneralAdmission,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    pub label: String,
+    pub first_seat: SeatIndex,
+    pub len: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Section {
+    pub key: String,
+    pub name: String,
+    pub kind: SectionKind,
+    pub rows: Vec<Row>,
+    pub first_seat: SeatIndex,
+    pub len: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seat {
+    pub label: String,
+    pub section: u16,
+    pub row: u16,
+    /// 1-based seat number within its row (or unit number in a GA section).
+    pub number: u32,
+    pub rank: u32,
+    pub tier: u16,
+}
+
+/// A validated event with every seat laid out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: EventId,
+    pub name: String,
+    pub currency: String,
+    pub status: SaleStatus,
+    pub sale: SaleSettings,
+    pub tiers: Vec<PriceTier>,
+    pub sections: Vec<Section>,
+    pub seats: Vec<Seat>,
+    pub created_at: Millis,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CatalogError {
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn invalid<T>(msg: impl Into<String>) -> Result<T, CatalogError> {
+    Err(CatalogError::Invalid(msg.into()))
+}
+
+fn check_key(what: &str, key: &str) -> Result<(), CatalogError> {
+    let ok = !key.is_empty() && key.len() <= 24 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok { Ok(()) } else { invalid(format!("{what} key {key:?} must be 1-24 letters, digits or _")) }
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), CatalogError> {
+    if name.trim().is_empty() || name.len() > 200 { invalid(format!("{what} name must be 1-200 characters")) } else { Ok(()) }
+}
+
+impl EventSpec {
+    /// Validates the spec and lays out every seat. Quality rank: section quality first,
+    /// then row order (front rows better), then distance from the row's centre.
+    pub fn build(&self, id: EventId, created_at: Millis) -> Result<Event, CatalogError> {
+        self.check_header()?;
+        let tier_of: HashMap<&str, u16> = self.tiers.iter().enumerate().map(|(i, t)| (t.key.as_str(), i as u16)).collect();
+        let mut sections = Vec::with_capacity(self.sections.len());
+        let mut seats: Vec<Seat> = Vec::new();
+        for (si, spec) in self.sections.iter().enumerate() {
+            if sections.iter().any(|s: &Section| s.key == spec.key) {
+                return invalid(format!("section key {:?} is used twice", spec.key));
+            }
+            sections.push(lay_out_section(spec, si as u16, &tier_of, &mut seats)?);
+            if seats.len() > MAX_SEATS_PER_EVENT {
+                return invalid(format!("an event may have at most {MAX_SEATS_PER_EVENT} seats"));
+            }
+        }
+        if seats.is_empty() {
+            return invalid("an event needs at least one seat");
+        }
+        Ok(Event {
+            id,
+            name: self.name.trim().to_string(),
+            currency: self.currency.clone(),
+            status: SaleStatus::Scheduled,
+            sale: self.sale.clone(),
+            tiers: self.tiers.clone(),
+            sections,
+            seats,
+            created_at,
+        })
+    }
+
+    fn check_header(&self) -> Result<(), CatalogError> {
+        check_name("event", &self.name)?;
+        if self.currency.len() != 3 || !self.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+            return invalid("currency must be a three-letter ISO 4217 code such as EUR");
+        }
+        if self.tiers.is_empty() || self.tiers.len() > 100 {
+            return invalid("an event needs 1-100 price tiers");
+        }
+        for (i, t) in self.tiers.iter().enumerate() {
+            check_key("tier", &t.key)?;
+            check_name("tier", &t.name)?;
+            if t.price.0 < 0 || t.price.0 > 100_000_000 {
+                return invalid(format!("tier {:?} price must be 0-100000000 minor units", t.key));
+            }
+            if self.tiers[..i].iter().any(|o| o.key == t.key) {
+                return invalid(format!("tier key {:?} is used twice", t.key));
+            }
+        }
+        if self.sections.is_empty() || self.sections.len() > MAX_SECTIONS {
+            return invalid(format!("an event needs 1-{MAX_SECTIONS} sections"));
+        }
+        let s = &self.sale;
+        if s.max_tickets_per_buyer == 0 || s.max_tickets_per_buyer > MAX_TICKETS_PER_BUYER {
+            return invalid(format!("max_tickets_per_buyer must be 1-{MAX_TICKETS_PER_BUYER}"));
+        }
+        if !(10..=3600).contains(&s.hold_ttl_s) {
+            return invalid("hold_ttl_s must be 10-3600");
+        }
+        if !(5..=3600).contains(&s.payment_grace_s) {
+            return invalid("payment_grace_s must be 5-3600");
+        }
+        if !(1..=1_000_000).contains(&s.admission_rate_per_s) {
+            return invalid("admission_rate_per_s must be 1-1000000");
+        }
+        Ok(())
+    }
+}
+
+fn lay_out_section(
+    spec: &SectionSpec,
+    index: u16,
+    tier_of: &HashMap<&str, u16>,
+    seats: &mut Vec<Seat>,
+) -> Result<Section, CatalogError> {
+    check_key("section", &spec.key)?;
+    check_name("section", &spec.name)?;
+    let tier_index = |key: &str| tier_of.get(key).copied().ok_or_else(|| CatalogError::Invalid(format!("unknown tier {key:?}")));
+    let section_tier = tier_index(&spec.tier)?;
+    let first_seat = seats.len() as SeatIndex;
+    let base_rank = spec.quality.min(1_000) * 1_000_000;
+    let (kind, rows) = match (spec.ga_capacity, spec.rows.is_empty()) {
+        (Some(cap), true) => {
+            if cap == 0 || cap as usize > MAX_SEATS_PER_EVENT {
+                return invalid(format!("section {:?}: ga_capacity must be 1-{MAX_SEATS_PER_EVENT}", spec.key));
+            }
+            for n in 1..=cap {
+                let label = format!("{}-GA-{n:06}", spec.key);
+                seats.push(Seat { label, section: index, row: 0, number: n, rank: base_rank, tier: section_tier });
+            }
+            (SectionKind::GeneralAdmission, vec![Row { label: "GA".into(), first_seat, len: cap }])
+        }
+        (None, false) => (SectionKind::Seated, lay_out_rows(spec, index, base_rank, section_tier, &tier_index, seats)?),
+        _ => return invalid(format!("section {:?} needs either rows or ga_capacity, not both", spec.key)),
+    };
+    let len = seats.len() as u32 - first_seat;
+    Ok(Section { key: spec.key.clone(), name: spec.name.trim().to_string(), kind, rows, first_seat, len })
+}
+
+fn lay_out_rows(
+    spec: &SectionSpec,
+    index: u16,
+    base_rank: u32,
+    section_tier: u16,
+    tier_index: &dyn Fn(&str) -> Result<u16, CatalogError>,
+    seats: &mut Vec<Seat>,
+) -> Result<Vec<Row>, CatalogError> {
+    if spec.rows.len() > 999 {
+        return invalid(format!("section {:?} may have at most 999 rows", spec.key));
+    }
+    let mut rows = Vec::with_capacity(spec.rows.len());
+    for (ri, row) in spec.rows.iter().enumerate() {
+        check_key("row", &row.label)?;
+        if rows.iter().any(|r: &Row| r.label == row.label) {
+            return invalid(format!("section {:?}: row {:?} is used twice", spec.key, row.label));
+        }
+        if row.seats == 0 || row.seats > 999 {
+            return invalid(format!("section {:?} row {:?}: seats must be 1-999", spec.key, row.label));
+        }
+        let tier = match &row.tier {
+            Some(t) => tier_index(t)?,
+            None => section_tier,
+        };
+        let first_seat = seats.len() as SeatIndex;
+        let centre2 = row.seats + 1; // twice the centre, to stay in integers
+        for n in 1..=row.seats {
+            let off_centre = (2 * n).abs_diff(centre2);
+            let rank = base_rank + ri as u32 * 1_000 + off_centre;
+            let label = format!("{}-{}-{}", spec.key, row.label, n);
+            seats.push(Seat { label, section: index, row: ri as u16, number: n, rank, tier });
+        }
+        rows.push(Row { label: row.label.clone(), first_seat, len: row.seats });
+    }
+    Ok(rows)
+}
+
+impl Event {
+    pub fn capacity(&self) -> u32 {
+        self.seats.len() as u32
+    }
+
+    pub fn price_of(&self, seat: SeatIndex) -> Money {
+        self.tiers[self.seats[seat as usize].tier as usize].price
+    }
+
+    pub fn section_index(&self, key: &str) -> Option<u16> {
+        self.sections.iter().position(|s| s.key == key).map(|i| i as u16)
+    }
+
+    /// A label → index map; built once per event by whoever needs lookups.
+    pub fn seat_lookup(&self) -> HashMap<String, SeatIndex> {
+        self.seats.iter().enumerate().map(|(i, s)| (s.label.clone(), i as SeatIndex)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+//! The hold lifecycle (DESIGN §4). A hold lives only in the hot store; this is the one
+//! place that says which moves are legal.
+//!
+//! ```text
+//! held ──checkout──► checking_out ──commit──► sold
+//!   │                     │ provider unsure ──► payment_pending ─inquiry─► sold | released
+//!   └─ttl─► expired       └─ declined / lost race ──► released
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldState {
+    Held,
+    CheckingOut,
+    PaymentPending,
+    Sold,
+    Released,
+    Expired,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldMove {
+    /// The buyer starts paying: the hold is pinned past its TTL for the payment grace.
+    Checkout,
+    /// The provider did not answer in time; the pin stays while recovery asks.
+    PaymentUncertain,
+    /// The ledger committed the sale.
+    Commit,
+    /// Released by the buyer, by a decline or by a lost race.
+    Release,
+    /// The TTL (or the payment grace) ran out.
+    Expire,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("a hold that is {from:?} cannot {by:?}")]
+pub struct IllegalHoldMove {
+    pub from: HoldState,
+    pub by: HoldMove,
+}
+
+impl HoldState {
+    pub fn apply(self, by: HoldMove) -> Result<HoldState, IllegalHoldMove> {
+        use HoldMove as M;
+        use HoldState as S;
+        let to = match (self, by) {
+            (S::Held, M::Checkout) => S::CheckingOut,
+            (S::CheckingOut, M::PaymentUncertain) => S::PaymentPending,
+            (S::CheckingOut | S::PaymentPending, M::Commit) => S::Sold,
+            (S::Held | S::CheckingOut | S::PaymentPending, M::Release) => S::Released,
+            (S::Held | S::CheckingOut | S::PaymentPending, M::Expire) => S::Expired,
+            (from, by) => return Err(IllegalHoldMove { from, by }),
+        };
+        Ok(to)
+    }
+
+    /// Whether the hold still keeps its seats away from other buyers.
+    pub fn is_live(self) -> bool {
+        matches!(self, HoldState::Held | HoldState::CheckingOut | HoldState::PaymentPending)
+    }
+
+    pub fn is_final(self) -> bool {
+        !self.is_live()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_move() -> impl Strategy<Value = HoldMove> {
+        prop_oneof![
+            Just(HoldMove::Checkout),
+            Just(HoldMove::PaymentUncertain),
+            Just(HoldMove::Commit),
+            Just(HoldMove::Release),
+            Just(HoldMove::Expire),
+        ]
+    }
+
+    proptest! {
+        /// Whatever happens, a hold never leaves a final state, never sells without
+        /// passing through checkout, and a sold hold is never expired or released.
+        #[test]
+        fn no_sequence_of_moves_breaks_the_lifecycle(moves in proptest::collection::vec(any_move(), 0..20)) {
+            let mut state = HoldState::Held;
+            let mut checked_out = false;
+            for m in moves {
+                match state.apply(m) {
+                    Ok(next) => {
+                        prop_assert!(state.is_live(), "left final state {state:?}");
+                        checked_out |= next == HoldState::CheckingOut;
+                        if next == HoldState::Sold { prop_assert!(checked_out); }
+                        state = next;
+                    }
+                    Err(e) => prop_assert_eq!(e.from, state),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_sold_hold_cannot_expire() {
+        assert!(HoldState::Sold.apply(HoldMove::Expire).is_err());
+        assert!(HoldState::Held.apply(HoldMove::Commit).is_err());
+    }
+}

@@ -1,0 +1,133 @@
+//! Identifiers. Each is a newtype so a buyer id can never be passed where an order id
+//! is expected; each parses from its public text form exactly once, at the edge.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("not a valid {0} id")]
+pub struct BadId(pub &'static str);
+
+/// An event, numbered by the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventId(pub i64);
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for EventId {
+    type Err = BadId;
+    fn from_str(s: &str) -> Result<Self, BadId> {
+        match s.parse::<i64>() {
+            Ok(n) if n > 0 && !s.starts_with('+') => Ok(EventId(n)),
+            _ => Err(BadId("event")),
+        }
+    }
+}
+
+/// A seat's position in its event's seat list: the arbiter's and the bitmap's index.
+pub type SeatIndex = u32;
+
+macro_rules! uuid_id {
+    ($name:ident, $what:literal) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            pub fn random() -> Self {
+                $name(Uuid::now_v7())
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = BadId;
+            fn from_str(s: &str) -> Result<Self, BadId> {
+                Uuid::try_parse(s).map($name).map_err(|_| BadId($what))
+            }
+        }
+    };
+}
+
+uuid_id!(BuyerId, "buyer");
+uuid_id!(OrderId, "order");
+
+/// A hold. It carries its event so that every store can find the hold's home (one
+/// Redis slot per event) from the id alone. Text form: `<event>-<32 hex digits>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HoldId {
+    pub event: EventId,
+    pub nonce: u128,
+}
+
+impl HoldId {
+    pub fn random(event: EventId) -> Self {
+        HoldId { event, nonce: Uuid::new_v4().as_u128() }
+    }
+}
+
+impl fmt::Display for HoldId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{:032x}", self.event, self.nonce)
+    }
+}
+
+impl FromStr for HoldId {
+    type Err = BadId;
+    fn from_str(s: &str) -> Result<Self, BadId> {
+        let (event, nonce) = s.split_once('-').ok_or(BadId("hold"))?;
+        let event = event.parse::<EventId>().map_err(|_| BadId("hold"))?;
+        if nonce.len() != 32 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(BadId("hold"));
+        }
+        let nonce = u128::from_str_radix(nonce, 16).map_err(|_| BadId("hold"))?;
+        Ok(HoldId { event, nonce })
+    }
+}
+
+impl Serialize for HoldId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for HoldId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_id_round_trips_through_its_text_form() {
+        let id = HoldId::random(EventId(42));
+        assert_eq!(id.to_string().parse::<HoldId>(), Ok(id));
+    }
+
+    #[test]
+    fn malformed_ids_are_rejected() {
+        for bad in ["", "0", "-1", "+3", "abc", "9999999999999999999999"] {
+            assert!(bad.parse::<EventId>().is_err(), "{bad}");
+        }
+        for bad in ["1", "1-xyz", "x-0000000000000000000000000000000a", "1-00"] {
+            assert!(bad.parse::<HoldId>().is_err(), "{bad}");
+        }
+    }
+}

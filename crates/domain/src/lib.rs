@@ -1,0 +1,18 @@
+//! The rules of an on-sale with no I/O, no async and no framework: identifiers, money,
+//! the catalog (events, sections, rows, seats), the hold and order state machines, and
+//! the signed tokens buyers carry. Time is always an argument (`Millis`).
+
+pub mod catalog;
+pub mod hold;
+pub mod ids;
+pub mod money;
+pub mod order;
+pub mod time;
+pub mod token;
+
+pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
+pub use hold::HoldState;
+pub use ids::{BuyerId, EventId, HoldId, OrderId, SeatIndex};
+pub use money::Money;
+pub use order::{OrderEvent, OrderState};
+pub use time::Millis;

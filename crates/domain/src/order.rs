@@ -1,0 +1,163 @@
+//! The order lifecycle (DESIGN §4). The order row is written (`pending_payment`) before
+//! the provider is called, so every crash leaves a state the recovery sweep can finish.
+//!
+//! ```text
+//! pending_payment → authorized → committed → confirmed (captured)
+//!                ↘ declined      ↘ lost (auth voided)  ↘ pending_capture (retry sweep)
+//! payment after expiry → refunded
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderState {
+    PendingPayment,
+    Authorized,
+    Committed,
+    PendingCapture,
+    Confirmed,
+    Declined,
+    Lost,
+    Voided,
+    Refunded,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderEvent {
+    /// The provider reserved the funds.
+    Authorized,
+    /// The provider refused the card.
+    Declined,
+    /// The ledger recorded the sold seats.
+    Committed,
+    /// The ledger refused: a seat sold to someone else or a limit was hit. Auth voided.
+    CommitLost,
+    /// The authorization was cancelled before any seat was sold (e.g. recovery found
+    /// the hold gone).
+    Voided,
+    Captured,
+    CaptureFailed,
+    /// Money that arrived for a sale that cannot happen was returned.
+    Refunded,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("an order that is {from:?} cannot take {event:?}")]
+pub struct IllegalOrderMove {
+    pub from: OrderState,
+    pub event: OrderEvent,
+}
+
+impl OrderState {
+    pub fn apply(self, event: OrderEvent) -> Result<OrderState, IllegalOrderMove> {
+        use OrderEvent as E;
+        use OrderState as S;
+        let to = match (self, event) {
+            (S::PendingPayment, E::Authorized) => S::Authorized,
+            (S::PendingPayment, E::Declined) => S::Declined,
+            (S::PendingPayment | S::Authorized, E::Voided) => S::Voided,
+            (S::Authorized, E::Committed) => S::Committed,
+            (S::Authorized, E::CommitLost) => S::Lost,
+            (S::Committed | S::PendingCapture, E::Captured) => S::Confirmed,
+            (S::Committed | S::PendingCapture, E::CaptureFailed) => S::PendingCapture,
+            (S::Declined | S::Voided | S::Lost, E::Refunded) => S::Refunded,
+            (from, event) => return Err(IllegalOrderMove { from, event }),
+        };
+        Ok(to)
+    }
+
+    /// Whether the order owns sold seats in the ledger.
+    pub fn holds_seats(self) -> bool {
+        matches!(self, OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed)
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, OrderState::Confirmed | OrderState::Declined | OrderState::Lost | OrderState::Voided | OrderState::Refunded)
+    }
+
+    /// States the recovery sweep must drive forward.
+    pub const UNFINISHED: [OrderState; 4] =
+        [OrderState::PendingPayment, OrderState::Authorized, OrderState::Committed, OrderState::PendingCapture];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderState::PendingPayment => "pending_payment",
+            OrderState::Authorized => "authorized",
+            OrderState::Committed => "committed",
+            OrderState::PendingCapture => "pending_capture",
+            OrderState::Confirmed => "confirmed",
+            OrderState::Declined => "declined",
+            OrderState::Lost => "lost",
+            OrderState::Voided => "voided",
+            OrderState::Refunded => "refunded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OrderState> {
+        ALL_STATES.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+pub const ALL_STATES: [OrderState; 9] = [
+    OrderState::PendingPayment,
+    OrderState::Authorized,
+    OrderState::Committed,
+    OrderState::PendingCapture,
+    OrderState::Confirmed,
+    OrderState::Declined,
+    OrderState::Lost,
+    OrderState::Voided,
+    OrderState::Refunded,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_event() -> impl Strategy<Value = OrderEvent> {
+        prop_oneof![
+            Just(OrderEvent::Authorized),
+            Just(OrderEvent::Declined),
+            Just(OrderEvent::Committed),
+            Just(OrderEvent::CommitLost),
+            Just(OrderEvent::Voided),
+            Just(OrderEvent::Captured),
+            Just(OrderEvent::CaptureFailed),
+            Just(OrderEvent::Refunded),
+        ]
+    }
+
+    proptest! {
+        /// P2 in miniature: money is captured only for an order that committed seats,
+        /// and an order that owns seats never ends refunded, voided or lost.
+        #[test]
+        fn capture_only_follows_a_commit(events in proptest::collection::vec(any_event(), 0..24)) {
+            let mut state = OrderState::PendingPayment;
+            let mut committed = false;
+            for e in events {
+                if let Ok(next) = state.apply(e) {
+                    if next == OrderState::Confirmed { prop_assert!(committed); }
+                    committed |= next == OrderState::Committed;
+                    if committed { prop_assert!(next.holds_seats(), "{state:?} -{e:?}-> {next:?}"); }
+                    prop_assert!(state != OrderState::Confirmed && state != OrderState::Refunded);
+                    state = next;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn state_names_round_trip() {
+        for s in ALL_STATES {
+            assert_eq!(OrderState::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json_name(s), s.as_str());
+        }
+    }
+
+    fn serde_json_name(s: OrderState) -> String {
+        serde_json::to_value(s).unwrap().as_str().unwrap().to_string()
+    }
+}

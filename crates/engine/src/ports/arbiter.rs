@@ -1,0 +1,153 @@
+use async_trait::async_trait;
+use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis, Money, OrderId, SeatIndex};
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+
+/// What the arbiter needs to know of an event: its seats in index order with their
+/// section, row and rank, and the per-buyer limit. Built from the catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArbiterLayout {
+    pub event: EventId,
+    pub max_per_buyer: u32,
+    pub seats: Vec<LayoutSeat>,
+    /// For each section: whether adjacency means anything there (false for GA).
+    pub sections: Vec<LayoutSection>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutSeat {
+    pub section: u16,
+    /// Seats with the same (section, row) and consecutive indices are side by side.
+    pub row: u16,
+    pub rank: u32,
+    pub price: Money,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutSection {
+    pub seated: bool,
+}
+
+/// A seat already sold in the ledger, with its buyer (for the per-buyer count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoldSeat {
+    pub seat: SeatIndex,
+    pub buyer: BuyerId,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeatChoice {
+    /// These exact seats, all or none.
+    Named(Vec<SeatIndex>),
+    /// The best `quantity` free seats of a section, side by side in one row when
+    /// `adjacent` and possible.
+    BestAvailable { section: u16, quantity: u32, adjacent: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldRequest {
+    pub hold: HoldId,
+    pub buyer: BuyerId,
+    pub choice: SeatChoice,
+    pub expires_at: Millis,
+}
+
+/// A hold as the hot store knows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldView {
+    pub hold: HoldId,
+    pub buyer: BuyerId,
+    pub seats: Vec<SeatIndex>,
+    /// The price of each seat at the moment of the hold, in `seats` order: the quote.
+    pub prices: Vec<Money>,
+    pub state: HoldState,
+    pub expires_at: Millis,
+    pub order: Option<OrderId>,
+}
+
+impl HoldView {
+    pub fn total(&self) -> Money {
+        Money::sum(self.prices.iter().copied()).unwrap_or(Money(i64::MAX))
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ArbiterError {
+    #[error("the event is not loaded in the hot store")]
+    UnknownEvent,
+    #[error("seat {0} is not free")]
+    SeatUnavailable(SeatIndex),
+    #[error("no such seat: {0}")]
+    NoSuchSeat(SeatIndex),
+    #[error("no such section")]
+    NoSuchSection,
+    #[error("not enough free seats in that section")]
+    SoldOut,
+    #[error("the buyer would hold or own more than {limit} tickets")]
+    LimitExceeded { limit: u32 },
+    #[error("no such hold")]
+    UnknownHold,
+    #[error("the hold has expired")]
+    Expired,
+    #[error("the hold is {0:?}, which does not allow that")]
+    WrongState(HoldState),
+    #[error("the request names no seats or too many")]
+    BadQuantity,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Per-event counts for stats and inventory-aware admission.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SeatCounts {
+    pub capacity: u32,
+    pub free: u32,
+    pub held: u32,
+    pub sold: u32,
+    pub active_holds: u32,
+}
+
+/// A hold the TTL (or the grace period) ended, its seats already back in stock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expired {
+    pub hold: HoldId,
+    pub buyer: BuyerId,
+    pub seats: Vec<SeatIndex>,
+    pub order: Option<OrderId>,
+}
+
+/// The hot store: decides, in one atomic step per call, who holds which seat. It keeps
+/// no durable state of its own; `load` rebuilds an event from the ledger's sold seats.
+#[async_trait]
+pub trait SeatArbiter: Send + Sync {
+    /// (Re)builds an event: sold seats sold, every other seat free, no holds.
+    async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError>;
+    async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError>;
+    /// Drops an event's state entirely.
+    async fn unload(&self, event: EventId) -> Result<(), StoreError>;
+
+    /// Holds all the seats asked for or none. Holds whose deadline is at or before
+    /// `now` are expired first (their seats return to stock exactly once).
+    async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError>;
+    async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError>;
+    /// Held → checking_out, moving the deadline to `pinned_until` and recording the
+    /// order. Fails with `Expired` if the hold's deadline passed at `now`.
+    async fn pin(&self, hold: HoldId, order: OrderId, pinned_until: Millis, now: Millis) -> Result<HoldView, ArbiterError>;
+    /// checking_out → payment_pending, keeping the pin.
+    async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
+    /// The ledger committed: the hold's seats become sold for good.
+    async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
+    /// Returns the seats of a live hold to stock. Releasing a released hold is a no-op
+    /// that returns the hold as it is.
+    async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
+    /// Expires every live hold of `event` whose deadline is at or before `now`, up to
+    /// `limit`, returning each one's seats to stock in the same step.
+    async fn expire_due(&self, event: EventId, now: Millis, limit: usize) -> Result<Vec<Expired>, StoreError>;
+
+    /// One bit per seat in index order, most significant bit first: 1 = free.
+    async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError>;
+    async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError>;
+    /// Index of every seat marked sold, for reconciliation with the ledger.
+    async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError>;
+}

@@ -1,0 +1,124 @@
+use async_trait::async_trait;
+use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, HoldId, Millis, Money, OrderEvent, OrderId, OrderState, SaleStatus};
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+
+/// One seat of an order, priced at the hold's quote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderSeat {
+    pub seat_id: String,
+    pub price: Money,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Order {
+    pub id: OrderId,
+    pub event: EventId,
+    pub buyer: BuyerId,
+    pub hold: HoldId,
+    pub seats: Vec<OrderSeat>,
+    pub total: Money,
+    pub currency: String,
+    pub state: OrderState,
+    pub payment_ref: Option<String>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InsertOrder {
+    Inserted,
+    /// The hold already has an order (a retried checkout): here it is.
+    Exists(Order),
+}
+
+/// The commit point: the order's seats become sold, or nothing happens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Commit {
+    pub order: OrderId,
+    pub max_per_buyer: u32,
+    pub now: Millis,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitOutcome {
+    Committed,
+    /// A seat is already sold to another order; nothing was written.
+    SeatTaken { seat_id: String },
+    /// The buyer would own more than the event allows; nothing was written.
+    LimitExceeded,
+    /// The order is not `authorized` (already committed, or finished another way).
+    NotCommittable(OrderState),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LedgerError {
+    NotFound,
+    /// The order is in another state than the move expects; holds the actual state.
+    Conflict(OrderState),
+    Store(StoreError),
+}
+
+impl From<StoreError> for LedgerError {
+    fn from(e: StoreError) -> Self {
+        LedgerError::Store(e)
+    }
+}
+
+/// Facts the audit checks the promises against.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AuditFacts {
+    pub events: Vec<EventFacts>,
+    /// Sold seats whose order does not own seats (P2).
+    pub sold_without_order: Vec<(EventId, String)>,
+    /// Orders that own seats but whose sold-seat count differs from the order (P2).
+    pub orders_missing_seats: Vec<OrderId>,
+    /// Orders that do not own seats yet have sold seats (P2).
+    pub seats_of_unsold_orders: Vec<OrderId>,
+    /// (event, buyer, tickets) above the event's limit (P6).
+    pub buyers_over_limit: Vec<(EventId, BuyerId, u32)>,
+    /// Orders with their payment reference and state, for payment reconciliation.
+    pub orders: Vec<(OrderId, OrderState, Option<String>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EventFacts {
+    pub event: EventId,
+    pub capacity: u32,
+    pub sold: u32,
+    /// Sold seat ids that are not in the event's catalog (P1).
+    pub unknown_seats: Vec<String>,
+}
+
+/// The durable record. Only commits and order moves come here, never holds.
+#[async_trait]
+pub trait Ledger: Send + Sync {
+    async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError>;
+    async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError>;
+    async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError>;
+    async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError>;
+
+    async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError>;
+
+    /// Writes the order as `pending_payment` before the provider is called. One order
+    /// per hold: a second insert for the same hold returns the first.
+    async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError>;
+    async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError>;
+    async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;
+    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError>;
+    /// Orders in any of `states` last touched at or before `before`, oldest first.
+    async fn orders_in(&self, states: &[OrderState], before: Millis, limit: usize) -> Result<Vec<Order>, StoreError>;
+
+    /// Moves an order by `event` if its state allows, appending to its history.
+    /// `payment_ref` is recorded when given.
+    async fn apply(&self, order: OrderId, event: OrderEvent, payment_ref: Option<&str>, now: Millis) -> Result<Order, LedgerError>;
+    /// Authorized → committed: sold seats, buyer guard, outbox and history in one
+    /// transaction. Concurrent commits may share a transaction (group commit); each
+    /// gets its own outcome.
+    async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
+
+    /// (seat id, buyer) of every sold seat of an event: the input of a rebuild.
+    async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError>;
+    async fn audit_facts(&self) -> Result<AuditFacts, StoreError>;
+}

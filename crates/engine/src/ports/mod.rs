@@ -1,0 +1,29 @@
+//! The ports the use cases call. Each is narrow and atomic: a port method either does
+//! all of what its name says or nothing. Adapters live in the `store-*` and `payment-*`
+//! crates; every adapter of a port passes the same conformance suite (`testkit`).
+
+mod arbiter;
+mod clock;
+mod idempotency;
+mod ledger;
+mod payment;
+mod queue;
+
+pub use arbiter::*;
+pub use clock::*;
+pub use idempotency::*;
+pub use ledger::*;
+pub use payment::*;
+pub use queue::*;
+
+/// A failure of the store itself (connection lost, disk full), as opposed to an answer
+/// such as "that seat is taken". Carries text for the log, never for the client.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("store unavailable: {0}")]
+pub struct StoreError(pub String);
+
+impl StoreError {
+    pub fn new(e: impl std::fmt::Display) -> Self {
+        StoreError(e.to_string())
+    }
+}
