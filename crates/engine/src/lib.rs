@@ -1,4 +1,94 @@
 //! Use cases of an on-sale and the ports they call. Nothing here names a concrete
 //! backend: the binary and the tests choose adapters and hand them in as `Arc<dyn _>`.
 
+mod admission;
+mod audit;
+mod buyers;
+mod catalog;
+mod checkout;
+mod error;
+mod expiry;
+mod holds;
 pub mod ports;
+mod queue;
+mod recovery;
+pub mod worker;
+
+use std::sync::Arc;
+
+use boxoffice_domain::token::KeyRing;
+use serde::Deserialize;
+
+pub use audit::AuditReport;
+pub use buyers::BuyerSession;
+pub use catalog::EventEntry;
+pub use checkout::{CheckoutOutcome, OrderView, Ticket};
+pub use error::EngineError;
+pub use holds::{HoldInput, SeatSelection};
+pub use queue::{JoinOutcome, QueueStatus, WaitStatus};
+
+use ports::{Clock, Ledger, PaymentGateway, QueueStore, SeatArbiter};
+
+/// The adapters an engine runs on.
+#[derive(Clone)]
+pub struct Ports {
+    pub arbiter: Arc<dyn SeatArbiter>,
+    pub queue: Arc<dyn QueueStore>,
+    pub ledger: Arc<dyn Ledger>,
+    pub payments: Arc<dyn PaymentGateway>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Engine settings; every field has a documented default.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default)]
+pub struct EngineConfig {
+    /// How long an admission token lets a buyer hold seats.
+    pub admission_token_ttl_s: u64,
+    /// How long a queue ticket stays valid.
+    pub queue_ticket_ttl_s: u64,
+    /// How long a buyer session token stays valid.
+    pub buyer_token_ttl_s: u64,
+    /// Unfinished orders untouched for this long are driven on by the recovery sweep.
+    /// Longer than any provider call, so the sweep never races a live checkout.
+    pub recovery_after_s: u64,
+    /// How often admission advances "serving up to" (one batch per tick).
+    pub admission_interval_ms: u64,
+    /// Suggested pause between a buyer's queue status polls (jittered by the client).
+    pub poll_after_ms: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            admission_token_ttl_s: 900,
+            queue_ticket_ttl_s: 86_400,
+            buyer_token_ttl_s: 30 * 86_400,
+            recovery_after_s: 30,
+            admission_interval_ms: 2_000,
+            poll_after_ms: 3_000,
+        }
+    }
+}
+
+/// The on-sale engine: every use case, over the ports it was built with.
+pub struct Engine {
+    ports: Ports,
+    keys: KeyRing,
+    config: EngineConfig,
+    catalog: catalog::CatalogCache,
+}
+
+impl Engine {
+    pub fn new(ports: Ports, keys: KeyRing, config: EngineConfig) -> Engine {
+        Engine { ports, keys, config, catalog: catalog::CatalogCache::default() }
+    }
+
+    pub fn ports(&self) -> &Ports {
+        &self.ports
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+}

@@ -1,0 +1,126 @@
+//! Events: creating them, opening and closing the sale, and keeping the hot store in
+//! step with the ledger. Catalogs are read-mostly, so each node caches them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use boxoffice_domain::{Event, EventId, EventSpec, SaleStatus, SeatIndex, SectionKind};
+use parking_lot::RwLock;
+
+use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection, SoldSeat};
+use crate::{Engine, EngineError};
+
+/// A cached event with its seat-label index.
+pub struct EventEntry {
+    pub event: Event,
+    pub seat_index: HashMap<String, SeatIndex>,
+}
+
+impl EventEntry {
+    fn new(event: Event) -> EventEntry {
+        let seat_index = event.seat_lookup();
+        EventEntry { event, seat_index }
+    }
+
+    pub fn layout(&self) -> ArbiterLayout {
+        let e = &self.event;
+        ArbiterLayout {
+            event: e.id,
+            max_per_buyer: e.sale.max_tickets_per_buyer,
+            seats: e
+                .seats
+                .iter()
+                .enumerate()
+                .map(|(i, s)| LayoutSeat { section: s.section, row: s.row, rank: s.rank, price: e.price_of(i as SeatIndex) })
+                .collect(),
+            sections: e.sections.iter().map(|s| LayoutSection { seated: s.kind == SectionKind::Seated }).collect(),
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct CatalogCache {
+    events: RwLock<HashMap<EventId, Arc<EventEntry>>>,
+}
+
+impl Engine {
+    pub async fn create_event(&self, spec: &EventSpec) -> Result<Arc<EventEntry>, EngineError> {
+        // Validate before touching the ledger so bad input changes nothing.
+        spec.build(EventId(1), self.now()).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        let event = self.ports.ledger.create_event(spec, self.now()).await?;
+        Ok(self.cache(event))
+    }
+
+    /// The event, from the cache or the ledger.
+    pub async fn event(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
+        if let Some(e) = self.catalog.events.read().get(&id) {
+            return Ok(e.clone());
+        }
+        let event = self.ports.ledger.event(id).await?.ok_or(EngineError::NotFound("event"))?;
+        Ok(self.cache(event))
+    }
+
+    fn cache(&self, event: Event) -> Arc<EventEntry> {
+        let entry = Arc::new(EventEntry::new(event));
+        self.catalog.events.write().insert(entry.event.id, entry.clone());
+        entry
+    }
+
+    pub async fn open_sale(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
+        let entry = self.event(id).await?;
+        if entry.event.status == SaleStatus::Closed {
+            return Err(EngineError::SaleClosed);
+        }
+        self.rebuild(id).await?;
+        self.set_status(entry, SaleStatus::Open).await
+    }
+
+    pub async fn close_sale(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
+        let entry = self.event(id).await?;
+        self.set_status(entry, SaleStatus::Closed).await
+    }
+
+    async fn set_status(&self, entry: Arc<EventEntry>, status: SaleStatus) -> Result<Arc<EventEntry>, EngineError> {
+        if entry.event.status == status {
+            return Ok(entry);
+        }
+        self.ports.ledger.set_sale_status(entry.event.id, status).await?;
+        let mut event = entry.event.clone();
+        event.status = status;
+        Ok(self.cache(event))
+    }
+
+    /// Rebuilds the event in the hot store from the ledger: sold seats sold, all else
+    /// free. Holds are lost by design (P5); their buyers get a clear error and retry.
+    pub async fn rebuild(&self, id: EventId) -> Result<(), EngineError> {
+        let entry = self.event(id).await?;
+        let sold = self.ports.ledger.sold_seats(id).await?;
+        let mut seats = Vec::with_capacity(sold.len());
+        for (label, buyer) in sold {
+            let seat = *entry.seat_index.get(&label).ok_or_else(|| EngineError::Internal(format!("sold seat {label} is not in event {id}")))?;
+            seats.push(SoldSeat { seat, buyer });
+        }
+        self.ports.arbiter.load(&entry.layout(), &seats).await?;
+        tracing::info!(event = %id, sold = seats.len(), "event rebuilt in the hot store");
+        Ok(())
+    }
+
+    /// At start-up: every open event is rebuilt in the hot store.
+    pub async fn load_open_events(&self) -> Result<usize, EngineError> {
+        let open = self.ports.ledger.events_with_status(SaleStatus::Open).await?;
+        for id in &open {
+            if !self.ports.arbiter.is_loaded(*id).await? {
+                self.rebuild(*id).await?;
+            }
+        }
+        Ok(open.len())
+    }
+
+    pub async fn open_events(&self) -> Result<Vec<EventId>, EngineError> {
+        Ok(self.ports.ledger.events_with_status(SaleStatus::Open).await?)
+    }
+
+    pub(crate) fn now(&self) -> boxoffice_domain::Millis {
+        self.ports.clock.now()
+    }
+}

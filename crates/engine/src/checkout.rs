@@ -1,0 +1,236 @@
+//! Checkout: authorize → commit → capture (DESIGN §4). The order row exists before the
+//! provider is called and every step is a conditional move in the ledger, so a crash or
+//! a race at any point leaves a state that `recovery` can finish, and nobody is charged
+//! for a seat they did not get.
+
+use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money, OrderEvent, OrderId, OrderState};
+use serde::Serialize;
+
+use crate::buyers::BuyerSession;
+use crate::ports::{
+    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder, LedgerError, Order, OrderSeat,
+    PaymentError,
+};
+use crate::{Engine, EngineError};
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Ticket {
+    pub ticket_id: String,
+    pub seat_id: String,
+    pub price: Money,
+}
+
+/// An order as the buyer sees it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct OrderView {
+    pub order_id: OrderId,
+    pub event_id: EventId,
+    pub hold_id: HoldId,
+    pub status: OrderState,
+    pub seat_ids: Vec<String>,
+    pub tickets: Vec<Ticket>,
+    pub total: Money,
+    pub currency: String,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+impl From<&Order> for OrderView {
+    fn from(o: &Order) -> OrderView {
+        let tickets = if o.state.holds_seats() {
+            o.seats.iter().map(|s| Ticket { ticket_id: format!("{}:{}", o.id, s.seat_id), seat_id: s.seat_id.clone(), price: s.price }).collect()
+        } else {
+            Vec::new()
+        };
+        OrderView {
+            order_id: o.id,
+            event_id: o.event,
+            hold_id: o.hold,
+            status: o.state,
+            seat_ids: o.seats.iter().map(|s| s.seat_id.clone()).collect(),
+            tickets,
+            total: o.total,
+            currency: o.currency.clone(),
+            created_at: o.created_at,
+            updated_at: o.updated_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckoutOutcome {
+    /// The seats are the buyer's (captured, or capture being retried).
+    Confirmed(OrderView),
+    /// The provider has not answered; the hold stays pinned while recovery asks.
+    Pending(OrderView),
+}
+
+impl Engine {
+    pub async fn checkout(&self, who: &BuyerSession, hold: HoldId, payment_method: &str) -> Result<CheckoutOutcome, EngineError> {
+        // A hold that already has an order reports that order: retries and second tabs.
+        if let Some(order) = self.ports.ledger.order_of_hold(hold).await? {
+            return self.owned(who, &order).and_then(|o| outcome_of(&o));
+        }
+        let view = self.get_hold(who, hold).await?;
+        match view.state {
+            HoldState::Held => {}
+            HoldState::Expired => return Err(EngineError::HoldExpired),
+            HoldState::CheckingOut | HoldState::PaymentPending | HoldState::Sold => return Err(EngineError::CheckoutInProgress),
+            HoldState::Released => return Err(EngineError::HoldNotActive(HoldState::Released)),
+        }
+        let entry = self.event(hold.event).await?;
+        let now = self.now();
+        let order = new_order(&view, self.seat_labels(&entry, &view.seats), entry.event.currency.clone(), now);
+        let pinned_until = now.plus_secs(entry.event.sale.payment_grace_s as u64);
+        // Pinning is the atomic step that lets exactly one checkout of a hold proceed.
+        match self.ports.arbiter.pin(hold, order.id, pinned_until, now).await {
+            Ok(_) => {}
+            Err(ArbiterError::WrongState(_)) => return Err(EngineError::CheckoutInProgress),
+            Err(e) => return Err(e.into()),
+        }
+        if let InsertOrder::Exists(existing) = self.ports.ledger.insert_order(&order).await? {
+            return outcome_of(&existing);
+        }
+        self.pay(&order, payment_method, entry.event.sale.max_tickets_per_buyer).await
+    }
+
+    pub async fn order_for(&self, who: &BuyerSession, id: OrderId) -> Result<OrderView, EngineError> {
+        let order = self.ports.ledger.order(id).await?.ok_or(EngineError::NotFound("order"))?;
+        Ok(OrderView::from(&self.owned(who, &order)?))
+    }
+
+    pub async fn orders_of(&self, who: &BuyerSession) -> Result<Vec<OrderView>, EngineError> {
+        Ok(self.ports.ledger.orders_of_buyer(who.buyer).await?.iter().map(OrderView::from).collect())
+    }
+
+    fn owned(&self, who: &BuyerSession, order: &Order) -> Result<Order, EngineError> {
+        if order.buyer == who.buyer { Ok(order.clone()) } else { Err(EngineError::NotFound("order")) }
+    }
+
+    async fn pay(&self, order: &Order, payment_method: &str, max_per_buyer: u32) -> Result<CheckoutOutcome, EngineError> {
+        let req = AuthorizeRequest { order: order.id, amount: order.total, currency: order.currency.clone(), payment_method: payment_method.into() };
+        let reference = match self.ports.payments.authorize(&req).await {
+            Ok(AuthorizeOutcome::Approved { reference }) => reference,
+            Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
+                self.ports.ledger.apply(order.id, OrderEvent::Declined, None, self.now()).await?;
+                self.release_quietly(order.hold).await;
+                metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);
+                return Err(EngineError::PaymentDeclined(reason));
+            }
+            Err(PaymentError::Timeout | PaymentError::Unavailable(_)) => {
+                // Unknown whether money moved: keep the seats pinned; recovery will ask.
+                if let Err(e) = self.ports.arbiter.mark_uncertain(order.hold).await {
+                    tracing::warn!(order = %order.id, error = %e, "could not mark hold payment_pending");
+                }
+                return self.current(order.id).await;
+            }
+        };
+        match self.ports.ledger.apply(order.id, OrderEvent::Authorized, Some(&reference), self.now()).await {
+            Ok(_) => {}
+            // Recovery voided the order while the provider was slow: undo the authorization.
+            Err(LedgerError::Conflict(_)) => {
+                self.void_quietly(order.id, &reference).await;
+                return self.current(order.id).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.commit_and_capture(order, &reference, max_per_buyer).await
+    }
+
+    /// The commit point, then capture. Shared by checkout and the recovery sweep.
+    pub(crate) async fn commit_and_capture(&self, order: &Order, reference: &str, max_per_buyer: u32) -> Result<CheckoutOutcome, EngineError> {
+        let commit = Commit { order: order.id, max_per_buyer, now: self.now() };
+        match self.ports.ledger.commit(&commit).await? {
+            CommitOutcome::Committed => {
+                metrics::counter!("boxoffice_seats_sold_total").increment(order.seats.len() as u64);
+                if let Err(e) = self.ports.arbiter.mark_sold(order.hold).await {
+                    tracing::warn!(order = %order.id, error = %e, "hot store missed a sale; the audit will show the drift");
+                }
+            }
+            CommitOutcome::SeatTaken { seat_id } => {
+                tracing::info!(order = %order.id, seat = %seat_id, "lost at commit; voiding the authorization");
+                self.lose(order, reference).await?;
+                return Err(EngineError::SeatSold);
+            }
+            CommitOutcome::LimitExceeded => {
+                self.lose(order, reference).await?;
+                return Err(EngineError::LimitExceeded { limit: max_per_buyer });
+            }
+            CommitOutcome::NotCommittable(_) => return self.current(order.id).await,
+        }
+        self.capture(order, reference).await
+    }
+
+    pub(crate) async fn capture(&self, order: &Order, reference: &str) -> Result<CheckoutOutcome, EngineError> {
+        let event = match self.ports.payments.capture(order.id, reference).await {
+            Ok(()) => OrderEvent::Captured,
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "capture failed; the sweep will retry");
+                OrderEvent::CaptureFailed
+            }
+        };
+        let after = self.ports.ledger.apply(order.id, event, None, self.now()).await?;
+        metrics::counter!("boxoffice_orders_total", "outcome" => after.state.as_str()).increment(1);
+        outcome_of(&after)
+    }
+
+    /// A lost commit: void first, and only record the loss once the void went through,
+    /// so a failed void leaves the order `authorized` for recovery to void again.
+    async fn lose(&self, order: &Order, reference: &str) -> Result<(), EngineError> {
+        self.release_quietly(order.hold).await;
+        match self.ports.payments.void(order.id, reference).await {
+            Ok(()) => {
+                self.ports.ledger.apply(order.id, OrderEvent::CommitLost, None, self.now()).await?;
+                metrics::counter!("boxoffice_orders_total", "outcome" => "lost").increment(1);
+            }
+            Err(e) => tracing::warn!(order = %order.id, error = %e, "void failed; recovery will retry"),
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn release_quietly(&self, hold: HoldId) {
+        if let Err(e) = self.ports.arbiter.release(hold).await {
+            tracing::debug!(hold = %hold, error = %e, "hold already gone");
+        }
+    }
+
+    pub(crate) async fn void_quietly(&self, order: OrderId, reference: &str) {
+        if let Err(e) = self.ports.payments.void(order, reference).await {
+            tracing::warn!(order = %order, error = %e, "void failed; the audit lists open authorizations");
+        }
+    }
+
+    async fn current(&self, order: OrderId) -> Result<CheckoutOutcome, EngineError> {
+        let order = self.ports.ledger.order(order).await?.ok_or(EngineError::NotFound("order"))?;
+        outcome_of(&order)
+    }
+}
+
+fn new_order(view: &HoldView, labels: Vec<String>, currency: String, now: Millis) -> Order {
+    let seats = labels.into_iter().zip(&view.prices).map(|(seat_id, &price)| OrderSeat { seat_id, price }).collect();
+    Order {
+        id: OrderId::random(),
+        event: view.hold.event,
+        buyer: view.buyer,
+        hold: view.hold,
+        seats,
+        total: view.total(),
+        currency,
+        state: OrderState::PendingPayment,
+        payment_ref: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// What a checkout of this order reports, whoever asks and however often.
+fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {
+    let view = OrderView::from(order);
+    match order.state {
+        OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed => Ok(CheckoutOutcome::Confirmed(view)),
+        OrderState::PendingPayment | OrderState::Authorized => Ok(CheckoutOutcome::Pending(view)),
+        OrderState::Declined => Err(EngineError::PaymentDeclined("declined".into())),
+        OrderState::Lost => Err(EngineError::SeatSold),
+        OrderState::Voided | OrderState::Refunded => Err(EngineError::HoldExpired),
+    }
+}

@@ -1,0 +1,87 @@
+//! The engine's one error type. Every variant is something a client can act on, except
+//! `Unavailable` (retry later) and `Internal` (a bug); the HTTP layer maps each to a
+//! status and a stable code.
+
+use boxoffice_domain::HoldState;
+use boxoffice_domain::token::TokenError;
+
+use crate::ports::{ArbiterError, LedgerError, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the token is not accepted: {0}")]
+    BadToken(TokenError),
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("your turn in the queue has not come yet")]
+    NotAdmitted,
+    #[error("the sale for this event is not open")]
+    SaleNotOpen,
+    #[error("the sale for this event has closed")]
+    SaleClosed,
+    #[error("one of those seats was just claimed by someone else")]
+    SeatUnavailable,
+    #[error("not enough seats are left")]
+    SoldOut,
+    #[error("that would take you past the limit of {limit} tickets for this event")]
+    LimitExceeded { limit: u32 },
+    #[error("your hold has expired")]
+    HoldExpired,
+    #[error("the hold is {0:?}")]
+    HoldNotActive(HoldState),
+    #[error("a checkout of this hold is already running")]
+    CheckoutInProgress,
+    #[error("the payment was declined: {0}")]
+    PaymentDeclined(String),
+    #[error("that seat sold to another buyer; your card was not charged")]
+    SeatSold,
+    #[error("temporarily unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for EngineError {
+    fn from(e: StoreError) -> Self {
+        EngineError::Unavailable(e.0)
+    }
+}
+
+impl From<TokenError> for EngineError {
+    fn from(e: TokenError) -> Self {
+        EngineError::BadToken(e)
+    }
+}
+
+impl From<LedgerError> for EngineError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::NotFound => EngineError::NotFound("order"),
+            LedgerError::Conflict(s) => EngineError::Internal(format!("order unexpectedly {s:?}")),
+            LedgerError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<ArbiterError> for EngineError {
+    fn from(e: ArbiterError) -> Self {
+        use ArbiterError as A;
+        match e {
+            A::UnknownEvent => EngineError::Unavailable("the event is being rebuilt; retry".into()),
+            A::SeatUnavailable(_) => EngineError::SeatUnavailable,
+            A::NoSuchSeat(_) => EngineError::NotFound("seat"),
+            A::NoSuchSection => EngineError::NotFound("section"),
+            A::SoldOut => EngineError::SoldOut,
+            A::LimitExceeded { limit } => EngineError::LimitExceeded { limit },
+            A::UnknownHold => EngineError::NotFound("hold"),
+            A::Expired => EngineError::HoldExpired,
+            A::WrongState(s) => EngineError::HoldNotActive(s),
+            A::BadQuantity => EngineError::Invalid("quantity must be at least 1 and within the per-buyer limit".into()),
+            A::Store(s) => s.into(),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Holds: an admitted buyer claims seats, all or none, for the event's hold TTL.
+
+use boxoffice_domain::token::TokenKind;
+use boxoffice_domain::{EventId, HoldId, HoldState, SaleStatus, SeatIndex};
+
+use crate::buyers::BuyerSession;
+use crate::catalog::EventEntry;
+use crate::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
+use crate::{Engine, EngineError};
+
+/// What the buyer asked for, still in public terms (labels, section keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeatSelection {
+    Named(Vec<String>),
+    BestAvailable { section: String, quantity: u32, adjacent: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldInput {
+    pub selection: SeatSelection,
+}
+
+impl Engine {
+    /// Verifies the admission token and holds the seats. Returns the hold and the buyer
+    /// the token belongs to.
+    pub async fn hold(&self, event: EventId, admission_token: &str, input: &HoldInput) -> Result<(HoldView, BuyerSession), EngineError> {
+        let now = self.now();
+        let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, now)?;
+        let who = BuyerSession { buyer: claims.buyer, session: claims.sid };
+        let entry = self.event(event).await?;
+        if entry.event.status != SaleStatus::Open {
+            return Err(EngineError::SaleNotOpen);
+        }
+        let req = HoldRequest {
+            hold: HoldId::random(event),
+            buyer: who.buyer,
+            choice: resolve(&entry, &input.selection)?,
+            expires_at: now.plus_secs(entry.event.sale.hold_ttl_s as u64),
+        };
+        let result = match self.ports.arbiter.hold(&req, now).await {
+            // The hot store lost the event (restart, flush): rebuild from the ledger once.
+            Err(ArbiterError::UnknownEvent) => {
+                self.rebuild(event).await?;
+                self.ports.arbiter.hold(&req, now).await
+            }
+            other => other,
+        };
+        let outcome = if result.is_ok() { "won" } else { "lost" };
+        metrics::counter!("boxoffice_holds_total", "outcome" => outcome).increment(1);
+        Ok((result?, who))
+    }
+
+    /// The hold, if it belongs to the caller. Someone else's hold is "not found".
+    pub async fn get_hold(&self, who: &BuyerSession, hold: HoldId) -> Result<HoldView, EngineError> {
+        match self.ports.arbiter.get(hold).await? {
+            Some(h) if h.buyer == who.buyer => Ok(h),
+            _ => Err(EngineError::NotFound("hold")),
+        }
+    }
+
+    /// Gives the seats back early. A hold being paid for cannot be released.
+    pub async fn release_hold(&self, who: &BuyerSession, hold: HoldId) -> Result<HoldView, EngineError> {
+        let view = self.get_hold(who, hold).await?;
+        match view.state {
+            HoldState::Held => Ok(self.ports.arbiter.release(hold).await?),
+            HoldState::Released | HoldState::Expired => Ok(view),
+            other => Err(EngineError::HoldNotActive(other)),
+        }
+    }
+
+    pub fn seat_labels(&self, entry: &EventEntry, seats: &[SeatIndex]) -> Vec<String> {
+        seats.iter().map(|&i| entry.event.seats[i as usize].label.clone()).collect()
+    }
+}
+
+/// Turns public seat labels and section keys into the arbiter's indices.
+fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, EngineError> {
+    let limit = entry.event.sale.max_tickets_per_buyer;
+    match selection {
+        SeatSelection::Named(labels) => {
+            if labels.is_empty() {
+                return Err(EngineError::Invalid("seat_ids must name at least one seat".into()));
+            }
+            if labels.len() > limit as usize {
+                return Err(EngineError::LimitExceeded { limit });
+            }
+            let mut seats = Vec::with_capacity(labels.len());
+            for label in labels {
+                let seat = *entry.seat_index.get(label).ok_or(EngineError::NotFound("seat"))?;
+                if seats.contains(&seat) {
+                    return Err(EngineError::Invalid(format!("seat {label} is named twice")));
+                }
+                seats.push(seat);
+            }
+            Ok(SeatChoice::Named(seats))
+        }
+        SeatSelection::BestAvailable { section, quantity, adjacent } => {
+            let section = entry.event.section_index(section).ok_or(EngineError::NotFound("section"))?;
+            if *quantity == 0 {
+                return Err(EngineError::Invalid("quantity must be at least 1".into()));
+            }
+            if *quantity > limit {
+                return Err(EngineError::LimitExceeded { limit });
+            }
+            Ok(SeatChoice::BestAvailable { section, quantity: *quantity, adjacent: *adjacent })
+        }
+    }
+}
