@@ -1,1 +1,13 @@
+//! In-process backends for the embedded deployment: the seat arbiter (hot store), the
+//! waiting-room queue and the idempotency-key store. Nothing here survives a restart;
+//! the engine rebuilds the arbiter from the ledger (DESIGN P5) and a lost queue costs
+//! fairness, never correctness.
 
+mod arbiter;
+mod hash;
+mod idempotency;
+mod queue;
+
+pub use arbiter::{ArbiterConfig, InMemoryArbiter};
+pub use idempotency::MemoryIdempotency;
+pub use queue::InMemoryQueue;

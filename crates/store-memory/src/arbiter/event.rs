@@ -1,0 +1,138 @@
+//! One event's hot state and the hold step. Everything here runs under the event's
+//! mutex, so each public method is one atomic step; none of it awaits.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderId, SeatIndex};
+use boxoffice_engine::ports::{ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatChoice, SeatCounts, SoldSeat};
+
+use super::inventory::Inventory;
+use crate::hash::FxHashMap;
+
+pub(crate) struct HoldRec {
+    pub buyer: BuyerId,
+    pub seats: Box<[SeatIndex]>,
+    pub state: HoldState,
+    pub expires_at: Millis,
+    pub order: Option<OrderId>,
+}
+
+pub(crate) struct EventState {
+    pub max_per_buyer: u32,
+    pub inv: Inventory,
+    /// Live holds and the most recent finished ones (see `finished`).
+    pub holds: FxHashMap<HoldId, HoldRec>,
+    /// (deadline, hold) of every live hold and only those.
+    pub deadlines: BTreeSet<(Millis, HoldId)>,
+    /// Seats held plus seats sold per buyer; absent means zero.
+    pub taken: FxHashMap<BuyerId, u32>,
+    /// Finished holds oldest first, so `get` can still answer "what happened" for a
+    /// while without the table growing for ever.
+    pub finished: VecDeque<HoldId>,
+    /// Holds that `hold` (or `pin`) expired on the way and the worker has not heard of.
+    pub unreported: VecDeque<Expired>,
+    pub keep_finished: usize,
+    pub active_holds: u32,
+}
+
+impl EventState {
+    /// Sold seats sold, every other seat free, no holds.
+    pub fn load(layout: &ArbiterLayout, sold: &[SoldSeat], keep_finished: usize) -> Result<Self, String> {
+        let mut state = EventState {
+            max_per_buyer: layout.max_per_buyer,
+            inv: Inventory::new(layout)?,
+            holds: FxHashMap::default(),
+            deadlines: BTreeSet::new(),
+            taken: FxHashMap::default(),
+            finished: VecDeque::new(),
+            unreported: VecDeque::new(),
+            keep_finished,
+            active_holds: 0,
+        };
+        for s in sold {
+            if !state.inv.exists(s.seat) {
+                return Err(format!("sold seat {} is not in event {}", s.seat, layout.event));
+            }
+            // A seat listed twice is still one ticket for its buyer.
+            if state.inv.load_sold(s.seat) {
+                *state.taken.entry(s.buyer).or_default() += 1;
+            }
+        }
+        Ok(state)
+    }
+
+    pub fn hold(&mut self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
+        self.expire_due_unreported(now);
+        if let Some(rec) = self.holds.get(&req.hold) {
+            // The same hold id again is a retried request: answer as the first time.
+            return if rec.buyer == req.buyer { Ok(self.view(req.hold, rec)) } else { Err(ArbiterError::WrongState(rec.state)) };
+        }
+        let quantity = match &req.choice {
+            SeatChoice::Named(seats) => self.check_named(seats)?,
+            SeatChoice::BestAvailable { quantity, .. } => *quantity,
+        };
+        if quantity == 0 || quantity > self.max_per_buyer {
+            return Err(ArbiterError::BadQuantity);
+        }
+        let owned = self.taken.get(&req.buyer).copied().unwrap_or(0);
+        if owned + quantity > self.max_per_buyer {
+            return Err(ArbiterError::LimitExceeded { limit: self.max_per_buyer });
+        }
+        let seats: Box<[SeatIndex]> = match &req.choice {
+            SeatChoice::Named(seats) => {
+                if let Some(&s) = seats.iter().find(|&&s| !self.inv.is_free(s)) {
+                    return Err(ArbiterError::SeatUnavailable(s));
+                }
+                seats.as_slice().into()
+            }
+            SeatChoice::BestAvailable { section, quantity, adjacent } => self.inv.pick_best(*section, *quantity, *adjacent)?.into(),
+        };
+        seats.iter().for_each(|&s| self.inv.take(s));
+        *self.taken.entry(req.buyer).or_default() += quantity;
+        self.active_holds += 1;
+        self.deadlines.insert((req.expires_at, req.hold));
+        let rec = HoldRec { buyer: req.buyer, seats, state: HoldState::Held, expires_at: req.expires_at, order: None };
+        let view = self.view(req.hold, &rec);
+        self.holds.insert(req.hold, rec);
+        Ok(view)
+    }
+
+    /// Named seats: at most the buyer limit, no repeats, all existing. Returns how many.
+    fn check_named(&self, seats: &[SeatIndex]) -> Result<u32, ArbiterError> {
+        if seats.is_empty() || seats.len() > self.max_per_buyer as usize {
+            return Err(ArbiterError::BadQuantity);
+        }
+        // At most `max_per_buyer` (≤ 50) seats: the quadratic check beats sorting a copy.
+        if seats.iter().enumerate().any(|(i, s)| seats[..i].contains(s)) {
+            return Err(ArbiterError::BadQuantity);
+        }
+        if let Some(&s) = seats.iter().find(|&&s| !self.inv.exists(s)) {
+            return Err(ArbiterError::NoSuchSeat(s));
+        }
+        Ok(seats.len() as u32)
+    }
+
+    pub fn view(&self, id: HoldId, rec: &HoldRec) -> HoldView {
+        HoldView {
+            hold: id,
+            buyer: rec.buyer,
+            seats: rec.seats.to_vec(),
+            // Prices cannot change under a hold: only `load` changes the layout, and it
+            // drops every hold. So the quote is the layout's price.
+            prices: rec.seats.iter().map(|&s| self.inv.seats[s as usize].price).collect(),
+            state: rec.state,
+            expires_at: rec.expires_at,
+            order: rec.order,
+        }
+    }
+
+    pub fn get(&self, id: HoldId) -> Option<HoldView> {
+        self.holds.get(&id).map(|rec| self.view(id, rec))
+    }
+
+    pub fn counts(&self) -> SeatCounts {
+        let capacity = self.inv.capacity();
+        let (held, sold) = (self.inv.held, self.inv.sold);
+        SeatCounts { capacity, free: capacity - held - sold, held, sold, active_holds: self.active_holds }
+    }
+}

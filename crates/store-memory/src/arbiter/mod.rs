@@ -1,0 +1,131 @@
+//! `InMemoryArbiter`: the seat arbiter of the embedded deployment.
+//!
+//! Each event's state sits behind its own `parking_lot::Mutex`, taken for one short
+//! synchronous step per call (no `.await` inside), so two buyers of different events
+//! never wait for each other and two buyers of the same event are strictly ordered.
+//! The map of events is behind a `RwLock` that only `load`/`unload` write.
+
+mod event;
+mod freeset;
+mod inventory;
+mod lifecycle;
+mod pick;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
+use boxoffice_engine::ports::{
+    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatArbiter, SeatCounts, SoldSeat, StoreError,
+};
+use parking_lot::{Mutex, RwLock};
+
+use crate::hash::FxHashMap;
+use event::EventState;
+
+/// Tunables of the in-memory arbiter.
+#[derive(Clone, Copy, Debug)]
+pub struct ArbiterConfig {
+    /// Finished holds (sold, released, expired) kept per event so `get` can still say
+    /// what happened; the oldest are forgotten beyond this. At least 1.
+    pub keep_finished: usize,
+}
+
+impl Default for ArbiterConfig {
+    fn default() -> Self {
+        ArbiterConfig { keep_finished: 100_000 }
+    }
+}
+
+#[derive(Default)]
+pub struct InMemoryArbiter {
+    events: RwLock<FxHashMap<EventId, Arc<Mutex<EventState>>>>,
+    config: ArbiterConfig,
+}
+
+impl InMemoryArbiter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_config(config: ArbiterConfig) -> Self {
+        let config = ArbiterConfig { keep_finished: config.keep_finished.max(1) };
+        InMemoryArbiter { events: RwLock::default(), config }
+    }
+
+    /// Runs `f` on the event's state under its lock; `None` if the event is not loaded.
+    fn with_event<T>(&self, event: EventId, f: impl FnOnce(&mut EventState) -> T) -> Option<T> {
+        let events = self.events.read();
+        let state = events.get(&event)?;
+        let mut state = state.lock();
+        Some(f(&mut state))
+    }
+
+    fn on_event<T>(&self, event: EventId, f: impl FnOnce(&mut EventState) -> Result<T, ArbiterError>) -> Result<T, ArbiterError> {
+        self.with_event(event, f).unwrap_or(Err(ArbiterError::UnknownEvent))
+    }
+
+    /// A hold's event gone means the hold is gone with it.
+    fn on_hold(&self, hold: HoldId, f: impl FnOnce(&mut EventState) -> Result<HoldView, ArbiterError>) -> Result<HoldView, ArbiterError> {
+        self.with_event(hold.event, f).unwrap_or(Err(ArbiterError::UnknownHold))
+    }
+}
+
+#[async_trait]
+impl SeatArbiter for InMemoryArbiter {
+    async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
+        // Built outside the map lock: a 50,000-seat event takes milliseconds to lay out.
+        let state = EventState::load(layout, sold, self.config.keep_finished).map_err(StoreError)?;
+        self.events.write().insert(layout.event, Arc::new(Mutex::new(state)));
+        Ok(())
+    }
+
+    async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
+        Ok(self.events.read().contains_key(&event))
+    }
+
+    async fn unload(&self, event: EventId) -> Result<(), StoreError> {
+        self.events.write().remove(&event);
+        Ok(())
+    }
+
+    async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
+        self.on_event(req.hold.event, |s| s.hold(req, now))
+    }
+
+    async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError> {
+        Ok(self.with_event(hold.event, |s| s.get(hold)).flatten())
+    }
+
+    async fn pin(&self, hold: HoldId, order: OrderId, pinned_until: Millis, now: Millis) -> Result<HoldView, ArbiterError> {
+        self.on_hold(hold, |s| s.pin(hold, order, pinned_until, now))
+    }
+
+    async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
+        self.on_hold(hold, |s| s.mark_uncertain(hold))
+    }
+
+    async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
+        self.on_hold(hold, |s| s.mark_sold(hold))
+    }
+
+    async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
+        self.on_hold(hold, |s| s.release(hold))
+    }
+
+    async fn expire_due(&self, event: EventId, now: Millis, limit: usize) -> Result<Vec<Expired>, StoreError> {
+        Ok(self.with_event(event, |s| s.expire_due(now, limit)).unwrap_or_default())
+    }
+
+    async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
+        self.on_event(event, |s| Ok(s.inv.bitmap()))
+    }
+
+    async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError> {
+        self.on_event(event, |s| Ok(s.counts()))
+    }
+
+    async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError> {
+        self.on_event(event, |s| Ok(s.inv.sold_seats()))
+    }
+}
