@@ -1,1 +1,25 @@
+//! The embedded ledger: the `Ledger` and `IdempotencyStore` ports over one SQLite file
+//! in WAL mode with `synchronous=FULL`.
+//!
+//! Every write goes to one writer thread that groups whatever is queued into one
+//! transaction (group commit: one fsync serves the batch), each write in its own
+//! savepoint so a refused sale undoes only itself. Reads use a small pool of reader
+//! connections on blocking threads. Migrations are embedded from `migrations/sqlite`.
 
+mod audit;
+mod commit;
+mod conn;
+mod events;
+mod idempotency;
+mod ledger;
+mod migrate;
+mod moves;
+mod options;
+mod orders;
+mod reader;
+mod writer;
+
+pub use idempotency::SqliteIdempotency;
+pub use ledger::SqliteLedger;
+pub use migrate::migrate;
+pub use options::SqliteOptions;

@@ -1,0 +1,102 @@
+//! `Idempotency-Key`s in the ledger's file, in their own table. Claims go through the
+//! ledger's writer, so a claim and the write it guards share the group commit and no
+//! second writer ever contends for the file's lock.
+
+use async_trait::async_trait;
+use boxoffice_domain::Millis;
+use boxoffice_engine::ports::{Begin, IdempotencyStore, StoreError, StoredResponse};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::conn::db;
+use crate::writer::{Step, Writer};
+
+/// The idempotency store of a [`crate::SqliteLedger`]; get one with `idempotency()`.
+#[derive(Clone)]
+pub struct SqliteIdempotency {
+    pub(crate) writer: Writer,
+}
+
+struct Claim {
+    fingerprint: Vec<u8>,
+    done: bool,
+    status: Option<u16>,
+    body: Option<Vec<u8>>,
+    lease_until: i64,
+}
+
+fn begin(conn: &Connection, scope: &str, key: &str, fingerprint: &[u8; 32], now: Millis, lease_ms: i64) -> Result<Begin, StoreError> {
+    let claim = conn
+        .prepare_cached("SELECT fingerprint, state, status, body, lease_until FROM idempotency_keys WHERE scope = ?1 AND key = ?2")
+        .and_then(|mut s| {
+            s.query_row(params![scope, key], |r| {
+                let state: String = r.get(1)?;
+                Ok(Claim { fingerprint: r.get(0)?, done: state == "done", status: r.get(2)?, body: r.get(3)?, lease_until: r.get(4)? })
+            })
+            .optional()
+        })
+        .map_err(db)?;
+    let lease_until = now.0.saturating_add(lease_ms);
+    match claim {
+        Some(c) if c.fingerprint != fingerprint.as_slice() => Ok(Begin::Mismatch),
+        Some(Claim { done: true, status, body, .. }) => {
+            Ok(Begin::Replay(StoredResponse { status: status.unwrap_or(500), body: body.unwrap_or_default() }))
+        }
+        Some(c) if c.lease_until > now.0 => Ok(Begin::InFlight),
+        // A lapsed claim: its holder crashed or gave up, so this request takes it over.
+        Some(_) => {
+            conn.execute(
+                "UPDATE idempotency_keys SET lease_until = ?3 WHERE scope = ?1 AND key = ?2",
+                params![scope, key, lease_until],
+            )
+            .map_err(db)?;
+            Ok(Begin::Proceed)
+        }
+        None => {
+            conn.prepare_cached(
+                "INSERT INTO idempotency_keys (scope, key, fingerprint, state, lease_until, created_at)
+                 VALUES (?1, ?2, ?3, 'in_flight', ?4, ?5)",
+            )
+            .and_then(|mut s| s.execute(params![scope, key, fingerprint.as_slice(), lease_until, now.0]))
+            .map_err(db)?;
+            Ok(Begin::Proceed)
+        }
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for SqliteIdempotency {
+    async fn begin(&self, scope: &str, key: &str, fingerprint: &[u8; 32], now: Millis, lease_ms: i64) -> Result<Begin, StoreError> {
+        let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
+        self.writer.submit(move |conn| begin(conn, &scope, &key, &fingerprint, now, lease_ms).map(Step::Keep)).await
+    }
+
+    async fn finish(&self, scope: &str, key: &str, response: &StoredResponse) -> Result<(), StoreError> {
+        let (scope, key, response) = (scope.to_owned(), key.to_owned(), response.clone());
+        self.writer
+            .submit(move |conn| {
+                let changed = conn
+                    .prepare_cached(
+                        "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4 WHERE scope = ?1 AND key = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![scope, key, response.status, response.body]))
+                    .map_err(db)?;
+                match changed {
+                    0 => Err(StoreError::new(format_args!("no claim for idempotency key {key:?} to finish"))),
+                    _ => Ok(Step::Keep(())),
+                }
+            })
+            .await
+    }
+
+    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        let (scope, key) = (scope.to_owned(), key.to_owned());
+        self.writer
+            .submit(move |conn| {
+                // A finished key is kept: abandoning it must not allow a second effect.
+                conn.execute("DELETE FROM idempotency_keys WHERE scope = ?1 AND key = ?2 AND state = 'in_flight'", params![scope, key])
+                    .map_err(db)?;
+                Ok(Step::Keep(()))
+            })
+            .await
+    }
+}

@@ -1,0 +1,65 @@
+//! Schema migrations, embedded in the binary so `boxoffice serve` and `boxoffice
+//! migrate` need no files beside them. Applied versions are recorded in
+//! `schema_migrations`; each migration runs in its own immediate transaction so two
+//! processes migrating at once cannot both apply it.
+
+use std::path::Path;
+
+use boxoffice_engine::ports::StoreError;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::conn::{self, db};
+use crate::options::SqliteOptions;
+
+/// (version, name, SQL), in the order they must run.
+const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "ledger", include_str!("../../../migrations/sqlite/0001_ledger.sql"))];
+
+/// Brings the database at `path` up to the newest schema (creating the file if need
+/// be) and returns the versions it applied; empty when it was already current.
+pub fn migrate(path: impl AsRef<Path>) -> Result<Vec<i64>, StoreError> {
+    let conn = conn::open(path.as_ref(), SqliteOptions::default().busy_timeout)?;
+    run(&conn)
+}
+
+pub(crate) fn run(conn: &Connection) -> Result<Vec<i64>, StoreError> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+    )
+    .map_err(db)?;
+    let mut applied = Vec::new();
+    for &(version, name, sql) in MIGRATIONS {
+        if apply_one(conn, version, name, sql)? {
+            applied.push(version);
+        }
+    }
+    Ok(applied)
+}
+
+fn apply_one(conn: &Connection, version: i64, name: &str, sql: &str) -> Result<bool, StoreError> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(db)?;
+    let result = (|| -> rusqlite::Result<bool> {
+        let done: Option<i64> = conn
+            .query_row("SELECT version FROM schema_migrations WHERE version = ?1", [version], |r| r.get(0))
+            .optional()?;
+        if done.is_some() {
+            return Ok(false);
+        }
+        conn.execute_batch(sql)?;
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at)
+             VALUES (?1, ?2, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
+            params![version, name],
+        )?;
+        Ok(true)
+    })();
+    match result {
+        Ok(applied) => conn.execute_batch("COMMIT").map(|()| applied).map_err(db),
+        Err(e) => {
+            // The migration failed; leave the database as it was before it.
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(StoreError::new(format_args!("sqlite: migration {version} ({name}) failed: {e}")))
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Order writes other than the commit: the first insert (one order per hold) and the
+//! conditional state moves of the order state machine, each appended to the history.
+
+use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderState};
+use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError};
+use rusqlite::{Connection, params};
+
+use crate::conn::db;
+use crate::orders;
+use crate::writer::Step;
+
+/// Appends one line to the order's history (`from` is `None` for the creation).
+pub(crate) fn record(conn: &Connection, order: &str, from: Option<OrderState>, to: OrderState, event: &str, at: Millis) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT INTO order_events (order_id, from_state, to_state, event, at) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .and_then(|mut s| s.execute(params![order, from.map(OrderState::as_str), to.as_str(), event, at.0]))
+        .map(drop)
+        .map_err(db)
+}
+
+pub(crate) fn event_name(event: OrderEvent) -> &'static str {
+    match event {
+        OrderEvent::Authorized => "authorized",
+        OrderEvent::Declined => "declined",
+        OrderEvent::Committed => "committed",
+        OrderEvent::CommitLost => "commit_lost",
+        OrderEvent::Voided => "voided",
+        OrderEvent::Captured => "captured",
+        OrderEvent::CaptureFailed => "capture_failed",
+        OrderEvent::Refunded => "refunded",
+    }
+}
+
+/// Writer job. The hold's UNIQUE constraint makes a retried checkout find the first
+/// order instead of writing a second one.
+pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrder>, StoreError> {
+    let id = order.id.to_string();
+    let hold = order.hold.to_string();
+    let seats = serde_json::to_string(&order.seats).map_err(StoreError::new)?;
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (hold_id) DO NOTHING",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                hold,
+                order.event.0,
+                order.buyer.to_string(),
+                seats,
+                order.total.0,
+                order.currency,
+                order.state.as_str(),
+                order.payment_ref,
+                order.created_at.0,
+                order.updated_at.0
+            ])
+        })
+        .map_err(db)?;
+    if inserted == 0 {
+        let existing = orders::by_hold(conn, &hold)?;
+        return existing
+            .map(|o| Step::Undo(InsertOrder::Exists(o)))
+            .ok_or_else(|| StoreError::new("sqlite: hold conflict without an order"));
+    }
+    record(conn, &id, None, order.state, "created", order.created_at)?;
+    Ok(Step::Keep(InsertOrder::Inserted))
+}
+
+/// Writer job: moves the order if the state machine allows it. `Committed` is refused
+/// here: only `commit` may make an order own seats, or P2 would break silently.
+pub(crate) fn apply(
+    conn: &Connection,
+    id: OrderId,
+    event: OrderEvent,
+    payment_ref: Option<&str>,
+    now: Millis,
+) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
+    let key = id.to_string();
+    let Some(mut order) = orders::by_id(conn, &key)? else {
+        return Ok(Step::Undo(Err(LedgerError::NotFound)));
+    };
+    let from = order.state;
+    let to = match from.apply(event) {
+        Ok(to) if event != OrderEvent::Committed => to,
+        _ => return Ok(Step::Undo(Err(LedgerError::Conflict(from)))),
+    };
+    let changed = conn
+        .prepare_cached(
+            "UPDATE orders SET state = ?3, payment_ref = COALESCE(?4, payment_ref), updated_at = ?5
+             WHERE id = ?1 AND state = ?2",
+        )
+        .and_then(|mut s| s.execute(params![key, from.as_str(), to.as_str(), payment_ref, now.0]))
+        .map_err(db)?;
+    if changed != 1 {
+        return Err(StoreError::new("sqlite: order changed under the writer"));
+    }
+    record(conn, &key, Some(from), to, event_name(event), now)?;
+    if let Some(reference) = payment_ref {
+        conn.prepare_cached("INSERT INTO payments (order_id, kind, reference, amount, at) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .and_then(|mut s| s.execute(params![key, event_name(event), reference, order.total.0, now.0]))
+            .map_err(db)?;
+        order.payment_ref = Some(reference.to_string());
+    }
+    order.state = to;
+    order.updated_at = now;
+    Ok(Step::Keep(Ok(order)))
+}

@@ -1,0 +1,33 @@
+//! Tuning knobs of the SQLite ledger, with the defaults the server uses.
+
+use std::time::Duration;
+
+/// How the ledger uses its database file.
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    /// Share one transaction (and so one fsync) among every write queued at the same
+    /// time. Off runs each write in its own transaction: only for comparison.
+    pub group_commit: bool,
+    /// Most writes one transaction may carry, so one huge batch cannot delay its first
+    /// caller without bound. Default 512.
+    pub max_batch: usize,
+    /// Reader connections (WAL readers never block the writer). Default 4.
+    pub read_connections: usize,
+    /// How long a connection waits for a lock held by another process (e.g. a
+    /// `boxoffice migrate` running beside the server). Default 5 s.
+    pub busy_timeout: Duration,
+    /// Writes that may wait for the writer before callers are slowed down. Default 8,192.
+    pub queue_capacity: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            group_commit: true,
+            max_batch: 512,
+            read_connections: 4,
+            busy_timeout: Duration::from_secs(5),
+            queue_capacity: 8_192,
+        }
+    }
+}

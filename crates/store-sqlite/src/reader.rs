@@ -1,0 +1,57 @@
+//! Reader connections. In WAL mode readers see the last committed state and never
+//! block the writer, so reads run beside the commit path on blocking threads.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use boxoffice_engine::ports::StoreError;
+use parking_lot::Mutex;
+use rusqlite::Connection;
+use tokio::sync::Semaphore;
+
+use crate::conn;
+
+pub(crate) struct ReadPool {
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+impl ReadPool {
+    pub(crate) fn open(path: PathBuf, size: usize, busy_timeout: Duration) -> Result<Arc<Self>, StoreError> {
+        let size = size.max(1);
+        let idle = (0..size).map(|_| conn::open(&path, busy_timeout)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(ReadPool { idle: Mutex::new(idle), permits: Arc::new(Semaphore::new(size)), path, busy_timeout }))
+    }
+
+    /// Runs `query` on an idle connection on a blocking thread; waits for one if all
+    /// are busy, so the pool size bounds the reads in progress.
+    pub(crate) async fn read<T, F>(self: &Arc<Self>, query: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let permit = self.permits.clone().acquire_owned().await.map_err(StoreError::new)?;
+        let pool = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let conn = pool.checkout()?;
+            let out = query(&conn);
+            pool.idle.lock().push(conn);
+            out
+        })
+        .await
+        .map_err(StoreError::new)?
+    }
+
+    /// An idle connection, or a new one if a panicking query lost one.
+    fn checkout(&self) -> Result<Connection, StoreError> {
+        let idle = self.idle.lock().pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => conn::open(&self.path, self.busy_timeout),
+        }
+    }
+}

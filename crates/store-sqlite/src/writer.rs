@@ -1,0 +1,173 @@
+//! The single writer. Every write of the ledger is a job sent to one thread that owns
+//! the write connection. The thread takes whatever is queued (up to `max_batch`) and
+//! runs it in ONE transaction, so one fsync serves the whole batch (group commit).
+//! Each job runs inside its own SAVEPOINT: a job that refuses (seat taken, limit hit)
+//! or fails is rolled back alone and the rest of the batch still commits. Callers are
+//! answered only after COMMIT returned, so nobody hears "sold" before it is durable.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use boxoffice_engine::ports::StoreError;
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::conn::db;
+
+/// What a job decided: keep its writes, or undo them and still answer `T`.
+pub(crate) enum Step<T> {
+    Keep(T),
+    Undo(T),
+}
+
+/// A queued write: run inside the batch transaction, or refused unrun.
+trait Work: Send {
+    /// Runs in its savepoint and hands back how to answer the caller once the fate of
+    /// the transaction is known.
+    fn run(self: Box<Self>, conn: &Connection) -> Reply;
+    fn refuse(self: Box<Self>, error: StoreError);
+}
+
+type Job = Box<dyn Work>;
+type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+struct Pending<T, F> {
+    op: F,
+    tx: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Work for Pending<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<Step<T>, StoreError> + Send + 'static,
+{
+    fn run(self: Box<Self>, conn: &Connection) -> Reply {
+        let Pending { op, tx } = *self;
+        let out = in_savepoint(conn, op);
+        Box::new(move |committed: Result<(), StoreError>| {
+            // The caller may have gone away (request cancelled); nothing to tell.
+            let _ = tx.send(committed.and(out));
+        })
+    }
+
+    fn refuse(self: Box<Self>, error: StoreError) {
+        let _ = self.tx.send(Err(error));
+    }
+}
+
+/// Counters for benchmarks and tests: how well writes are being grouped.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    pub transactions: AtomicU64,
+    pub jobs: AtomicU64,
+}
+
+#[derive(Clone)]
+pub(crate) struct Writer {
+    tx: mpsc::Sender<Job>,
+    pub(crate) stats: Arc<WriterStats>,
+}
+
+impl Writer {
+    /// Starts the writer thread; it stops when the last `Writer` clone is dropped.
+    pub(crate) fn spawn(conn: Connection, group_commit: bool, max_batch: usize, capacity: usize) -> Result<Self, StoreError> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let stats = Arc::new(WriterStats::default());
+        let limit = if group_commit { max_batch.max(1) } else { 1 };
+        let thread_stats = stats.clone();
+        std::thread::Builder::new()
+            .name("ledger-writer".into())
+            .spawn(move || run(conn, rx, limit, &thread_stats))
+            .map_err(StoreError::new)?;
+        Ok(Writer { tx, stats })
+    }
+
+    /// Runs `op` in the next batch and returns its answer once the batch committed.
+    pub(crate) async fn submit<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<Step<T>, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(Pending { op, tx });
+        let stopped = || StoreError::new("sqlite: ledger writer stopped");
+        self.tx.send(job).await.map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+}
+
+fn in_savepoint<T>(conn: &Connection, op: impl FnOnce(&Connection) -> Result<Step<T>, StoreError>) -> Result<T, StoreError> {
+    conn.execute_batch("SAVEPOINT op").map_err(db)?;
+    // A bug in one job must not take the writer thread (and every later sale) down.
+    let step = catch_unwind(AssertUnwindSafe(|| op(conn)))
+        .unwrap_or_else(|_| Err(StoreError::new("sqlite: a ledger write panicked")));
+    match step {
+        Ok(Step::Keep(value)) => conn.execute_batch("RELEASE op").map_err(db).map(|()| value),
+        Ok(Step::Undo(value)) => undo(conn).map(|()| value),
+        Err(e) => {
+            let _ = undo(conn);
+            Err(e)
+        }
+    }
+}
+
+fn undo(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch("ROLLBACK TO op; RELEASE op").map_err(db)
+}
+
+fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, limit: usize, stats: &WriterStats) {
+    let mut batch = Vec::with_capacity(limit);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < limit {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        stats.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        run_batch(&conn, batch.drain(..), stats);
+    }
+}
+
+fn run_batch(conn: &Connection, jobs: impl Iterator<Item = Job>, stats: &WriterStats) {
+    let mut replies: Vec<Reply> = Vec::new();
+    let mut open = false;
+    for job in jobs {
+        if !open {
+            if let Err(e) = begin(conn, stats) {
+                // The job never ran; tell its caller the store is unavailable.
+                job.refuse(e);
+                continue;
+            }
+            open = true;
+        }
+        replies.push(job.run(conn));
+        if conn.is_autocommit() {
+            // SQLite rolled the whole transaction back (disk full, I/O error): the
+            // jobs run so far are lost; the next job starts a fresh transaction.
+            answer(replies.drain(..), Err(StoreError::new("sqlite: transaction rolled back by the database")));
+            open = false;
+        }
+    }
+    if open {
+        let committed = conn.execute_batch("COMMIT").map_err(db);
+        if committed.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        answer(replies.drain(..), committed);
+    }
+}
+
+fn begin(conn: &Connection, stats: &WriterStats) -> Result<(), StoreError> {
+    stats.transactions.fetch_add(1, Ordering::Relaxed);
+    // IMMEDIATE takes the write lock now, so no statement in the batch can hit BUSY.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(db)
+}
+
+fn answer(replies: impl Iterator<Item = Reply>, outcome: Result<(), StoreError>) {
+    for reply in replies {
+        reply(outcome.clone());
+    }
+}

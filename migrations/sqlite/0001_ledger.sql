@@ -1,0 +1,123 @@
+-- The durable ledger (DESIGN §2): catalog, orders, sold seats, payments, outbox,
+-- idempotency keys and the append-only order history. Times are Unix milliseconds.
+
+CREATE TABLE events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reuse an id, even after a delete
+    name        TEXT    NOT NULL,
+    currency    TEXT    NOT NULL,
+    status      TEXT    NOT NULL CHECK (status IN ('scheduled', 'open', 'closed')),
+    body        TEXT    NOT NULL,                   -- the built domain `Event` as JSON
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX events_by_status ON events (status);
+
+-- One row per sellable unit: what sold_seats may reference (P1: no unknown seat sold).
+CREATE TABLE event_seats (
+    event_id    INTEGER NOT NULL REFERENCES events (id),
+    seat_id     TEXT    NOT NULL,                   -- the public label, e.g. S1-4-12
+    seat_index  INTEGER NOT NULL,
+    PRIMARY KEY (event_id, seat_id),
+    UNIQUE (event_id, seat_index)
+) WITHOUT ROWID;
+
+CREATE TABLE buyers (
+    id          TEXT    PRIMARY KEY,
+    created_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- buyer_id is not a foreign key: in cluster mode buyers may live in an identity
+-- service, and an order must still be recordable.
+CREATE TABLE orders (
+    id          TEXT    PRIMARY KEY,
+    hold_id     TEXT    NOT NULL CONSTRAINT one_order_per_hold UNIQUE,
+    event_id    INTEGER NOT NULL REFERENCES events (id),
+    buyer_id    TEXT    NOT NULL,
+    seats       TEXT    NOT NULL,                   -- JSON array of {seat_id, price}
+    total       INTEGER NOT NULL,
+    currency    TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    payment_ref TEXT,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX orders_by_state ON orders (state, updated_at);
+CREATE INDEX orders_by_buyer ON orders (buyer_id, created_at);
+
+-- P1: the primary key is the structural guarantee that a seat is sold once.
+CREATE TABLE sold_seats (
+    event_id    INTEGER NOT NULL,
+    seat_id     TEXT    NOT NULL,
+    order_id    TEXT    NOT NULL REFERENCES orders (id),
+    buyer_id    TEXT    NOT NULL,
+    price       INTEGER NOT NULL,                   -- the hold's quote, not today's price
+    sold_at     INTEGER NOT NULL,
+    PRIMARY KEY (event_id, seat_id),
+    FOREIGN KEY (event_id, seat_id) REFERENCES event_seats (event_id, seat_id)
+) WITHOUT ROWID;
+CREATE INDEX sold_seats_by_order ON sold_seats (order_id);
+
+-- P6: the ledger's half of the per-buyer limit; the CHECK refuses a commit that would
+-- take a buyer over the limit, however many commits race.
+CREATE TABLE buyer_tickets (
+    event_id    INTEGER NOT NULL REFERENCES events (id),
+    buyer_id    TEXT    NOT NULL,
+    tickets     INTEGER NOT NULL,
+    max_tickets INTEGER NOT NULL,
+    CONSTRAINT buyer_within_limit CHECK (tickets <= max_tickets),
+    PRIMARY KEY (event_id, buyer_id)
+) WITHOUT ROWID;
+
+-- One row per provider interaction the engine reports (for reconciliation).
+CREATE TABLE payments (
+    id          INTEGER PRIMARY KEY,
+    order_id    TEXT    NOT NULL REFERENCES orders (id),
+    kind        TEXT    NOT NULL,
+    reference   TEXT    NOT NULL,
+    amount      INTEGER NOT NULL,
+    at          INTEGER NOT NULL
+);
+CREATE INDEX payments_by_order ON payments (order_id);
+
+-- Written in the commit's transaction; a relay publishes and stamps published_at.
+CREATE TABLE outbox (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    order_id     TEXT    NOT NULL REFERENCES orders (id),
+    kind         TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,                  -- JSON
+    created_at   INTEGER NOT NULL,
+    published_at INTEGER
+);
+CREATE INDEX outbox_unpublished ON outbox (id) WHERE published_at IS NULL;
+
+CREATE TABLE idempotency_keys (
+    scope       TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    fingerprint BLOB    NOT NULL,
+    status      INTEGER,                            -- set by finish
+    body        BLOB,                               -- set by finish
+    state       TEXT    NOT NULL CHECK (state IN ('in_flight', 'done')),
+    lease_until INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID;
+
+-- The order history is evidence: it can only grow.
+CREATE TABLE order_events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    order_id    TEXT    NOT NULL REFERENCES orders (id),
+    from_state  TEXT,                               -- NULL for the creation
+    to_state    TEXT    NOT NULL,
+    event       TEXT    NOT NULL,
+    at          INTEGER NOT NULL
+);
+CREATE INDEX order_events_by_order ON order_events (order_id);
+
+CREATE TRIGGER order_events_no_update BEFORE UPDATE ON order_events
+BEGIN
+    SELECT RAISE(ABORT, 'order_events is append-only');
+END;
+
+CREATE TRIGGER order_events_no_delete BEFORE DELETE ON order_events
+BEGIN
+    SELECT RAISE(ABORT, 'order_events is append-only');
+END;
