@@ -1,1 +1,22 @@
+//! A stand-in payment provider for tests, rehearsals and the demo. It implements the
+//! engine's `PaymentGateway` port and, like a real provider, keeps its own durable
+//! records (a SQLite file of its own, apart from the ledger), so a crash of the server
+//! leaves behind exactly what the recovery sweep and the audit must reconcile.
+//!
+//! Behaviour is chosen per call by the payment method (see [`methods`]), by the soak
+//! rates and latency of [`FakeGatewayConfig`], and by faults a test programs with
+//! [`FakeGateway::fail_next`] and [`FakeGateway::time_out_next`].
 
+mod config;
+mod faults;
+mod gateway;
+mod ops;
+mod records;
+mod script;
+mod transitions;
+
+pub use config::{ConfigError, FakeGatewayConfig};
+pub use faults::Op;
+pub use gateway::{FakeGateway, OpenError};
+pub use records::Record;
+pub use script::{CARD_DECLINED, INSUFFICIENT_FUNDS, methods};

@@ -1,0 +1,97 @@
+//! How the fake provider behaves: its latency and how often it misbehaves on its own.
+//! Read by the binary from its config file, so every field has a documented default.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Behaviour of a [`FakeGateway`](crate::FakeGateway). The defaults make a fast, honest
+/// provider: no latency, no random declines, no random timeouts.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FakeGatewayConfig {
+    /// Delay before every call answers, in milliseconds (default 0). Slept with
+    /// `tokio::time::sleep`, so tests with paused time do not really wait.
+    pub latency_ms: u64,
+    /// Share (0.0–1.0) of otherwise-approved first authorizations that are declined with
+    /// `card_declined` (default 0.0). For soaks.
+    pub decline_rate: f64,
+    /// Share (0.0–1.0) of otherwise-approved first authorizations that time out
+    /// (default 0.0). Half of them time out after the charge was recorded, half before,
+    /// because a real timeout does not say which happened and the engine must cope with
+    /// both.
+    pub timeout_rate: f64,
+    /// Seed of the random draws behind the two rates (default 0), so a soak that found
+    /// a bug can be replayed.
+    pub seed: u64,
+}
+
+impl Default for FakeGatewayConfig {
+    fn default() -> Self {
+        FakeGatewayConfig {
+            latency_ms: 0,
+            decline_rate: 0.0,
+            timeout_rate: 0.0,
+            seed: 0,
+        }
+    }
+}
+
+/// A configuration the fake refuses to start with.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ConfigError {
+    #[error("{field} must be between 0.0 and 1.0, got {value}")]
+    RateOutOfRange { field: &'static str, value: f64 },
+    #[error("decline_rate + timeout_rate must not exceed 1.0, got {0}")]
+    RatesTooHigh(f64),
+}
+
+impl FakeGatewayConfig {
+    pub fn latency(&self) -> Duration {
+        Duration::from_millis(self.latency_ms)
+    }
+
+    /// Checks the rates once at startup rather than misbehaving oddly mid-soak.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (field, value) in [
+            ("decline_rate", self.decline_rate),
+            ("timeout_rate", self.timeout_rate),
+        ] {
+            // Written so that NaN fails too.
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError::RateOutOfRange { field, value });
+            }
+        }
+        let total = self.decline_rate + self.timeout_rate;
+        if total > 1.0 {
+            return Err(ConfigError::RatesTooHigh(total));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_outside_zero_to_one_are_refused() {
+        let bad = FakeGatewayConfig {
+            decline_rate: 1.5,
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
+        let nan = FakeGatewayConfig {
+            timeout_rate: f64::NAN,
+            ..Default::default()
+        };
+        assert!(nan.validate().is_err());
+        let sum = FakeGatewayConfig {
+            decline_rate: 0.6,
+            timeout_rate: 0.6,
+            ..Default::default()
+        };
+        assert_eq!(sum.validate(), Err(ConfigError::RatesTooHigh(1.2)));
+        assert!(FakeGatewayConfig::default().validate().is_ok());
+    }
+}

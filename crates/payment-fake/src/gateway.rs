@@ -1,0 +1,178 @@
+//! `FakeGateway`: the payment provider port backed by the fake's own SQLite book, with
+//! latency, scripted test cards, soak rates and programmable faults in front of it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use boxoffice_domain::OrderId;
+use boxoffice_engine::ports::{
+    AuthorizeOutcome, AuthorizeRequest, PaymentError, PaymentGateway, ProviderPayment,
+};
+use parking_lot::Mutex;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rusqlite::Connection;
+
+use crate::config::{ConfigError, FakeGatewayConfig};
+use crate::faults::{Faults, Op};
+use crate::ops::{self, storage};
+use crate::records::{self, Record};
+use crate::script::Script;
+use crate::transitions::Move;
+
+/// Why the fake could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("invalid fake payment config: {0}")]
+    Config(#[from] ConfigError),
+    #[error("cannot open the fake provider's database: {0}")]
+    Storage(#[from] rusqlite::Error),
+}
+
+/// A stand-in payment provider with a durable memory of its own.
+pub struct FakeGateway {
+    // One connection behind a lock: the fake is not the bottleneck of any benchmark,
+    // and serialising its calls makes "authorize at most once" trivially true.
+    conn: Arc<Mutex<Connection>>,
+    config: FakeGatewayConfig,
+    rng: Mutex<StdRng>,
+    faults: Faults,
+}
+
+impl FakeGateway {
+    /// Opens (or creates) the provider's book at `path`. Reopening the same file after a
+    /// crash finds every payment the provider acknowledged.
+    pub fn open(path: impl AsRef<Path>, config: FakeGatewayConfig) -> Result<Self, OpenError> {
+        config.validate()?;
+        let conn = records::open_file(path.as_ref())?;
+        Ok(Self::with_connection(conn, config))
+    }
+
+    /// A provider that forgets everything when dropped, for unit tests.
+    pub fn in_memory(config: FakeGatewayConfig) -> Result<Self, OpenError> {
+        config.validate()?;
+        Ok(Self::with_connection(records::open_in_memory()?, config))
+    }
+
+    fn with_connection(conn: Connection, config: FakeGatewayConfig) -> Self {
+        let rng = Mutex::new(StdRng::seed_from_u64(config.seed));
+        FakeGateway {
+            conn: Arc::new(Mutex::new(conn)),
+            config,
+            rng,
+            faults: Faults::default(),
+        }
+    }
+
+    /// The next `n` calls of `op` fail with `Unavailable` without doing anything.
+    pub fn fail_next(&self, op: Op, n: u32) {
+        self.faults.set_unavailable(op, n);
+    }
+
+    /// The next `n` calls of `op` do their work and then answer `Timeout`, as when the
+    /// provider acted but the response was lost.
+    pub fn time_out_next(&self, op: Op, n: u32) {
+        self.faults.set_timeout_after(op, n);
+    }
+
+    /// The next `n` captures fail with `Unavailable` (the capture retry sweep's case).
+    pub fn fail_next_capture(&self, n: u32) {
+        self.fail_next(Op::Capture, n);
+    }
+
+    /// Everything the provider knows about one order, beyond what the port exposes.
+    /// For tests' inspection: no latency, no injected faults.
+    pub async fn record(&self, order: OrderId) -> Result<Option<Record>, PaymentError> {
+        self.blocking(move |c| records::get(c, order).map_err(storage))
+            .await
+    }
+
+    /// Runs one provider call: latency first (a slow provider is slow even when it
+    /// fails), then an injected outage, then the work, then an injected lost answer.
+    async fn call<T, F>(&self, op: Op, work: F) -> Result<T, PaymentError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, PaymentError> + Send + 'static,
+    {
+        if self.config.latency_ms > 0 {
+            tokio::time::sleep(self.config.latency()).await;
+        }
+        if self.faults.take_unavailable(op) {
+            return Err(PaymentError::Unavailable(format!(
+                "injected fault on {op:?}"
+            )));
+        }
+        let answer = self.blocking(work).await;
+        if self.faults.take_timeout_after(op) {
+            return Err(PaymentError::Timeout);
+        }
+        answer
+    }
+
+    /// SQLite blocks (fsync on every commit), so it runs off the async workers. A caller
+    /// that gives up mid-call does not undo the work, just as with a real provider.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, PaymentError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, PaymentError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || work(&mut conn.lock()))
+            .await
+            .map_err(|e| PaymentError::Unavailable(format!("fake provider task failed: {e}")))?
+    }
+
+    fn script_for(&self, method: &str) -> Script {
+        let script = Script::for_method(method);
+        let (decline, timeout) = (self.config.decline_rate, self.config.timeout_rate);
+        script.with_rates(decline, timeout, &mut *self.rng.lock())
+    }
+
+    async fn apply(
+        &self,
+        op: Op,
+        order: OrderId,
+        reference: &str,
+        mv: Move,
+    ) -> Result<(), PaymentError> {
+        let reference = reference.to_owned();
+        self.call(op, move |c| ops::apply(c, order, &reference, mv))
+            .await
+    }
+}
+
+#[async_trait]
+impl PaymentGateway for FakeGateway {
+    async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError> {
+        let script = self.script_for(&req.payment_method);
+        let req = req.clone();
+        self.call(Op::Authorize, move |c| ops::authorize(c, &req, script))
+            .await
+    }
+
+    async fn capture(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
+        self.apply(Op::Capture, order, reference, Move::Capture)
+            .await
+    }
+
+    async fn void(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
+        self.apply(Op::Void, order, reference, Move::Void).await
+    }
+
+    async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
+        self.apply(Op::Refund, order, reference, Move::Refund).await
+    }
+
+    async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError> {
+        let found = move |c: &mut Connection| records::get(c, order).map_err(storage);
+        Ok(self.call(Op::Inquire, found).await?.map(|r| r.to_port()))
+    }
+
+    async fn all_payments(&self) -> Result<Vec<ProviderPayment>, PaymentError> {
+        let all = self
+            .call(Op::AllPayments, |c| records::all(c).map_err(storage))
+            .await?;
+        Ok(all.iter().map(Record::to_port).collect())
+    }
+}

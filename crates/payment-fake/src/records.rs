@@ -1,0 +1,170 @@
+//! The provider's own book, in its own SQLite file: one row per order, keyed by our
+//! order id (the idempotency key a real provider would be given). Kept apart from the
+//! ledger so that a crash of the server cannot erase what the "provider" did, which is
+//! exactly the situation the recovery sweep and the audit must be tested against.
+//! Everything here is synchronous; the gateway runs it on the blocking pool.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use boxoffice_domain::{Money, OrderId};
+use boxoffice_engine::ports::{ProviderPayment, ProviderState};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::transitions::{parse_state, state_name};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS payments (
+    order_id       TEXT PRIMARY KEY,
+    reference      TEXT NOT NULL UNIQUE,
+    amount         INTEGER NOT NULL,
+    currency       TEXT NOT NULL,
+    payment_method TEXT NOT NULL,
+    state          TEXT NOT NULL CHECK (state IN
+                       ('authorized', 'captured', 'voided', 'declined', 'refunded')),
+    decline_reason TEXT,
+    created_at_ms  INTEGER NOT NULL,
+    updated_at_ms  INTEGER NOT NULL
+) STRICT;
+";
+
+/// One payment as the provider keeps it: what the port exposes plus what only the
+/// provider knows (currency, method, why it declined, when).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub order: OrderId,
+    pub reference: String,
+    pub amount: Money,
+    pub currency: String,
+    pub payment_method: String,
+    pub state: ProviderState,
+    pub decline_reason: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl Record {
+    pub fn to_port(&self) -> ProviderPayment {
+        ProviderPayment {
+            order: self.order,
+            reference: self.reference.clone(),
+            amount: self.amount,
+            state: self.state,
+        }
+    }
+}
+
+/// Opens (creating if needed) the provider's file. `synchronous=FULL` because the point
+/// of the file is to survive a crash: an acknowledged authorization must be on disk.
+pub fn open_file(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+/// A throwaway book for unit tests; same schema, nothing on disk.
+pub fn open_in_memory() -> rusqlite::Result<Connection> {
+    let conn = Connection::open_in_memory()?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+pub fn now_ms() -> i64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+pub fn get(conn: &Connection, order: OrderId) -> rusqlite::Result<Option<Record>> {
+    conn.query_row(
+        "SELECT * FROM payments WHERE order_id = ?1",
+        params![order.to_string()],
+        from_row,
+    )
+    .optional()
+}
+
+/// Every payment, oldest first, so the audit reads them in the order they happened.
+pub fn all(conn: &Connection) -> rusqlite::Result<Vec<Record>> {
+    let mut stmt = conn.prepare("SELECT * FROM payments ORDER BY created_at_ms, rowid")?;
+    let rows = stmt.query_map([], from_row)?;
+    rows.collect()
+}
+
+/// Writes a first authorization (approved or declined). The caller has checked, inside
+/// the same transaction, that the order has no row yet.
+pub fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO payments (order_id, reference, amount, currency, payment_method, state,
+                               decline_reason, created_at_ms, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            r.order.to_string(),
+            r.reference,
+            r.amount.0,
+            r.currency,
+            r.payment_method,
+            state_name(r.state),
+            r.decline_reason,
+            r.created_at_ms,
+            r.updated_at_ms,
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn set_state(conn: &Connection, order: OrderId, to: ProviderState) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE payments SET state = ?2, updated_at_ms = ?3 WHERE order_id = ?1",
+        params![order.to_string(), state_name(to), now_ms()],
+    )?;
+    Ok(())
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
+    let order: String = row.get("order_id")?;
+    let state: String = row.get("state")?;
+    Ok(Record {
+        order: order.parse().map_err(|e| bad_column(0, e))?,
+        reference: row.get("reference")?,
+        amount: Money(row.get("amount")?),
+        currency: row.get("currency")?,
+        payment_method: row.get("payment_method")?,
+        state: parse_state(&state).ok_or_else(|| bad_column(5, UnknownState(state)))?,
+        decline_reason: row.get("decline_reason")?,
+        created_at_ms: row.get("created_at_ms")?,
+        updated_at_ms: row.get("updated_at_ms")?,
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown payment state {0:?}")]
+struct UnknownState(String);
+
+/// A row the schema let through but this code cannot read: a corrupted or foreign file.
+fn bad_column(idx: usize, e: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_is_opened_in_wal_mode_with_full_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open_file(&dir.path().join("p.sqlite")).unwrap();
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        let sync: i64 = conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap();
+        assert_eq!((mode.as_str(), sync), ("wal", 2));
+    }
+}

@@ -1,0 +1,101 @@
+//! What the fake does with a first authorization: the scripted test cards, then the
+//! configured random declines and timeouts. Pure apart from the seeded RNG it is handed.
+
+use rand::Rng;
+
+/// Test payment methods with a scripted outcome. Any other method is approved, so a
+/// demo can use whatever string its client sends.
+pub mod methods {
+    pub const VISA: &str = "pm_card_visa";
+    pub const DECLINED: &str = "pm_card_declined";
+    pub const INSUFFICIENT_FUNDS: &str = "pm_card_insufficient_funds";
+    pub const TIMEOUT_AFTER_CHARGE: &str = "pm_timeout_after_charge";
+    pub const TIMEOUT_BEFORE_CHARGE: &str = "pm_timeout_before_charge";
+}
+
+/// The decline reason of a card declined for no stated cause.
+pub const CARD_DECLINED: &str = "card_declined";
+pub const INSUFFICIENT_FUNDS: &str = "insufficient_funds";
+
+/// What the provider does with an authorization it has not seen before.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Script {
+    Approve,
+    Decline(&'static str),
+    /// Records the authorization, then fails to answer.
+    TimeoutAfterCharge,
+    /// Fails to answer without having done anything.
+    TimeoutBeforeCharge,
+}
+
+impl Script {
+    /// The scripted outcome of a test card, before any random misbehaviour.
+    pub fn for_method(method: &str) -> Script {
+        match method {
+            methods::DECLINED => Script::Decline(CARD_DECLINED),
+            methods::INSUFFICIENT_FUNDS => Script::Decline(INSUFFICIENT_FUNDS),
+            methods::TIMEOUT_AFTER_CHARGE => Script::TimeoutAfterCharge,
+            methods::TIMEOUT_BEFORE_CHARGE => Script::TimeoutBeforeCharge,
+            _ => Script::Approve,
+        }
+    }
+
+    /// Lets the soak rates turn an approval into a decline or a timeout. Scripted cards
+    /// keep their script so a test asking for a decline always gets one.
+    pub fn with_rates(self, decline_rate: f64, timeout_rate: f64, rng: &mut impl Rng) -> Script {
+        if self != Script::Approve || (decline_rate == 0.0 && timeout_rate == 0.0) {
+            return self;
+        }
+        let draw: f64 = rng.random();
+        if draw < decline_rate {
+            Script::Decline(CARD_DECLINED)
+        } else if draw < decline_rate + timeout_rate {
+            if rng.random::<bool>() {
+                Script::TimeoutAfterCharge
+            } else {
+                Script::TimeoutBeforeCharge
+            }
+        } else {
+            Script::Approve
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    #[test]
+    fn unknown_methods_are_approved() {
+        assert_eq!(Script::for_method("pm_anything"), Script::Approve);
+        assert_eq!(Script::for_method(methods::VISA), Script::Approve);
+    }
+
+    #[test]
+    fn a_rate_of_one_declines_every_approval_but_keeps_scripts() {
+        let mut rng = StdRng::seed_from_u64(7);
+        assert_eq!(
+            Script::Approve.with_rates(1.0, 0.0, &mut rng),
+            Script::Decline(CARD_DECLINED)
+        );
+        let timeout = Script::TimeoutBeforeCharge.with_rates(1.0, 0.0, &mut rng);
+        assert_eq!(timeout, Script::TimeoutBeforeCharge);
+    }
+
+    #[test]
+    fn rates_come_out_near_their_configured_share() {
+        let mut rng = StdRng::seed_from_u64(42);
+        let (mut declined, mut timed_out) = (0, 0);
+        for _ in 0..10_000 {
+            match Script::Approve.with_rates(0.2, 0.1, &mut rng) {
+                Script::Decline(_) => declined += 1,
+                Script::TimeoutAfterCharge | Script::TimeoutBeforeCharge => timed_out += 1,
+                Script::Approve => {}
+            }
+        }
+        assert!((1_800..2_200).contains(&declined), "{declined}");
+        assert!((800..1_200).contains(&timed_out), "{timed_out}");
+    }
+}

@@ -1,0 +1,148 @@
+//! Capture, void and refund: the legal moves, their idempotency, the refused ones, and
+//! the programmable faults in front of them.
+
+mod common;
+
+use boxoffice_domain::OrderId;
+use boxoffice_engine::ports::{PaymentError, PaymentGateway, ProviderState};
+use boxoffice_payment_fake::{FakeGateway, Op, methods};
+use common::{authorized, gateway, request};
+
+async fn state_of(gw: &FakeGateway, order: OrderId) -> ProviderState {
+    gw.inquire(order).await.unwrap().expect("on record").state
+}
+
+fn rejection(result: Result<(), PaymentError>) -> String {
+    match result {
+        Err(PaymentError::Rejected(why)) => why,
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_authorization_can_be_captured_and_capturing_again_is_harmless() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.capture(order, &reference).await.unwrap();
+    gw.capture(order, &reference).await.unwrap();
+    assert_eq!(state_of(&gw, order).await, ProviderState::Captured);
+}
+
+#[tokio::test]
+async fn an_authorization_can_be_voided_and_voiding_again_is_harmless() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.void(order, &reference).await.unwrap();
+    gw.void(order, &reference).await.unwrap();
+    assert_eq!(state_of(&gw, order).await, ProviderState::Voided);
+}
+
+#[tokio::test]
+async fn a_captured_payment_can_be_refunded_once_and_refunding_again_is_harmless() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.capture(order, &reference).await.unwrap();
+    gw.refund(order, &reference).await.unwrap();
+    gw.refund(order, &reference).await.unwrap();
+    assert_eq!(state_of(&gw, order).await, ProviderState::Refunded);
+}
+
+#[tokio::test]
+async fn a_voided_payment_cannot_be_captured() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.void(order, &reference).await.unwrap();
+    let why = rejection(gw.capture(order, &reference).await);
+    assert!(
+        why.contains("cannot capture a payment that is voided"),
+        "{why}"
+    );
+    assert_eq!(state_of(&gw, order).await, ProviderState::Voided);
+}
+
+#[tokio::test]
+async fn a_captured_payment_cannot_be_voided() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.capture(order, &reference).await.unwrap();
+    let why = rejection(gw.void(order, &reference).await);
+    assert!(
+        why.contains("cannot void a payment that is captured"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn an_uncaptured_payment_cannot_be_refunded() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    let why = rejection(gw.refund(order, &reference).await);
+    assert!(
+        why.contains("refund applies only to captured payments"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_payment_cannot_be_captured() {
+    let gw = gateway();
+    let req = request(methods::DECLINED);
+    gw.authorize(&req).await.unwrap();
+    let reference = gw.inquire(req.order).await.unwrap().unwrap().reference;
+    let why = rejection(gw.capture(req.order, &reference).await);
+    assert!(why.contains("declined"), "{why}");
+}
+
+#[tokio::test]
+async fn moves_on_an_unknown_order_or_a_foreign_reference_are_rejected() {
+    let gw = gateway();
+    let why = rejection(gw.capture(OrderId::random(), "fake_pi_nothing").await);
+    assert!(why.contains("no payment on record"), "{why}");
+    let (order, _) = authorized(&gw).await;
+    let (_, other_reference) = authorized(&gw).await;
+    let why = rejection(gw.capture(order, &other_reference).await);
+    assert!(why.contains("does not belong to order"), "{why}");
+    assert_eq!(state_of(&gw, order).await, ProviderState::Authorized);
+}
+
+#[tokio::test]
+async fn the_next_n_captures_fail_as_unavailable_and_then_succeed() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.fail_next_capture(2);
+    for _ in 0..2 {
+        let failed = gw.capture(order, &reference).await;
+        assert!(
+            matches!(failed, Err(PaymentError::Unavailable(_))),
+            "{failed:?}"
+        );
+        assert_eq!(state_of(&gw, order).await, ProviderState::Authorized);
+    }
+    gw.capture(order, &reference).await.unwrap();
+    assert_eq!(state_of(&gw, order).await, ProviderState::Captured);
+}
+
+#[tokio::test]
+async fn a_capture_whose_answer_is_lost_has_still_happened() {
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    gw.time_out_next(Op::Capture, 1);
+    assert_eq!(
+        gw.capture(order, &reference).await,
+        Err(PaymentError::Timeout)
+    );
+    assert_eq!(state_of(&gw, order).await, ProviderState::Captured);
+    gw.capture(order, &reference).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_outage_of_inquiry_is_reported_as_unavailable() {
+    let gw = gateway();
+    let (order, _) = authorized(&gw).await;
+    gw.fail_next(Op::Inquire, 1);
+    assert!(matches!(
+        gw.inquire(order).await,
+        Err(PaymentError::Unavailable(_))
+    ));
+    assert!(gw.inquire(order).await.unwrap().is_some());
+}
