@@ -20,13 +20,26 @@ pub struct HoldInput {
     pub selection: SeatSelection,
 }
 
+/// A buyer whose admission token for an event verified. Only the engine makes one.
+#[derive(Clone, Debug)]
+pub struct Admitted {
+    pub event: EventId,
+    pub who: BuyerSession,
+    sealed: (),
+}
+
 impl Engine {
-    /// Verifies the admission token and holds the seats. Returns the hold and the buyer
-    /// the token belongs to.
-    pub async fn hold(&self, event: EventId, admission_token: &str, input: &HoldInput) -> Result<(HoldView, BuyerSession), EngineError> {
+    /// Verifies an admission token for `event`.
+    pub fn admitted(&self, event: EventId, admission_token: &str) -> Result<Admitted, EngineError> {
+        let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, self.now())?;
+        Ok(Admitted { event, who: BuyerSession { buyer: claims.buyer, session: claims.sid }, sealed: () })
+    }
+
+    /// Holds the seats for an admitted buyer, all or none.
+    pub async fn hold(&self, admitted: &Admitted, input: &HoldInput) -> Result<HoldView, EngineError> {
         let now = self.now();
-        let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, now)?;
-        let who = BuyerSession { buyer: claims.buyer, session: claims.sid };
+        let Admitted { event, who, sealed: () } = admitted;
+        let event = *event;
         let entry = self.event(event).await?;
         if entry.event.status != SaleStatus::Open {
             return Err(EngineError::SaleNotOpen);
@@ -47,7 +60,7 @@ impl Engine {
         };
         let outcome = if result.is_ok() { "won" } else { "lost" };
         metrics::counter!("boxoffice_holds_total", "outcome" => outcome).increment(1);
-        Ok((result?, who))
+        Ok(result?)
     }
 
     /// The hold, if it belongs to the caller. Someone else's hold is "not found".

@@ -24,7 +24,7 @@ pub use buyers::BuyerSession;
 pub use catalog::EventEntry;
 pub use checkout::{CheckoutOutcome, OrderView, Ticket};
 pub use error::EngineError;
-pub use holds::{HoldInput, SeatSelection};
+pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use queue::{JoinOutcome, QueueStatus, WaitStatus};
 
 use ports::{Clock, Ledger, PaymentGateway, QueueStore, SeatArbiter};

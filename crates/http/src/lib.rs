@@ -1,1 +1,103 @@
+//! The HTTP API v1 (DESIGN §6): routes, extractors, the error → response mapping and
+//! the OpenAPI document. It knows the engine and its ports, never a concrete backend.
 
+mod error;
+mod extract;
+mod idempotency;
+mod routes;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use boxoffice_engine::Engine;
+use boxoffice_engine::ports::IdempotencyStore;
+
+pub use error::ApiError;
+
+/// The OpenAPI 3.1 description of this API, served at /openapi.json.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// Largest request body accepted; an event spec of a big stadium fits many times over.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Renders the metrics registry in the Prometheus text format.
+pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    /// Durable replays (checkout, event and queue writes).
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    /// Fast replays for holds, kept beside the hot store.
+    pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    pub operator_key: Arc<str>,
+    pub metrics: Option<MetricsRender>,
+    pub ready: Arc<AtomicBool>,
+}
+
+impl AppState {
+    fn now(&self) -> boxoffice_domain::Millis {
+        self.engine.ports().clock.now()
+    }
+}
+
+pub fn app(state: AppState) -> Router {
+    use routes::*;
+    Router::new()
+        .route("/v1/buyers", post(orders::create_buyer))
+        .route("/v1/events", post(events::create))
+        .route("/v1/events/{id}", get(events::get))
+        .route("/v1/events/{id}/open", post(events::open))
+        .route("/v1/events/{id}/close", post(events::close))
+        .route("/v1/events/{id}/stats", get(events::stats))
+        .route("/v1/events/{id}/seatmap", get(events::seatmap))
+        .route("/v1/events/{id}/availability", get(events::availability))
+        .route("/v1/events/{id}/queue", post(queue::join).get(queue::public))
+        .route("/v1/queue/status", get(queue::status))
+        .route("/v1/events/{id}/holds", post(holds::create))
+        .route("/v1/holds/{id}", get(holds::get).delete(holds::release))
+        .route("/v1/holds/{id}/checkout", post(orders::checkout))
+        .route("/v1/orders/{id}", get(orders::get))
+        .route("/v1/me/orders", get(orders::mine))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+}
+
+/// Latency per route and status, and a JSON body for rejections axum makes itself
+/// (e.g. a body over the limit), so every error a client sees has a code.
+async fn observe(State(_): State<AppState>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
+    let method = req.method().as_str().to_owned();
+    let res = next.run(req).await;
+    let status = res.status();
+    metrics::histogram!("boxoffice_http_request_duration_seconds", "route" => route, "method" => method, "status" => status.as_str().to_owned())
+        .record(started.elapsed().as_secs_f64());
+    let is_json = res.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
+        return ApiError::new(status, "payload_too_large", format!("request bodies are limited to {MAX_BODY} bytes")).into_response();
+    }
+    res
+}

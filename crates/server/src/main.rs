@@ -1,1 +1,93 @@
-fn main() {}
+//! `boxoffice`: parse the command line, load config, run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use boxoffice_server::{Application, Config, Overrides, commands, telemetry};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "boxoffice", version, about = "An on-sale engine for tickets that never oversells")]
+struct Cli {
+    /// A TOML config file (see README for every key and its default).
+    #[arg(long, global = true, env = "BOXOFFICE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Where the ledger and keys live [default: ./boxoffice-data].
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the API and the workers (embedded mode: SQLite + in-process stores).
+    Serve {
+        /// Address to listen on; port 0 picks a free port [default: 127.0.0.1:8080].
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// Create and open a demo stadium (51,000 units) and print how to buy a ticket.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Check the promises (P1, P2, P6) on a ledger; exits 1 on a violation.
+    Audit {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create or upgrade the ledger's schema.
+    Migrate,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    telemetry::init_logs();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let listen = match &cli.command {
+        Command::Serve { listen, .. } => *listen,
+        _ => None,
+    };
+    let config = Config::load(cli.config.as_deref(), &Overrides { listen, data_dir: cli.data_dir.clone() })?;
+    match cli.command {
+        Command::Serve { demo, .. } => serve(config, demo).await,
+        Command::Audit { json } => {
+            let report = commands::audit(&config).await?;
+            commands::print_audit(&report, json);
+            Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Migrate => commands::migrate(&config).map(|_| ExitCode::SUCCESS),
+    }
+}
+
+async fn serve(config: Config, demo: bool) -> anyhow::Result<ExitCode> {
+    let app = Application::build(config).await?;
+    let addr = app.local_addr();
+    if app.operator_key_generated || demo {
+        println!("operator key: {}", app.operator_key);
+    }
+    if demo {
+        let event = commands::create_demo(&app.engine()).await?;
+        print_demo_help(addr, event, &app.operator_key);
+    }
+    println!("listening on http://{addr}");
+    app.run_until_stopped(boxoffice_server::app::shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_demo_help(addr: std::net::SocketAddr, event: boxoffice_domain::EventId, key: &str) {
+    let b = format!("http://{addr}");
+    println!("demo event {event} is open: 51,000 units (FLOOR standing, L1-L10 and U1-U10 seated)");
+    println!("  curl -s {b}/v1/events/{event} -H 'Authorization: Bearer {key}'");
+    println!("  curl -s -X POST {b}/v1/buyers -H 'Idempotency-Key: demo-buyer-1'");
+    println!("  (then join the queue, poll /v1/queue/status, hold, check out: see README)");
+}

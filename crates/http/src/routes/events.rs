@@ -1,0 +1,147 @@
+//! Events: create, read, open/close the sale, the seat map and the availability bitmap.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use boxoffice_domain::{EventId, EventSpec};
+use boxoffice_engine::EventEntry;
+use boxoffice_engine::ports::SeatCounts;
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{IdempotencyKey, Operator, json, parse_id};
+use crate::idempotency::{Call, reply};
+
+#[derive(Serialize)]
+struct SectionSummary<'a> {
+    key: &'a str,
+    name: &'a str,
+    kind: boxoffice_domain::SectionKind,
+    capacity: u32,
+    rows: usize,
+}
+
+fn summary(entry: &EventEntry, counts: Option<SeatCounts>) -> serde_json::Value {
+    let e = &entry.event;
+    let sections: Vec<_> = e
+        .sections
+        .iter()
+        .map(|s| SectionSummary { key: &s.key, name: &s.name, kind: s.kind, capacity: s.len, rows: s.rows.len() })
+        .collect();
+    json!({
+        "event_id": e.id, "name": e.name, "currency": e.currency, "status": e.status,
+        "sale": e.sale, "tiers": e.tiers, "sections": sections, "capacity": e.capacity(),
+        "counts": counts, "created_at": e.created_at,
+    })
+}
+
+pub async fn create(State(st): State<AppState>, _: Operator, key: IdempotencyKey, body: Bytes) -> Response {
+    let spec: EventSpec = match json(&body) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let call = Call { store: &*st.idempotency, scope: "operator".into(), key: &key, method: "POST", path: "/v1/events", body: &body, now: st.now() };
+    call.run(async {
+        let entry = st.engine.create_event(&spec).await?;
+        reply(StatusCode::CREATED, &summary(&entry, None))
+    })
+    .await
+}
+
+pub async fn get(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let entry = st.engine.event(parse_id(&id, "event")?).await?;
+    let counts = st.engine.ports().arbiter.counts(entry.event.id).await.ok();
+    Ok(Json(summary(&entry, counts)))
+}
+
+pub async fn open(st: State<AppState>, op: Operator, key: IdempotencyKey, id: Path<String>) -> Response {
+    set_sale(st, op, key, id, true).await
+}
+
+pub async fn close(st: State<AppState>, op: Operator, key: IdempotencyKey, id: Path<String>) -> Response {
+    set_sale(st, op, key, id, false).await
+}
+
+async fn set_sale(State(st): State<AppState>, _: Operator, key: IdempotencyKey, Path(id): Path<String>, open: bool) -> Response {
+    let id: EventId = match parse_id(&id, "event") {
+        Ok(id) => id,
+        Err(e) => return e.into_response(),
+    };
+    let path = format!("/v1/events/{id}/{}", if open { "open" } else { "close" });
+    let call = Call { store: &*st.idempotency, scope: "operator".into(), key: &key, method: "POST", path: &path, body: b"", now: st.now() };
+    call.run(async {
+        let entry = if open { st.engine.open_sale(id).await? } else { st.engine.close_sale(id).await? };
+        let counts = st.engine.ports().arbiter.counts(id).await.ok();
+        reply(StatusCode::OK, &summary(&entry, counts))
+    })
+    .await
+}
+
+pub async fn stats(State(st): State<AppState>, _: Operator, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let id: EventId = parse_id(&id, "event")?;
+    let entry = st.engine.event(id).await?;
+    let counts = st.engine.ports().arbiter.counts(id).await.ok();
+    let queue = st.engine.queue_state(id).await?;
+    Ok(Json(json!({
+        "event_id": id, "status": entry.event.status, "counts": counts, "queue": queue,
+        "admission_rate_per_s": entry.event.sale.admission_rate_per_s,
+    })))
+}
+
+/// The layout, for drawing the map. Static per event, so clients may cache it long.
+pub async fn seatmap(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let entry = st.engine.event(parse_id(&id, "event")?).await?;
+    let e = &entry.event;
+    let sections: Vec<_> = e
+        .sections
+        .iter()
+        .map(|s| {
+            let rows: Vec<_> = s
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(y, r)| {
+                    let seats: Vec<_> = (r.first_seat..r.first_seat + r.len)
+                        .map(|i| {
+                            let seat = &e.seats[i as usize];
+                            json!({"index": i, "seat_id": seat.label, "number": seat.number, "tier": e.tiers[seat.tier as usize].key, "x": seat.number, "y": y})
+                        })
+                        .collect();
+                    json!({"label": r.label, "seats": seats})
+                })
+                .collect();
+            json!({"key": s.key, "name": s.name, "kind": s.kind, "rows": rows})
+        })
+        .collect();
+    let body = json!({"event_id": e.id, "tiers": e.tiers, "sections": sections});
+    Ok(([(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"))], Json(body)).into_response())
+}
+
+/// One bit per seat, in seat-index order (the `index` of the seat map), most
+/// significant bit first, 1 = free. Advisory: the hold is the only check that counts.
+pub async fn availability(State(st): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id: EventId = parse_id(&id, "event")?;
+    let entry = st.engine.event(id).await?;
+    let bits = st.engine.ports().arbiter.availability(id).await.map_err(boxoffice_engine::EngineError::from)?;
+    let etag = format!("\"{}\"", hex16(&Sha256::digest(&bits)));
+    let cache = [(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=1"))];
+    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+        return Ok((StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
+    }
+    let free: u32 = bits.iter().map(|b| b.count_ones()).sum();
+    let body = json!({
+        "event_id": id, "seats": entry.event.capacity(), "free": free, "encoding": "bitmap-msb-first-base64",
+        "bitmap": base64::engine::general_purpose::STANDARD.encode(&bits),
+    });
+    Ok((cache, [(header::ETAG, etag)], Json(body)).into_response())
+}
+
+fn hex16(digest: &[u8]) -> String {
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}

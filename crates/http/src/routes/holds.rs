@@ -1,0 +1,114 @@
+//! Holds: claim seats with an admission token, read or release them with the buyer token.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
+use boxoffice_engine::ports::HoldView;
+use boxoffice_engine::{HoldInput, SeatSelection};
+use serde::{Deserialize, Serialize};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Buyer, IdempotencyKey, bearer, json, parse_id};
+use crate::idempotency::{Call, reply};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HoldBody {
+    #[serde(default)]
+    seat_ids: Option<Vec<String>>,
+    #[serde(default)]
+    best_available: Option<BestAvailable>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BestAvailable {
+    section: String,
+    quantity: u32,
+    #[serde(default = "yes")]
+    adjacent: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl HoldBody {
+    fn into_input(self) -> Result<HoldInput, ApiError> {
+        let selection = match (self.seat_ids, self.best_available) {
+            (Some(ids), None) => SeatSelection::Named(ids),
+            (None, Some(b)) => SeatSelection::BestAvailable { section: b.section, quantity: b.quantity, adjacent: b.adjacent },
+            _ => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", "send exactly one of seat_ids or best_available")),
+        };
+        Ok(HoldInput { selection })
+    }
+}
+
+#[derive(Serialize)]
+pub struct HoldOut {
+    hold_id: HoldId,
+    event_id: EventId,
+    status: HoldState,
+    seat_ids: Vec<String>,
+    prices: Vec<Money>,
+    price_quote: Money,
+    expires_at: Millis,
+}
+
+async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
+    let entry = st.engine.event(h.hold.event).await?;
+    Ok(HoldOut {
+        hold_id: h.hold,
+        event_id: h.hold.event,
+        status: h.state,
+        seat_ids: st.engine.seat_labels(&entry, &h.seats),
+        price_quote: h.total(),
+        prices: h.prices,
+        expires_at: h.expires_at,
+    })
+}
+
+pub async fn create(State(st): State<AppState>, headers: HeaderMap, key: IdempotencyKey, Path(id): Path<String>, body: Bytes) -> Response {
+    let prepared = (|| {
+        let id: EventId = parse_id(&id, "event")?;
+        let admitted = st.engine.admitted(id, bearer(&headers)?)?;
+        let input = json::<HoldBody>(&body)?.into_input()?;
+        Ok::<_, ApiError>((admitted, input))
+    })();
+    let (admitted, input) = match prepared {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let path = format!("/v1/events/{}/holds", admitted.event);
+    let scope = format!("buyer:{}", admitted.who.buyer);
+    let call = Call { store: &*st.hold_idempotency, scope, key: &key, method: "POST", path: &path, body: &body, now: st.now() };
+    call.run(async {
+        let hold = st.engine.hold(&admitted, &input).await?;
+        reply(StatusCode::CREATED, &view(&st, hold).await?)
+    })
+    .await
+}
+
+pub async fn get(State(st): State<AppState>, Buyer(who): Buyer, Path(id): Path<String>) -> Result<Json<HoldOut>, ApiError> {
+    let hold = st.engine.get_hold(&who, parse_id(&id, "hold")?).await?;
+    Ok(Json(view(&st, hold).await?))
+}
+
+pub async fn release(State(st): State<AppState>, Buyer(who): Buyer, key: IdempotencyKey, Path(id): Path<String>) -> Response {
+    let hold: HoldId = match parse_id(&id, "hold") {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    let path = format!("/v1/holds/{hold}");
+    let scope = format!("buyer:{}", who.buyer);
+    let call = Call { store: &*st.hold_idempotency, scope, key: &key, method: "DELETE", path: &path, body: b"", now: st.now() };
+    call.run(async {
+        let released = st.engine.release_hold(&who, hold).await?;
+        reply(StatusCode::OK, &view(&st, released).await?)
+    })
+    .await
+}

@@ -1,0 +1,7 @@
+//! Route handlers, one module per resource.
+
+pub mod events;
+pub mod holds;
+pub mod ops;
+pub mod orders;
+pub mod queue;

@@ -1,0 +1,67 @@
+//! Buyers, checkout and orders.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use boxoffice_domain::HoldId;
+use boxoffice_engine::{CheckoutOutcome, OrderView};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Buyer, IdempotencyKey, json, parse_id};
+use crate::idempotency::{Call, reply};
+
+pub async fn create_buyer(State(st): State<AppState>, key: IdempotencyKey) -> Response {
+    let call = Call { store: &*st.idempotency, scope: "buyers".into(), key: &key, method: "POST", path: "/v1/buyers", body: b"", now: st.now() };
+    call.run(async {
+        let (buyer_id, token) = st.engine.create_buyer().await?;
+        reply(StatusCode::CREATED, &json!({"buyer_id": buyer_id, "token": token}))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckoutBody {
+    payment_method: String,
+}
+
+pub async fn checkout(State(st): State<AppState>, Buyer(who): Buyer, key: IdempotencyKey, Path(id): Path<String>, body: Bytes) -> Response {
+    let prepared = (|| {
+        let hold: HoldId = parse_id(&id, "hold")?;
+        let body: CheckoutBody = json(&body)?;
+        if body.payment_method.is_empty() || body.payment_method.len() > 255 {
+            return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", "payment_method must be 1-255 characters"));
+        }
+        Ok((hold, body))
+    })();
+    let (hold, input) = match prepared {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let path = format!("/v1/holds/{hold}/checkout");
+    let scope = format!("buyer:{}", who.buyer);
+    let call = Call { store: &*st.idempotency, scope, key: &key, method: "POST", path: &path, body: &body, now: st.now() };
+    call.run(async {
+        match st.engine.checkout(&who, hold, &input.payment_method).await? {
+            CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
+            CheckoutOutcome::Pending(order) => {
+                reply(StatusCode::ACCEPTED, &json!({"status": "payment_pending", "order": order, "next_action": {"poll": format!("/v1/orders/{}", order.order_id)}}))
+            }
+        }
+    })
+    .await
+}
+
+pub async fn get(State(st): State<AppState>, Buyer(who): Buyer, Path(id): Path<String>) -> Result<Json<OrderView>, ApiError> {
+    Ok(Json(st.engine.order_for(&who, parse_id(&id, "order")?).await?))
+}
+
+pub async fn mine(State(st): State<AppState>, Buyer(who): Buyer) -> Result<Response, ApiError> {
+    let orders = st.engine.orders_of(&who).await?;
+    Ok(Json(json!({"orders": orders})).into_response())
+}

@@ -1,0 +1,150 @@
+//! Wiring: builds the embedded engine (SQLite ledger, in-process hot store and queue,
+//! the fake provider) from a `Config`, binds the listener, and runs the API and the
+//! workers until a shutdown signal.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use boxoffice_domain::token::KeyRing;
+use boxoffice_engine::ports::{Clock, SystemClock};
+use boxoffice_engine::worker::run_every;
+use boxoffice_engine::{Engine, Ports};
+use boxoffice_http::AppState;
+use boxoffice_payment_fake::FakeGateway;
+use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
+use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::secrets;
+
+/// Files inside the data directory.
+pub const LEDGER_FILE: &str = "ledger.db";
+pub const PROVIDER_FILE: &str = "fake-provider.db";
+
+/// A built application: bound, rebuilt, not yet serving.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    config: Config,
+    pub operator_key: String,
+    pub operator_key_generated: bool,
+}
+
+/// Opens the embedded stores in `data_dir`.
+pub fn open_ports(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<(Ports, Arc<SqliteLedger>)> {
+    let dir = &config.data_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating the data directory {}", dir.display()))?;
+    let options = SqliteOptions {
+        group_commit: config.sqlite.group_commit,
+        max_batch: config.sqlite.max_batch,
+        read_connections: config.sqlite.read_connections,
+        ..SqliteOptions::default()
+    };
+    let ledger = Arc::new(SqliteLedger::open(dir.join(LEDGER_FILE), options).context("opening the ledger")?);
+    let payments = FakeGateway::open(dir.join(PROVIDER_FILE), config.fake_payments.clone()).context("opening the fake provider's book")?;
+    let ports = Ports {
+        arbiter: Arc::new(InMemoryArbiter::new()),
+        queue: Arc::new(InMemoryQueue::new()),
+        ledger: ledger.clone(),
+        payments: Arc::new(payments),
+        clock,
+    };
+    Ok((ports, ledger))
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Application> {
+        Self::build_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    /// Builds with a given clock, so tests can move time.
+    pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Application> {
+        let (ports, ledger) = open_ports(&config, clock)?;
+        let keys = KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
+        let (operator_key, generated) = secrets::operator_key(&config)?;
+        let engine = Arc::new(Engine::new(ports, keys, config.engine.clone()));
+        let opened = engine.load_open_events().await.context("rebuilding open events in the hot store")?;
+        tracing::info!(open_events = opened, "hot store rebuilt from the ledger");
+        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
+        let state = AppState {
+            engine,
+            idempotency: Arc::new(ledger.idempotency()),
+            hold_idempotency: Arc::new(MemoryIdempotency::new()),
+            operator_key: operator_key.clone().into(),
+            metrics: Some(crate::telemetry::metrics_render()),
+            ready: Arc::new(AtomicBool::new(false)),
+        };
+        Ok(Application { listener, state, config, operator_key, operator_key_generated: generated })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub fn engine(&self) -> Arc<Engine> {
+        self.state.engine.clone()
+    }
+
+    /// Serves until `shutdown` resolves, then stops the workers and drains requests.
+    pub async fn run_until_stopped(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let workers = spawn_workers(&self.state.engine, &self.config, stop_rx);
+        self.state.ready.store(true, Ordering::Release);
+        let router = boxoffice_http::app(self.state);
+        axum::serve(self.listener, router).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
+        let _ = stop_tx.send(true);
+        for w in workers {
+            let _ = tokio::time::timeout(Duration::from_secs(10), w).await;
+        }
+        Ok(())
+    }
+}
+
+fn spawn_workers(engine: &Arc<Engine>, config: &Config, stop: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    let ms = Duration::from_millis;
+    let (e1, e2, e3) = (engine.clone(), engine.clone(), engine.clone());
+    vec![
+        tokio::spawn(run_every("expiry", ms(config.workers.expiry_interval_ms), stop.clone(), move || {
+            let e = e1.clone();
+            async move { e.expiry_step().await }
+        })),
+        tokio::spawn(run_every("recovery", ms(config.workers.recovery_interval_ms), stop.clone(), move || {
+            let e = e2.clone();
+            async move { e.recovery_step().await }
+        })),
+        tokio::spawn(run_every("admission", ms(config.engine.admission_interval_ms), stop, move || {
+            let e = e3.clone();
+            async move { e.admission_step().await }
+        })),
+    ]
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// Whether `dir` holds a ledger already.
+pub fn has_ledger(dir: &Path) -> bool {
+    dir.join(LEDGER_FILE).exists()
+}

@@ -1,0 +1,130 @@
+//! Typed configuration: defaults, then a TOML file, then `BOXOFFICE_*` environment
+//! variables (nested keys with `__`, e.g. `BOXOFFICE_ENGINE__POLL_AFTER_MS`), then flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use boxoffice_engine::EngineConfig;
+use boxoffice_payment_fake::FakeGatewayConfig;
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port. Default 127.0.0.1:8080.
+    pub listen: SocketAddr,
+    /// Where the ledger, the fake provider's book and the keys live. Default ./boxoffice-data.
+    pub data_dir: PathBuf,
+    /// The operator's bearer key. Default: generated on first start and kept in
+    /// `<data_dir>/operator.key`.
+    pub operator_key: Option<Secret>,
+    pub engine: EngineConfig,
+    pub sqlite: SqliteConfig,
+    /// The stand-in payment provider (the only provider of the embedded mode).
+    pub fake_payments: FakeGatewayConfig,
+    pub workers: WorkerConfig,
+}
+
+/// A value that is never printed.
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SqliteConfig {
+    /// Share one transaction among concurrent commits. Default true.
+    pub group_commit: bool,
+    /// Most commits per transaction. Default 512.
+    pub max_batch: usize,
+    /// WAL reader connections. Default 4.
+    pub read_connections: usize,
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        SqliteConfig { group_commit: true, max_batch: 512, read_connections: 4 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// How often expired holds are swept. Default 1000 ms.
+    pub expiry_interval_ms: u64,
+    /// How often unfinished orders are driven on. Default 5000 ms.
+    pub recovery_interval_ms: u64,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig { expiry_interval_ms: 1_000, recovery_interval_ms: 5_000 }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: "127.0.0.1:8080".parse().expect("a valid default address"),
+            data_dir: PathBuf::from("./boxoffice-data"),
+            operator_key: None,
+            engine: EngineConfig::default(),
+            sqlite: SqliteConfig::default(),
+            fake_payments: FakeGatewayConfig::default(),
+            workers: WorkerConfig::default(),
+        }
+    }
+}
+
+/// Flags that override the file and the environment.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Config {
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, figment::Error> {
+        let mut fig = Figment::new();
+        if let Some(f) = file {
+            fig = fig.merge(Toml::file_exact(f));
+        }
+        fig.merge(Env::prefixed("BOXOFFICE_").ignore(&["log"]).split("__")).merge(Serialized::defaults(overrides)).extract()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file_and_defaults_fill_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("boxoffice.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:9000\"\n[engine]\npoll_after_ms = 1234\n").unwrap();
+        let flags = Overrides { data_dir: Some("/tmp/x".into()), ..Default::default() };
+        let c = Config::load(Some(&file), &flags).unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.engine.poll_after_ms, 1234);
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert!(c.sqlite.group_commit);
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_not_a_silent_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("boxoffice.toml");
+        std::fs::write(&file, "lisen = \"127.0.0.1:9000\"\n").unwrap();
+        assert!(Config::load(Some(&file), &Overrides::default()).is_err());
+    }
+}

@@ -1,0 +1,12 @@
+//! The `boxoffice` binary's library: configuration, wiring, the demo and the
+//! subcommands, so tests can build the same application the binary runs.
+
+pub mod app;
+pub mod commands;
+pub mod config;
+pub mod demo;
+pub mod secrets;
+pub mod telemetry;
+
+pub use app::Application;
+pub use config::{Config, Overrides};
