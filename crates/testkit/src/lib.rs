@@ -1,3 +1,6 @@
 //! Conformance suites shared by every adapter of a port. An adapter's test file invokes
 //! the suite's macro with an expression that builds a fresh, isolated instance; the
 //! macro expands into one named `#[tokio::test]` per case.
+
+pub mod arbiter;
+pub mod queue;

@@ -1,0 +1,88 @@
+//! The `SeatArbiter` conformance suite. An adapter passes when every case passes:
+//!
+//! ```ignore
+//! boxoffice_testkit::arbiter_conformance!(async {
+//!     std::sync::Arc::new(MyArbiter::new()) as std::sync::Arc<dyn SeatArbiter>
+//! });
+//! ```
+//!
+//! The invoking crate needs `tokio` (with `macros` and `rt-multi-thread`) as a
+//! dev-dependency. Each case loads its own event under a random id and unloads it, so
+//! one shared backend can run the whole suite at once.
+//!
+//! Semantics the suite pins down beyond the port's doc comments (every backend must
+//! agree): a retried move (same pin order, second uncertain/sold/release) answers with
+//! the hold as it is; expiries performed inside `hold` or `pin` are still reported once
+//! by the next `expire_due`; a hold id seen before answers with its hold.
+
+mod basics;
+mod concurrent;
+mod fixtures;
+mod lifecycle;
+
+pub use basics::*;
+pub use concurrent::*;
+pub use fixtures::*;
+pub use lifecycle::*;
+
+/// For the macros: the port, reachable as `$crate::arbiter::SeatArbiter`.
+#[doc(hidden)]
+pub use boxoffice_engine::ports::SeatArbiter;
+
+/// Expands into `mod arbiter { … }` with one `#[tokio::test]` per case; the argument is an expression whose
+/// `.await` gives an `Arc<dyn SeatArbiter>`, evaluated afresh for every case.
+#[macro_export]
+macro_rules! arbiter_conformance {
+    ($make:expr) => {
+        mod arbiter {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__conformance_cases!(arbiter, SeatArbiter, $make;
+                a_second_buyer_cannot_hold_a_seat_already_held,
+                a_named_hold_takes_all_its_seats_or_none,
+                best_available_gives_the_best_ranked_seats,
+                two_buyers_asking_for_the_best_seats_get_different_seats,
+                adjacent_best_available_keeps_a_party_together_in_one_row,
+                adjacent_best_available_falls_back_to_single_seats_when_no_run_is_left,
+                general_admission_hands_out_distinct_units_and_ignores_adjacency,
+                a_buyer_cannot_hold_more_than_the_limit_across_holds,
+                seats_sold_to_a_buyer_count_against_the_limit,
+                bad_quantities_are_refused,
+                unknown_events_holds_seats_and_sections_are_errors,
+                the_availability_bitmap_has_one_bit_per_seat_most_significant_first,
+                counts_follow_holds_and_sales,
+                the_quote_is_each_seats_price_at_hold_time,
+                a_rebuilt_event_comes_back_with_its_sold_seats_sold,
+                an_unloaded_event_is_forgotten,
+                a_hold_past_its_deadline_returns_its_seats_exactly_once,
+                the_sweep_expires_at_most_its_limit,
+                a_new_hold_first_expires_holds_that_are_due,
+                a_pinned_hold_does_not_expire_before_its_pinned_deadline,
+                an_expired_hold_cannot_be_pinned,
+                a_sold_hold_keeps_its_seats_for_good,
+                an_uncertain_payment_keeps_the_pin_and_can_still_sell,
+                releasing_returns_the_seats_and_a_second_release_changes_nothing,
+                moves_out_of_order_are_refused,
+                retried_moves_answer_with_the_hold_as_it_is,
+                many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
+                many_buyers_racing_for_best_available_pairs_exactly_k_win,
+                many_buyers_racing_for_general_admission_exactly_k_win,
+            );
+        }
+    };
+}
+
+/// One `#[tokio::test]` per case on a two-worker runtime, so races are real.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($suite:ident, $port:ident, $make:expr; $($case:ident),+ $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let port: ::std::sync::Arc<dyn $crate::$suite::$port> = $make.await;
+                $crate::$suite::$case(port).await;
+            }
+        )+
+    };
+}
