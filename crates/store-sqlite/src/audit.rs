@@ -71,24 +71,49 @@ pub(crate) fn facts(conn: &Connection) -> Result<AuditFacts, StoreError> {
 fn gather(conn: &Connection) -> Result<AuditFacts, StoreError> {
     let owning = state_list(ALL_STATES.into_iter().filter(|s| s.holds_seats()));
     let mut events = all(conn, EVENTS, [], |r| {
-        Ok(EventFacts { event: EventId(r.get(0)?), capacity: r.get(1)?, sold: r.get(2)?, unknown_seats: vec![] })
+        Ok(EventFacts {
+            event: EventId(r.get(0)?),
+            capacity: r.get(1)?,
+            sold: r.get(2)?,
+            unknown_seats: vec![],
+        })
     })?;
-    for (event, seat) in all(conn, UNKNOWN_SEATS, [], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))? {
+    for (event, seat) in all(conn, UNKNOWN_SEATS, [], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+    })? {
         if let Some(facts) = events.iter_mut().find(|f| f.event.0 == event) {
             facts.unknown_seats.push(seat);
         }
     }
-    let sold_without_order = all(conn, SOLD_WITHOUT_ORDER, [&owning], |r| Ok((EventId(r.get(0)?), r.get(1)?)))?;
-    let buyers = all(conn, BUYERS_OVER_LIMIT, [], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, u32>(2)?)))?;
-    let orders = all(conn, ORDERS, [], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?)))?;
+    let sold_without_order = all(conn, SOLD_WITHOUT_ORDER, [&owning], |r| {
+        Ok((EventId(r.get(0)?), r.get(1)?))
+    })?;
+    let buyers = all(conn, BUYERS_OVER_LIMIT, [], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, u32>(2)?,
+        ))
+    })?;
+    let orders = all(conn, ORDERS, [], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+    })?;
     Ok(AuditFacts {
         events,
         sold_without_order,
         orders_missing_seats: order_ids(all(conn, ORDERS_MISSING_SEATS, [&owning], |r| r.get(0))?)?,
-        seats_of_unsold_orders: order_ids(all(conn, SEATS_OF_UNSOLD_ORDERS, [&owning], |r| r.get(0))?)?,
+        seats_of_unsold_orders: order_ids(all(conn, SEATS_OF_UNSOLD_ORDERS, [&owning], |r| {
+            r.get(0)
+        })?)?,
         buyers_over_limit: buyers
             .into_iter()
-            .map(|(e, b, n)| Ok((EventId(e), b.parse::<BuyerId>().map_err(|e| corrupt("buyer id", e))?, n)))
+            .map(|(e, b, n)| {
+                Ok((
+                    EventId(e),
+                    b.parse::<BuyerId>().map_err(|e| corrupt("buyer id", e))?,
+                    n,
+                ))
+            })
             .collect::<Result<_, StoreError>>()?,
         orders: orders
             .into_iter()
@@ -97,7 +122,12 @@ fn gather(conn: &Connection) -> Result<AuditFacts, StoreError> {
     })
 }
 
-fn all<T>(conn: &Connection, sql: &str, params: impl Params, f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>) -> Result<Vec<T>, StoreError> {
+fn all<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, StoreError> {
     let mut stmt = conn.prepare_cached(sql).map_err(db)?;
     let rows = stmt.query_map(params, f).map_err(db)?;
     rows.collect::<Result<_, _>>().map_err(db)

@@ -22,14 +22,20 @@ enum Refusal {
 /// Reads the constraint behind a failed statement. SQLite names a CHECK constraint in
 /// its message and reports a primary-key clash by extended code and columns.
 fn refusal(e: &rusqlite::Error) -> Option<Refusal> {
-    let rusqlite::Error::SqliteFailure(err, msg) = e else { return None };
+    let rusqlite::Error::SqliteFailure(err, msg) = e else {
+        return None;
+    };
     if err.code != ErrorCode::ConstraintViolation {
         return None;
     }
     let msg = msg.as_deref().unwrap_or("");
     match err.extended_code {
-        ffi::SQLITE_CONSTRAINT_PRIMARYKEY if msg.contains("sold_seats.") => Some(Refusal::SeatTaken),
-        ffi::SQLITE_CONSTRAINT_CHECK if msg.contains("buyer_within_limit") => Some(Refusal::OverLimit),
+        ffi::SQLITE_CONSTRAINT_PRIMARYKEY if msg.contains("sold_seats.") => {
+            Some(Refusal::SeatTaken)
+        }
+        ffi::SQLITE_CONSTRAINT_CHECK if msg.contains("buyer_within_limit") => {
+            Some(Refusal::OverLimit)
+        }
         _ => None,
     }
 }
@@ -38,7 +44,8 @@ fn refusal(e: &rusqlite::Error) -> Option<Refusal> {
 /// leaves no sold seat, no ticket count and no outbox row behind.
 pub(crate) fn commit(conn: &Connection, c: &Commit) -> Result<Step<CommitOutcome>, StoreError> {
     let key = c.order.to_string();
-    let order = orders::by_id(conn, &key)?.ok_or_else(|| StoreError::new(format_args!("no order {key} to commit")))?;
+    let order = orders::by_id(conn, &key)?
+        .ok_or_else(|| StoreError::new(format_args!("no order {key} to commit")))?;
     if order.state != OrderState::Authorized {
         return Ok(Step::Undo(CommitOutcome::NotCommittable(order.state)));
     }
@@ -51,12 +58,23 @@ pub(crate) fn commit(conn: &Connection, c: &Commit) -> Result<Step<CommitOutcome
     conn.prepare_cached("UPDATE orders SET state = 'committed', updated_at = ?2 WHERE id = ?1")
         .and_then(|mut s| s.execute(params![key, c.now.0]))
         .map_err(db)?;
-    record(conn, &key, Some(OrderState::Authorized), OrderState::Committed, event_name(OrderEvent::Committed), c.now)?;
+    record(
+        conn,
+        &key,
+        Some(OrderState::Authorized),
+        OrderState::Committed,
+        event_name(OrderEvent::Committed),
+        c.now,
+    )?;
     write_outbox(conn, &order, c)?;
     Ok(Step::Keep(CommitOutcome::Committed))
 }
 
-fn sell_seats(conn: &Connection, order: &Order, c: &Commit) -> Result<Option<CommitOutcome>, StoreError> {
+fn sell_seats(
+    conn: &Connection,
+    order: &Order,
+    c: &Commit,
+) -> Result<Option<CommitOutcome>, StoreError> {
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO sold_seats (event_id, seat_id, order_id, buyer_id, price, sold_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -64,10 +82,21 @@ fn sell_seats(conn: &Connection, order: &Order, c: &Commit) -> Result<Option<Com
         .map_err(db)?;
     let (order_id, buyer) = (order.id.to_string(), order.buyer.to_string());
     for seat in &order.seats {
-        match insert.execute(params![order.event.0, seat.seat_id, order_id, buyer, seat.price.0, c.now.0]) {
+        match insert.execute(params![
+            order.event.0,
+            seat.seat_id,
+            order_id,
+            buyer,
+            seat.price.0,
+            c.now.0
+        ]) {
             Ok(_) => {}
             Err(e) => match refusal(&e) {
-                Some(Refusal::SeatTaken) => return Ok(Some(CommitOutcome::SeatTaken { seat_id: seat.seat_id.clone() })),
+                Some(Refusal::SeatTaken) => {
+                    return Ok(Some(CommitOutcome::SeatTaken {
+                        seat_id: seat.seat_id.clone(),
+                    }));
+                }
                 _ => return Err(db(e)),
             },
         }
@@ -76,7 +105,11 @@ fn sell_seats(conn: &Connection, order: &Order, c: &Commit) -> Result<Option<Com
 }
 
 /// The ledger's half of P6: the limit passed in is the event's current one.
-fn count_tickets(conn: &Connection, order: &Order, max: u32) -> Result<Option<CommitOutcome>, StoreError> {
+fn count_tickets(
+    conn: &Connection,
+    order: &Order,
+    max: u32,
+) -> Result<Option<CommitOutcome>, StoreError> {
     let result = conn
         .prepare_cached(
             "INSERT INTO buyer_tickets (event_id, buyer_id, tickets, max_tickets) VALUES (?1, ?2, ?3, ?4)

@@ -20,15 +20,22 @@ pub(crate) fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
 /// Opens a connection in WAL mode with durable commits. `synchronous=FULL` makes every
 /// COMMIT wait for fsync: a sale reported to a buyer survives a power cut (P5).
 pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(db)?;
     conn.busy_timeout(busy_timeout).map_err(db)?;
     // journal_mode answers with a row, so it is read rather than executed.
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(db)?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::new(format_args!("sqlite: WAL mode refused (got {mode})")));
+        return Err(StoreError::new(format_args!(
+            "sqlite: WAL mode refused (got {mode})"
+        )));
     }
-    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;").map_err(db)?;
+    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+        .map_err(db)?;
     // The commit path prepares the same handful of statements for every operation.
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)

@@ -27,7 +27,11 @@ fn parse_status(s: &str) -> Result<SaleStatus, StoreError> {
 
 /// Writer job. The ledger numbers events, so the row is inserted first to learn its
 /// id, then the spec is built with it; an invalid spec undoes the insert.
-pub(crate) fn create(conn: &Connection, spec: &EventSpec, now: Millis) -> Result<Step<Result<Event, StoreError>>, StoreError> {
+pub(crate) fn create(
+    conn: &Connection,
+    spec: &EventSpec,
+    now: Millis,
+) -> Result<Step<Result<Event, StoreError>>, StoreError> {
     conn.prepare_cached(
         "INSERT INTO events (name, currency, status, body, created_at) VALUES (?1, ?2, 'scheduled', '{}', ?3)",
     )
@@ -36,22 +40,41 @@ pub(crate) fn create(conn: &Connection, spec: &EventSpec, now: Millis) -> Result
     let id = EventId(conn.last_insert_rowid());
     let event = match spec.build(id, now) {
         Ok(event) => event,
-        Err(e) => return Ok(Step::Undo(Err(StoreError::new(format_args!("invalid event spec: {e}"))))),
+        Err(e) => {
+            return Ok(Step::Undo(Err(StoreError::new(format_args!(
+                "invalid event spec: {e}"
+            )))));
+        }
     };
     let body = serde_json::to_string(&event).map_err(StoreError::new)?;
-    conn.execute("UPDATE events SET name = ?2, body = ?3 WHERE id = ?1", params![id.0, event.name, body]).map_err(db)?;
+    conn.execute(
+        "UPDATE events SET name = ?2, body = ?3 WHERE id = ?1",
+        params![id.0, event.name, body],
+    )
+    .map_err(db)?;
     let mut insert = conn
-        .prepare_cached("INSERT INTO event_seats (event_id, seat_id, seat_index) VALUES (?1, ?2, ?3)")
+        .prepare_cached(
+            "INSERT INTO event_seats (event_id, seat_id, seat_index) VALUES (?1, ?2, ?3)",
+        )
         .map_err(db)?;
     for (index, seat) in event.seats.iter().enumerate() {
-        insert.execute(params![id.0, seat.label, index as i64]).map_err(db)?;
+        insert
+            .execute(params![id.0, seat.label, index as i64])
+            .map_err(db)?;
     }
     Ok(Step::Keep(Ok(event)))
 }
 
-pub(crate) fn set_status(conn: &Connection, id: EventId, status: SaleStatus) -> Result<Step<()>, StoreError> {
+pub(crate) fn set_status(
+    conn: &Connection,
+    id: EventId,
+    status: SaleStatus,
+) -> Result<Step<()>, StoreError> {
     let changed = conn
-        .execute("UPDATE events SET status = ?2 WHERE id = ?1", params![id.0, status_name(status)])
+        .execute(
+            "UPDATE events SET status = ?2 WHERE id = ?1",
+            params![id.0, status_name(status)],
+        )
         .map_err(db)?;
     if changed == 0 {
         return Err(StoreError::new(format_args!("no event {id}")));
@@ -60,10 +83,16 @@ pub(crate) fn set_status(conn: &Connection, id: EventId, status: SaleStatus) -> 
 }
 
 /// Idempotent: creating a buyer twice is not an error (a retried sign-up).
-pub(crate) fn create_buyer(conn: &Connection, buyer: BuyerId, now: Millis) -> Result<Step<()>, StoreError> {
-    conn.prepare_cached("INSERT INTO buyers (id, created_at) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING")
-        .and_then(|mut s| s.execute(params![buyer.to_string(), now.0]))
-        .map_err(db)?;
+pub(crate) fn create_buyer(
+    conn: &Connection,
+    buyer: BuyerId,
+    now: Millis,
+) -> Result<Step<()>, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO buyers (id, created_at) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+    )
+    .and_then(|mut s| s.execute(params![buyer.to_string(), now.0]))
+    .map_err(db)?;
     Ok(Step::Keep(()))
 }
 
@@ -72,22 +101,37 @@ pub(crate) fn create_buyer(conn: &Connection, buyer: BuyerId, now: Millis) -> Re
 pub(crate) fn read(conn: &Connection, id: EventId) -> Result<Option<Event>, StoreError> {
     let row: Option<(String, String)> = conn
         .prepare_cached("SELECT body, status FROM events WHERE id = ?1")
-        .and_then(|mut s| s.query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .and_then(|mut s| {
+            s.query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
         .map_err(db)?;
-    let Some((body, status)) = row else { return Ok(None) };
+    let Some((body, status)) = row else {
+        return Ok(None);
+    };
     let mut event: Event = serde_json::from_str(&body).map_err(|e| corrupt("event", e))?;
     event.status = parse_status(&status)?;
     Ok(Some(event))
 }
 
-pub(crate) fn with_status(conn: &Connection, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT id FROM events WHERE status = ?1 ORDER BY id").map_err(db)?;
-    let ids = stmt.query_map([status_name(status)], |r| r.get(0).map(EventId)).map_err(db)?;
+pub(crate) fn with_status(
+    conn: &Connection,
+    status: SaleStatus,
+) -> Result<Vec<EventId>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT id FROM events WHERE status = ?1 ORDER BY id")
+        .map_err(db)?;
+    let ids = stmt
+        .query_map([status_name(status)], |r| r.get(0).map(EventId))
+        .map_err(db)?;
     ids.collect::<Result<_, _>>().map_err(db)
 }
 
 /// Sold seats in seat order, so a rebuild walks the event's seat list once.
-pub(crate) fn sold_seats(conn: &Connection, id: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
+pub(crate) fn sold_seats(
+    conn: &Connection,
+    id: EventId,
+) -> Result<Vec<(String, BuyerId)>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT s.seat_id, s.buyer_id FROM sold_seats s
@@ -95,7 +139,11 @@ pub(crate) fn sold_seats(conn: &Connection, id: EventId) -> Result<Vec<(String, 
              WHERE s.event_id = ?1 ORDER BY e.seat_index, s.seat_id",
         )
         .map_err(db)?;
-    let rows = stmt.query_map([id.0], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(db)?;
+    let rows = stmt
+        .query_map([id.0], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
+        .map_err(db)?;
     rows.map(|r| {
         let (seat, buyer) = r.map_err(db)?;
         Ok((seat, buyer.parse().map_err(|e| corrupt("buyer id", e))?))

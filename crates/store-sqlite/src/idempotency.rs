@@ -14,6 +14,7 @@ use crate::writer::{Step, Writer};
 #[derive(Clone)]
 pub struct SqliteIdempotency {
     pub(crate) writer: Writer,
+    pub(crate) _guards: crate::ledger::Guards,
 }
 
 struct Claim {
@@ -24,7 +25,14 @@ struct Claim {
     lease_until: i64,
 }
 
-fn begin(conn: &Connection, scope: &str, key: &str, fingerprint: &[u8; 32], now: Millis, lease_ms: i64) -> Result<Begin, StoreError> {
+fn begin(
+    conn: &Connection,
+    scope: &str,
+    key: &str,
+    fingerprint: &[u8; 32],
+    now: Millis,
+    lease_ms: i64,
+) -> Result<Begin, StoreError> {
     let claim = conn
         .prepare_cached("SELECT fingerprint, state, status, body, lease_until FROM idempotency_keys WHERE scope = ?1 AND key = ?2")
         .and_then(|mut s| {
@@ -38,9 +46,15 @@ fn begin(conn: &Connection, scope: &str, key: &str, fingerprint: &[u8; 32], now:
     let lease_until = now.0.saturating_add(lease_ms);
     match claim {
         Some(c) if c.fingerprint != fingerprint.as_slice() => Ok(Begin::Mismatch),
-        Some(Claim { done: true, status, body, .. }) => {
-            Ok(Begin::Replay(StoredResponse { status: status.unwrap_or(500), body: body.unwrap_or_default() }))
-        }
+        Some(Claim {
+            done: true,
+            status,
+            body,
+            ..
+        }) => Ok(Begin::Replay(StoredResponse {
+            status: status.unwrap_or(500),
+            body: body.unwrap_or_default(),
+        })),
         Some(c) if c.lease_until > now.0 => Ok(Begin::InFlight),
         // A lapsed claim: its holder crashed or gave up, so this request takes it over.
         Some(_) => {
@@ -65,12 +79,28 @@ fn begin(conn: &Connection, scope: &str, key: &str, fingerprint: &[u8; 32], now:
 
 #[async_trait]
 impl IdempotencyStore for SqliteIdempotency {
-    async fn begin(&self, scope: &str, key: &str, fingerprint: &[u8; 32], now: Millis, lease_ms: i64) -> Result<Begin, StoreError> {
+    async fn begin(
+        &self,
+        scope: &str,
+        key: &str,
+        fingerprint: &[u8; 32],
+        now: Millis,
+        lease_ms: i64,
+    ) -> Result<Begin, StoreError> {
         let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
-        self.writer.submit(move |conn| begin(conn, &scope, &key, &fingerprint, now, lease_ms).map(Step::Keep)).await
+        self.writer
+            .submit(move |conn| {
+                begin(conn, &scope, &key, &fingerprint, now, lease_ms).map(Step::Keep)
+            })
+            .await
     }
 
-    async fn finish(&self, scope: &str, key: &str, response: &StoredResponse) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        scope: &str,
+        key: &str,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError> {
         let (scope, key, response) = (scope.to_owned(), key.to_owned(), response.clone());
         self.writer
             .submit(move |conn| {

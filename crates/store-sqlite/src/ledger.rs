@@ -7,8 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus};
-use boxoffice_engine::ports::{AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order, StoreError};
+use boxoffice_domain::{
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
+};
+use boxoffice_engine::ports::{
+    AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order, StoreError,
+};
 use parking_lot::Mutex;
 
 use crate::idempotency::SqliteIdempotency;
@@ -17,13 +21,15 @@ use crate::reader::ReadPool;
 use crate::writer::Writer;
 use crate::{audit, commit, conn, events, migrate, moves, orders};
 
+/// Things that must live as long as the file is in use, such as a test's temp directory.
+pub(crate) type Guards = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
+
 /// The ledger over one SQLite file. Cheap to share behind an `Arc`; the writer thread
 /// stops when the ledger and every `SqliteIdempotency` taken from it are dropped.
 pub struct SqliteLedger {
     writer: Writer,
     readers: Arc<ReadPool>,
-    /// Things that must live as long as the ledger, such as a test's temp directory.
-    guards: Mutex<Vec<Box<dyn Any + Send>>>,
+    guards: Guards,
 }
 
 impl SqliteLedger {
@@ -33,17 +39,34 @@ impl SqliteLedger {
         let path = path.as_ref();
         let write = conn::open(path, options.busy_timeout)?;
         migrate::run(&write)?;
-        let readers = ReadPool::open(path.to_path_buf(), options.read_connections, options.busy_timeout)?;
-        let writer = Writer::spawn(write, options.group_commit, options.max_batch, options.queue_capacity)?;
-        Ok(SqliteLedger { writer, readers, guards: Mutex::new(Vec::new()) })
+        let readers = ReadPool::open(
+            path.to_path_buf(),
+            options.read_connections,
+            options.busy_timeout,
+        )?;
+        let writer = Writer::spawn(
+            write,
+            options.group_commit,
+            options.max_batch,
+            options.queue_capacity,
+        )?;
+        Ok(SqliteLedger {
+            writer,
+            readers,
+            guards: Guards::default(),
+        })
     }
 
     /// The idempotency store in the same file, sharing this ledger's writer.
     pub fn idempotency(&self) -> SqliteIdempotency {
-        SqliteIdempotency { writer: self.writer.clone() }
+        SqliteIdempotency {
+            writer: self.writer.clone(),
+            _guards: self.guards.clone(),
+        }
     }
 
-    /// Keeps `guard` alive until the ledger is dropped (e.g. the `TempDir` of a test).
+    /// Keeps `guard` alive until the ledger and its idempotency stores are dropped (e.g.
+    /// the `TempDir` of a test).
     pub fn keep_alive(&self, guard: impl Any + Send) {
         self.guards.lock().push(Box::new(guard));
     }
@@ -51,7 +74,10 @@ impl SqliteLedger {
     /// (transactions, writes) since open: writes per transaction is the grouping.
     pub fn write_stats(&self) -> (u64, u64) {
         let s = &self.writer.stats;
-        (s.transactions.load(Ordering::Relaxed), s.jobs.load(Ordering::Relaxed))
+        (
+            s.transactions.load(Ordering::Relaxed),
+            s.jobs.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -59,7 +85,9 @@ impl SqliteLedger {
 impl Ledger for SqliteLedger {
     async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError> {
         let spec = spec.clone();
-        self.writer.submit(move |c| events::create(c, &spec, now)).await?
+        self.writer
+            .submit(move |c| events::create(c, &spec, now))
+            .await?
     }
 
     async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError> {
@@ -67,15 +95,21 @@ impl Ledger for SqliteLedger {
     }
 
     async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
-        self.readers.read(move |c| events::with_status(c, status)).await
+        self.readers
+            .read(move |c| events::with_status(c, status))
+            .await
     }
 
     async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError> {
-        self.writer.submit(move |c| events::set_status(c, id, status)).await
+        self.writer
+            .submit(move |c| events::set_status(c, id, status))
+            .await
     }
 
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
-        self.writer.submit(move |c| events::create_buyer(c, buyer, now)).await
+        self.writer
+            .submit(move |c| events::create_buyer(c, buyer, now))
+            .await
     }
 
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
@@ -84,39 +118,63 @@ impl Ledger for SqliteLedger {
     }
 
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError> {
-        self.readers.read(move |c| orders::by_id(c, &id.to_string())).await
+        self.readers
+            .read(move |c| orders::by_id(c, &id.to_string()))
+            .await
     }
 
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError> {
-        self.readers.read(move |c| orders::by_hold(c, &hold.to_string())).await
+        self.readers
+            .read(move |c| orders::by_hold(c, &hold.to_string()))
+            .await
     }
 
     async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
-        self.readers.read(move |c| orders::of_buyer(c, &buyer.to_string())).await
+        self.readers
+            .read(move |c| orders::of_buyer(c, &buyer.to_string()))
+            .await
     }
 
-    async fn orders_in(&self, states: &[OrderState], before: Millis, limit: usize) -> Result<Vec<Order>, StoreError> {
+    async fn orders_in(
+        &self,
+        states: &[OrderState],
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError> {
         let states = orders::state_list(states.iter().copied());
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.readers.read(move |c| orders::in_states(c, &states, before.0, limit)).await
+        self.readers
+            .read(move |c| orders::in_states(c, &states, before.0, limit))
+            .await
     }
 
-    async fn apply(&self, order: OrderId, event: OrderEvent, payment_ref: Option<&str>, now: Millis) -> Result<Order, LedgerError> {
+    async fn apply(
+        &self,
+        order: OrderId,
+        event: OrderEvent,
+        payment_ref: Option<&str>,
+        now: Millis,
+    ) -> Result<Order, LedgerError> {
         let payment_ref = payment_ref.map(str::to_owned);
-        self.writer.submit(move |c| moves::apply(c, order, event, payment_ref.as_deref(), now)).await?
+        self.writer
+            .submit(move |c| moves::apply(c, order, event, payment_ref.as_deref(), now))
+            .await?
     }
 
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         let commit = commit.clone();
-        self.writer.submit(move |c| commit::commit(c, &commit)).await
+        self.writer
+            .submit(move |c| commit::commit(c, &commit))
+            .await
     }
 
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
-        self.readers.read(move |c| events::sold_seats(c, event)).await
+        self.readers
+            .read(move |c| events::sold_seats(c, event))
+            .await
     }
 
     async fn audit_facts(&self) -> Result<AuditFacts, StoreError> {
         self.readers.read(audit::facts).await
     }
 }
-

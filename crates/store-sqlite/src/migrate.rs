@@ -12,8 +12,11 @@ use crate::conn::{self, db};
 use crate::options::SqliteOptions;
 
 /// (version, name, SQL), in the order they must run.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "ledger", include_str!("../../../migrations/sqlite/0001_ledger.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "ledger",
+    include_str!("../../../migrations/sqlite/0001_ledger.sql"),
+)];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need
 /// be) and returns the versions it applied; empty when it was already current.
@@ -41,7 +44,11 @@ fn apply_one(conn: &Connection, version: i64, name: &str, sql: &str) -> Result<b
     conn.execute_batch("BEGIN IMMEDIATE").map_err(db)?;
     let result = (|| -> rusqlite::Result<bool> {
         let done: Option<i64> = conn
-            .query_row("SELECT version FROM schema_migrations WHERE version = ?1", [version], |r| r.get(0))
+            .query_row(
+                "SELECT version FROM schema_migrations WHERE version = ?1",
+                [version],
+                |r| r.get(0),
+            )
             .optional()?;
         if done.is_some() {
             return Ok(false);
@@ -59,7 +66,9 @@ fn apply_one(conn: &Connection, version: i64, name: &str, sql: &str) -> Result<b
         Err(e) => {
             // The migration failed; leave the database as it was before it.
             let _ = conn.execute_batch("ROLLBACK");
-            Err(StoreError::new(format_args!("sqlite: migration {version} ({name}) failed: {e}")))
+            Err(StoreError::new(format_args!(
+                "sqlite: migration {version} ({name}) failed: {e}"
+            )))
         }
     }
 }

@@ -10,7 +10,14 @@ use crate::orders;
 use crate::writer::Step;
 
 /// Appends one line to the order's history (`from` is `None` for the creation).
-pub(crate) fn record(conn: &Connection, order: &str, from: Option<OrderState>, to: OrderState, event: &str, at: Millis) -> Result<(), StoreError> {
+pub(crate) fn record(
+    conn: &Connection,
+    order: &str,
+    from: Option<OrderState>,
+    to: OrderState,
+    event: &str,
+    at: Millis,
+) -> Result<(), StoreError> {
     conn.prepare_cached("INSERT INTO order_events (order_id, from_state, to_state, event, at) VALUES (?1, ?2, ?3, ?4, ?5)")
         .and_then(|mut s| s.execute(params![order, from.map(OrderState::as_str), to.as_str(), event, at.0]))
         .map(drop)

@@ -7,8 +7,7 @@ use rusqlite::{Connection, Params, Row};
 
 use crate::conn::{corrupt, db};
 
-pub(crate) const ORDER_COLUMNS: &str =
-    "id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at";
+pub(crate) const ORDER_COLUMNS: &str = "id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at";
 
 /// The columns as stored, before they are parsed back into domain types.
 struct RawOrder {
@@ -47,8 +46,12 @@ impl RawOrder {
             id: self.id.parse().map_err(|e| corrupt("order id", e))?,
             event: boxoffice_domain::EventId(self.event),
             buyer: self.buyer.parse().map_err(|e| corrupt("buyer id", e))?,
-            hold: self.hold.parse::<HoldId>().map_err(|e| corrupt("hold id", e))?,
-            seats: serde_json::from_str::<Vec<OrderSeat>>(&self.seats).map_err(|e| corrupt("order seats", e))?,
+            hold: self
+                .hold
+                .parse::<HoldId>()
+                .map_err(|e| corrupt("hold id", e))?,
+            seats: serde_json::from_str::<Vec<OrderSeat>>(&self.seats)
+                .map_err(|e| corrupt("order seats", e))?,
             total: Money(self.total),
             currency: self.currency,
             state: parse_state(&self.state)?,
@@ -64,32 +67,55 @@ pub(crate) fn parse_state(s: &str) -> Result<OrderState, StoreError> {
 }
 
 /// Every order matched by `sql`, which must select `ORDER_COLUMNS` in that order.
-pub(crate) fn query(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec<Order>, StoreError> {
+pub(crate) fn query(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> Result<Vec<Order>, StoreError> {
     let mut stmt = conn.prepare_cached(sql).map_err(db)?;
     let rows = stmt.query_map(params, raw).map_err(db)?;
-    rows.map(|r| r.map_err(db).and_then(RawOrder::parse)).collect()
+    rows.map(|r| r.map_err(db).and_then(RawOrder::parse))
+        .collect()
 }
 
-pub(crate) fn one(conn: &Connection, sql: &str, params: impl Params) -> Result<Option<Order>, StoreError> {
+pub(crate) fn one(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> Result<Option<Order>, StoreError> {
     Ok(query(conn, sql, params)?.into_iter().next())
 }
 
 pub(crate) fn by_id(conn: &Connection, id: &str) -> Result<Option<Order>, StoreError> {
-    one(conn, &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE id = ?1"), [id])
+    one(
+        conn,
+        &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE id = ?1"),
+        [id],
+    )
 }
 
 pub(crate) fn by_hold(conn: &Connection, hold: &str) -> Result<Option<Order>, StoreError> {
-    one(conn, &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE hold_id = ?1"), [hold])
+    one(
+        conn,
+        &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE hold_id = ?1"),
+        [hold],
+    )
 }
 
 pub(crate) fn of_buyer(conn: &Connection, buyer: &str) -> Result<Vec<Order>, StoreError> {
-    let sql = format!("SELECT {ORDER_COLUMNS} FROM orders WHERE buyer_id = ?1 ORDER BY created_at, id");
+    let sql =
+        format!("SELECT {ORDER_COLUMNS} FROM orders WHERE buyer_id = ?1 ORDER BY created_at, id");
     query(conn, &sql, [buyer])
 }
 
 /// Orders in any of `states` (a JSON array of state names) touched at or before
 /// `before`, oldest first: the recovery sweep's work list.
-pub(crate) fn in_states(conn: &Connection, states: &str, before: i64, limit: i64) -> Result<Vec<Order>, StoreError> {
+pub(crate) fn in_states(
+    conn: &Connection,
+    states: &str,
+    before: i64,
+    limit: i64,
+) -> Result<Vec<Order>, StoreError> {
     let sql = format!(
         "SELECT {ORDER_COLUMNS} FROM orders
          WHERE state IN (SELECT value FROM json_each(?1)) AND updated_at <= ?2

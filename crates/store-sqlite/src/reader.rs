@@ -20,10 +20,21 @@ pub(crate) struct ReadPool {
 }
 
 impl ReadPool {
-    pub(crate) fn open(path: PathBuf, size: usize, busy_timeout: Duration) -> Result<Arc<Self>, StoreError> {
+    pub(crate) fn open(
+        path: PathBuf,
+        size: usize,
+        busy_timeout: Duration,
+    ) -> Result<Arc<Self>, StoreError> {
         let size = size.max(1);
-        let idle = (0..size).map(|_| conn::open(&path, busy_timeout)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Arc::new(ReadPool { idle: Mutex::new(idle), permits: Arc::new(Semaphore::new(size)), path, busy_timeout }))
+        let idle = (0..size)
+            .map(|_| conn::open(&path, busy_timeout))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(ReadPool {
+            idle: Mutex::new(idle),
+            permits: Arc::new(Semaphore::new(size)),
+            path,
+            busy_timeout,
+        }))
     }
 
     /// Runs `query` on an idle connection on a blocking thread; waits for one if all
@@ -33,7 +44,12 @@ impl ReadPool {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let permit = self.permits.clone().acquire_owned().await.map_err(StoreError::new)?;
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(StoreError::new)?;
         let pool = self.clone();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;

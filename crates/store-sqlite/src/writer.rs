@@ -71,7 +71,12 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// Starts the writer thread; it stops when the last `Writer` clone is dropped.
-    pub(crate) fn spawn(conn: Connection, group_commit: bool, max_batch: usize, capacity: usize) -> Result<Self, StoreError> {
+    pub(crate) fn spawn(
+        conn: Connection,
+        group_commit: bool,
+        max_batch: usize,
+        capacity: usize,
+    ) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let limit = if group_commit { max_batch.max(1) } else { 1 };
@@ -97,7 +102,10 @@ impl Writer {
     }
 }
 
-fn in_savepoint<T>(conn: &Connection, op: impl FnOnce(&Connection) -> Result<Step<T>, StoreError>) -> Result<T, StoreError> {
+fn in_savepoint<T>(
+    conn: &Connection,
+    op: impl FnOnce(&Connection) -> Result<Step<T>, StoreError>,
+) -> Result<T, StoreError> {
     conn.execute_batch("SAVEPOINT op").map_err(db)?;
     // A bug in one job must not take the writer thread (and every later sale) down.
     let step = catch_unwind(AssertUnwindSafe(|| op(conn)))
@@ -147,7 +155,12 @@ fn run_batch(conn: &Connection, jobs: impl Iterator<Item = Job>, stats: &WriterS
         if conn.is_autocommit() {
             // SQLite rolled the whole transaction back (disk full, I/O error): the
             // jobs run so far are lost; the next job starts a fresh transaction.
-            answer(replies.drain(..), Err(StoreError::new("sqlite: transaction rolled back by the database")));
+            answer(
+                replies.drain(..),
+                Err(StoreError::new(
+                    "sqlite: transaction rolled back by the database",
+                )),
+            );
             open = false;
         }
     }

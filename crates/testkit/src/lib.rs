@@ -2,5 +2,8 @@
 //! the suite's macro with an expression that builds a fresh, isolated instance; the
 //! macro expands into one named `#[tokio::test]` per case.
 
+pub mod idempotency;
+pub mod ledger;
+
 pub mod arbiter;
 pub mod queue;

@@ -1,0 +1,27 @@
+//! The shared ledger and idempotency suites on a fresh SQLite file per case.
+
+use std::sync::Arc;
+
+use boxoffice_engine::ports::{IdempotencyStore, Ledger};
+use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+
+/// A ledger on a new file in a new temp directory, removed when the ledger is dropped.
+fn fresh() -> SqliteLedger {
+    let dir = tempfile::tempdir().expect("a temp directory");
+    let ledger = SqliteLedger::open(dir.path().join("ledger.db"), SqliteOptions::default())
+        .expect("open the ledger");
+    ledger.keep_alive(dir);
+    ledger
+}
+
+fn fresh_ledger() -> Arc<dyn Ledger> {
+    Arc::new(fresh())
+}
+
+fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
+    // The store shares the ledger's writer and keeps its temp directory alive.
+    Arc::new(fresh().idempotency())
+}
+
+boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
+boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });

@@ -1,0 +1,72 @@
+//! The `Ledger` conformance suite. Every backend runs the same cases:
+//!
+//! ```ignore
+//! boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
+//! ```
+//!
+//! The expression is evaluated once per case and must yield a fresh
+//! `Arc<dyn Ledger>`. Cases create their own uniquely named events, buyers and holds
+//! and only assert on what they created, so a shared backend (one PostgreSQL database
+//! for the whole run) passes as well as a fresh file per case.
+
+mod audit;
+mod catalog;
+mod commit;
+mod concurrency;
+pub mod fixtures;
+mod orders;
+
+pub use audit::*;
+pub use catalog::*;
+pub use commit::*;
+pub use concurrency::*;
+pub use orders::*;
+
+/// Expands into `mod ledger { … }` with one `#[tokio::test]` per case.
+#[macro_export]
+macro_rules! ledger_conformance {
+    ($make:expr) => {
+        mod ledger {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__port_suite_cases!(ledger, $make;
+                events_are_created_numbered_and_read_back,
+                an_unknown_event_reads_as_none,
+                an_invalid_event_spec_is_refused,
+                sale_status_moves_are_visible_to_status_queries,
+                creating_a_buyer_twice_is_not_an_error,
+                an_order_is_inserted_once_per_hold,
+                orders_read_back_by_id_hold_and_buyer,
+                legal_moves_advance_the_order_and_record_the_payment_ref,
+                an_illegal_move_is_a_conflict_holding_the_actual_state,
+                moving_an_unknown_order_is_not_found,
+                apply_cannot_commit_an_order_without_selling_its_seats,
+                orders_in_filters_by_state_and_time_oldest_first,
+                a_committed_order_has_its_seats_sold_to_its_buyer,
+                a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing,
+                an_order_can_be_committed_only_once,
+                only_an_authorized_order_can_be_committed,
+                a_buyer_over_the_limit_gets_limit_exceeded_and_no_seats,
+                an_order_larger_than_the_limit_is_refused,
+                a_committed_order_moves_on_to_capture_and_keeps_its_seats,
+                one_conflicting_commit_in_a_batch_does_not_undo_the_others,
+                k_seats_and_many_more_orders_sell_exactly_k_seats,
+                a_clean_ledger_has_clean_audit_facts,
+            );
+        }
+    };
+}
+
+/// One test per case name, each calling `$crate::$suite::$case(instance)`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __port_suite_cases {
+    ($suite:ident, $make:expr; $($case:ident),+ $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                $crate::$suite::$case($make.await).await;
+            }
+        )+
+    };
+}

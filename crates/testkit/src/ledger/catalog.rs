@@ -1,0 +1,45 @@
+//! Cases: events, sale status and buyers.
+
+use std::sync::Arc;
+
+use boxoffice_domain::{BuyerId, EventId, SaleStatus};
+use boxoffice_engine::ports::Ledger;
+
+use super::fixtures::{T0, event, spec};
+
+pub async fn events_are_created_numbered_and_read_back(ledger: Arc<dyn Ledger>) {
+    let first = event(&ledger, 10, 4).await;
+    let second = event(&ledger, 3, 4).await;
+    assert_ne!(first.id, second.id, "the ledger numbers events");
+    assert_eq!(first.capacity(), 10);
+    assert_eq!(first.status, SaleStatus::Scheduled);
+    assert_eq!(ledger.event(first.id).await.unwrap(), Some(first.clone()));
+    assert_eq!(ledger.event(second.id).await.unwrap(), Some(second));
+}
+
+pub async fn an_unknown_event_reads_as_none(ledger: Arc<dyn Ledger>) {
+    assert_eq!(ledger.event(EventId(i64::MAX)).await.unwrap(), None);
+}
+
+pub async fn an_invalid_event_spec_is_refused(ledger: Arc<dyn Ledger>) {
+    let mut bad = spec("Bad night", 1, 5, 4);
+    bad.currency = "euro".into();
+    assert!(ledger.create_event(&bad, T0).await.is_err());
+}
+
+pub async fn sale_status_moves_are_visible_to_status_queries(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 5, 4).await;
+    assert!(ledger.events_with_status(SaleStatus::Scheduled).await.unwrap().contains(&e.id));
+    ledger.set_sale_status(e.id, SaleStatus::Open).await.unwrap();
+    assert_eq!(ledger.event(e.id).await.unwrap().map(|e| e.status), Some(SaleStatus::Open));
+    assert!(ledger.events_with_status(SaleStatus::Open).await.unwrap().contains(&e.id));
+    assert!(!ledger.events_with_status(SaleStatus::Scheduled).await.unwrap().contains(&e.id));
+    ledger.set_sale_status(e.id, SaleStatus::Closed).await.unwrap();
+    assert!(ledger.events_with_status(SaleStatus::Closed).await.unwrap().contains(&e.id));
+}
+
+pub async fn creating_a_buyer_twice_is_not_an_error(ledger: Arc<dyn Ledger>) {
+    let buyer = BuyerId::random();
+    ledger.create_buyer(buyer, T0).await.unwrap();
+    ledger.create_buyer(buyer, T0.plus_secs(1)).await.unwrap();
+}
