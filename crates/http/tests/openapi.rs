@@ -1,0 +1,327 @@
+//! The OpenAPI document is the client's contract: it must be well formed, and it must
+//! describe exactly the routes the router serves and every error code the server sends.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+const DOC: &str = include_str!("../src/openapi.json");
+const ROUTER: &str = include_str!("../src/lib.rs");
+const SOURCES: &[&str] = &[
+    include_str!("../src/lib.rs"),
+    include_str!("../src/error.rs"),
+    include_str!("../src/extract.rs"),
+    include_str!("../src/idempotency.rs"),
+    include_str!("../src/routes/events.rs"),
+    include_str!("../src/routes/holds.rs"),
+    include_str!("../src/routes/ops.rs"),
+    include_str!("../src/routes/orders.rs"),
+    include_str!("../src/routes/queue.rs"),
+];
+const METHODS: &[&str] = &[
+    "get", "post", "put", "patch", "delete", "head", "options", "trace",
+];
+
+fn doc() -> Value {
+    serde_json::from_str(DOC).expect("openapi.json is valid JSON")
+}
+
+/// The text of the first string literal at the start of `s` (after whitespace).
+fn leading_literal(s: &str) -> Option<&str> {
+    let s = s.trim_start().strip_prefix('"')?;
+    s.find('"').map(|end| &s[..end])
+}
+
+/// The text between the `(` that `s` starts after and its matching `)`.
+fn balanced(s: &str) -> &str {
+    let mut depth = 1;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &s[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// (method, path) of every `.route("path", get(..).post(..))` in the router source.
+fn router_routes() -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (at, _) in ROUTER.match_indices(".route(") {
+        let args = balanced(&ROUTER[at + ".route(".len()..]);
+        let path = leading_literal(args).expect("a route path is a string literal");
+        let handlers = &args[args.find(',').expect("a route has handlers") + 1..];
+        let bytes = handlers.as_bytes();
+        for (i, _) in handlers.match_indices('(') {
+            let start = handlers[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |p| p + 1);
+            let name = &handlers[start..i];
+            let qualified = start >= 1 && bytes[start - 1] == b':';
+            if METHODS.contains(&name) && !qualified {
+                out.insert((name.to_uppercase(), path.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn document_routes(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths is an object") {
+        for (key, _) in item.as_object().expect("a path item is an object") {
+            if METHODS.contains(&key.as_str()) {
+                out.insert((key.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if METHODS.contains(&method.as_str()) {
+                out.push((method.to_uppercase(), path.clone(), op));
+            }
+        }
+    }
+    out
+}
+
+/// Follows a `$ref` if `v` is one.
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str) {
+        Some(r) => doc
+            .pointer(r.strip_prefix('#').unwrap())
+            .expect("reference resolves"),
+        None => v,
+    }
+}
+
+fn collect_refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push(r),
+                    _ => collect_refs(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// Every error code a response can carry: the literal after the status in
+/// `ApiError::new(status, "code", ..)`, `(S::STATUS, "code")` and `=> "code"` in error.rs.
+fn source_error_codes() -> BTreeSet<String> {
+    let mut codes = BTreeSet::new();
+    for src in SOURCES {
+        for (at, _) in src.match_indices("ApiError::new(") {
+            let args = balanced(&src[at + "ApiError::new(".len()..]);
+            if let Some(code) = args.find(',').and_then(|c| leading_literal(&args[c + 1..])) {
+                codes.insert(code.to_string());
+            }
+        }
+        for (at, _) in src.match_indices("(S::") {
+            let rest = &src[at + "(S::".len()..];
+            let ident_end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if let Some(code) = rest[ident_end..]
+                .strip_prefix(',')
+                .and_then(leading_literal)
+            {
+                codes.insert(code.to_string());
+            }
+        }
+    }
+    let error_rs = SOURCES[1];
+    for (at, _) in error_rs.match_indices("=> \"") {
+        if let Some(code) = leading_literal(&error_rs[at + 2..]) {
+            codes.insert(code.to_string());
+        }
+    }
+    codes
+}
+
+#[test]
+fn the_document_is_json_and_declares_openapi_3_1() {
+    let doc = doc();
+    let version = doc["openapi"].as_str().expect("an openapi version string");
+    assert!(
+        version.starts_with("3.1."),
+        "OpenAPI version is {version}, want 3.1.x"
+    );
+    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());
+}
+
+#[test]
+fn every_reference_resolves_inside_the_document() {
+    let doc = doc();
+    let mut refs = Vec::new();
+    collect_refs(&doc, &mut refs);
+    assert!(!refs.is_empty());
+    for r in refs {
+        let pointer = r
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("{r} points outside the document"));
+        assert!(doc.pointer(pointer).is_some(), "{r} does not resolve");
+    }
+}
+
+#[test]
+fn the_router_parser_finds_the_known_routes() {
+    let routes = router_routes();
+    assert!(routes.contains(&("POST".into(), "/v1/events".into())));
+    assert!(routes.contains(&("GET".into(), "/v1/holds/{id}".into())));
+    assert!(routes.contains(&("DELETE".into(), "/v1/holds/{id}".into())));
+    assert!(routes.contains(&("GET".into(), "/v1/events/{id}/queue".into())));
+    assert!(routes.contains(&("POST".into(), "/v1/events/{id}/queue".into())));
+}
+
+#[test]
+fn the_document_describes_exactly_the_routes_of_the_router() {
+    let router = router_routes();
+    let documented = document_routes(&doc());
+    let undocumented: Vec<_> = router.difference(&documented).collect();
+    let phantom: Vec<_> = documented.difference(&router).collect();
+    assert!(
+        undocumented.is_empty() && phantom.is_empty(),
+        "routed but not documented: {undocumented:?}; documented but not routed: {phantom:?}"
+    );
+}
+
+#[test]
+fn every_operation_has_a_unique_id_a_summary_and_responses() {
+    let doc = doc();
+    let mut ids = BTreeSet::new();
+    for (method, path, op) in operations(&doc) {
+        let id = op["operationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+        assert!(ids.insert(id.to_string()), "operationId {id} is used twice");
+        assert!(op["summary"].is_string(), "{method} {path} has no summary");
+        assert!(
+            op["responses"].as_object().is_some_and(|r| !r.is_empty()),
+            "{method} {path} has no responses"
+        );
+    }
+}
+
+#[test]
+fn every_write_requires_an_idempotency_key_and_may_be_replayed() {
+    let doc = doc();
+    for (method, path, op) in operations(&doc)
+        .into_iter()
+        .filter(|(m, _, _)| m == "POST" || m == "DELETE")
+    {
+        let params = op["parameters"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let key = params
+            .iter()
+            .map(|p| resolve(&doc, p))
+            .find(|p| p["name"] == "Idempotency-Key" && p["in"] == "header");
+        let key = key.unwrap_or_else(|| panic!("{method} {path} does not take Idempotency-Key"));
+        assert_eq!(
+            key["required"], true,
+            "{method} {path}: Idempotency-Key must be required"
+        );
+        let replayed = op["responses"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .any(|(status, r)| {
+                status.starts_with('2')
+                    && resolve(&doc, r)["headers"]
+                        .get("Idempotent-Replayed")
+                        .is_some()
+            });
+        assert!(
+            replayed,
+            "{method} {path}: its success response does not mention Idempotent-Replayed"
+        );
+        let errors = &op["responses"]["400"]["content"]["application/json"]["schema"];
+        assert!(
+            errors.to_string().contains("idempotency_key_required"),
+            "{method} {path}: no 400 idempotency_key_required"
+        );
+    }
+}
+
+#[test]
+fn the_error_schema_lists_every_code_the_server_sends() {
+    let doc = doc();
+    let listed: BTreeSet<String> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    let sent = source_error_codes();
+    assert!(sent.len() > 20, "the code scanner found only {sent:?}");
+    let missing: Vec<_> = sent.difference(&listed).collect();
+    assert!(
+        missing.is_empty(),
+        "error codes sent but not in ErrorCode: {missing:?}"
+    );
+}
+
+#[test]
+fn every_error_code_an_operation_names_is_a_known_code() {
+    let doc = doc();
+    let listed: BTreeSet<&str> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for (method, path, op) in operations(&doc) {
+        for (status, r) in op["responses"].as_object().unwrap() {
+            let schema = &resolve(&doc, r)["content"]["application/json"]["schema"];
+            for part in schema["allOf"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                for code in part["properties"]["error"]["enum"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                {
+                    let code = code.as_str().unwrap();
+                    assert!(
+                        listed.contains(code),
+                        "{method} {path} {status} names unknown code {code}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn availability_documents_not_modified_and_its_cache_headers() {
+    let doc = doc();
+    let op = &doc["paths"]["/v1/events/{id}/availability"]["get"];
+    assert!(op["responses"]["304"].is_object());
+    assert!(op["responses"]["200"]["headers"]["ETag"].is_object());
+    assert!(op["responses"]["200"]["headers"]["Cache-Control"].is_object());
+    let params = op["parameters"].as_array().unwrap();
+    assert!(
+        params
+            .iter()
+            .any(|p| resolve(&doc, p)["name"] == "If-None-Match")
+    );
+}
