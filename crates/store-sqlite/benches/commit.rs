@@ -2,7 +2,7 @@
 //! kind of file (WAL, synchronous=FULL, so every COMMIT waits for fsync).
 //!
 //! `cargo bench -p boxoffice-store-sqlite --bench commit -- [orders] [committers]`
-//! (defaults: 4,000 orders, 256 concurrent committers). Each mode gets a fresh file
+//! (defaults: 10,000 orders, 256 concurrent committers). Each mode gets a fresh file
 //! with one event of `orders` seats and `orders` authorized orders, one seat each; the
 //! timed part is committing all of them from `committers` tasks at once.
 
@@ -30,7 +30,7 @@ async fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let orders = numbers.first().copied().unwrap_or(4_000);
+    let orders = numbers.first().copied().unwrap_or(10_000);
     let committers = numbers.get(1).copied().unwrap_or(256);
     println!(
         "commit bench: {orders} orders, {committers} concurrent committers, WAL + synchronous=FULL"

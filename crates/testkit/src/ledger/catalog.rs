@@ -29,13 +29,46 @@ pub async fn an_invalid_event_spec_is_refused(ledger: Arc<dyn Ledger>) {
 
 pub async fn sale_status_moves_are_visible_to_status_queries(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
-    assert!(ledger.events_with_status(SaleStatus::Scheduled).await.unwrap().contains(&e.id));
-    ledger.set_sale_status(e.id, SaleStatus::Open).await.unwrap();
-    assert_eq!(ledger.event(e.id).await.unwrap().map(|e| e.status), Some(SaleStatus::Open));
-    assert!(ledger.events_with_status(SaleStatus::Open).await.unwrap().contains(&e.id));
-    assert!(!ledger.events_with_status(SaleStatus::Scheduled).await.unwrap().contains(&e.id));
-    ledger.set_sale_status(e.id, SaleStatus::Closed).await.unwrap();
-    assert!(ledger.events_with_status(SaleStatus::Closed).await.unwrap().contains(&e.id));
+    assert!(
+        ledger
+            .events_with_status(SaleStatus::Scheduled)
+            .await
+            .unwrap()
+            .contains(&e.id)
+    );
+    ledger
+        .set_sale_status(e.id, SaleStatus::Open)
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger.event(e.id).await.unwrap().map(|e| e.status),
+        Some(SaleStatus::Open)
+    );
+    assert!(
+        ledger
+            .events_with_status(SaleStatus::Open)
+            .await
+            .unwrap()
+            .contains(&e.id)
+    );
+    assert!(
+        !ledger
+            .events_with_status(SaleStatus::Scheduled)
+            .await
+            .unwrap()
+            .contains(&e.id)
+    );
+    ledger
+        .set_sale_status(e.id, SaleStatus::Closed)
+        .await
+        .unwrap();
+    assert!(
+        ledger
+            .events_with_status(SaleStatus::Closed)
+            .await
+            .unwrap()
+            .contains(&e.id)
+    );
 }
 
 pub async fn creating_a_buyer_twice_is_not_an_error(ledger: Arc<dyn Ledger>) {

@@ -13,36 +13,73 @@ pub async fn a_committed_order_has_its_seats_sold_to_its_buyer(ledger: Arc<dyn L
     let e = event(&ledger, 5, 4).await;
     let buyer = BuyerId::random();
     let o = authorized(&ledger, &e, buyer, &[1, 3]).await;
-    assert_eq!(ledger.commit(&commit_of(&o, 4)).await.unwrap(), CommitOutcome::Committed);
+    assert_eq!(
+        ledger.commit(&commit_of(&o, 4)).await.unwrap(),
+        CommitOutcome::Committed
+    );
     let mut sold = ledger.sold_seats(e.id).await.unwrap();
     sold.sort();
-    assert_eq!(sold, vec![(e.seats[1].label.clone(), buyer), (e.seats[3].label.clone(), buyer)]);
+    assert_eq!(
+        sold,
+        vec![
+            (e.seats[1].label.clone(), buyer),
+            (e.seats[3].label.clone(), buyer)
+        ]
+    );
     let stored = ledger.order(o.id).await.unwrap().unwrap();
-    assert_eq!((stored.state, stored.updated_at), (OrderState::Committed, T0.plus_secs(2)));
+    assert_eq!(
+        (stored.state, stored.updated_at),
+        (OrderState::Committed, T0.plus_secs(2))
+    );
 }
 
-pub async fn a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing(ledger: Arc<dyn Ledger>) {
+pub async fn a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing(
+    ledger: Arc<dyn Ledger>,
+) {
     let e = event(&ledger, 5, 2).await;
     let first = authorized(&ledger, &e, BuyerId::random(), &[2]).await;
-    assert_eq!(ledger.commit(&commit_of(&first, 2)).await.unwrap(), CommitOutcome::Committed);
+    assert_eq!(
+        ledger.commit(&commit_of(&first, 2)).await.unwrap(),
+        CommitOutcome::Committed
+    );
     // The loser asks for a free seat and the sold one: it must get neither.
     let loser_buyer = BuyerId::random();
     let loser = authorized(&ledger, &e, loser_buyer, &[4, 2]).await;
     let outcome = ledger.commit(&commit_of(&loser, 2)).await.unwrap();
-    assert_eq!(outcome, CommitOutcome::SeatTaken { seat_id: e.seats[2].label.clone() });
-    assert_eq!(sold_labels(&ledger, &e).await, vec![e.seats[2].label.clone()]);
-    assert_eq!(ledger.order(loser.id).await.unwrap().map(|o| o.state), Some(OrderState::Authorized));
+    assert_eq!(
+        outcome,
+        CommitOutcome::SeatTaken {
+            seat_id: e.seats[2].label.clone()
+        }
+    );
+    assert_eq!(
+        sold_labels(&ledger, &e).await,
+        vec![e.seats[2].label.clone()]
+    );
+    assert_eq!(
+        ledger.order(loser.id).await.unwrap().map(|o| o.state),
+        Some(OrderState::Authorized)
+    );
     // Nothing counted against the loser's limit either: two more seats still fit.
     let retry = authorized(&ledger, &e, loser_buyer, &[3, 4]).await;
-    assert_eq!(ledger.commit(&commit_of(&retry, 2)).await.unwrap(), CommitOutcome::Committed);
-    let lost = ledger.apply(loser.id, OrderEvent::CommitLost, None, T0.plus_secs(3)).await.unwrap();
+    assert_eq!(
+        ledger.commit(&commit_of(&retry, 2)).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let lost = ledger
+        .apply(loser.id, OrderEvent::CommitLost, None, T0.plus_secs(3))
+        .await
+        .unwrap();
     assert_eq!(lost.state, OrderState::Lost);
 }
 
 pub async fn an_order_can_be_committed_only_once(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
     let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
-    assert_eq!(ledger.commit(&commit_of(&o, 4)).await.unwrap(), CommitOutcome::Committed);
+    assert_eq!(
+        ledger.commit(&commit_of(&o, 4)).await.unwrap(),
+        CommitOutcome::Committed
+    );
     let again = ledger.commit(&commit_of(&o, 4)).await.unwrap();
     assert_eq!(again, CommitOutcome::NotCommittable(OrderState::Committed));
     assert_eq!(sold_labels(&ledger, &e).await.len(), 1);
@@ -53,7 +90,10 @@ pub async fn only_an_authorized_order_can_be_committed(ledger: Arc<dyn Ledger>) 
     let o = order(&e, BuyerId::random(), &[0], T0);
     ledger.insert_order(&o).await.unwrap();
     let outcome = ledger.commit(&commit_of(&o, 4)).await.unwrap();
-    assert_eq!(outcome, CommitOutcome::NotCommittable(OrderState::PendingPayment));
+    assert_eq!(
+        outcome,
+        CommitOutcome::NotCommittable(OrderState::PendingPayment)
+    );
     assert!(sold_labels(&ledger, &e).await.is_empty());
 }
 
@@ -61,20 +101,38 @@ pub async fn a_buyer_over_the_limit_gets_limit_exceeded_and_no_seats(ledger: Arc
     let e = event(&ledger, 6, 2).await;
     let buyer = BuyerId::random();
     let two = authorized(&ledger, &e, buyer, &[0, 1]).await;
-    assert_eq!(ledger.commit(&commit_of(&two, 2)).await.unwrap(), CommitOutcome::Committed);
+    assert_eq!(
+        ledger.commit(&commit_of(&two, 2)).await.unwrap(),
+        CommitOutcome::Committed
+    );
     let third = authorized(&ledger, &e, buyer, &[2]).await;
-    assert_eq!(ledger.commit(&commit_of(&third, 2)).await.unwrap(), CommitOutcome::LimitExceeded);
-    assert_eq!(sold_labels(&ledger, &e).await, vec![e.seats[0].label.clone(), e.seats[1].label.clone()]);
-    assert_eq!(ledger.order(third.id).await.unwrap().map(|o| o.state), Some(OrderState::Authorized));
+    assert_eq!(
+        ledger.commit(&commit_of(&third, 2)).await.unwrap(),
+        CommitOutcome::LimitExceeded
+    );
+    assert_eq!(
+        sold_labels(&ledger, &e).await,
+        vec![e.seats[0].label.clone(), e.seats[1].label.clone()]
+    );
+    assert_eq!(
+        ledger.order(third.id).await.unwrap().map(|o| o.state),
+        Some(OrderState::Authorized)
+    );
     // Another buyer is not affected by the first one's count.
     let other = authorized(&ledger, &e, BuyerId::random(), &[2, 3]).await;
-    assert_eq!(ledger.commit(&commit_of(&other, 2)).await.unwrap(), CommitOutcome::Committed);
+    assert_eq!(
+        ledger.commit(&commit_of(&other, 2)).await.unwrap(),
+        CommitOutcome::Committed
+    );
 }
 
 pub async fn an_order_larger_than_the_limit_is_refused(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 6, 2).await;
     let o = authorized(&ledger, &e, BuyerId::random(), &[0, 1, 2]).await;
-    assert_eq!(ledger.commit(&commit_of(&o, 2)).await.unwrap(), CommitOutcome::LimitExceeded);
+    assert_eq!(
+        ledger.commit(&commit_of(&o, 2)).await.unwrap(),
+        CommitOutcome::LimitExceeded
+    );
     assert!(sold_labels(&ledger, &e).await.is_empty());
 }
 
@@ -82,11 +140,23 @@ pub async fn a_committed_order_moves_on_to_capture_and_keeps_its_seats(ledger: A
     let e = event(&ledger, 5, 4).await;
     let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
     ledger.commit(&commit_of(&o, 4)).await.unwrap();
-    let failed = ledger.apply(o.id, OrderEvent::CaptureFailed, None, T0.plus_secs(3)).await.unwrap();
+    let failed = ledger
+        .apply(o.id, OrderEvent::CaptureFailed, None, T0.plus_secs(3))
+        .await
+        .unwrap();
     assert_eq!(failed.state, OrderState::PendingCapture);
-    let done = ledger.apply(o.id, OrderEvent::Captured, Some("cap_1"), T0.plus_secs(4)).await.unwrap();
-    assert_eq!((done.state, done.payment_ref.as_deref()), (OrderState::Confirmed, Some("cap_1")));
-    assert_eq!(sold_labels(&ledger, &e).await, vec![e.seats[0].label.clone()]);
+    let done = ledger
+        .apply(o.id, OrderEvent::Captured, Some("cap_1"), T0.plus_secs(4))
+        .await
+        .unwrap();
+    assert_eq!(
+        (done.state, done.payment_ref.as_deref()),
+        (OrderState::Confirmed, Some("cap_1"))
+    );
+    assert_eq!(
+        sold_labels(&ledger, &e).await,
+        vec![e.seats[0].label.clone()]
+    );
 }
 
 /// Commits issued together may share a transaction; the one that loses its seat must
@@ -105,9 +175,18 @@ pub async fn one_conflicting_commit_in_a_batch_does_not_undo_the_others(ledger: 
         async move { ledger.commit(&commit).await.unwrap() }
     }))
     .await;
-    let won = outcomes.iter().filter(|o| **o == CommitOutcome::Committed).count();
-    let taken = CommitOutcome::SeatTaken { seat_id: e.seats[7].label.clone() };
+    let won = outcomes
+        .iter()
+        .filter(|o| **o == CommitOutcome::Committed)
+        .count();
+    let taken = CommitOutcome::SeatTaken {
+        seat_id: e.seats[7].label.clone(),
+    };
     assert_eq!(won, 16, "{outcomes:?}");
-    assert_eq!(outcomes.iter().filter(|o| **o == taken).count(), 1, "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == taken).count(),
+        1,
+        "{outcomes:?}"
+    );
     assert_eq!(sold_labels(&ledger, &e).await.len(), 16);
 }

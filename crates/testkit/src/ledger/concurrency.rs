@@ -40,7 +40,10 @@ pub async fn k_seats_and_many_more_orders_sell_exactly_k_seats(ledger: Arc<dyn L
         let (order, outcome) = joined.expect("the commit task ran");
         let seat = order.seats[0].seat_id.clone();
         match outcome.expect("the store answered") {
-            CommitOutcome::Committed => assert!(winners.insert(seat, order.buyer).is_none(), "a seat sold twice"),
+            CommitOutcome::Committed => assert!(
+                winners.insert(seat, order.buyer).is_none(),
+                "a seat sold twice"
+            ),
             CommitOutcome::SeatTaken { seat_id } => assert_eq!(seat_id, seat),
             other => panic!("unexpected outcome {other:?}"),
         }
@@ -48,8 +51,15 @@ pub async fn k_seats_and_many_more_orders_sell_exactly_k_seats(ledger: Arc<dyn L
     assert_eq!(winners.len(), SEATS, "exactly one winner per seat");
     let sold = ledger.sold_seats(e.id).await.unwrap();
     assert_eq!(sold.len(), SEATS);
-    assert_eq!(sold.iter().map(|(s, _)| s).collect::<HashSet<_>>().len(), SEATS);
+    assert_eq!(
+        sold.iter().map(|(s, _)| s).collect::<HashSet<_>>().len(),
+        SEATS
+    );
     for (seat, buyer) in sold {
-        assert_eq!(winners.get(&seat), Some(&buyer), "seat {seat} sold to its winner");
+        assert_eq!(
+            winners.get(&seat),
+            Some(&buyer),
+            "seat {seat} sold to its winner"
+        );
     }
 }

@@ -10,10 +10,19 @@ use super::fixtures::{T0, authorized, event, order, sold_labels};
 pub async fn an_order_is_inserted_once_per_hold(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
     let first = order(&e, BuyerId::random(), &[0], T0);
-    assert_eq!(ledger.insert_order(&first).await.unwrap(), InsertOrder::Inserted);
+    assert_eq!(
+        ledger.insert_order(&first).await.unwrap(),
+        InsertOrder::Inserted
+    );
     // A retried checkout builds a new order for the same hold: it gets the first back.
-    let retry = Order { id: OrderId::random(), ..first.clone() };
-    assert_eq!(ledger.insert_order(&retry).await.unwrap(), InsertOrder::Exists(first.clone()));
+    let retry = Order {
+        id: OrderId::random(),
+        ..first.clone()
+    };
+    assert_eq!(
+        ledger.insert_order(&retry).await.unwrap(),
+        InsertOrder::Exists(first.clone())
+    );
     assert_eq!(ledger.order(retry.id).await.unwrap(), None);
 }
 
@@ -29,18 +38,38 @@ pub async fn orders_read_back_by_id_hold_and_buyer(ledger: Arc<dyn Ledger>) {
     assert_eq!(ledger.order_of_hold(b.hold).await.unwrap(), Some(b.clone()));
     assert_eq!(ledger.orders_of_buyer(buyer).await.unwrap(), vec![a, b]);
     assert_eq!(ledger.order(OrderId::random()).await.unwrap(), None);
-    assert_eq!(ledger.orders_of_buyer(BuyerId::random()).await.unwrap(), vec![]);
+    assert_eq!(
+        ledger.orders_of_buyer(BuyerId::random()).await.unwrap(),
+        vec![]
+    );
 }
 
 pub async fn legal_moves_advance_the_order_and_record_the_payment_ref(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
     let o = order(&e, BuyerId::random(), &[0], T0);
     ledger.insert_order(&o).await.unwrap();
-    let moved = ledger.apply(o.id, OrderEvent::Authorized, Some("auth_1"), T0.plus_secs(3)).await.unwrap();
-    assert_eq!((moved.state, moved.payment_ref.as_deref(), moved.updated_at), (OrderState::Authorized, Some("auth_1"), T0.plus_secs(3)));
+    let moved = ledger
+        .apply(
+            o.id,
+            OrderEvent::Authorized,
+            Some("auth_1"),
+            T0.plus_secs(3),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (moved.state, moved.payment_ref.as_deref(), moved.updated_at),
+        (OrderState::Authorized, Some("auth_1"), T0.plus_secs(3))
+    );
     // A move without a reference keeps the one recorded.
-    let voided = ledger.apply(o.id, OrderEvent::Voided, None, T0.plus_secs(4)).await.unwrap();
-    assert_eq!((voided.state, voided.payment_ref.as_deref()), (OrderState::Voided, Some("auth_1")));
+    let voided = ledger
+        .apply(o.id, OrderEvent::Voided, None, T0.plus_secs(4))
+        .await
+        .unwrap();
+    assert_eq!(
+        (voided.state, voided.payment_ref.as_deref()),
+        (OrderState::Voided, Some("auth_1"))
+    );
     assert_eq!(ledger.order(o.id).await.unwrap(), Some(voided));
 }
 
@@ -48,18 +77,33 @@ pub async fn an_illegal_move_is_a_conflict_holding_the_actual_state(ledger: Arc<
     let e = event(&ledger, 5, 4).await;
     let o = order(&e, BuyerId::random(), &[0], T0);
     ledger.insert_order(&o).await.unwrap();
-    let err = ledger.apply(o.id, OrderEvent::Captured, Some("cap_1"), T0.plus_secs(1)).await.unwrap_err();
+    let err = ledger
+        .apply(o.id, OrderEvent::Captured, Some("cap_1"), T0.plus_secs(1))
+        .await
+        .unwrap_err();
     assert_eq!(err, LedgerError::Conflict(OrderState::PendingPayment));
     // A retried move (a duplicate webhook) is a conflict too, and changes nothing.
-    ledger.apply(o.id, OrderEvent::Declined, None, T0.plus_secs(2)).await.unwrap();
-    let again = ledger.apply(o.id, OrderEvent::Declined, None, T0.plus_secs(3)).await.unwrap_err();
+    ledger
+        .apply(o.id, OrderEvent::Declined, None, T0.plus_secs(2))
+        .await
+        .unwrap();
+    let again = ledger
+        .apply(o.id, OrderEvent::Declined, None, T0.plus_secs(3))
+        .await
+        .unwrap_err();
     assert_eq!(again, LedgerError::Conflict(OrderState::Declined));
     let stored = ledger.order(o.id).await.unwrap().unwrap();
-    assert_eq!((stored.state, stored.payment_ref, stored.updated_at), (OrderState::Declined, None, T0.plus_secs(2)));
+    assert_eq!(
+        (stored.state, stored.payment_ref, stored.updated_at),
+        (OrderState::Declined, None, T0.plus_secs(2))
+    );
 }
 
 pub async fn moving_an_unknown_order_is_not_found(ledger: Arc<dyn Ledger>) {
-    let err = ledger.apply(OrderId::random(), OrderEvent::Authorized, None, T0).await.unwrap_err();
+    let err = ledger
+        .apply(OrderId::random(), OrderEvent::Authorized, None, T0)
+        .await
+        .unwrap_err();
     assert_eq!(err, LedgerError::NotFound);
 }
 
@@ -68,9 +112,15 @@ pub async fn moving_an_unknown_order_is_not_found(ledger: Arc<dyn Ledger>) {
 pub async fn apply_cannot_commit_an_order_without_selling_its_seats(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
     let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
-    let err = ledger.apply(o.id, OrderEvent::Committed, None, T0.plus_secs(5)).await.unwrap_err();
+    let err = ledger
+        .apply(o.id, OrderEvent::Committed, None, T0.plus_secs(5))
+        .await
+        .unwrap_err();
     assert_eq!(err, LedgerError::Conflict(OrderState::Authorized));
-    assert_eq!(ledger.order(o.id).await.unwrap().map(|o| o.state), Some(OrderState::Authorized));
+    assert_eq!(
+        ledger.order(o.id).await.unwrap().map(|o| o.state),
+        Some(OrderState::Authorized)
+    );
     assert!(sold_labels(&ledger, &e).await.is_empty());
 }
 
@@ -81,20 +131,64 @@ pub async fn orders_in_filters_by_state_and_time_oldest_first(ledger: Arc<dyn Le
     for i in 0..4u64 {
         let o = order(&e, BuyerId::random(), &[i as usize], T0);
         ledger.insert_order(&o).await.unwrap();
-        let event = if i % 2 == 0 { OrderEvent::Declined } else { OrderEvent::Authorized };
-        mine.push(ledger.apply(o.id, event, None, T0.plus_secs(10 * (i + 1))).await.unwrap());
+        let event = if i % 2 == 0 {
+            OrderEvent::Declined
+        } else {
+            OrderEvent::Authorized
+        };
+        mine.push(
+            ledger
+                .apply(o.id, event, None, T0.plus_secs(10 * (i + 1)))
+                .await
+                .unwrap(),
+        );
     }
     let ids = |orders: Vec<Order>| -> Vec<OrderId> {
-        orders.into_iter().filter(|o| mine.iter().any(|m| m.id == o.id)).map(|o| o.id).collect()
+        orders
+            .into_iter()
+            .filter(|o| mine.iter().any(|m| m.id == o.id))
+            .map(|o| o.id)
+            .collect()
     };
-    let authorized = ledger.orders_in(&[OrderState::Authorized], T0.plus_secs(40), 10_000).await.unwrap();
+    let authorized = ledger
+        .orders_in(&[OrderState::Authorized], T0.plus_secs(40), 10_000)
+        .await
+        .unwrap();
     assert_eq!(ids(authorized), vec![mine[1].id, mine[3].id]);
-    let early = ledger.orders_in(&[OrderState::Authorized], T0.plus_secs(39), 10_000).await.unwrap();
+    let early = ledger
+        .orders_in(&[OrderState::Authorized], T0.plus_secs(39), 10_000)
+        .await
+        .unwrap();
     assert_eq!(ids(early), vec![mine[1].id]);
-    let both = ledger.orders_in(&[OrderState::Declined, OrderState::Authorized], T0.plus_secs(30), 10_000).await.unwrap();
+    let both = ledger
+        .orders_in(
+            &[OrderState::Declined, OrderState::Authorized],
+            T0.plus_secs(30),
+            10_000,
+        )
+        .await
+        .unwrap();
     assert_eq!(ids(both), vec![mine[0].id, mine[1].id, mine[2].id]);
-    let limited = ledger.orders_in(&[OrderState::Declined, OrderState::Authorized], T0.plus_secs(40), 2).await.unwrap();
+    let limited = ledger
+        .orders_in(
+            &[OrderState::Declined, OrderState::Authorized],
+            T0.plus_secs(40),
+            2,
+        )
+        .await
+        .unwrap();
     assert!(limited.len() <= 2);
-    assert!(limited.windows(2).all(|w| w[0].updated_at <= w[1].updated_at), "oldest first");
-    assert!(ledger.orders_in(&[], T0.plus_secs(40), 10).await.unwrap().is_empty());
+    assert!(
+        limited
+            .windows(2)
+            .all(|w| w[0].updated_at <= w[1].updated_at),
+        "oldest first"
+    );
+    assert!(
+        ledger
+            .orders_in(&[], T0.plus_secs(40), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
