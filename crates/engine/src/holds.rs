@@ -22,24 +22,23 @@ pub struct HoldInput {
 
 /// A buyer whose admission token for an event verified. Only the engine makes one.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Admitted {
     pub event: EventId,
     pub who: BuyerSession,
-    sealed: (),
 }
 
 impl Engine {
     /// Verifies an admission token for `event`.
     pub fn admitted(&self, event: EventId, admission_token: &str) -> Result<Admitted, EngineError> {
         let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, self.now())?;
-        Ok(Admitted { event, who: BuyerSession { buyer: claims.buyer, session: claims.sid }, sealed: () })
+        Ok(Admitted { event, who: BuyerSession { buyer: claims.buyer, session: claims.sid } })
     }
 
     /// Holds the seats for an admitted buyer, all or none.
     pub async fn hold(&self, admitted: &Admitted, input: &HoldInput) -> Result<HoldView, EngineError> {
         let now = self.now();
-        let Admitted { event, who, sealed: () } = admitted;
-        let event = *event;
+        let (event, who) = (admitted.event, &admitted.who);
         let entry = self.event(event).await?;
         if entry.event.status != SaleStatus::Open {
             return Err(EngineError::SaleNotOpen);
