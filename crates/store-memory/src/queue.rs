@@ -59,12 +59,22 @@ impl QueueStore for InMemoryQueue {
     }
 
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError> {
-        Ok(self.existing(event).map(|l| l.lock().state).unwrap_or_default())
+        Ok(self
+            .existing(event)
+            .map(|l| l.lock().state)
+            .unwrap_or_default())
     }
 
-    async fn advance(&self, event: EventId, to: u64, now: Millis) -> Result<QueueState, StoreError> {
+    async fn advance(
+        &self,
+        event: EventId,
+        to: u64,
+        now: Millis,
+    ) -> Result<QueueState, StoreError> {
         // Nobody in line means nothing to advance; do not create a line for it.
-        let Some(line) = self.existing(event) else { return Ok(QueueState::default()) };
+        let Some(line) = self.existing(event) else {
+            return Ok(QueueState::default());
+        };
         let mut line = line.lock();
         let target = to.min(line.state.queue_length);
         if target > line.state.serving_up_to {

@@ -19,11 +19,15 @@ mod basics;
 mod concurrent;
 mod fixtures;
 mod lifecycle;
+mod limits;
+mod moves;
 
 pub use basics::*;
 pub use concurrent::*;
 pub use fixtures::*;
 pub use lifecycle::*;
+pub use limits::*;
+pub use moves::*;
 
 /// For the macros: the port, reachable as `$crate::arbiter::SeatArbiter`.
 #[doc(hidden)]

@@ -45,33 +45,71 @@ pub async fn concurrent_joins_get_unique_dense_positions(q: Arc<dyn QueueStore>)
     for t in tasks {
         let place = t.await.expect("join task").expect("join");
         assert!(place.new);
-        assert!(positions.insert(place.position), "position {} given twice", place.position);
+        assert!(
+            positions.insert(place.position),
+            "position {} given twice",
+            place.position
+        );
     }
-    assert_eq!(positions, (1..=N).collect::<HashSet<_>>(), "positions must be 1..=N with no gap");
+    assert_eq!(
+        positions,
+        (1..=N).collect::<HashSet<_>>(),
+        "positions must be 1..=N with no gap"
+    );
     assert_eq!(q.state(event).await.map(|s| s.queue_length), Ok(N));
     q.drop_event(event).await.expect("drop");
 }
 
 pub async fn a_buyer_who_joins_again_keeps_their_place(q: Arc<dyn QueueStore>) {
     let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
-    assert_eq!(q.join(event, a).await, Ok(Place { position: 1, new: true }));
-    assert_eq!(q.join(event, b).await, Ok(Place { position: 2, new: true }));
-    assert_eq!(q.join(event, a).await, Ok(Place { position: 1, new: false }));
+    assert_eq!(
+        q.join(event, a).await,
+        Ok(Place {
+            position: 1,
+            new: true
+        })
+    );
+    assert_eq!(
+        q.join(event, b).await,
+        Ok(Place {
+            position: 2,
+            new: true
+        })
+    );
+    assert_eq!(
+        q.join(event, a).await,
+        Ok(Place {
+            position: 1,
+            new: false
+        })
+    );
     assert_eq!(q.state(event).await.map(|s| s.queue_length), Ok(2));
     q.drop_event(event).await.expect("drop");
 }
 
 pub async fn admission_never_moves_backwards_nor_past_the_end_of_the_line(q: Arc<dyn QueueStore>) {
     let event = unique_event();
-    assert_eq!(q.state(event).await.map(|s| (s.serving_up_to, s.queue_length)), Ok((0, 0)));
+    assert_eq!(
+        q.state(event)
+            .await
+            .map(|s| (s.serving_up_to, s.queue_length)),
+        Ok((0, 0))
+    );
     for _ in 0..5 {
         q.join(event, BuyerId::random()).await.expect("join");
     }
     let s = q.advance(event, 3, Millis(10)).await.expect("advance");
     assert_eq!((s.serving_up_to, s.advanced_at), (3, Millis(10)));
     let s = q.advance(event, 2, Millis(20)).await.expect("backwards");
-    assert_eq!((s.serving_up_to, s.advanced_at), (3, Millis(10)), "a step back changes nothing");
-    let s = q.advance(event, 99, Millis(30)).await.expect("past the end");
+    assert_eq!(
+        (s.serving_up_to, s.advanced_at),
+        (3, Millis(10)),
+        "a step back changes nothing"
+    );
+    let s = q
+        .advance(event, 99, Millis(30))
+        .await
+        .expect("past the end");
     assert_eq!((s.serving_up_to, s.advanced_at), (5, Millis(30)));
     assert_eq!(q.state(event).await, Ok(s));
     q.drop_event(event).await.expect("drop");
@@ -81,11 +119,20 @@ pub async fn each_event_has_its_own_line(q: Arc<dyn QueueStore>) {
     let (one, two, buyer) = (unique_event(), unique_event(), BuyerId::random());
     q.join(one, BuyerId::random()).await.expect("join");
     assert_eq!(q.join(one, buyer).await.map(|p| p.position), Ok(2));
-    assert_eq!(q.join(two, buyer).await, Ok(Place { position: 1, new: true }));
+    assert_eq!(
+        q.join(two, buyer).await,
+        Ok(Place {
+            position: 1,
+            new: true
+        })
+    );
     q.advance(one, 2, Millis(1)).await.expect("advance");
     q.set_sold_out(one, true).await.expect("sold out");
     let other = q.state(two).await.expect("state");
-    assert_eq!((other.serving_up_to, other.queue_length, other.sold_out), (0, 1, false));
+    assert_eq!(
+        (other.serving_up_to, other.queue_length, other.sold_out),
+        (0, 1, false)
+    );
     q.drop_event(one).await.expect("drop");
     q.drop_event(two).await.expect("drop");
 }
@@ -107,6 +154,12 @@ pub async fn a_dropped_event_starts_a_fresh_line(q: Arc<dyn QueueStore>) {
     q.join(event, buyer).await.expect("join");
     q.drop_event(event).await.expect("drop");
     assert_eq!(q.state(event).await.map(|s| s.queue_length), Ok(0));
-    assert_eq!(q.join(event, buyer).await, Ok(Place { position: 1, new: true }));
+    assert_eq!(
+        q.join(event, buyer).await,
+        Ok(Place {
+            position: 1,
+            new: true
+        })
+    );
     q.drop_event(event).await.expect("drop");
 }

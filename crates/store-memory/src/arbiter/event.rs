@@ -4,7 +4,9 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderId, SeatIndex};
-use boxoffice_engine::ports::{ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatChoice, SeatCounts, SoldSeat};
+use boxoffice_engine::ports::{
+    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatChoice, SeatCounts, SoldSeat,
+};
 
 use super::inventory::Inventory;
 use crate::hash::FxHashMap;
@@ -37,7 +39,11 @@ pub(crate) struct EventState {
 
 impl EventState {
     /// Sold seats sold, every other seat free, no holds.
-    pub fn load(layout: &ArbiterLayout, sold: &[SoldSeat], keep_finished: usize) -> Result<Self, String> {
+    pub fn load(
+        layout: &ArbiterLayout,
+        sold: &[SoldSeat],
+        keep_finished: usize,
+    ) -> Result<Self, String> {
         let mut state = EventState {
             max_per_buyer: layout.max_per_buyer,
             inv: Inventory::new(layout)?,
@@ -51,7 +57,10 @@ impl EventState {
         };
         for s in sold {
             if !state.inv.exists(s.seat) {
-                return Err(format!("sold seat {} is not in event {}", s.seat, layout.event));
+                return Err(format!(
+                    "sold seat {} is not in event {}",
+                    s.seat, layout.event
+                ));
             }
             // A seat listed twice is still one ticket for its buyer.
             if state.inv.load_sold(s.seat) {
@@ -65,7 +74,11 @@ impl EventState {
         self.expire_due_unreported(now);
         if let Some(rec) = self.holds.get(&req.hold) {
             // The same hold id again is a retried request: answer as the first time.
-            return if rec.buyer == req.buyer { Ok(self.view(req.hold, rec)) } else { Err(ArbiterError::WrongState(rec.state)) };
+            return if rec.buyer == req.buyer {
+                Ok(self.view(req.hold, rec))
+            } else {
+                Err(ArbiterError::WrongState(rec.state))
+            };
         }
         let quantity = match &req.choice {
             SeatChoice::Named(seats) => self.check_named(seats)?,
@@ -76,7 +89,9 @@ impl EventState {
         }
         let owned = self.taken.get(&req.buyer).copied().unwrap_or(0);
         if owned + quantity > self.max_per_buyer {
-            return Err(ArbiterError::LimitExceeded { limit: self.max_per_buyer });
+            return Err(ArbiterError::LimitExceeded {
+                limit: self.max_per_buyer,
+            });
         }
         let seats: Box<[SeatIndex]> = match &req.choice {
             SeatChoice::Named(seats) => {
@@ -85,13 +100,23 @@ impl EventState {
                 }
                 seats.as_slice().into()
             }
-            SeatChoice::BestAvailable { section, quantity, adjacent } => self.inv.pick_best(*section, *quantity, *adjacent)?.into(),
+            SeatChoice::BestAvailable {
+                section,
+                quantity,
+                adjacent,
+            } => self.inv.pick_best(*section, *quantity, *adjacent)?.into(),
         };
         seats.iter().for_each(|&s| self.inv.take(s));
         *self.taken.entry(req.buyer).or_default() += quantity;
         self.active_holds += 1;
         self.deadlines.insert((req.expires_at, req.hold));
-        let rec = HoldRec { buyer: req.buyer, seats, state: HoldState::Held, expires_at: req.expires_at, order: None };
+        let rec = HoldRec {
+            buyer: req.buyer,
+            seats,
+            state: HoldState::Held,
+            expires_at: req.expires_at,
+            order: None,
+        };
         let view = self.view(req.hold, &rec);
         self.holds.insert(req.hold, rec);
         Ok(view)
@@ -103,7 +128,11 @@ impl EventState {
             return Err(ArbiterError::BadQuantity);
         }
         // At most `max_per_buyer` (≤ 50) seats: the quadratic check beats sorting a copy.
-        if seats.iter().enumerate().any(|(i, s)| seats[..i].contains(s)) {
+        if seats
+            .iter()
+            .enumerate()
+            .any(|(i, s)| seats[..i].contains(s))
+        {
             return Err(ArbiterError::BadQuantity);
         }
         if let Some(&s) = seats.iter().find(|&&s| !self.inv.exists(s)) {
@@ -119,7 +148,11 @@ impl EventState {
             seats: rec.seats.to_vec(),
             // Prices cannot change under a hold: only `load` changes the layout, and it
             // drops every hold. So the quote is the layout's price.
-            prices: rec.seats.iter().map(|&s| self.inv.seats[s as usize].price).collect(),
+            prices: rec
+                .seats
+                .iter()
+                .map(|&s| self.inv.seats[s as usize].price)
+                .collect(),
             state: rec.state,
             expires_at: rec.expires_at,
             order: rec.order,
@@ -133,6 +166,12 @@ impl EventState {
     pub fn counts(&self) -> SeatCounts {
         let capacity = self.inv.capacity();
         let (held, sold) = (self.inv.held, self.inv.sold);
-        SeatCounts { capacity, free: capacity - held - sold, held, sold, active_holds: self.active_holds }
+        SeatCounts {
+            capacity,
+            free: capacity - held - sold,
+            held,
+            sold,
+            active_holds: self.active_holds,
+        }
     }
 }

@@ -21,7 +21,12 @@ impl FreeSet {
     /// An empty set over `order` (already sorted best first).
     pub fn new(order: Vec<SeatIndex>) -> Self {
         let words = order.len().div_ceil(64);
-        FreeSet { order: order.into_boxed_slice(), words: vec![0; words], summary: vec![0; words.div_ceil(64)], len: 0 }
+        FreeSet {
+            order: order.into_boxed_slice(),
+            words: vec![0; words],
+            summary: vec![0; words.div_ceil(64)],
+            len: 0,
+        }
     }
 
     pub fn len(&self) -> u32 {
@@ -92,7 +97,10 @@ mod tests {
         for p in [3, 64, 4095, 4096, 9_999] {
             set.insert(p);
         }
-        assert_eq!(set.iter().collect::<Vec<_>>(), vec![3, 64, 4095, 4096, 9_999]);
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            vec![3, 64, 4095, 4096, 9_999]
+        );
         set.remove(64);
         set.remove(64);
         assert_eq!(set.next(4), Some(4095));

@@ -40,7 +40,9 @@ impl Inventory {
         }
         let mut by_section: Vec<Vec<SeatIndex>> = vec![Vec::new(); layout.sections.len()];
         for (i, s) in layout.seats.iter().enumerate() {
-            let list = by_section.get_mut(s.section as usize).ok_or_else(|| format!("seat {i} names missing section {}", s.section))?;
+            let list = by_section
+                .get_mut(s.section as usize)
+                .ok_or_else(|| format!("seat {i} names missing section {}", s.section))?;
             list.push(i as SeatIndex);
         }
         let mut pos = vec![0u32; n].into_boxed_slice();
@@ -52,7 +54,10 @@ impl Inventory {
             }
             let mut free = FreeSet::new(order);
             (0..free.order().len() as u32).for_each(|p| free.insert(p));
-            sections.push(Section { seated: spec.seated, free });
+            sections.push(Section {
+                seated: spec.seated,
+                free,
+            });
         }
         let mut free_bits = vec![0xffu8; n.div_ceil(8)];
         if n % 8 != 0 {
@@ -61,7 +66,15 @@ impl Inventory {
         }
         let seats = layout.seats.clone().into_boxed_slice();
         let sections = sections.into_boxed_slice();
-        Ok(Inventory { seats, sections, pos, free_bits, sold_bits: vec![0; n.div_ceil(8)], held: 0, sold: 0 })
+        Ok(Inventory {
+            seats,
+            sections,
+            pos,
+            free_bits,
+            sold_bits: vec![0; n.div_ceil(8)],
+            held: 0,
+            sold: 0,
+        })
     }
 
     pub fn capacity(&self) -> u32 {

@@ -10,7 +10,13 @@ use super::event::EventState;
 
 impl EventState {
     /// Held → checking_out with the deadline moved to `pinned_until`.
-    pub fn pin(&mut self, id: HoldId, order: OrderId, pinned_until: Millis, now: Millis) -> Result<HoldView, ArbiterError> {
+    pub fn pin(
+        &mut self,
+        id: HoldId,
+        order: OrderId,
+        pinned_until: Millis,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
         let rec = self.holds.get(&id).ok_or(ArbiterError::UnknownHold)?;
         if rec.state.is_live() && rec.expires_at <= now {
             // Its deadline has passed: expire it now rather than let it be paid for.
@@ -22,7 +28,9 @@ impl EventState {
         }
         match rec.state {
             HoldState::Expired => return Err(ArbiterError::Expired),
-            HoldState::CheckingOut | HoldState::PaymentPending if rec.order == Some(order) => return Ok(self.view(id, rec)),
+            HoldState::CheckingOut | HoldState::PaymentPending if rec.order == Some(order) => {
+                return Ok(self.view(id, rec));
+            }
             _ => {}
         }
         let (old_deadline, next) = (rec.expires_at, apply(rec.state, HoldMove::Checkout)?);
@@ -113,14 +121,21 @@ impl EventState {
             return None;
         };
         rec.state = HoldState::Expired;
-        let report = Expired { hold: id, buyer: rec.buyer, seats: rec.seats.to_vec(), order: rec.order };
+        let report = Expired {
+            hold: id,
+            buyer: rec.buyer,
+            seats: rec.seats.to_vec(),
+            order: rec.order,
+        };
         self.return_seats(id);
         Some(report)
     }
 
     /// Seats of `id` (already moved to released/expired) back in stock; counts follow.
     fn return_seats(&mut self, id: HoldId) {
-        let Some(rec) = self.holds.get(&id) else { return };
+        let Some(rec) = self.holds.get(&id) else {
+            return;
+        };
         rec.seats.iter().for_each(|&s| self.inv.put_back(s));
         self.deadlines.remove(&(rec.expires_at, id));
         let n = rec.seats.len() as u32;

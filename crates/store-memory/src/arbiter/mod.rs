@@ -16,7 +16,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatArbiter, SeatCounts, SoldSeat, StoreError,
+    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatArbiter, SeatCounts, SoldSeat,
+    StoreError,
 };
 use parking_lot::{Mutex, RwLock};
 
@@ -33,7 +34,9 @@ pub struct ArbiterConfig {
 
 impl Default for ArbiterConfig {
     fn default() -> Self {
-        ArbiterConfig { keep_finished: 100_000 }
+        ArbiterConfig {
+            keep_finished: 100_000,
+        }
     }
 }
 
@@ -49,8 +52,13 @@ impl InMemoryArbiter {
     }
 
     pub fn with_config(config: ArbiterConfig) -> Self {
-        let config = ArbiterConfig { keep_finished: config.keep_finished.max(1) };
-        InMemoryArbiter { events: RwLock::default(), config }
+        let config = ArbiterConfig {
+            keep_finished: config.keep_finished.max(1),
+        };
+        InMemoryArbiter {
+            events: RwLock::default(),
+            config,
+        }
     }
 
     /// Runs `f` on the event's state under its lock; `None` if the event is not loaded.
@@ -61,13 +69,23 @@ impl InMemoryArbiter {
         Some(f(&mut state))
     }
 
-    fn on_event<T>(&self, event: EventId, f: impl FnOnce(&mut EventState) -> Result<T, ArbiterError>) -> Result<T, ArbiterError> {
-        self.with_event(event, f).unwrap_or(Err(ArbiterError::UnknownEvent))
+    fn on_event<T>(
+        &self,
+        event: EventId,
+        f: impl FnOnce(&mut EventState) -> Result<T, ArbiterError>,
+    ) -> Result<T, ArbiterError> {
+        self.with_event(event, f)
+            .unwrap_or(Err(ArbiterError::UnknownEvent))
     }
 
     /// A hold's event gone means the hold is gone with it.
-    fn on_hold(&self, hold: HoldId, f: impl FnOnce(&mut EventState) -> Result<HoldView, ArbiterError>) -> Result<HoldView, ArbiterError> {
-        self.with_event(hold.event, f).unwrap_or(Err(ArbiterError::UnknownHold))
+    fn on_hold(
+        &self,
+        hold: HoldId,
+        f: impl FnOnce(&mut EventState) -> Result<HoldView, ArbiterError>,
+    ) -> Result<HoldView, ArbiterError> {
+        self.with_event(hold.event, f)
+            .unwrap_or(Err(ArbiterError::UnknownHold))
     }
 }
 
@@ -75,8 +93,11 @@ impl InMemoryArbiter {
 impl SeatArbiter for InMemoryArbiter {
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
         // Built outside the map lock: a 50,000-seat event takes milliseconds to lay out.
-        let state = EventState::load(layout, sold, self.config.keep_finished).map_err(StoreError)?;
-        self.events.write().insert(layout.event, Arc::new(Mutex::new(state)));
+        let state =
+            EventState::load(layout, sold, self.config.keep_finished).map_err(StoreError)?;
+        self.events
+            .write()
+            .insert(layout.event, Arc::new(Mutex::new(state)));
         Ok(())
     }
 
@@ -97,7 +118,13 @@ impl SeatArbiter for InMemoryArbiter {
         Ok(self.with_event(hold.event, |s| s.get(hold)).flatten())
     }
 
-    async fn pin(&self, hold: HoldId, order: OrderId, pinned_until: Millis, now: Millis) -> Result<HoldView, ArbiterError> {
+    async fn pin(
+        &self,
+        hold: HoldId,
+        order: OrderId,
+        pinned_until: Millis,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
         self.on_hold(hold, |s| s.pin(hold, order, pinned_until, now))
     }
 
@@ -113,8 +140,15 @@ impl SeatArbiter for InMemoryArbiter {
         self.on_hold(hold, |s| s.release(hold))
     }
 
-    async fn expire_due(&self, event: EventId, now: Millis, limit: usize) -> Result<Vec<Expired>, StoreError> {
-        Ok(self.with_event(event, |s| s.expire_due(now, limit)).unwrap_or_default())
+    async fn expire_due(
+        &self,
+        event: EventId,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Expired>, StoreError> {
+        Ok(self
+            .with_event(event, |s| s.expire_due(now, limit))
+            .unwrap_or_default())
     }
 
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {

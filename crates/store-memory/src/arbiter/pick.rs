@@ -10,8 +10,16 @@ impl Inventory {
     /// The `quantity` best free seats of `section`: the best-ranked run side by side in
     /// one row when `adjacent` means something there and such a run exists, else the
     /// best seats one by one.
-    pub fn pick_best(&self, section: u16, quantity: u32, adjacent: bool) -> Result<Vec<SeatIndex>, ArbiterError> {
-        let sec = self.sections.get(section as usize).ok_or(ArbiterError::NoSuchSection)?;
+    pub fn pick_best(
+        &self,
+        section: u16,
+        quantity: u32,
+        adjacent: bool,
+    ) -> Result<Vec<SeatIndex>, ArbiterError> {
+        let sec = self
+            .sections
+            .get(section as usize)
+            .ok_or(ArbiterError::NoSuchSection)?;
         if sec.free.len() < quantity {
             return Err(ArbiterError::SoldOut);
         }
@@ -20,7 +28,12 @@ impl Inventory {
                 return Ok((start..start + quantity).collect());
             }
         }
-        Ok(sec.free.iter().take(quantity as usize).map(|p| sec.free.seat_at(p)).collect())
+        Ok(sec
+            .free
+            .iter()
+            .take(quantity as usize)
+            .map(|p| sec.free.seat_at(p))
+            .collect())
     }
 
     /// The first seat of the free run of `q` seats in one row with the lowest rank sum

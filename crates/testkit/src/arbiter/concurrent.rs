@@ -13,7 +13,10 @@ const BUYERS: usize = 2_000;
 const SEATS: usize = 100;
 
 /// Runs one task per buyer, all released at once, and returns every outcome.
-async fn race(fx: &Fixture, choice: impl Fn(usize) -> SeatChoice) -> Vec<Result<HoldView, ArbiterError>> {
+async fn race(
+    fx: &Fixture,
+    choice: impl Fn(usize) -> SeatChoice,
+) -> Vec<Result<HoldView, ArbiterError>> {
     let start = Arc::new(tokio::sync::Barrier::new(BUYERS));
     let tasks: Vec<_> = (0..BUYERS)
         .map(|i| {
@@ -34,38 +37,67 @@ async fn race(fx: &Fixture, choice: impl Fn(usize) -> SeatChoice) -> Vec<Result<
 
 /// Exactly `winners` holds won, the losers lost for `lost`, no seat appears twice, and
 /// the store agrees.
-async fn check(fx: &Fixture, results: &[Result<HoldView, ArbiterError>], winners: usize, lost: fn(&ArbiterError) -> bool) {
+async fn check(
+    fx: &Fixture,
+    results: &[Result<HoldView, ArbiterError>],
+    winners: usize,
+    lost: fn(&ArbiterError) -> bool,
+) {
     let won: Vec<&HoldView> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
     assert_eq!(won.len(), winners, "exactly {winners} buyers must win");
     for r in results.iter().filter_map(|r| r.as_ref().err()) {
-        assert!(lost(r), "a loser must be told the seats are gone, got {r:?}");
+        assert!(
+            lost(r),
+            "a loser must be told the seats are gone, got {r:?}"
+        );
     }
     let mut seen = HashSet::new();
     for seat in won.iter().flat_map(|h| &h.seats) {
         assert!(seen.insert(*seat), "seat {seat} is held twice");
     }
     let c = fx.arb.counts(fx.event).await.expect("counts");
-    assert_eq!((c.held as usize, c.active_holds as usize), (seen.len(), winners));
+    assert_eq!(
+        (c.held as usize, c.active_holds as usize),
+        (seen.len(), winners)
+    );
 }
 
-pub async fn many_buyers_racing_for_named_seats_exactly_one_wins_each_seat(arb: Arc<dyn SeatArbiter>) {
+pub async fn many_buyers_racing_for_named_seats_exactly_one_wins_each_seat(
+    arb: Arc<dyn SeatArbiter>,
+) {
     let fx = Fixture::load(arb, &race_spec(), &[]).await;
     let results = race(&fx, |i| SeatChoice::Named(vec![(i % SEATS) as SeatIndex])).await;
-    check(&fx, &results, SEATS, |e| matches!(e, ArbiterError::SeatUnavailable(_))).await;
+    check(&fx, &results, SEATS, |e| {
+        matches!(e, ArbiterError::SeatUnavailable(_))
+    })
+    .await;
     fx.done().await;
 }
 
 pub async fn many_buyers_racing_for_best_available_pairs_exactly_k_win(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::load(arb, &race_spec(), &[]).await;
-    let results = race(&fx, |i| SeatChoice::BestAvailable { section: 0, quantity: 2, adjacent: i % 2 == 0 }).await;
+    let results = race(&fx, |i| SeatChoice::BestAvailable {
+        section: 0,
+        quantity: 2,
+        adjacent: i % 2 == 0,
+    })
+    .await;
     check(&fx, &results, SEATS / 2, |e| *e == ArbiterError::SoldOut).await;
-    assert_eq!(fx.arb.counts(fx.event).await.map(|c| c.held), Ok(SEATS as u32));
+    assert_eq!(
+        fx.arb.counts(fx.event).await.map(|c| c.held),
+        Ok(SEATS as u32)
+    );
     fx.done().await;
 }
 
 pub async fn many_buyers_racing_for_general_admission_exactly_k_win(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::load(arb, &race_spec(), &[]).await;
-    let results = race(&fx, |_| SeatChoice::BestAvailable { section: 1, quantity: 1, adjacent: false }).await;
+    let results = race(&fx, |_| SeatChoice::BestAvailable {
+        section: 1,
+        quantity: 1,
+        adjacent: false,
+    })
+    .await;
     check(&fx, &results, SEATS, |e| *e == ArbiterError::SoldOut).await;
     fx.done().await;
 }

@@ -5,15 +5,20 @@
 use std::sync::Arc;
 
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
-use boxoffice_domain::{BuyerId, EventId, EventSpec, HoldId, Millis, Money, SaleSettings, SeatIndex};
+use boxoffice_domain::{
+    BuyerId, EventId, EventSpec, HoldId, Millis, Money, SaleSettings, SeatIndex,
+};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, HoldRequest, HoldView, LayoutSeat, LayoutSection, SeatArbiter, SeatChoice, SoldSeat,
+    ArbiterError, ArbiterLayout, HoldRequest, HoldView, LayoutSeat, LayoutSection, SeatArbiter,
+    SeatChoice, SoldSeat,
 };
 
 /// The instant every case starts at.
 pub const T0: Millis = Millis(1_700_000_000_000);
 /// The hold TTL the cases use.
 pub const TTL_MS: i64 = 10_000;
+/// When a hold taken at `T0` by `Fixture::request` runs out.
+pub const DEADLINE: Millis = Millis(T0.0 + TTL_MS);
 /// Section indices of `small_spec`.
 pub const FRONT: u16 = 0;
 pub const FLOOR: u16 = 1;
@@ -26,24 +31,45 @@ pub fn unique_event() -> EventId {
 /// The arbiter's view of an event, built the way the engine builds it: through
 /// `EventSpec::build`, so the ranks are the catalog's.
 pub fn layout_of(spec: &EventSpec, event: EventId) -> ArbiterLayout {
-    let e = spec.build(event, T0).expect("the fixture spec must be valid");
+    let e = spec
+        .build(event, T0)
+        .expect("the fixture spec must be valid");
     ArbiterLayout {
         event,
         max_per_buyer: e.sale.max_tickets_per_buyer,
         seats: (0..e.capacity())
             .map(|i| {
                 let s = &e.seats[i as usize];
-                LayoutSeat { section: s.section, row: s.row, rank: s.rank, price: e.price_of(i) }
+                LayoutSeat {
+                    section: s.section,
+                    row: s.row,
+                    rank: s.rank,
+                    price: e.price_of(i),
+                }
             })
             .collect(),
-        sections: e.sections.iter().map(|s| LayoutSection { seated: s.kind == boxoffice_domain::SectionKind::Seated }).collect(),
+        sections: e
+            .sections
+            .iter()
+            .map(|s| LayoutSection {
+                seated: s.kind == boxoffice_domain::SectionKind::Seated,
+            })
+            .collect(),
     }
 }
 
 fn tiers() -> Vec<PriceTier> {
     vec![
-        PriceTier { key: "A".into(), name: "Front".into(), price: Money(9_000) },
-        PriceTier { key: "B".into(), name: "Back".into(), price: Money(4_000) },
+        PriceTier {
+            key: "A".into(),
+            name: "Front".into(),
+            price: Money(9_000),
+        },
+        PriceTier {
+            key: "B".into(),
+            name: "Back".into(),
+            price: Money(4_000),
+        },
     ]
 }
 
@@ -51,7 +77,11 @@ fn tiers() -> Vec<PriceTier> {
 /// centre of a row ranks best, so the best seat is 2, then 1 and 3. Seats 10..20: the
 /// GA section FLOOR. Four tickets per buyer.
 pub fn small_spec() -> EventSpec {
-    let row = |label: &str, tier: Option<&str>| RowSpec { label: label.into(), seats: 5, tier: tier.map(Into::into) };
+    let row = |label: &str, tier: Option<&str>| RowSpec {
+        label: label.into(),
+        seats: 5,
+        tier: tier.map(Into::into),
+    };
     EventSpec {
         name: "Conformance night".into(),
         currency: "EUR".into(),
@@ -65,15 +95,31 @@ pub fn small_spec() -> EventSpec {
                 rows: vec![row("A", Some("A")), row("B", None)],
                 ga_capacity: None,
             },
-            SectionSpec { key: "FLOOR".into(), name: "Floor".into(), tier: "B".into(), quality: 1, rows: vec![], ga_capacity: Some(10) },
+            SectionSpec {
+                key: "FLOOR".into(),
+                name: "Floor".into(),
+                tier: "B".into(),
+                quality: 1,
+                rows: vec![],
+                ga_capacity: Some(10),
+            },
         ],
-        sale: SaleSettings { max_tickets_per_buyer: 4, ..SaleSettings::default() },
+        sale: SaleSettings {
+            max_tickets_per_buyer: 4,
+            ..SaleSettings::default()
+        },
     }
 }
 
 /// 100 seats in 10 rows of 10 (section 0) and 100 GA units (section 1), for races.
 pub fn race_spec() -> EventSpec {
-    let rows = (0..10).map(|r| RowSpec { label: format!("R{r}"), seats: 10, tier: None }).collect();
+    let rows = (0..10)
+        .map(|r| RowSpec {
+            label: format!("R{r}"),
+            seats: 10,
+            tier: None,
+        })
+        .collect();
     let mut spec = small_spec();
     spec.sections[0].rows = rows;
     spec.sections[1].ga_capacity = Some(100);
@@ -100,27 +146,67 @@ impl Fixture {
     }
 
     pub fn request(&self, buyer: BuyerId, choice: SeatChoice) -> HoldRequest {
-        HoldRequest { hold: HoldId::random(self.event), buyer, choice, expires_at: T0.plus_millis(TTL_MS) }
+        HoldRequest {
+            hold: HoldId::random(self.event),
+            buyer,
+            choice,
+            expires_at: T0.plus_millis(TTL_MS),
+        }
     }
 
-    pub async fn named(&self, buyer: BuyerId, seats: &[SeatIndex]) -> Result<HoldView, ArbiterError> {
-        self.arb.hold(&self.request(buyer, SeatChoice::Named(seats.to_vec())), T0).await
+    pub async fn named(
+        &self,
+        buyer: BuyerId,
+        seats: &[SeatIndex],
+    ) -> Result<HoldView, ArbiterError> {
+        self.arb
+            .hold(&self.request(buyer, SeatChoice::Named(seats.to_vec())), T0)
+            .await
     }
 
-    pub async fn best(&self, buyer: BuyerId, section: u16, quantity: u32, adjacent: bool) -> Result<HoldView, ArbiterError> {
-        self.arb.hold(&self.request(buyer, SeatChoice::BestAvailable { section, quantity, adjacent }), T0).await
+    pub async fn best(
+        &self,
+        buyer: BuyerId,
+        section: u16,
+        quantity: u32,
+        adjacent: bool,
+    ) -> Result<HoldView, ArbiterError> {
+        self.arb
+            .hold(
+                &self.request(
+                    buyer,
+                    SeatChoice::BestAvailable {
+                        section,
+                        quantity,
+                        adjacent,
+                    },
+                ),
+                T0,
+            )
+            .await
     }
 
     /// Whether each seat is free, read from the availability bitmap.
     pub async fn free(&self, seats: &[SeatIndex]) -> Vec<bool> {
-        let bits = self.arb.availability(self.event).await.expect("availability");
-        seats.iter().map(|&s| bits[s as usize / 8] & (0x80 >> (s % 8)) != 0).collect()
+        let bits = self
+            .arb
+            .availability(self.event)
+            .await
+            .expect("availability");
+        seats
+            .iter()
+            .map(|&s| bits[s as usize / 8] & (0x80 >> (s % 8)) != 0)
+            .collect()
     }
 
     /// Checks free + held + sold = capacity, then unloads the event.
     pub async fn done(self) {
         let c = self.arb.counts(self.event).await.expect("counts");
-        assert_eq!(c.free + c.held + c.sold, c.capacity, "counts must add up: {c:?}");
+        assert_eq!(
+            c.free + c.held + c.sold,
+            c.capacity,
+            "counts must add up: {c:?}"
+        );
         self.arb.unload(self.event).await.expect("unload");
         assert!(!self.arb.is_loaded(self.event).await.expect("is_loaded"));
     }

@@ -7,20 +7,39 @@ use boxoffice_engine::ports::{ArbiterError as E, SeatArbiter};
 
 use super::fixtures::*;
 
-const DEADLINE: boxoffice_domain::Millis = boxoffice_domain::Millis(T0.0 + TTL_MS);
-
 pub async fn a_hold_past_its_deadline_returns_its_seats_exactly_once(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::small(arb).await;
     let h = fx.named(BuyerId::random(), &[0, 1]).await.expect("hold");
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE.plus_millis(-1), 100).await, Ok(vec![]));
-    let expired = fx.arb.expire_due(fx.event, DEADLINE, 100).await.expect("expire");
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE.plus_millis(-1), 100)
+            .await,
+        Ok(vec![])
+    );
+    let expired = fx
+        .arb
+        .expire_due(fx.event, DEADLINE, 100)
+        .await
+        .expect("expire");
     assert_eq!(expired.len(), 1);
-    assert_eq!((expired[0].hold, expired[0].buyer, expired[0].order), (h.hold, h.buyer, None));
+    assert_eq!(
+        (expired[0].hold, expired[0].buyer, expired[0].order),
+        (h.hold, h.buyer, None)
+    );
     assert_eq!(expired[0].seats, h.seats);
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE.plus_millis(1_000), 100).await, Ok(vec![]), "a second sweep finds nothing");
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE.plus_millis(1_000), 100)
+            .await,
+        Ok(vec![]),
+        "a second sweep finds nothing"
+    );
     let c = fx.arb.counts(fx.event).await.expect("counts");
     assert_eq!((c.free, c.held, c.active_holds), (20, 0, 0));
-    assert_eq!(fx.arb.get(h.hold).await.map(|v| v.map(|v| v.state)), Ok(Some(S::Expired)));
+    assert_eq!(
+        fx.arb.get(h.hold).await.map(|v| v.map(|v| v.state)),
+        Ok(Some(S::Expired))
+    );
     fx.done().await;
 }
 
@@ -29,8 +48,20 @@ pub async fn the_sweep_expires_at_most_its_limit(arb: Arc<dyn SeatArbiter>) {
     for seat in 0..5 {
         fx.named(BuyerId::random(), &[seat]).await.expect("hold");
     }
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE, 3).await.map(|v| v.len()), Ok(3));
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE, 3).await.map(|v| v.len()), Ok(2));
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE, 3)
+            .await
+            .map(|v| v.len()),
+        Ok(3)
+    );
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE, 3)
+            .await
+            .map(|v| v.len()),
+        Ok(2)
+    );
     assert_eq!(fx.arb.counts(fx.event).await.map(|c| c.free), Ok(20));
     fx.done().await;
 }
@@ -38,16 +69,39 @@ pub async fn the_sweep_expires_at_most_its_limit(arb: Arc<dyn SeatArbiter>) {
 pub async fn a_new_hold_first_expires_holds_that_are_due(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::small(arb).await;
     let late = fx.named(BuyerId::random(), &[2]).await.expect("first");
-    let mut req = fx.request(BuyerId::random(), boxoffice_engine::ports::SeatChoice::Named(vec![2]));
+    let mut req = fx.request(
+        BuyerId::random(),
+        boxoffice_engine::ports::SeatChoice::Named(vec![2]),
+    );
     req.expires_at = DEADLINE.plus_millis(TTL_MS);
-    let second = fx.arb.hold(&req, DEADLINE).await.expect("the seat came back at the deadline");
+    let second = fx
+        .arb
+        .hold(&req, DEADLINE)
+        .await
+        .expect("the seat came back at the deadline");
     assert_eq!(second.seats, vec![2]);
-    assert_eq!(fx.arb.get(late.hold).await.map(|v| v.map(|v| v.state)), Ok(Some(S::Expired)));
+    assert_eq!(
+        fx.arb.get(late.hold).await.map(|v| v.map(|v| v.state)),
+        Ok(Some(S::Expired))
+    );
     // The worker still hears of that expiry, once.
-    let reports = fx.arb.expire_due(fx.event, DEADLINE, 100).await.expect("sweep");
-    assert_eq!(reports.iter().map(|e| e.hold).collect::<Vec<_>>(), vec![late.hold]);
+    let reports = fx
+        .arb
+        .expire_due(fx.event, DEADLINE, 100)
+        .await
+        .expect("sweep");
+    assert_eq!(
+        reports.iter().map(|e| e.hold).collect::<Vec<_>>(),
+        vec![late.hold]
+    );
     assert_eq!(fx.arb.expire_due(fx.event, DEADLINE, 100).await, Ok(vec![]));
-    assert_eq!(fx.arb.counts(fx.event).await.map(|c| (c.held, c.active_holds)), Ok((1, 1)));
+    assert_eq!(
+        fx.arb
+            .counts(fx.event)
+            .await
+            .map(|c| (c.held, c.active_holds)),
+        Ok((1, 1))
+    );
     fx.done().await;
 }
 
@@ -55,12 +109,34 @@ pub async fn a_pinned_hold_does_not_expire_before_its_pinned_deadline(arb: Arc<d
     let fx = Fixture::small(arb).await;
     let h = fx.named(BuyerId::random(), &[4]).await.expect("hold");
     let (order, pinned) = (OrderId::random(), DEADLINE.plus_millis(60_000));
-    let v = fx.arb.pin(h.hold, order, pinned, T0.plus_millis(5)).await.expect("pin");
-    assert_eq!((v.state, v.expires_at, v.order), (S::CheckingOut, pinned, Some(order)));
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE.plus_millis(1), 100).await, Ok(vec![]));
+    let v = fx
+        .arb
+        .pin(h.hold, order, pinned, T0.plus_millis(5))
+        .await
+        .expect("pin");
+    assert_eq!(
+        (v.state, v.expires_at, v.order),
+        (S::CheckingOut, pinned, Some(order))
+    );
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE.plus_millis(1), 100)
+            .await,
+        Ok(vec![])
+    );
     assert_eq!(fx.free(&[4]).await, vec![false]);
-    let expired = fx.arb.expire_due(fx.event, pinned, 100).await.expect("sweep");
-    assert_eq!(expired.iter().map(|e| (e.hold, e.order)).collect::<Vec<_>>(), vec![(h.hold, Some(order))]);
+    let expired = fx
+        .arb
+        .expire_due(fx.event, pinned, 100)
+        .await
+        .expect("sweep");
+    assert_eq!(
+        expired
+            .iter()
+            .map(|e| (e.hold, e.order))
+            .collect::<Vec<_>>(),
+        vec![(h.hold, Some(order))]
+    );
     assert_eq!(fx.free(&[4]).await, vec![true]);
     fx.done().await;
 }
@@ -70,82 +146,29 @@ pub async fn an_expired_hold_cannot_be_pinned(arb: Arc<dyn SeatArbiter>) {
     let a = fx.named(BuyerId::random(), &[0]).await.expect("a");
     let b = fx.named(BuyerId::random(), &[1]).await.expect("b");
     // Due but not yet swept: the pin itself must notice, and the seat comes back.
-    assert_eq!(fx.arb.pin(a.hold, OrderId::random(), DEADLINE.plus_millis(60_000), DEADLINE).await, Err(E::Expired));
+    assert_eq!(
+        fx.arb
+            .pin(
+                a.hold,
+                OrderId::random(),
+                DEADLINE.plus_millis(60_000),
+                DEADLINE
+            )
+            .await,
+        Err(E::Expired)
+    );
     assert_eq!(fx.free(&[0]).await, vec![true]);
-    fx.arb.expire_due(fx.event, DEADLINE, 100).await.expect("sweep");
-    assert_eq!(fx.arb.pin(b.hold, OrderId::random(), DEADLINE.plus_millis(60_000), T0).await, Err(E::Expired));
+    fx.arb
+        .expire_due(fx.event, DEADLINE, 100)
+        .await
+        .expect("sweep");
+    assert_eq!(
+        fx.arb
+            .pin(b.hold, OrderId::random(), DEADLINE.plus_millis(60_000), T0)
+            .await,
+        Err(E::Expired)
+    );
     assert_eq!(fx.arb.mark_sold(b.hold).await, Err(E::Expired));
     assert_eq!(fx.arb.counts(fx.event).await.map(|c| c.free), Ok(20));
     fx.done().await;
-}
-
-pub async fn a_sold_hold_keeps_its_seats_for_good(arb: Arc<dyn SeatArbiter>) {
-    let fx = Fixture::small(arb).await;
-    let h = fx.named(BuyerId::random(), &[5, 6]).await.expect("hold");
-    fx.arb.pin(h.hold, OrderId::random(), DEADLINE, T0).await.expect("pin");
-    assert_eq!(fx.arb.mark_sold(h.hold).await.map(|v| v.state), Ok(S::Sold));
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE.plus_millis(3_600_000), 100).await, Ok(vec![]));
-    assert_eq!(fx.arb.release(h.hold).await, Err(E::WrongState(S::Sold)));
-    assert_eq!(fx.free(&[5, 6]).await, vec![false, false]);
-    let later = fx.request(BuyerId::random(), boxoffice_engine::ports::SeatChoice::Named(vec![5]));
-    assert_eq!(fx.arb.hold(&later, DEADLINE.plus_millis(3_600_000)).await, Err(E::SeatUnavailable(5)));
-    assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![5, 6]));
-    fx.done().await;
-}
-
-pub async fn an_uncertain_payment_keeps_the_pin_and_can_still_sell(arb: Arc<dyn SeatArbiter>) {
-    let fx = Fixture::small(arb).await;
-    let h = fx.named(BuyerId::random(), &[7]).await.expect("hold");
-    let pinned = DEADLINE.plus_millis(60_000);
-    fx.arb.pin(h.hold, OrderId::random(), pinned, T0).await.expect("pin");
-    assert_eq!(fx.arb.mark_uncertain(h.hold).await.map(|v| (v.state, v.expires_at)), Ok((S::PaymentPending, pinned)));
-    assert_eq!(fx.arb.expire_due(fx.event, pinned.plus_millis(-1), 100).await, Ok(vec![]));
-    assert_eq!(fx.arb.mark_sold(h.hold).await.map(|v| v.state), Ok(S::Sold));
-    fx.done().await;
-}
-
-pub async fn releasing_returns_the_seats_and_a_second_release_changes_nothing(arb: Arc<dyn SeatArbiter>) {
-    let fx = Fixture::small(arb).await;
-    let h = fx.named(BuyerId::random(), &[2, 3]).await.expect("hold");
-    assert_eq!(fx.arb.release(h.hold).await.map(|v| v.state), Ok(S::Released));
-    assert_eq!(fx.free(&[2, 3]).await, vec![true, true]);
-    let next = fx.named(BuyerId::random(), &[2]).await.expect("someone else takes seat 2");
-    assert_eq!(fx.arb.release(h.hold).await.map(|v| v.state), Ok(S::Released));
-    assert_eq!(fx.free(&[2, 3]).await, vec![false, true], "the second release must not free seat 2 again");
-    assert_eq!(fx.arb.get(next.hold).await.map(|v| v.map(|v| v.state)), Ok(Some(S::Held)));
-    assert_eq!(fx.arb.expire_due(fx.event, DEADLINE.plus_millis(-1), 100).await, Ok(vec![]));
-    let c = fx.arb.counts(fx.event).await.expect("counts");
-    assert_eq!((c.held, c.active_holds), (1, 1));
-    fx.done().await;
-}
-
-pub async fn moves_out_of_order_are_refused(arb: Arc<dyn SeatArbiter>) {
-    let fx = Fixture::small(arb).await;
-    let h = fx.named(BuyerId::random(), &[0]).await.expect("hold");
-    assert_eq!(fx.arb.mark_sold(h.hold).await, Err(E::WrongState(S::Held)), "no sale without checkout");
-    assert_eq!(fx.arb.mark_uncertain(h.hold).await, Err(E::WrongState(S::Held)));
-    fx.arb.release(h.hold).await.expect("release");
-    assert_eq!(fx.arb.pin(h.hold, OrderId::random(), DEADLINE, T0).await, Err(E::WrongState(S::Released)));
-    fx.done().await;
-}
-
-pub async fn retried_moves_answer_with_the_hold_as_it_is(arb: Arc<dyn SeatArbiter>) {
-    let fx = Fixture::small(arb).await;
-    let h = fx.named(BuyerId::random(), &[0]).await.expect("hold");
-    let order = OrderId::random();
-    let first = fx.arb.pin(h.hold, order, DEADLINE, T0).await.expect("pin");
-    assert_eq!(fx.arb.pin(h.hold, order, DEADLINE.plus_millis(5), T0).await, Ok(first.clone()));
-    assert_eq!(fx.arb.pin(h.hold, OrderId::random(), DEADLINE, T0).await, Err(E::WrongState(S::CheckingOut)));
-    fx.arb.mark_uncertain(h.hold).await.expect("uncertain");
-    assert_eq!(fx.arb.mark_uncertain(h.hold).await.map(|v| v.state), Ok(S::PaymentPending));
-    fx.arb.mark_sold(h.hold).await.expect("sold");
-    assert_eq!(fx.arb.mark_sold(h.hold).await.map(|v| v.state), Ok(S::Sold));
-    assert_eq!(fx.arb.counts(fx.event).await.map(|c| c.sold), Ok(1), "sold once");
-    let again = fx.arb.hold(&boxoffice_engine::ports::HoldRequest { hold: h.hold, ..fx.request(h.buyer, h_choice()) }, T0).await;
-    assert_eq!(again.map(|v| v.hold), Ok(h.hold), "a retried hold request answers with its hold");
-    fx.done().await;
-}
-
-fn h_choice() -> boxoffice_engine::ports::SeatChoice {
-    boxoffice_engine::ports::SeatChoice::Named(vec![0])
 }

@@ -1,0 +1,70 @@
+//! `MemoryIdempotency` against the shared suite, plus its own memory bound.
+
+use std::sync::Arc;
+
+use boxoffice_domain::Millis;
+use boxoffice_engine::ports::{Begin, IdempotencyStore, StoredResponse};
+use boxoffice_store_memory::MemoryIdempotency;
+
+boxoffice_testkit::idempotency_conformance!(async {
+    Arc::new(MemoryIdempotency::new()) as Arc<dyn IdempotencyStore>
+});
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+#[tokio::test]
+async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
+    let store = MemoryIdempotency::new();
+    let (t0, fp) = (Millis(1_000), [1u8; 32]);
+    assert_eq!(
+        store.begin("s", "k", &fp, t0, 30_000).await,
+        Ok(Begin::Proceed)
+    );
+    let resp = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    store.finish("s", "k", &resp).await.expect("finish");
+    let almost = t0.plus_millis(DAY_MS - 1);
+    assert_eq!(
+        store.begin("s", "k", &fp, almost, 30_000).await,
+        Ok(Begin::Replay(resp))
+    );
+    // A day on, the key is new again (and a different request may use it).
+    assert_eq!(
+        store
+            .begin("s", "k", &[2u8; 32], t0.plus_millis(DAY_MS), 30_000)
+            .await,
+        Ok(Begin::Proceed)
+    );
+}
+
+#[tokio::test]
+async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
+    let store = MemoryIdempotency::new();
+    let fp = [1u8; 32];
+    assert_eq!(
+        store.begin("s", "k", &fp, Millis(0), 10).await,
+        Ok(Begin::Proceed)
+    );
+    store.abandon("s", "k").await.expect("abandon");
+    let later = Millis(DAY_MS / 2);
+    assert_eq!(
+        store.begin("s", "k", &fp, later, 10).await,
+        Ok(Begin::Proceed)
+    );
+    store
+        .finish(
+            "s",
+            "k",
+            &StoredResponse {
+                status: 200,
+                body: vec![],
+            },
+        )
+        .await
+        .expect("finish");
+    // The first claim's day is over; the second claim's is not.
+    let replay = store.begin("s", "k", &fp, Millis(DAY_MS), 10).await;
+    assert!(matches!(replay, Ok(Begin::Replay(_))), "{replay:?}");
+}

@@ -1,0 +1,166 @@
+//! Cases: sale, release, out-of-order and retried moves of a hold.
+
+use std::sync::Arc;
+
+use boxoffice_domain::{BuyerId, HoldState as S, OrderId};
+use boxoffice_engine::ports::{ArbiterError as E, SeatArbiter};
+
+use super::fixtures::*;
+
+pub async fn a_sold_hold_keeps_its_seats_for_good(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[5, 6]).await.expect("hold");
+    fx.arb
+        .pin(h.hold, OrderId::random(), DEADLINE, T0)
+        .await
+        .expect("pin");
+    assert_eq!(fx.arb.mark_sold(h.hold).await.map(|v| v.state), Ok(S::Sold));
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE.plus_millis(3_600_000), 100)
+            .await,
+        Ok(vec![])
+    );
+    assert_eq!(fx.arb.release(h.hold).await, Err(E::WrongState(S::Sold)));
+    assert_eq!(fx.free(&[5, 6]).await, vec![false, false]);
+    let later = fx.request(
+        BuyerId::random(),
+        boxoffice_engine::ports::SeatChoice::Named(vec![5]),
+    );
+    assert_eq!(
+        fx.arb.hold(&later, DEADLINE.plus_millis(3_600_000)).await,
+        Err(E::SeatUnavailable(5))
+    );
+    assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![5, 6]));
+    fx.done().await;
+}
+
+pub async fn an_uncertain_payment_keeps_the_pin_and_can_still_sell(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[7]).await.expect("hold");
+    let pinned = DEADLINE.plus_millis(60_000);
+    fx.arb
+        .pin(h.hold, OrderId::random(), pinned, T0)
+        .await
+        .expect("pin");
+    assert_eq!(
+        fx.arb
+            .mark_uncertain(h.hold)
+            .await
+            .map(|v| (v.state, v.expires_at)),
+        Ok((S::PaymentPending, pinned))
+    );
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, pinned.plus_millis(-1), 100)
+            .await,
+        Ok(vec![])
+    );
+    assert_eq!(fx.arb.mark_sold(h.hold).await.map(|v| v.state), Ok(S::Sold));
+    fx.done().await;
+}
+
+pub async fn releasing_returns_the_seats_and_a_second_release_changes_nothing(
+    arb: Arc<dyn SeatArbiter>,
+) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[2, 3]).await.expect("hold");
+    assert_eq!(
+        fx.arb.release(h.hold).await.map(|v| v.state),
+        Ok(S::Released)
+    );
+    assert_eq!(fx.free(&[2, 3]).await, vec![true, true]);
+    let next = fx
+        .named(BuyerId::random(), &[2])
+        .await
+        .expect("someone else takes seat 2");
+    assert_eq!(
+        fx.arb.release(h.hold).await.map(|v| v.state),
+        Ok(S::Released)
+    );
+    assert_eq!(
+        fx.free(&[2, 3]).await,
+        vec![false, true],
+        "the second release must not free seat 2 again"
+    );
+    assert_eq!(
+        fx.arb.get(next.hold).await.map(|v| v.map(|v| v.state)),
+        Ok(Some(S::Held))
+    );
+    assert_eq!(
+        fx.arb
+            .expire_due(fx.event, DEADLINE.plus_millis(-1), 100)
+            .await,
+        Ok(vec![])
+    );
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.held, c.active_holds), (1, 1));
+    fx.done().await;
+}
+
+pub async fn moves_out_of_order_are_refused(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[0]).await.expect("hold");
+    assert_eq!(
+        fx.arb.mark_sold(h.hold).await,
+        Err(E::WrongState(S::Held)),
+        "no sale without checkout"
+    );
+    assert_eq!(
+        fx.arb.mark_uncertain(h.hold).await,
+        Err(E::WrongState(S::Held))
+    );
+    fx.arb.release(h.hold).await.expect("release");
+    assert_eq!(
+        fx.arb.pin(h.hold, OrderId::random(), DEADLINE, T0).await,
+        Err(E::WrongState(S::Released))
+    );
+    fx.done().await;
+}
+
+pub async fn retried_moves_answer_with_the_hold_as_it_is(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[0]).await.expect("hold");
+    let order = OrderId::random();
+    let first = fx.arb.pin(h.hold, order, DEADLINE, T0).await.expect("pin");
+    assert_eq!(
+        fx.arb.pin(h.hold, order, DEADLINE.plus_millis(5), T0).await,
+        Ok(first.clone())
+    );
+    assert_eq!(
+        fx.arb.pin(h.hold, OrderId::random(), DEADLINE, T0).await,
+        Err(E::WrongState(S::CheckingOut))
+    );
+    fx.arb.mark_uncertain(h.hold).await.expect("uncertain");
+    assert_eq!(
+        fx.arb.mark_uncertain(h.hold).await.map(|v| v.state),
+        Ok(S::PaymentPending)
+    );
+    fx.arb.mark_sold(h.hold).await.expect("sold");
+    assert_eq!(fx.arb.mark_sold(h.hold).await.map(|v| v.state), Ok(S::Sold));
+    assert_eq!(
+        fx.arb.counts(fx.event).await.map(|c| c.sold),
+        Ok(1),
+        "sold once"
+    );
+    let again = fx
+        .arb
+        .hold(
+            &boxoffice_engine::ports::HoldRequest {
+                hold: h.hold,
+                ..fx.request(h.buyer, h_choice())
+            },
+            T0,
+        )
+        .await;
+    assert_eq!(
+        again.map(|v| v.hold),
+        Ok(h.hold),
+        "a retried hold request answers with its hold"
+    );
+    fx.done().await;
+}
+
+fn h_choice() -> boxoffice_engine::ports::SeatChoice {
+    boxoffice_engine::ports::SeatChoice::Named(vec![0])
+}
