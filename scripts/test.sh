@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The test command: builds and runs every test of the workspace, backend suites
+# included. Under CI (CI=true) a missing PostgreSQL or Redis is a failure, never a skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_services() {
+  local missing=()
+  if command -v pg_isready >/dev/null 2>&1; then
+    pg_isready -q -h 127.0.0.1 -p 5432 || missing+=("PostgreSQL on 127.0.0.1:5432")
+  else
+    missing+=("PostgreSQL client tools (pg_isready)")
+  fi
+  if command -v redis-cli >/dev/null 2>&1; then
+    [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = "PONG" ] || missing+=("Redis on 127.0.0.1:6379")
+  else
+    missing+=("redis-cli")
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    printf 'missing: %s\n' "${missing[@]}" >&2
+    return 1
+  fi
+}
+
+if ! need_services; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "CI needs PostgreSQL and Redis running; refusing to skip the backend suites" >&2
+    exit 1
+  fi
+  echo "warning: backend services missing; suites that need them will fail" >&2
+fi
+
+cargo test --workspace --all-targets "$@"
