@@ -97,7 +97,7 @@ impl Application {
         let workers = spawn_workers(&self.state.engine, &self.config, stop_rx);
         self.state.ready.store(true, Ordering::Release);
         let router = boxoffice_http::app(self.state);
-        axum::serve(self.listener, router).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
+        axum::serve(self.listener, router.into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
         let _ = stop_tx.send(true);
         for w in workers {
             let _ = tokio::time::timeout(Duration::from_secs(10), w).await;
