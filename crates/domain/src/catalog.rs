@@ -59,7 +59,12 @@ pub struct SaleSettings {
 
 impl Default for SaleSettings {
     fn default() -> Self {
-        SaleSettings { max_tickets_per_buyer: 4, hold_ttl_s: 480, payment_grace_s: 120, admission_rate_per_s: 500 }
+        SaleSettings {
+            max_tickets_per_buyer: 4,
+            hold_ttl_s: 480,
+            payment_grace_s: 120,
+            admission_rate_per_s: 500,
+        }
     }
 }
 
@@ -146,12 +151,24 @@ fn invalid<T>(msg: impl Into<String>) -> Result<T, CatalogError> {
 }
 
 fn check_key(what: &str, key: &str) -> Result<(), CatalogError> {
-    let ok = !key.is_empty() && key.len() <= 24 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    if ok { Ok(()) } else { invalid(format!("{what} key {key:?} must be 1-24 letters, digits or _")) }
+    let ok = !key.is_empty()
+        && key.len() <= 24
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        invalid(format!(
+            "{what} key {key:?} must be 1-24 letters, digits or _"
+        ))
+    }
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), CatalogError> {
-    if name.trim().is_empty() || name.len() > 200 { invalid(format!("{what} name must be 1-200 characters")) } else { Ok(()) }
+    if name.trim().is_empty() || name.len() > 200 {
+        invalid(format!("{what} name must be 1-200 characters"))
+    } else {
+        Ok(())
+    }
 }
 
 impl EventSpec {
@@ -159,7 +176,12 @@ impl EventSpec {
     /// then row order (front rows better), then distance from the row's centre.
     pub fn build(&self, id: EventId, created_at: Millis) -> Result<Event, CatalogError> {
         self.check_header()?;
-        let tier_of: HashMap<&str, u16> = self.tiers.iter().enumerate().map(|(i, t)| (t.key.as_str(), i as u16)).collect();
+        let tier_of: HashMap<&str, u16> = self
+            .tiers
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.key.as_str(), i as u16))
+            .collect();
         let mut sections = Vec::with_capacity(self.sections.len());
         let mut seats: Vec<Seat> = Vec::new();
         for (si, spec) in self.sections.iter().enumerate() {
@@ -168,7 +190,9 @@ impl EventSpec {
             }
             sections.push(lay_out_section(spec, si as u16, &tier_of, &mut seats)?);
             if seats.len() > MAX_SEATS_PER_EVENT {
-                return invalid(format!("an event may have at most {MAX_SEATS_PER_EVENT} seats"));
+                return invalid(format!(
+                    "an event may have at most {MAX_SEATS_PER_EVENT} seats"
+                ));
             }
         }
         if seats.is_empty() {
@@ -199,7 +223,10 @@ impl EventSpec {
             check_key("tier", &t.key)?;
             check_name("tier", &t.name)?;
             if t.price.0 < 0 || t.price.0 > 100_000_000 {
-                return invalid(format!("tier {:?} price must be 0-100000000 minor units", t.key));
+                return invalid(format!(
+                    "tier {:?} price must be 0-100000000 minor units",
+                    t.key
+                ));
             }
             if self.tiers[..i].iter().any(|o| o.key == t.key) {
                 return invalid(format!("tier key {:?} is used twice", t.key));
@@ -210,7 +237,9 @@ impl EventSpec {
         }
         let s = &self.sale;
         if s.max_tickets_per_buyer == 0 || s.max_tickets_per_buyer > MAX_TICKETS_PER_BUYER {
-            return invalid(format!("max_tickets_per_buyer must be 1-{MAX_TICKETS_PER_BUYER}"));
+            return invalid(format!(
+                "max_tickets_per_buyer must be 1-{MAX_TICKETS_PER_BUYER}"
+            ));
         }
         if !(10..=3600).contains(&s.hold_ttl_s) {
             return invalid("hold_ttl_s must be 10-3600");
@@ -233,26 +262,63 @@ fn lay_out_section(
 ) -> Result<Section, CatalogError> {
     check_key("section", &spec.key)?;
     check_name("section", &spec.name)?;
-    let tier_index = |key: &str| tier_of.get(key).copied().ok_or_else(|| CatalogError::Invalid(format!("unknown tier {key:?}")));
+    let tier_index = |key: &str| {
+        tier_of
+            .get(key)
+            .copied()
+            .ok_or_else(|| CatalogError::Invalid(format!("unknown tier {key:?}")))
+    };
     let section_tier = tier_index(&spec.tier)?;
     let first_seat = seats.len() as SeatIndex;
     let base_rank = spec.quality.min(1_000) * 1_000_000;
     let (kind, rows) = match (spec.ga_capacity, spec.rows.is_empty()) {
         (Some(cap), true) => {
             if cap == 0 || cap as usize > MAX_SEATS_PER_EVENT {
-                return invalid(format!("section {:?}: ga_capacity must be 1-{MAX_SEATS_PER_EVENT}", spec.key));
+                return invalid(format!(
+                    "section {:?}: ga_capacity must be 1-{MAX_SEATS_PER_EVENT}",
+                    spec.key
+                ));
             }
             for n in 1..=cap {
                 let label = format!("{}-GA-{n:06}", spec.key);
-                seats.push(Seat { label, section: index, row: 0, number: n, rank: base_rank, tier: section_tier });
+                seats.push(Seat {
+                    label,
+                    section: index,
+                    row: 0,
+                    number: n,
+                    rank: base_rank,
+                    tier: section_tier,
+                });
             }
-            (SectionKind::GeneralAdmission, vec![Row { label: "GA".into(), first_seat, len: cap }])
+            (
+                SectionKind::GeneralAdmission,
+                vec![Row {
+                    label: "GA".into(),
+                    first_seat,
+                    len: cap,
+                }],
+            )
         }
-        (None, false) => (SectionKind::Seated, lay_out_rows(spec, index, base_rank, section_tier, &tier_index, seats)?),
-        _ => return invalid(format!("section {:?} needs either rows or ga_capacity, not both", spec.key)),
+        (None, false) => (
+            SectionKind::Seated,
+            lay_out_rows(spec, index, base_rank, section_tier, &tier_index, seats)?,
+        ),
+        _ => {
+            return invalid(format!(
+                "section {:?} needs either rows or ga_capacity, not both",
+                spec.key
+            ));
+        }
     };
     let len = seats.len() as u32 - first_seat;
-    Ok(Section { key: spec.key.clone(), name: spec.name.trim().to_string(), kind, rows, first_seat, len })
+    Ok(Section {
+        key: spec.key.clone(),
+        name: spec.name.trim().to_string(),
+        kind,
+        rows,
+        first_seat,
+        len,
+    })
 }
 
 fn lay_out_rows(
@@ -270,10 +336,16 @@ fn lay_out_rows(
     for (ri, row) in spec.rows.iter().enumerate() {
         check_key("row", &row.label)?;
         if rows.iter().any(|r: &Row| r.label == row.label) {
-            return invalid(format!("section {:?}: row {:?} is used twice", spec.key, row.label));
+            return invalid(format!(
+                "section {:?}: row {:?} is used twice",
+                spec.key, row.label
+            ));
         }
         if row.seats == 0 || row.seats > 999 {
-            return invalid(format!("section {:?} row {:?}: seats must be 1-999", spec.key, row.label));
+            return invalid(format!(
+                "section {:?} row {:?}: seats must be 1-999",
+                spec.key, row.label
+            ));
         }
         let tier = match &row.tier {
             Some(t) => tier_index(t)?,
@@ -285,9 +357,20 @@ fn lay_out_rows(
             let off_centre = (2 * n).abs_diff(centre2);
             let rank = base_rank + ri as u32 * 1_000 + off_centre;
             let label = format!("{}-{}-{}", spec.key, row.label, n);
-            seats.push(Seat { label, section: index, row: ri as u16, number: n, rank, tier });
+            seats.push(Seat {
+                label,
+                section: index,
+                row: ri as u16,
+                number: n,
+                rank,
+                tier,
+            });
         }
-        rows.push(Row { label: row.label.clone(), first_seat, len: row.seats });
+        rows.push(Row {
+            label: row.label.clone(),
+            first_seat,
+            len: row.seats,
+        });
     }
     Ok(rows)
 }
@@ -302,12 +385,19 @@ impl Event {
     }
 
     pub fn section_index(&self, key: &str) -> Option<u16> {
-        self.sections.iter().position(|s| s.key == key).map(|i| i as u16)
+        self.sections
+            .iter()
+            .position(|s| s.key == key)
+            .map(|i| i as u16)
     }
 
     /// A label → index map; built once per event by whoever needs lookups.
     pub fn seat_lookup(&self) -> HashMap<String, SeatIndex> {
-        self.seats.iter().enumerate().map(|(i, s)| (s.label.clone(), i as SeatIndex)).collect()
+        self.seats
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.label.clone(), i as SeatIndex))
+            .collect()
     }
 }
 

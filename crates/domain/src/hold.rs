@@ -58,7 +58,10 @@ impl HoldState {
 
     /// Whether the hold still keeps its seats away from other buyers.
     pub fn is_live(self) -> bool {
-        matches!(self, HoldState::Held | HoldState::CheckingOut | HoldState::PaymentPending)
+        matches!(
+            self,
+            HoldState::Held | HoldState::CheckingOut | HoldState::PaymentPending
+        )
     }
 
     pub fn is_final(self) -> bool {

@@ -37,7 +37,9 @@ pub type SeatIndex = u32;
 
 macro_rules! uuid_id {
     ($name:ident, $what:literal) => {
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(
+            Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
         #[serde(transparent)]
         pub struct $name(pub Uuid);
 
@@ -75,7 +77,10 @@ pub struct HoldId {
 
 impl HoldId {
     pub fn random(event: EventId) -> Self {
-        HoldId { event, nonce: Uuid::new_v4().as_u128() }
+        HoldId {
+            event,
+            nonce: Uuid::new_v4().as_u128(),
+        }
     }
 }
 

@@ -70,16 +70,30 @@ impl OrderState {
 
     /// Whether the order owns sold seats in the ledger.
     pub fn holds_seats(self) -> bool {
-        matches!(self, OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed)
+        matches!(
+            self,
+            OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed
+        )
     }
 
     pub fn is_final(self) -> bool {
-        matches!(self, OrderState::Confirmed | OrderState::Declined | OrderState::Lost | OrderState::Voided | OrderState::Refunded)
+        matches!(
+            self,
+            OrderState::Confirmed
+                | OrderState::Declined
+                | OrderState::Lost
+                | OrderState::Voided
+                | OrderState::Refunded
+        )
     }
 
     /// States the recovery sweep must drive forward.
-    pub const UNFINISHED: [OrderState; 4] =
-        [OrderState::PendingPayment, OrderState::Authorized, OrderState::Committed, OrderState::PendingCapture];
+    pub const UNFINISHED: [OrderState; 4] = [
+        OrderState::PendingPayment,
+        OrderState::Authorized,
+        OrderState::Committed,
+        OrderState::PendingCapture,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -158,6 +172,10 @@ mod tests {
     }
 
     fn serde_json_name(s: OrderState) -> String {
-        serde_json::to_value(s).unwrap().as_str().unwrap().to_string()
+        serde_json::to_value(s)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 }

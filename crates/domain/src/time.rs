@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since 1970-01-01T00:00:00Z.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(transparent)]
 pub struct Millis(pub i64);
 

@@ -85,10 +85,15 @@ impl KeyRing {
         let sig = B64.decode(sig).map_err(|_| TokenError::Malformed)?;
         let json = B64.decode(body).map_err(|_| TokenError::Malformed)?;
         let claims: Claims = serde_json::from_slice(&json).map_err(|_| TokenError::Malformed)?;
-        let (_, secret) = self.keys.iter().find(|(k, _)| *k == claims.kid).ok_or(TokenError::UnknownKey)?;
+        let (_, secret) = self
+            .keys
+            .iter()
+            .find(|(k, _)| *k == claims.kid)
+            .ok_or(TokenError::UnknownKey)?;
         let mut mac = HmacSha256::new_from_slice(secret).expect("hmac takes any key length");
         mac.update(body.as_bytes());
-        mac.verify_slice(&sig).map_err(|_| TokenError::BadSignature)?;
+        mac.verify_slice(&sig)
+            .map_err(|_| TokenError::BadSignature)?;
         if claims.kind != kind {
             return Err(TokenError::WrongKind(kind));
         }
@@ -99,7 +104,13 @@ impl KeyRing {
     }
 
     /// Like `verify`, and the token must be scoped to `event`.
-    pub fn verify_for_event(&self, token: &str, kind: TokenKind, event: EventId, now: Millis) -> Result<Claims, TokenError> {
+    pub fn verify_for_event(
+        &self,
+        token: &str,
+        kind: TokenKind,
+        event: EventId,
+        now: Millis,
+    ) -> Result<Claims, TokenError> {
         let claims = self.verify(token, kind, now)?;
         if claims.event != Some(event) {
             return Err(TokenError::WrongEvent);
@@ -117,36 +128,69 @@ mod tests {
     }
 
     fn claims(kind: TokenKind) -> Claims {
-        Claims { kind, kid: String::new(), buyer: BuyerId::random(), sid: "s1".into(), event: Some(EventId(7)), position: Some(3), exp: Millis(10_000) }
+        Claims {
+            kind,
+            kid: String::new(),
+            buyer: BuyerId::random(),
+            sid: "s1".into(),
+            event: Some(EventId(7)),
+            position: Some(3),
+            exp: Millis(10_000),
+        }
     }
 
     #[test]
     fn a_signed_token_verifies_until_it_expires() {
         let r = ring("k1", 1);
         let t = r.sign(claims(TokenKind::Admission));
-        assert!(r.verify_for_event(&t, TokenKind::Admission, EventId(7), Millis(9_999)).is_ok());
-        assert_eq!(r.verify(&t, TokenKind::Admission, Millis(10_000)), Err(TokenError::Expired));
+        assert!(
+            r.verify_for_event(&t, TokenKind::Admission, EventId(7), Millis(9_999))
+                .is_ok()
+        );
+        assert_eq!(
+            r.verify(&t, TokenKind::Admission, Millis(10_000)),
+            Err(TokenError::Expired)
+        );
     }
 
     #[test]
     fn forged_other_kind_and_other_event_tokens_are_refused() {
         let r = ring("k1", 1);
         let t = r.sign(claims(TokenKind::QueueTicket));
-        assert_eq!(r.verify(&t, TokenKind::Admission, Millis(0)), Err(TokenError::WrongKind(TokenKind::Admission)));
-        assert_eq!(r.verify_for_event(&t, TokenKind::QueueTicket, EventId(8), Millis(0)), Err(TokenError::WrongEvent));
+        assert_eq!(
+            r.verify(&t, TokenKind::Admission, Millis(0)),
+            Err(TokenError::WrongKind(TokenKind::Admission))
+        );
+        assert_eq!(
+            r.verify_for_event(&t, TokenKind::QueueTicket, EventId(8), Millis(0)),
+            Err(TokenError::WrongEvent)
+        );
         let forged = ring("k1", 2).sign(claims(TokenKind::QueueTicket));
-        assert_eq!(r.verify(&forged, TokenKind::QueueTicket, Millis(0)), Err(TokenError::BadSignature));
+        assert_eq!(
+            r.verify(&forged, TokenKind::QueueTicket, Millis(0)),
+            Err(TokenError::BadSignature)
+        );
         let (body, _) = t.split_once('.').unwrap();
-        assert_eq!(r.verify(&format!("{body}.AAAA"), TokenKind::QueueTicket, Millis(0)), Err(TokenError::BadSignature));
-        assert_eq!(r.verify("garbage", TokenKind::QueueTicket, Millis(0)), Err(TokenError::Malformed));
+        assert_eq!(
+            r.verify(&format!("{body}.AAAA"), TokenKind::QueueTicket, Millis(0)),
+            Err(TokenError::BadSignature)
+        );
+        assert_eq!(
+            r.verify("garbage", TokenKind::QueueTicket, Millis(0)),
+            Err(TokenError::Malformed)
+        );
     }
 
     #[test]
     fn rotated_keys_keep_old_tokens_valid_while_listed() {
         let old = ring("k1", 1);
         let t = old.sign(claims(TokenKind::Buyer));
-        let rotated = KeyRing::new(vec![("k2".into(), vec![2; 32]), ("k1".into(), vec![1; 32])]).unwrap();
+        let rotated =
+            KeyRing::new(vec![("k2".into(), vec![2; 32]), ("k1".into(), vec![1; 32])]).unwrap();
         assert!(rotated.verify(&t, TokenKind::Buyer, Millis(0)).is_ok());
-        assert_eq!(ring("k2", 2).verify(&t, TokenKind::Buyer, Millis(0)), Err(TokenError::UnknownKey));
+        assert_eq!(
+            ring("k2", 2).verify(&t, TokenKind::Buyer, Millis(0)),
+            Err(TokenError::UnknownKey)
+        );
     }
 }

@@ -34,7 +34,9 @@ impl Engine {
             return Ok(false);
         }
         let rate = entry.event.sale.admission_rate_per_s as u64;
-        let batch = (rate * self.config.admission_interval_ms).div_ceil(1000).max(1);
+        let batch = (rate * self.config.admission_interval_ms)
+            .div_ceil(1000)
+            .max(1);
         let to = state.serving_up_to.saturating_add(batch);
         let after = self.ports.queue.advance(event, to, now).await?;
         Ok(after.serving_up_to > state.serving_up_to)

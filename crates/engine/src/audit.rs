@@ -39,37 +39,75 @@ impl AuditReport {
 impl Engine {
     pub async fn audit(&self) -> Result<AuditReport, EngineError> {
         let facts = self.ports.ledger.audit_facts().await?;
-        let mut r = AuditReport { events: facts.events.len(), orders: facts.orders.len(), ..Default::default() };
+        let mut r = AuditReport {
+            events: facts.events.len(),
+            orders: facts.orders.len(),
+            ..Default::default()
+        };
         for e in &facts.events {
             r.seats_sold += e.sold as u64;
             if e.sold > e.capacity {
-                r.flag("P1", format!("event {} sold {} of {} seats", e.event, e.sold, e.capacity));
+                r.flag(
+                    "P1",
+                    format!("event {} sold {} of {} seats", e.event, e.sold, e.capacity),
+                );
             }
             for seat in &e.unknown_seats {
-                r.flag("P1", format!("event {} sold seat {seat}, which is not in its catalog", e.event));
+                r.flag(
+                    "P1",
+                    format!(
+                        "event {} sold seat {seat}, which is not in its catalog",
+                        e.event
+                    ),
+                );
             }
         }
         for (event, seat) in &facts.sold_without_order {
-            r.flag("P2", format!("event {event} seat {seat} is sold but its order does not own it"));
+            r.flag(
+                "P2",
+                format!("event {event} seat {seat} is sold but its order does not own it"),
+            );
         }
         for o in &facts.orders_missing_seats {
-            r.flag("P2", format!("order {o} owns seats the ledger has not sold to it"));
+            r.flag(
+                "P2",
+                format!("order {o} owns seats the ledger has not sold to it"),
+            );
         }
         for o in &facts.seats_of_unsold_orders {
-            r.flag("P2", format!("order {o} has sold seats but did not buy them"));
+            r.flag(
+                "P2",
+                format!("order {o} has sold seats but did not buy them"),
+            );
         }
         for (event, buyer, n) in &facts.buyers_over_limit {
-            r.flag("P6", format!("buyer {buyer} has {n} tickets for event {event}, over the limit"));
+            r.flag(
+                "P6",
+                format!("buyer {buyer} has {n} tickets for event {event}, over the limit"),
+            );
         }
-        r.orders_in_flight = facts.orders.iter().filter(|(_, s, _)| !s.is_final()).count();
+        r.orders_in_flight = facts
+            .orders
+            .iter()
+            .filter(|(_, s, _)| !s.is_final())
+            .count();
         self.reconcile_payments(&facts.orders, &mut r).await?;
         Ok(r)
     }
 
     /// Every charge or authorization the provider knows must match an order state:
     /// captured ⇔ seats sold; an order that ended without seats has no open funds.
-    async fn reconcile_payments(&self, orders: &[(boxoffice_domain::OrderId, OrderState, Option<String>)], r: &mut AuditReport) -> Result<(), EngineError> {
-        let provider = self.ports.payments.all_payments().await.map_err(|e| EngineError::Unavailable(e.to_string()))?;
+    async fn reconcile_payments(
+        &self,
+        orders: &[(boxoffice_domain::OrderId, OrderState, Option<String>)],
+        r: &mut AuditReport,
+    ) -> Result<(), EngineError> {
+        let provider = self
+            .ports
+            .payments
+            .all_payments()
+            .await
+            .map_err(|e| EngineError::Unavailable(e.to_string()))?;
         r.provider_payments = provider.len();
         let states: HashMap<_, _> = orders.iter().map(|(id, s, _)| (*id, *s)).collect();
         let mut captured = HashMap::new();
@@ -78,17 +116,37 @@ impl Engine {
             captured.insert(p.order, p.state == ProviderState::Captured);
             match (p.state, ours) {
                 (ProviderState::Captured, Some(s)) if s.holds_seats() => {}
-                (ProviderState::Captured, s) => r.flag("P2", format!("order {} was charged but has no ticket (ledger: {s:?})", p.order)),
-                (ProviderState::Authorized, Some(s)) if s.is_final() && !s.holds_seats() => {
-                    r.flag("P2", format!("order {} ended {} but its authorization is still open", p.order, s.as_str()))
-                }
-                (ProviderState::Authorized, None) => r.flag("P2", format!("the provider authorized {} which the ledger never recorded", p.order)),
+                (ProviderState::Captured, s) => r.flag(
+                    "P2",
+                    format!(
+                        "order {} was charged but has no ticket (ledger: {s:?})",
+                        p.order
+                    ),
+                ),
+                (ProviderState::Authorized, Some(s)) if s.is_final() && !s.holds_seats() => r.flag(
+                    "P2",
+                    format!(
+                        "order {} ended {} but its authorization is still open",
+                        p.order,
+                        s.as_str()
+                    ),
+                ),
+                (ProviderState::Authorized, None) => r.flag(
+                    "P2",
+                    format!(
+                        "the provider authorized {} which the ledger never recorded",
+                        p.order
+                    ),
+                ),
                 _ => {}
             }
         }
         for (id, state, _) in orders {
             if *state == OrderState::Confirmed && !captured.get(id).copied().unwrap_or(false) {
-                r.flag("P2", format!("order {id} is confirmed but the provider holds no capture for it"));
+                r.flag(
+                    "P2",
+                    format!("order {id} is confirmed but the provider holds no capture for it"),
+                );
             }
         }
         Ok(())

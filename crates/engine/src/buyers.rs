@@ -34,6 +34,9 @@ impl Engine {
 
     pub fn authenticate(&self, token: &str) -> Result<BuyerSession, EngineError> {
         let claims = self.keys.verify(token, TokenKind::Buyer, self.now())?;
-        Ok(BuyerSession { buyer: claims.buyer, session: claims.sid })
+        Ok(BuyerSession {
+            buyer: claims.buyer,
+            session: claims.sid,
+        })
     }
 }

@@ -31,9 +31,20 @@ impl EventEntry {
                 .seats
                 .iter()
                 .enumerate()
-                .map(|(i, s)| LayoutSeat { section: s.section, row: s.row, rank: s.rank, price: e.price_of(i as SeatIndex) })
+                .map(|(i, s)| LayoutSeat {
+                    section: s.section,
+                    row: s.row,
+                    rank: s.rank,
+                    price: e.price_of(i as SeatIndex),
+                })
                 .collect(),
-            sections: e.sections.iter().map(|s| LayoutSection { seated: s.kind == SectionKind::Seated }).collect(),
+            sections: e
+                .sections
+                .iter()
+                .map(|s| LayoutSection {
+                    seated: s.kind == SectionKind::Seated,
+                })
+                .collect(),
         }
     }
 }
@@ -46,7 +57,8 @@ pub(crate) struct CatalogCache {
 impl Engine {
     pub async fn create_event(&self, spec: &EventSpec) -> Result<Arc<EventEntry>, EngineError> {
         // Validate before touching the ledger so bad input changes nothing.
-        spec.build(EventId(1), self.now()).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        spec.build(EventId(1), self.now())
+            .map_err(|e| EngineError::Invalid(e.to_string()))?;
         let event = self.ports.ledger.create_event(spec, self.now()).await?;
         Ok(self.cache(event))
     }
@@ -56,13 +68,21 @@ impl Engine {
         if let Some(e) = self.catalog.events.read().get(&id) {
             return Ok(e.clone());
         }
-        let event = self.ports.ledger.event(id).await?.ok_or(EngineError::NotFound("event"))?;
+        let event = self
+            .ports
+            .ledger
+            .event(id)
+            .await?
+            .ok_or(EngineError::NotFound("event"))?;
         Ok(self.cache(event))
     }
 
     fn cache(&self, event: Event) -> Arc<EventEntry> {
         let entry = Arc::new(EventEntry::new(event));
-        self.catalog.events.write().insert(entry.event.id, entry.clone());
+        self.catalog
+            .events
+            .write()
+            .insert(entry.event.id, entry.clone());
         entry
     }
 
@@ -80,11 +100,18 @@ impl Engine {
         self.set_status(entry, SaleStatus::Closed).await
     }
 
-    async fn set_status(&self, entry: Arc<EventEntry>, status: SaleStatus) -> Result<Arc<EventEntry>, EngineError> {
+    async fn set_status(
+        &self,
+        entry: Arc<EventEntry>,
+        status: SaleStatus,
+    ) -> Result<Arc<EventEntry>, EngineError> {
         if entry.event.status == status {
             return Ok(entry);
         }
-        self.ports.ledger.set_sale_status(entry.event.id, status).await?;
+        self.ports
+            .ledger
+            .set_sale_status(entry.event.id, status)
+            .await?;
         let mut event = entry.event.clone();
         event.status = status;
         Ok(self.cache(event))
@@ -97,7 +124,9 @@ impl Engine {
         let sold = self.ports.ledger.sold_seats(id).await?;
         let mut seats = Vec::with_capacity(sold.len());
         for (label, buyer) in sold {
-            let seat = *entry.seat_index.get(&label).ok_or_else(|| EngineError::Internal(format!("sold seat {label} is not in event {id}")))?;
+            let seat = *entry.seat_index.get(&label).ok_or_else(|| {
+                EngineError::Internal(format!("sold seat {label} is not in event {id}"))
+            })?;
             seats.push(SoldSeat { seat, buyer });
         }
         self.ports.arbiter.load(&entry.layout(), &seats).await?;
@@ -107,7 +136,11 @@ impl Engine {
 
     /// At start-up: every open event is rebuilt in the hot store.
     pub async fn load_open_events(&self) -> Result<usize, EngineError> {
-        let open = self.ports.ledger.events_with_status(SaleStatus::Open).await?;
+        let open = self
+            .ports
+            .ledger
+            .events_with_status(SaleStatus::Open)
+            .await?;
         for id in &open {
             if !self.ports.arbiter.is_loaded(*id).await? {
                 self.rebuild(*id).await?;
@@ -117,7 +150,11 @@ impl Engine {
     }
 
     pub async fn open_events(&self) -> Result<Vec<EventId>, EngineError> {
-        Ok(self.ports.ledger.events_with_status(SaleStatus::Open).await?)
+        Ok(self
+            .ports
+            .ledger
+            .events_with_status(SaleStatus::Open)
+            .await?)
     }
 
     pub(crate) fn now(&self) -> boxoffice_domain::Millis {

@@ -3,13 +3,15 @@
 //! a race at any point leaves a state that `recovery` can finish, and nobody is charged
 //! for a seat they did not get.
 
-use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money, OrderEvent, OrderId, OrderState};
+use boxoffice_domain::{
+    EventId, HoldId, HoldState, Millis, Money, OrderEvent, OrderId, OrderState,
+};
 use serde::Serialize;
 
 use crate::buyers::BuyerSession;
 use crate::ports::{
-    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder, LedgerError, Order, OrderSeat,
-    PaymentError,
+    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder,
+    LedgerError, Order, OrderSeat, PaymentError,
 };
 use crate::{Engine, EngineError};
 
@@ -38,7 +40,14 @@ pub struct OrderView {
 impl From<&Order> for OrderView {
     fn from(o: &Order) -> OrderView {
         let tickets = if o.state.holds_seats() {
-            o.seats.iter().map(|s| Ticket { ticket_id: format!("{}:{}", o.id, s.seat_id), seat_id: s.seat_id.clone(), price: s.price }).collect()
+            o.seats
+                .iter()
+                .map(|s| Ticket {
+                    ticket_id: format!("{}:{}", o.id, s.seat_id),
+                    seat_id: s.seat_id.clone(),
+                    price: s.price,
+                })
+                .collect()
         } else {
             Vec::new()
         };
@@ -66,7 +75,12 @@ pub enum CheckoutOutcome {
 }
 
 impl Engine {
-    pub async fn checkout(&self, who: &BuyerSession, hold: HoldId, payment_method: &str) -> Result<CheckoutOutcome, EngineError> {
+    pub async fn checkout(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+        payment_method: &str,
+    ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
         if let Some(order) = self.ports.ledger.order_of_hold(hold).await? {
             return self.owned(who, &order).and_then(|o| outcome_of(&o));
@@ -75,15 +89,27 @@ impl Engine {
         match view.state {
             HoldState::Held => {}
             HoldState::Expired => return Err(EngineError::HoldExpired),
-            HoldState::CheckingOut | HoldState::PaymentPending | HoldState::Sold => return Err(EngineError::CheckoutInProgress),
+            HoldState::CheckingOut | HoldState::PaymentPending | HoldState::Sold => {
+                return Err(EngineError::CheckoutInProgress);
+            }
             HoldState::Released => return Err(EngineError::HoldNotActive(HoldState::Released)),
         }
         let entry = self.event(hold.event).await?;
         let now = self.now();
-        let order = new_order(&view, self.seat_labels(&entry, &view.seats), entry.event.currency.clone(), now);
+        let order = new_order(
+            &view,
+            self.seat_labels(&entry, &view.seats),
+            entry.event.currency.clone(),
+            now,
+        );
         let pinned_until = now.plus_secs(entry.event.sale.payment_grace_s as u64);
         // Pinning is the atomic step that lets exactly one checkout of a hold proceed.
-        match self.ports.arbiter.pin(hold, order.id, pinned_until, now).await {
+        match self
+            .ports
+            .arbiter
+            .pin(hold, order.id, pinned_until, now)
+            .await
+        {
             Ok(_) => {}
             Err(ArbiterError::WrongState(_)) => return Err(EngineError::CheckoutInProgress),
             Err(e) => return Err(e.into()),
@@ -91,28 +117,66 @@ impl Engine {
         if let InsertOrder::Exists(existing) = self.ports.ledger.insert_order(&order).await? {
             return outcome_of(&existing);
         }
-        self.pay(&order, payment_method, entry.event.sale.max_tickets_per_buyer).await
+        self.pay(
+            &order,
+            payment_method,
+            entry.event.sale.max_tickets_per_buyer,
+        )
+        .await
     }
 
-    pub async fn order_for(&self, who: &BuyerSession, id: OrderId) -> Result<OrderView, EngineError> {
-        let order = self.ports.ledger.order(id).await?.ok_or(EngineError::NotFound("order"))?;
+    pub async fn order_for(
+        &self,
+        who: &BuyerSession,
+        id: OrderId,
+    ) -> Result<OrderView, EngineError> {
+        let order = self
+            .ports
+            .ledger
+            .order(id)
+            .await?
+            .ok_or(EngineError::NotFound("order"))?;
         Ok(OrderView::from(&self.owned(who, &order)?))
     }
 
     pub async fn orders_of(&self, who: &BuyerSession) -> Result<Vec<OrderView>, EngineError> {
-        Ok(self.ports.ledger.orders_of_buyer(who.buyer).await?.iter().map(OrderView::from).collect())
+        Ok(self
+            .ports
+            .ledger
+            .orders_of_buyer(who.buyer)
+            .await?
+            .iter()
+            .map(OrderView::from)
+            .collect())
     }
 
     fn owned(&self, who: &BuyerSession, order: &Order) -> Result<Order, EngineError> {
-        if order.buyer == who.buyer { Ok(order.clone()) } else { Err(EngineError::NotFound("order")) }
+        if order.buyer == who.buyer {
+            Ok(order.clone())
+        } else {
+            Err(EngineError::NotFound("order"))
+        }
     }
 
-    async fn pay(&self, order: &Order, payment_method: &str, max_per_buyer: u32) -> Result<CheckoutOutcome, EngineError> {
-        let req = AuthorizeRequest { order: order.id, amount: order.total, currency: order.currency.clone(), payment_method: payment_method.into() };
+    async fn pay(
+        &self,
+        order: &Order,
+        payment_method: &str,
+        max_per_buyer: u32,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        let req = AuthorizeRequest {
+            order: order.id,
+            amount: order.total,
+            currency: order.currency.clone(),
+            payment_method: payment_method.into(),
+        };
         let reference = match self.ports.payments.authorize(&req).await {
             Ok(AuthorizeOutcome::Approved { reference }) => reference,
             Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
-                self.ports.ledger.apply(order.id, OrderEvent::Declined, None, self.now()).await?;
+                self.ports
+                    .ledger
+                    .apply(order.id, OrderEvent::Declined, None, self.now())
+                    .await?;
                 self.release_quietly(order.hold).await;
                 metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);
                 return Err(EngineError::PaymentDeclined(reason));
@@ -125,7 +189,17 @@ impl Engine {
                 return self.current(order.id).await;
             }
         };
-        match self.ports.ledger.apply(order.id, OrderEvent::Authorized, Some(&reference), self.now()).await {
+        match self
+            .ports
+            .ledger
+            .apply(
+                order.id,
+                OrderEvent::Authorized,
+                Some(&reference),
+                self.now(),
+            )
+            .await
+        {
             Ok(_) => {}
             // Recovery voided the order while the provider was slow: undo the authorization.
             Err(LedgerError::Conflict(_)) => {
@@ -134,12 +208,22 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         }
-        self.commit_and_capture(order, &reference, max_per_buyer).await
+        self.commit_and_capture(order, &reference, max_per_buyer)
+            .await
     }
 
     /// The commit point, then capture. Shared by checkout and the recovery sweep.
-    pub(crate) async fn commit_and_capture(&self, order: &Order, reference: &str, max_per_buyer: u32) -> Result<CheckoutOutcome, EngineError> {
-        let commit = Commit { order: order.id, max_per_buyer, now: self.now() };
+    pub(crate) async fn commit_and_capture(
+        &self,
+        order: &Order,
+        reference: &str,
+        max_per_buyer: u32,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        let commit = Commit {
+            order: order.id,
+            max_per_buyer,
+            now: self.now(),
+        };
         match self.ports.ledger.commit(&commit).await? {
             CommitOutcome::Committed => {
                 metrics::counter!("boxoffice_seats_sold_total").increment(order.seats.len() as u64);
@@ -154,14 +238,20 @@ impl Engine {
             }
             CommitOutcome::LimitExceeded => {
                 self.lose(order, reference).await?;
-                return Err(EngineError::LimitExceeded { limit: max_per_buyer });
+                return Err(EngineError::LimitExceeded {
+                    limit: max_per_buyer,
+                });
             }
             CommitOutcome::NotCommittable(_) => return self.current(order.id).await,
         }
         self.capture(order, reference).await
     }
 
-    pub(crate) async fn capture(&self, order: &Order, reference: &str) -> Result<CheckoutOutcome, EngineError> {
+    pub(crate) async fn capture(
+        &self,
+        order: &Order,
+        reference: &str,
+    ) -> Result<CheckoutOutcome, EngineError> {
         let event = match self.ports.payments.capture(order.id, reference).await {
             Ok(()) => OrderEvent::Captured,
             Err(e) => {
@@ -169,7 +259,11 @@ impl Engine {
                 OrderEvent::CaptureFailed
             }
         };
-        let after = self.ports.ledger.apply(order.id, event, None, self.now()).await?;
+        let after = self
+            .ports
+            .ledger
+            .apply(order.id, event, None, self.now())
+            .await?;
         metrics::counter!("boxoffice_orders_total", "outcome" => after.state.as_str()).increment(1);
         outcome_of(&after)
     }
@@ -180,10 +274,15 @@ impl Engine {
         self.release_quietly(order.hold).await;
         match self.ports.payments.void(order.id, reference).await {
             Ok(()) => {
-                self.ports.ledger.apply(order.id, OrderEvent::CommitLost, None, self.now()).await?;
+                self.ports
+                    .ledger
+                    .apply(order.id, OrderEvent::CommitLost, None, self.now())
+                    .await?;
                 metrics::counter!("boxoffice_orders_total", "outcome" => "lost").increment(1);
             }
-            Err(e) => tracing::warn!(order = %order.id, error = %e, "void failed; recovery will retry"),
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "void failed; recovery will retry")
+            }
         }
         Ok(())
     }
@@ -201,13 +300,22 @@ impl Engine {
     }
 
     async fn current(&self, order: OrderId) -> Result<CheckoutOutcome, EngineError> {
-        let order = self.ports.ledger.order(order).await?.ok_or(EngineError::NotFound("order"))?;
+        let order = self
+            .ports
+            .ledger
+            .order(order)
+            .await?
+            .ok_or(EngineError::NotFound("order"))?;
         outcome_of(&order)
     }
 }
 
 fn new_order(view: &HoldView, labels: Vec<String>, currency: String, now: Millis) -> Order {
-    let seats = labels.into_iter().zip(&view.prices).map(|(seat_id, &price)| OrderSeat { seat_id, price }).collect();
+    let seats = labels
+        .into_iter()
+        .zip(&view.prices)
+        .map(|(seat_id, &price)| OrderSeat { seat_id, price })
+        .collect();
     Order {
         id: OrderId::random(),
         event: view.hold.event,
@@ -227,7 +335,9 @@ fn new_order(view: &HoldView, labels: Vec<String>, currency: String, now: Millis
 fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {
     let view = OrderView::from(order);
     match order.state {
-        OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed => Ok(CheckoutOutcome::Confirmed(view)),
+        OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed => {
+            Ok(CheckoutOutcome::Confirmed(view))
+        }
         OrderState::PendingPayment | OrderState::Authorized => Ok(CheckoutOutcome::Pending(view)),
         OrderState::Declined => Err(EngineError::PaymentDeclined("declined".into())),
         OrderState::Lost => Err(EngineError::SeatSold),

@@ -80,7 +80,9 @@ impl From<ArbiterError> for EngineError {
             A::UnknownHold => EngineError::NotFound("hold"),
             A::Expired => EngineError::HoldExpired,
             A::WrongState(s) => EngineError::HoldNotActive(s),
-            A::BadQuantity => EngineError::Invalid("quantity must be at least 1 and within the per-buyer limit".into()),
+            A::BadQuantity => EngineError::Invalid(
+                "quantity must be at least 1 and within the per-buyer limit".into(),
+            ),
             A::Store(s) => s.into(),
         }
     }

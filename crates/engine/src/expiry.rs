@@ -16,7 +16,8 @@ impl Engine {
             done += expired.len();
             if let Ok(c) = self.ports.arbiter.counts(event).await {
                 let id = event.to_string();
-                metrics::gauge!("boxoffice_active_holds", "event" => id.clone()).set(c.active_holds as f64);
+                metrics::gauge!("boxoffice_active_holds", "event" => id.clone())
+                    .set(c.active_holds as f64);
                 metrics::gauge!("boxoffice_seats_sold", "event" => id.clone()).set(c.sold as f64);
                 metrics::gauge!("boxoffice_seats_free", "event" => id).set(c.free as f64);
             }

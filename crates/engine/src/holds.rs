@@ -12,7 +12,11 @@ use crate::{Engine, EngineError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SeatSelection {
     Named(Vec<String>),
-    BestAvailable { section: String, quantity: u32, adjacent: bool },
+    BestAvailable {
+        section: String,
+        quantity: u32,
+        adjacent: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,12 +35,24 @@ pub struct Admitted {
 impl Engine {
     /// Verifies an admission token for `event`.
     pub fn admitted(&self, event: EventId, admission_token: &str) -> Result<Admitted, EngineError> {
-        let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, self.now())?;
-        Ok(Admitted { event, who: BuyerSession { buyer: claims.buyer, session: claims.sid } })
+        let claims =
+            self.keys
+                .verify_for_event(admission_token, TokenKind::Admission, event, self.now())?;
+        Ok(Admitted {
+            event,
+            who: BuyerSession {
+                buyer: claims.buyer,
+                session: claims.sid,
+            },
+        })
     }
 
     /// Holds the seats for an admitted buyer, all or none.
-    pub async fn hold(&self, admitted: &Admitted, input: &HoldInput) -> Result<HoldView, EngineError> {
+    pub async fn hold(
+        &self,
+        admitted: &Admitted,
+        input: &HoldInput,
+    ) -> Result<HoldView, EngineError> {
         let now = self.now();
         let (event, who) = (admitted.event, &admitted.who);
         let entry = self.event(event).await?;
@@ -63,7 +79,11 @@ impl Engine {
     }
 
     /// The hold, if it belongs to the caller. Someone else's hold is "not found".
-    pub async fn get_hold(&self, who: &BuyerSession, hold: HoldId) -> Result<HoldView, EngineError> {
+    pub async fn get_hold(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+    ) -> Result<HoldView, EngineError> {
         match self.ports.arbiter.get(hold).await? {
             Some(h) if h.buyer == who.buyer => Ok(h),
             _ => Err(EngineError::NotFound("hold")),
@@ -71,7 +91,11 @@ impl Engine {
     }
 
     /// Gives the seats back early. A hold being paid for cannot be released.
-    pub async fn release_hold(&self, who: &BuyerSession, hold: HoldId) -> Result<HoldView, EngineError> {
+    pub async fn release_hold(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+    ) -> Result<HoldView, EngineError> {
         let view = self.get_hold(who, hold).await?;
         match view.state {
             HoldState::Held => Ok(self.ports.arbiter.release(hold).await?),
@@ -81,7 +105,10 @@ impl Engine {
     }
 
     pub fn seat_labels(&self, entry: &EventEntry, seats: &[SeatIndex]) -> Vec<String> {
-        seats.iter().map(|&i| entry.event.seats[i as usize].label.clone()).collect()
+        seats
+            .iter()
+            .map(|&i| entry.event.seats[i as usize].label.clone())
+            .collect()
     }
 }
 
@@ -91,14 +118,19 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
     match selection {
         SeatSelection::Named(labels) => {
             if labels.is_empty() {
-                return Err(EngineError::Invalid("seat_ids must name at least one seat".into()));
+                return Err(EngineError::Invalid(
+                    "seat_ids must name at least one seat".into(),
+                ));
             }
             if labels.len() > limit as usize {
                 return Err(EngineError::LimitExceeded { limit });
             }
             let mut seats = Vec::with_capacity(labels.len());
             for label in labels {
-                let seat = *entry.seat_index.get(label).ok_or(EngineError::NotFound("seat"))?;
+                let seat = *entry
+                    .seat_index
+                    .get(label)
+                    .ok_or(EngineError::NotFound("seat"))?;
                 if seats.contains(&seat) {
                     return Err(EngineError::Invalid(format!("seat {label} is named twice")));
                 }
@@ -106,15 +138,26 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
             }
             Ok(SeatChoice::Named(seats))
         }
-        SeatSelection::BestAvailable { section, quantity, adjacent } => {
-            let section = entry.event.section_index(section).ok_or(EngineError::NotFound("section"))?;
+        SeatSelection::BestAvailable {
+            section,
+            quantity,
+            adjacent,
+        } => {
+            let section = entry
+                .event
+                .section_index(section)
+                .ok_or(EngineError::NotFound("section"))?;
             if *quantity == 0 {
                 return Err(EngineError::Invalid("quantity must be at least 1".into()));
             }
             if *quantity > limit {
                 return Err(EngineError::LimitExceeded { limit });
             }
-            Ok(SeatChoice::BestAvailable { section, quantity: *quantity, adjacent: *adjacent })
+            Ok(SeatChoice::BestAvailable {
+                section,
+                quantity: *quantity,
+                adjacent: *adjacent,
+            })
         }
     }
 }

@@ -81,7 +81,12 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(ports: Ports, keys: KeyRing, config: EngineConfig) -> Engine {
-        Engine { ports, keys, config, catalog: catalog::CatalogCache::default() }
+        Engine {
+            ports,
+            keys,
+            config,
+            catalog: catalog::CatalogCache::default(),
+        }
     }
 
     pub fn ports(&self) -> &Ports {

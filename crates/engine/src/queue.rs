@@ -41,7 +41,11 @@ pub struct QueueStatus {
 
 impl Engine {
     /// Places the buyer in line (or finds their place: joining twice is harmless).
-    pub async fn join_queue(&self, event: EventId, who: &BuyerSession) -> Result<JoinOutcome, EngineError> {
+    pub async fn join_queue(
+        &self,
+        event: EventId,
+        who: &BuyerSession,
+    ) -> Result<JoinOutcome, EngineError> {
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Closed {
             return Err(EngineError::SaleClosed);
@@ -58,7 +62,11 @@ impl Engine {
             exp: now.plus_secs(self.config.queue_ticket_ttl_s),
         };
         let state = self.ports.queue.state(event).await?;
-        let (status, wait) = self.wait_for(place.position, &state, entry.event.sale.admission_rate_per_s);
+        let (status, wait) = self.wait_for(
+            place.position,
+            &state,
+            entry.event.sale.admission_rate_per_s,
+        );
         Ok(JoinOutcome {
             queue_ticket: self.keys.sign(claims),
             status,
@@ -73,7 +81,9 @@ impl Engine {
     pub async fn queue_status(&self, ticket: &str) -> Result<QueueStatus, EngineError> {
         let now = self.now();
         let claims = self.keys.verify(ticket, TokenKind::QueueTicket, now)?;
-        let event = claims.event.ok_or(EngineError::BadToken(boxoffice_domain::token::TokenError::Malformed))?;
+        let event = claims.event.ok_or(EngineError::BadToken(
+            boxoffice_domain::token::TokenError::Malformed,
+        ))?;
         let position = claims.position.unwrap_or(u64::MAX);
         let entry = self.event(event).await?;
         let state = self.ports.queue.state(event).await?;
@@ -89,7 +99,13 @@ impl Engine {
         };
         if status == WaitStatus::Admitted {
             let exp = now.plus_secs(self.config.admission_token_ttl_s);
-            let admission = Claims { kind: TokenKind::Admission, kid: String::new(), position: Some(position), exp, ..claims };
+            let admission = Claims {
+                kind: TokenKind::Admission,
+                kid: String::new(),
+                position: Some(position),
+                exp,
+                ..claims
+            };
             out.admission_token = Some(self.keys.sign(admission));
             out.admission_expires_at = Some(exp);
         }

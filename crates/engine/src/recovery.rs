@@ -13,13 +13,19 @@ impl Engine {
     pub async fn recovery_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
         let before = Millis(now.0 - (self.config.recovery_after_s as i64) * 1000);
-        let orders = self.ports.ledger.orders_in(&OrderState::UNFINISHED, before, 100).await?;
+        let orders = self
+            .ports
+            .ledger
+            .orders_in(&OrderState::UNFINISHED, before, 100)
+            .await?;
         let mut done = 0;
         for order in &orders {
             match self.recover(order).await {
                 Ok(true) => done += 1,
                 Ok(false) => {}
-                Err(e) => tracing::warn!(order = %order.id, error = %e, "recovery of order failed; will retry"),
+                Err(e) => {
+                    tracing::warn!(order = %order.id, error = %e, "recovery of order failed; will retry")
+                }
             }
         }
         Ok(Outcome { done })
@@ -29,11 +35,18 @@ impl Engine {
     async fn recover(&self, order: &Order) -> Result<bool, EngineError> {
         match order.state {
             OrderState::PendingPayment => self.recover_unpaid(order).await,
-            OrderState::Authorized => self.finish_authorized(order, order.payment_ref.as_deref().unwrap_or_default()).await,
+            OrderState::Authorized => {
+                self.finish_authorized(order, order.payment_ref.as_deref().unwrap_or_default())
+                    .await
+            }
             OrderState::Committed | OrderState::PendingCapture => {
                 let before = order.state;
-                let after = self.capture(order, order.payment_ref.as_deref().unwrap_or_default()).await;
-                Ok(!matches!(after, Ok(crate::CheckoutOutcome::Confirmed(ref v)) if v.status == before))
+                let after = self
+                    .capture(order, order.payment_ref.as_deref().unwrap_or_default())
+                    .await;
+                Ok(
+                    !matches!(after, Ok(crate::CheckoutOutcome::Confirmed(ref v)) if v.status == before),
+                )
             }
             _ => Ok(false),
         }
@@ -47,17 +60,27 @@ impl Engine {
         };
         match found {
             Some(p) if matches!(p.state, ProviderState::Authorized | ProviderState::Captured) => {
-                let authorized = self.ports.ledger.apply(order.id, OrderEvent::Authorized, Some(&p.reference), now).await?;
+                let authorized = self
+                    .ports
+                    .ledger
+                    .apply(order.id, OrderEvent::Authorized, Some(&p.reference), now)
+                    .await?;
                 self.finish_authorized(&authorized, &p.reference).await
             }
             Some(p) if p.state == ProviderState::Declined => {
-                self.ports.ledger.apply(order.id, OrderEvent::Declined, None, now).await?;
+                self.ports
+                    .ledger
+                    .apply(order.id, OrderEvent::Declined, None, now)
+                    .await?;
                 self.release_quietly(order.hold).await;
                 Ok(true)
             }
             // Never charged (no record, or voided): the order ends here.
             _ => {
-                self.ports.ledger.apply(order.id, OrderEvent::Voided, None, now).await?;
+                self.ports
+                    .ledger
+                    .apply(order.id, OrderEvent::Voided, None, now)
+                    .await?;
                 self.release_quietly(order.hold).await;
                 Ok(true)
             }
@@ -70,17 +93,27 @@ impl Engine {
         let now = self.now();
         let hold = self.ports.arbiter.get(order.hold).await?;
         let pinned = hold.is_some_and(|h| {
-            matches!(h.state, HoldState::CheckingOut | HoldState::PaymentPending) && h.order == Some(order.id) && h.expires_at > now
+            matches!(h.state, HoldState::CheckingOut | HoldState::PaymentPending)
+                && h.order == Some(order.id)
+                && h.expires_at > now
         });
         if pinned {
-            let max = self.event(order.event).await?.event.sale.max_tickets_per_buyer;
+            let max = self
+                .event(order.event)
+                .await?
+                .event
+                .sale
+                .max_tickets_per_buyer;
             // A lost race or a limit ends the order too; either way it moved.
             let _ = self.commit_and_capture(order, reference, max).await;
             return Ok(true);
         }
         match self.ports.payments.void(order.id, reference).await {
             Ok(()) => {
-                self.ports.ledger.apply(order.id, OrderEvent::Voided, None, now).await?;
+                self.ports
+                    .ledger
+                    .apply(order.id, OrderEvent::Voided, None, now)
+                    .await?;
                 self.release_quietly(order.hold).await;
                 Ok(true)
             }

@@ -20,8 +20,12 @@ impl Outcome {
 
 /// Runs `step` every `period` until `stop` turns true. A step that did work is followed
 /// at once by another, so a backlog drains without waiting a period per item.
-pub async fn run_every<F, Fut>(name: &'static str, period: Duration, mut stop: watch::Receiver<bool>, mut step: F)
-where
+pub async fn run_every<F, Fut>(
+    name: &'static str,
+    period: Duration,
+    mut stop: watch::Receiver<bool>,
+    mut step: F,
+) where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Outcome, crate::EngineError>>,
 {

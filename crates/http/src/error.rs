@@ -22,15 +22,27 @@ struct Body<'a> {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
     }
 
     pub fn not_found(what: &'static str) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, not_found_code(what), format!("no such {what}"))
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            not_found_code(what),
+            format!("no such {what}"),
+        )
     }
 
     pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(&Body { error: self.code, message: &self.message }).unwrap_or_default()
+        serde_json::to_vec(&Body {
+            error: self.code,
+            message: &self.message,
+        })
+        .unwrap_or_default()
     }
 }
 
@@ -74,20 +86,38 @@ impl From<EngineError> for ApiError {
         let message = match &e {
             E::Unavailable(detail) | E::Internal(detail) => {
                 tracing::error!(detail = %detail, code, "request failed");
-                if status == S::SERVICE_UNAVAILABLE { "temporarily unavailable; retry shortly" } else { "internal error" }.to_string()
+                if status == S::SERVICE_UNAVAILABLE {
+                    "temporarily unavailable; retry shortly"
+                } else {
+                    "internal error"
+                }
+                .to_string()
             }
             _ => msg,
         };
-        ApiError { status, code, message }
+        ApiError {
+            status,
+            code,
+            message,
+        }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry = self.status == StatusCode::SERVICE_UNAVAILABLE;
-        let mut res = (self.status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], self.body()).into_response();
+        let mut res = (
+            self.status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            self.body(),
+        )
+            .into_response();
         if retry {
-            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         res
     }

@@ -15,10 +15,17 @@ use crate::error::ApiError;
 
 /// The raw bearer token of a request.
 pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
-    let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
     match value.strip_prefix("Bearer ").map(str::trim) {
         Some(t) if !t.is_empty() => Ok(t),
-        _ => Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing_token", "send the token as Authorization: Bearer <token>")),
+        _ => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "missing_token",
+            "send the token as Authorization: Bearer <token>",
+        )),
     }
 }
 
@@ -41,11 +48,22 @@ impl FromRequestParts<AppState> for Operator {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer(&parts.headers)?;
         // Compare digests so the comparison takes the same time whatever matches.
-        let (a, b) = (Sha256::digest(token.as_bytes()), Sha256::digest(state.operator_key.as_bytes()));
-        if a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0 {
+        let (a, b) = (
+            Sha256::digest(token.as_bytes()),
+            Sha256::digest(state.operator_key.as_bytes()),
+        );
+        if a.iter()
+            .zip(b.iter())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+        {
             Ok(Operator)
         } else {
-            Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this call needs the operator key"))
+            Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this call needs the operator key",
+            ))
         }
     }
 }
@@ -56,8 +74,19 @@ pub struct IdempotencyKey(pub String);
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let missing = || ApiError::new(StatusCode::BAD_REQUEST, "idempotency_key_required", "writes need an Idempotency-Key header (1-255 visible ASCII characters)");
-        let key = parts.headers.get("idempotency-key").ok_or_else(missing)?.to_str().map_err(|_| missing())?;
+        let missing = || {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "idempotency_key_required",
+                "writes need an Idempotency-Key header (1-255 visible ASCII characters)",
+            )
+        };
+        let key = parts
+            .headers
+            .get("idempotency-key")
+            .ok_or_else(missing)?
+            .to_str()
+            .map_err(|_| missing())?;
         if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(missing());
         }
@@ -73,12 +102,24 @@ pub fn parse_id<T: FromStr>(raw: &str, what: &'static str) -> Result<T, ApiError
 /// Parses a JSON body: broken JSON is 400 `malformed_json`, the wrong shape is 422
 /// `invalid_body` with serde's description of what is wrong.
 pub fn json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
+    let body = if body.iter().all(u8::is_ascii_whitespace) {
+        b"{}".as_slice()
+    } else {
+        body
+    };
     serde_json::from_slice(body).map_err(|e| {
         if e.is_syntax() || e.is_eof() {
-            ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", format!("the body is not valid JSON: {e}"))
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("the body is not valid JSON: {e}"),
+            )
         } else {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", format!("the body does not match the schema: {e}"))
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("the body does not match the schema: {e}"),
+            )
         }
     })
 }

@@ -30,13 +30,21 @@ pub struct Call<'a> {
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 
 pub fn reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
-    serde_json::to_vec(value).map(|b| (status, b)).map_err(|e| ApiError::from(boxoffice_engine::EngineError::Internal(e.to_string())))
+    serde_json::to_vec(value)
+        .map(|b| (status, b))
+        .map_err(|e| ApiError::from(boxoffice_engine::EngineError::Internal(e.to_string())))
 }
 
 impl Call<'_> {
     fn fingerprint(&self) -> [u8; 32] {
         let mut h = Sha256::new();
-        for part in [self.method.as_bytes(), b"\0", self.path.as_bytes(), b"\0", self.body] {
+        for part in [
+            self.method.as_bytes(),
+            b"\0",
+            self.path.as_bytes(),
+            b"\0",
+            self.body,
+        ] {
             h.update(part);
         }
         h.finalize().into()
@@ -44,18 +52,29 @@ impl Call<'_> {
 
     pub async fn run<F: Future<Output = Reply>>(self, work: F) -> Response {
         let key = &self.key.0;
-        match self.store.begin(&self.scope, key, &self.fingerprint(), self.now, LEASE_MS).await {
+        match self
+            .store
+            .begin(&self.scope, key, &self.fingerprint(), self.now, LEASE_MS)
+            .await
+        {
             Err(e) => ApiError::from(boxoffice_engine::EngineError::from(e)).into_response(),
-            Ok(Begin::Replay(r)) => respond(StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK), r.body, true),
+            Ok(Begin::Replay(r)) => respond(
+                StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK),
+                r.body,
+                true,
+            ),
             Ok(Begin::Mismatch) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "idempotency_key_reused",
                 "this Idempotency-Key was already used for a different request",
             )
             .into_response(),
-            Ok(Begin::InFlight) => {
-                ApiError::new(StatusCode::CONFLICT, "request_in_progress", "a request with this Idempotency-Key is still running; retry shortly").into_response()
-            }
+            Ok(Begin::InFlight) => ApiError::new(
+                StatusCode::CONFLICT,
+                "request_in_progress",
+                "a request with this Idempotency-Key is still running; retry shortly",
+            )
+            .into_response(),
             Ok(Begin::Proceed) => self.finish(work.await).await,
         }
     }
@@ -69,7 +88,16 @@ impl Call<'_> {
         let outcome = if status.is_server_error() {
             self.store.abandon(&self.scope, &self.key.0).await
         } else {
-            self.store.finish(&self.scope, &self.key.0, &StoredResponse { status: status.as_u16(), body: body.clone() }).await
+            self.store
+                .finish(
+                    &self.scope,
+                    &self.key.0,
+                    &StoredResponse {
+                        status: status.as_u16(),
+                        body: body.clone(),
+                    },
+                )
+                .await
         };
         if let Err(e) = outcome {
             tracing::warn!(error = %e, "could not record the idempotent response");
@@ -79,12 +107,22 @@ impl Call<'_> {
 }
 
 pub fn respond(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
-    let mut res = (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+    let mut res = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
     if replayed {
-        res.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+        res.headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
     if status == StatusCode::SERVICE_UNAVAILABLE {
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     res
 }

@@ -59,7 +59,10 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/events/{id}/stats", get(events::stats))
         .route("/v1/events/{id}/seatmap", get(events::seatmap))
         .route("/v1/events/{id}/availability", get(events::availability))
-        .route("/v1/events/{id}/queue", post(queue::join).get(queue::public))
+        .route(
+            "/v1/events/{id}/queue",
+            post(queue::join).get(queue::public),
+        )
         .route("/v1/queue/status", get(queue::status))
         .route("/v1/events/{id}/holds", post(holds::create))
         .route("/v1/holds/{id}", get(holds::get).delete(holds::release))
@@ -82,22 +85,38 @@ async fn not_found() -> ApiError {
 }
 
 async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
 }
 
 /// Latency per route and status, and a JSON body for rejections axum makes itself
 /// (e.g. a body over the limit), so every error a client sees has a code.
 async fn observe(State(_): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".into());
     let method = req.method().as_str().to_owned();
     let res = next.run(req).await;
     let status = res.status();
     metrics::histogram!("boxoffice_http_request_duration_seconds", "route" => route, "method" => method, "status" => status.as_str().to_owned())
         .record(started.elapsed().as_secs_f64());
-    let is_json = res.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let is_json = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
-        return ApiError::new(status, "payload_too_large", format!("request bodies are limited to {MAX_BODY} bytes")).into_response();
+        return ApiError::new(
+            status,
+            "payload_too_large",
+            format!("request bodies are limited to {MAX_BODY} bytes"),
+        )
+        .into_response();
     }
     res
 }

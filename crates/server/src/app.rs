@@ -37,17 +37,23 @@ pub struct Application {
 }
 
 /// Opens the embedded stores in `data_dir`.
-pub fn open_ports(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<(Ports, Arc<SqliteLedger>)> {
+pub fn open_ports(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<(Ports, Arc<SqliteLedger>)> {
     let dir = &config.data_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating the data directory {}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the data directory {}", dir.display()))?;
     let options = SqliteOptions {
         group_commit: config.sqlite.group_commit,
         max_batch: config.sqlite.max_batch,
         read_connections: config.sqlite.read_connections,
         ..SqliteOptions::default()
     };
-    let ledger = Arc::new(SqliteLedger::open(dir.join(LEDGER_FILE), options).context("opening the ledger")?);
-    let payments = FakeGateway::open(dir.join(PROVIDER_FILE), config.fake_payments.clone()).context("opening the fake provider's book")?;
+    let ledger =
+        Arc::new(SqliteLedger::open(dir.join(LEDGER_FILE), options).context("opening the ledger")?);
+    let payments = FakeGateway::open(dir.join(PROVIDER_FILE), config.fake_payments.clone())
+        .context("opening the fake provider's book")?;
     let ports = Ports {
         arbiter: Arc::new(InMemoryArbiter::new()),
         queue: Arc::new(InMemoryQueue::new()),
@@ -64,14 +70,23 @@ impl Application {
     }
 
     /// Builds with a given clock, so tests can move time.
-    pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Application> {
+    pub async fn build_with_clock(
+        config: Config,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Application> {
         let (ports, ledger) = open_ports(&config, clock)?;
-        let keys = KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
+        let keys =
+            KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
         let engine = Arc::new(Engine::new(ports, keys, config.engine.clone()));
-        let opened = engine.load_open_events().await.context("rebuilding open events in the hot store")?;
+        let opened = engine
+            .load_open_events()
+            .await
+            .context("rebuilding open events in the hot store")?;
         tracing::info!(open_events = opened, "hot store rebuilt from the ledger");
-        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("binding {}", config.listen))?;
         let state = AppState {
             engine,
             idempotency: Arc::new(ledger.idempotency()),
@@ -80,11 +95,19 @@ impl Application {
             metrics: Some(crate::telemetry::metrics_render()),
             ready: Arc::new(AtomicBool::new(false)),
         };
-        Ok(Application { listener, state, config, operator_key, operator_key_generated: generated })
+        Ok(Application {
+            listener,
+            state,
+            config,
+            operator_key,
+            operator_key_generated: generated,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     pub fn engine(&self) -> Arc<Engine> {
@@ -92,12 +115,21 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then stops the workers and drains requests.
-    pub async fn run_until_stopped(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let workers = spawn_workers(&self.state.engine, &self.config, stop_rx);
         self.state.ready.store(true, Ordering::Release);
         let router = boxoffice_http::app(self.state);
-        axum::serve(self.listener, router.into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
+        axum::serve(
+            self.listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving HTTP")?;
         let _ = stop_tx.send(true);
         for w in workers {
             let _ = tokio::time::timeout(Duration::from_secs(10), w).await;
@@ -106,22 +138,41 @@ impl Application {
     }
 }
 
-fn spawn_workers(engine: &Arc<Engine>, config: &Config, stop: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+fn spawn_workers(
+    engine: &Arc<Engine>,
+    config: &Config,
+    stop: watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let ms = Duration::from_millis;
     let (e1, e2, e3) = (engine.clone(), engine.clone(), engine.clone());
     vec![
-        tokio::spawn(run_every("expiry", ms(config.workers.expiry_interval_ms), stop.clone(), move || {
-            let e = e1.clone();
-            async move { e.expiry_step().await }
-        })),
-        tokio::spawn(run_every("recovery", ms(config.workers.recovery_interval_ms), stop.clone(), move || {
-            let e = e2.clone();
-            async move { e.recovery_step().await }
-        })),
-        tokio::spawn(run_every("admission", ms(config.engine.admission_interval_ms), stop, move || {
-            let e = e3.clone();
-            async move { e.admission_step().await }
-        })),
+        tokio::spawn(run_every(
+            "expiry",
+            ms(config.workers.expiry_interval_ms),
+            stop.clone(),
+            move || {
+                let e = e1.clone();
+                async move { e.expiry_step().await }
+            },
+        )),
+        tokio::spawn(run_every(
+            "recovery",
+            ms(config.workers.recovery_interval_ms),
+            stop.clone(),
+            move || {
+                let e = e2.clone();
+                async move { e.recovery_step().await }
+            },
+        )),
+        tokio::spawn(run_every(
+            "admission",
+            ms(config.engine.admission_interval_ms),
+            stop,
+            move || {
+                let e = e3.clone();
+                async move { e.admission_step().await }
+            },
+        )),
     ]
 }
 

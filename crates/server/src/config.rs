@@ -51,7 +51,11 @@ pub struct SqliteConfig {
 
 impl Default for SqliteConfig {
     fn default() -> Self {
-        SqliteConfig { group_commit: true, max_batch: 512, read_connections: 4 }
+        SqliteConfig {
+            group_commit: true,
+            max_batch: 512,
+            read_connections: 4,
+        }
     }
 }
 
@@ -66,7 +70,10 @@ pub struct WorkerConfig {
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        WorkerConfig { expiry_interval_ms: 1_000, recovery_interval_ms: 5_000 }
+        WorkerConfig {
+            expiry_interval_ms: 1_000,
+            recovery_interval_ms: 5_000,
+        }
     }
 }
 
@@ -94,12 +101,15 @@ pub struct Overrides {
 }
 
 impl Config {
-    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, figment::Error> {
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, Box<figment::Error>> {
         let mut fig = Figment::new();
         if let Some(f) = file {
             fig = fig.merge(Toml::file_exact(f));
         }
-        fig.merge(Env::prefixed("BOXOFFICE_").ignore(&["log"]).split("__")).merge(Serialized::defaults(overrides)).extract()
+        fig.merge(Env::prefixed("BOXOFFICE_").ignore(&["log"]).split("__"))
+            .merge(Serialized::defaults(overrides))
+            .extract()
+            .map_err(Box::new)
     }
 }
 
@@ -111,8 +121,15 @@ mod tests {
     fn flags_override_the_file_and_defaults_fill_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("boxoffice.toml");
-        std::fs::write(&file, "listen = \"127.0.0.1:9000\"\n[engine]\npoll_after_ms = 1234\n").unwrap();
-        let flags = Overrides { data_dir: Some("/tmp/x".into()), ..Default::default() };
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:9000\"\n[engine]\npoll_after_ms = 1234\n",
+        )
+        .unwrap();
+        let flags = Overrides {
+            data_dir: Some("/tmp/x".into()),
+            ..Default::default()
+        };
         let c = Config::load(Some(&file), &flags).unwrap();
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.engine.poll_after_ms, 1234);

@@ -5,7 +5,11 @@ use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::{EventSpec, Money, SaleSettings};
 
 pub fn stadium_spec() -> EventSpec {
-    let tier = |key: &str, name: &str, cents: i64| PriceTier { key: key.into(), name: name.into(), price: Money(cents) };
+    let tier = |key: &str, name: &str, cents: i64| PriceTier {
+        key: key.into(),
+        name: name.into(),
+        price: Money(cents),
+    };
     let mut sections = vec![SectionSpec {
         key: "FLOOR".into(),
         name: "Standing floor".into(),
@@ -14,9 +18,19 @@ pub fn stadium_spec() -> EventSpec {
         rows: vec![],
         ga_capacity: Some(10_000),
     }];
-    for (level, (prefix, rows, seats, tier_key, quality)) in [("L", 25, 80, "LOWER", 1), ("U", 30, 70, "UPPER", 2)].into_iter().enumerate() {
+    for (level, (prefix, rows, seats, tier_key, quality)) in
+        [("L", 25, 80, "LOWER", 1), ("U", 30, 70, "UPPER", 2)]
+            .into_iter()
+            .enumerate()
+    {
         for n in 1..=10 {
-            let rows = (1..=rows).map(|r| RowSpec { label: r.to_string(), seats, tier: (r <= 5 && level == 0).then(|| "PREMIUM".to_string()) }).collect();
+            let rows = (1..=rows)
+                .map(|r| RowSpec {
+                    label: r.to_string(),
+                    seats,
+                    tier: (r <= 5 && level == 0).then(|| "PREMIUM".to_string()),
+                })
+                .collect();
             sections.push(SectionSpec {
                 key: format!("{prefix}{n}"),
                 name: format!("{} stand {n}", if level == 0 { "Lower" } else { "Upper" }),
@@ -30,9 +44,17 @@ pub fn stadium_spec() -> EventSpec {
     EventSpec {
         name: "Demo stadium night".into(),
         currency: "EUR".into(),
-        tiers: vec![tier("PREMIUM", "Premium", 18_900), tier("LOWER", "Lower tier", 9_900), tier("UPPER", "Upper tier", 5_900), tier("FLOOR", "Floor", 7_900)],
+        tiers: vec![
+            tier("PREMIUM", "Premium", 18_900),
+            tier("LOWER", "Lower tier", 9_900),
+            tier("UPPER", "Upper tier", 5_900),
+            tier("FLOOR", "Floor", 7_900),
+        ],
         sections,
-        sale: SaleSettings { admission_rate_per_s: 2_000, ..SaleSettings::default() },
+        sale: SaleSettings {
+            admission_rate_per_s: 2_000,
+            ..SaleSettings::default()
+        },
     }
 }
 

@@ -7,7 +7,11 @@ use boxoffice_server::{Application, Config, Overrides, commands, telemetry};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "boxoffice", version, about = "An on-sale engine for tickets that never oversells")]
+#[command(
+    name = "boxoffice",
+    version,
+    about = "An on-sale engine for tickets that never oversells"
+)]
 struct Cli {
     /// A TOML config file (see README for every key and its default).
     #[arg(long, global = true, env = "BOXOFFICE_CONFIG")]
@@ -57,13 +61,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { listen, .. } => *listen,
         _ => None,
     };
-    let config = Config::load(cli.config.as_deref(), &Overrides { listen, data_dir: cli.data_dir.clone() })?;
+    let config = Config::load(
+        cli.config.as_deref(),
+        &Overrides {
+            listen,
+            data_dir: cli.data_dir.clone(),
+        },
+    )?;
     match cli.command {
         Command::Serve { demo, .. } => serve(config, demo).await,
         Command::Audit { json } => {
             let report = commands::audit(&config).await?;
             commands::print_audit(&report, json);
-            Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if report.clean() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Migrate => commands::migrate(&config).map(|_| ExitCode::SUCCESS),
     }
@@ -80,7 +94,8 @@ async fn serve(config: Config, demo: bool) -> anyhow::Result<ExitCode> {
         print_demo_help(addr, event, &app.operator_key);
     }
     println!("listening on http://{addr}");
-    app.run_until_stopped(boxoffice_server::app::shutdown_signal()).await?;
+    app.run_until_stopped(boxoffice_server::app::shutdown_signal())
+        .await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -18,8 +18,25 @@ struct Case {
     code: &'static str,
 }
 
-fn case(name: &'static str, method: Method, path: String, token: &str, body: &str, status: u16, code: &'static str) -> Case {
-    Case { name, method, path, token: token.into(), key: Some(uuid()), body: Some(body.into()), status, code }
+fn case(
+    name: &'static str,
+    method: Method,
+    path: String,
+    token: &str,
+    body: &str,
+    status: u16,
+    code: &'static str,
+) -> Case {
+    Case {
+        name,
+        method,
+        path,
+        token: token.into(),
+        key: Some(uuid()),
+        body: Some(body.into()),
+        status,
+        code,
+    }
 }
 
 async fn snapshot(app: &TestApp, event: boxoffice_domain::EventId, buyer: &str) -> Value {
@@ -33,8 +50,13 @@ async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
     let app = spawn().await;
     let event = app.create_event(&spec(2, 5, 5, 4)).await;
     let (token, admission) = app.admitted_buyer(event).await;
-    let res = app.hold(event, &admission, json!({"seat_ids": ["A-1-1"]})).await;
-    let hold = res.json::<Value>().await.unwrap()["hold_id"].as_str().unwrap().to_string();
+    let res = app
+        .hold(event, &admission, json!({"seat_ids": ["A-1-1"]}))
+        .await;
+    let hold = res.json::<Value>().await.unwrap()["hold_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let other = app.create_event(&spec(1, 5, 0, 4)).await;
     let (_, other_admission) = app.admitted_buyer(other).await;
     let (stranger, _) = app.admitted_buyer(event).await;
@@ -46,38 +68,286 @@ async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
         format!("{body}.{}", "A".repeat(43))
     };
     let mut cases = vec![
-        case("malformed json", Method::POST, holds.clone(), &admission, "{\"seat_ids\": [", 400, "malformed_json"),
-        case("wrong type", Method::POST, holds.clone(), &admission, "{\"seat_ids\": 5}", 422, "invalid_body"),
-        case("unknown field", Method::POST, holds.clone(), &admission, "{\"seats\": [\"A-1-2\"]}", 422, "invalid_body"),
-        case("both selections", Method::POST, holds.clone(), &admission, r#"{"seat_ids":["A-1-2"],"best_available":{"section":"A","quantity":1}}"#, 422, "invalid_body"),
-        case("unknown seat", Method::POST, holds.clone(), &admission, r#"{"seat_ids":["A-9-9"]}"#, 404, "seat_not_found"),
-        case("empty seat list", Method::POST, holds.clone(), &admission, r#"{"seat_ids":[]}"#, 422, "invalid_request"),
-        case("seat twice", Method::POST, holds.clone(), &admission, r#"{"seat_ids":["A-1-2","A-1-2"]}"#, 422, "invalid_request"),
-        case("unknown section", Method::POST, holds.clone(), &admission, r#"{"best_available":{"section":"Z","quantity":1}}"#, 404, "section_not_found"),
-        case("zero quantity", Method::POST, holds.clone(), &admission, r#"{"best_available":{"section":"A","quantity":0}}"#, 422, "invalid_request"),
-        case("negative quantity", Method::POST, holds.clone(), &admission, r#"{"best_available":{"section":"A","quantity":-1}}"#, 422, "invalid_body"),
-        case("huge quantity", Method::POST, holds.clone(), &admission, r#"{"best_available":{"section":"GA","quantity":4294967295}}"#, 422, "limit_exceeded"),
-        case("quantity overflow", Method::POST, holds.clone(), &admission, r#"{"best_available":{"section":"GA","quantity":99999999999999999999}}"#, 422, "invalid_body"),
-        case("unknown event", Method::POST, "/v1/events/999/holds".into(), &admission, r#"{"seat_ids":["A-1-2"]}"#, 403, "token_wrong_event"),
-        case("bad event id", Method::POST, "/v1/events/abc/holds".into(), &admission, r#"{"seat_ids":["A-1-2"]}"#, 404, "event_not_found"),
-        case("other event token", Method::POST, holds.clone(), &other_admission, r#"{"seat_ids":["A-1-2"]}"#, 403, "token_wrong_event"),
-        case("forged token", Method::POST, holds.clone(), &forged, r#"{"seat_ids":["A-1-2"]}"#, 401, "invalid_token"),
-        case("buyer token as admission", Method::POST, holds.clone(), &token, r#"{"seat_ids":["A-1-2"]}"#, 401, "invalid_token"),
-        case("no token", Method::POST, holds.clone(), "", r#"{"seat_ids":["A-1-2"]}"#, 401, "missing_token"),
-        case("checkout of unknown hold", Method::POST, format!("/v1/holds/{event}-{}/checkout", "0".repeat(32)), &token, r#"{"payment_method":"pm_card_visa"}"#, 404, "hold_not_found"),
-        case("checkout with bad hold id", Method::POST, "/v1/holds/zzz/checkout".into(), &token, r#"{"payment_method":"pm_card_visa"}"#, 404, "hold_not_found"),
-        case("checkout of someone else's hold", Method::POST, checkout.clone(), &stranger, r#"{"payment_method":"pm_card_visa"}"#, 404, "hold_not_found"),
-        case("checkout without method", Method::POST, checkout.clone(), &token, "{}", 422, "invalid_body"),
-        case("checkout with admission token", Method::POST, checkout.clone(), &admission, r#"{"payment_method":"pm_card_visa"}"#, 401, "invalid_token"),
-        case("create event as buyer", Method::POST, "/v1/events".into(), &token, "{}", 403, "forbidden"),
-        case("create bad event", Method::POST, "/v1/events".into(), &op, r#"{"name":"x","tiers":[],"sections":[]}"#, 422, "invalid_request"),
-        case("open unknown event", Method::POST, "/v1/events/4242/open".into(), &op, "", 404, "event_not_found"),
-        case("unknown order", Method::GET, format!("/v1/orders/{}", uuid()), &token, "", 404, "order_not_found"),
-        case("unknown route", Method::GET, "/v1/nothing".into(), &token, "", 404, "not_found"),
-        case("wrong method", Method::PUT, holds.clone(), &admission, "", 405, "method_not_allowed"),
-        case("too large", Method::POST, holds.clone(), &admission, &format!("{{\"seat_ids\":[\"{}\"]}}", "x".repeat(5 << 20)), 413, "payload_too_large"),
+        case(
+            "malformed json",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            "{\"seat_ids\": [",
+            400,
+            "malformed_json",
+        ),
+        case(
+            "wrong type",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            "{\"seat_ids\": 5}",
+            422,
+            "invalid_body",
+        ),
+        case(
+            "unknown field",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            "{\"seats\": [\"A-1-2\"]}",
+            422,
+            "invalid_body",
+        ),
+        case(
+            "both selections",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"seat_ids":["A-1-2"],"best_available":{"section":"A","quantity":1}}"#,
+            422,
+            "invalid_body",
+        ),
+        case(
+            "unknown seat",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"seat_ids":["A-9-9"]}"#,
+            404,
+            "seat_not_found",
+        ),
+        case(
+            "empty seat list",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"seat_ids":[]}"#,
+            422,
+            "invalid_request",
+        ),
+        case(
+            "seat twice",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"seat_ids":["A-1-2","A-1-2"]}"#,
+            422,
+            "invalid_request",
+        ),
+        case(
+            "unknown section",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"best_available":{"section":"Z","quantity":1}}"#,
+            404,
+            "section_not_found",
+        ),
+        case(
+            "zero quantity",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"best_available":{"section":"A","quantity":0}}"#,
+            422,
+            "invalid_request",
+        ),
+        case(
+            "negative quantity",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"best_available":{"section":"A","quantity":-1}}"#,
+            422,
+            "invalid_body",
+        ),
+        case(
+            "huge quantity",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"best_available":{"section":"GA","quantity":4294967295}}"#,
+            422,
+            "limit_exceeded",
+        ),
+        case(
+            "quantity overflow",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            r#"{"best_available":{"section":"GA","quantity":99999999999999999999}}"#,
+            422,
+            "invalid_body",
+        ),
+        case(
+            "unknown event",
+            Method::POST,
+            "/v1/events/999/holds".into(),
+            &admission,
+            r#"{"seat_ids":["A-1-2"]}"#,
+            403,
+            "token_wrong_event",
+        ),
+        case(
+            "bad event id",
+            Method::POST,
+            "/v1/events/abc/holds".into(),
+            &admission,
+            r#"{"seat_ids":["A-1-2"]}"#,
+            404,
+            "event_not_found",
+        ),
+        case(
+            "other event token",
+            Method::POST,
+            holds.clone(),
+            &other_admission,
+            r#"{"seat_ids":["A-1-2"]}"#,
+            403,
+            "token_wrong_event",
+        ),
+        case(
+            "forged token",
+            Method::POST,
+            holds.clone(),
+            &forged,
+            r#"{"seat_ids":["A-1-2"]}"#,
+            401,
+            "invalid_token",
+        ),
+        case(
+            "buyer token as admission",
+            Method::POST,
+            holds.clone(),
+            &token,
+            r#"{"seat_ids":["A-1-2"]}"#,
+            401,
+            "invalid_token",
+        ),
+        case(
+            "no token",
+            Method::POST,
+            holds.clone(),
+            "",
+            r#"{"seat_ids":["A-1-2"]}"#,
+            401,
+            "missing_token",
+        ),
+        case(
+            "checkout of unknown hold",
+            Method::POST,
+            format!("/v1/holds/{event}-{}/checkout", "0".repeat(32)),
+            &token,
+            r#"{"payment_method":"pm_card_visa"}"#,
+            404,
+            "hold_not_found",
+        ),
+        case(
+            "checkout with bad hold id",
+            Method::POST,
+            "/v1/holds/zzz/checkout".into(),
+            &token,
+            r#"{"payment_method":"pm_card_visa"}"#,
+            404,
+            "hold_not_found",
+        ),
+        case(
+            "checkout of someone else's hold",
+            Method::POST,
+            checkout.clone(),
+            &stranger,
+            r#"{"payment_method":"pm_card_visa"}"#,
+            404,
+            "hold_not_found",
+        ),
+        case(
+            "checkout without method",
+            Method::POST,
+            checkout.clone(),
+            &token,
+            "{}",
+            422,
+            "invalid_body",
+        ),
+        case(
+            "checkout with admission token",
+            Method::POST,
+            checkout.clone(),
+            &admission,
+            r#"{"payment_method":"pm_card_visa"}"#,
+            401,
+            "invalid_token",
+        ),
+        case(
+            "create event as buyer",
+            Method::POST,
+            "/v1/events".into(),
+            &token,
+            "{}",
+            403,
+            "forbidden",
+        ),
+        case(
+            "create bad event",
+            Method::POST,
+            "/v1/events".into(),
+            &op,
+            r#"{"name":"x","tiers":[],"sections":[]}"#,
+            422,
+            "invalid_request",
+        ),
+        case(
+            "open unknown event",
+            Method::POST,
+            "/v1/events/4242/open".into(),
+            &op,
+            "",
+            404,
+            "event_not_found",
+        ),
+        case(
+            "unknown order",
+            Method::GET,
+            format!("/v1/orders/{}", uuid()),
+            &token,
+            "",
+            404,
+            "order_not_found",
+        ),
+        case(
+            "unknown route",
+            Method::GET,
+            "/v1/nothing".into(),
+            &token,
+            "",
+            404,
+            "not_found",
+        ),
+        case(
+            "wrong method",
+            Method::PUT,
+            holds.clone(),
+            &admission,
+            "",
+            405,
+            "method_not_allowed",
+        ),
+        case(
+            "too large",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            &format!("{{\"seat_ids\":[\"{}\"]}}", "x".repeat(5 << 20)),
+            413,
+            "payload_too_large",
+        ),
     ];
-    let mut no_key = case("missing idempotency key", Method::POST, holds.clone(), &admission, r#"{"seat_ids":["A-1-2"]}"#, 400, "idempotency_key_required");
+    let mut no_key = case(
+        "missing idempotency key",
+        Method::POST,
+        holds.clone(),
+        &admission,
+        r#"{"seat_ids":["A-1-2"]}"#,
+        400,
+        "idempotency_key_required",
+    );
     no_key.key = None;
     cases.push(no_key);
     let initial = snapshot(&app, event, &token).await;
@@ -96,9 +366,23 @@ async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
         let res = req.send().await.unwrap();
         let status = res.status().as_u16();
         let body: Value = res.json().await.unwrap_or(Value::Null);
-        assert_eq!((status, body["error"].as_str()), (c.status, Some(c.code)), "{}: {body}", c.name);
-        assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{}: a message for people", c.name);
-        assert_eq!(snapshot(&app, event, &token).await, before, "{} changed state", c.name);
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (c.status, Some(c.code)),
+            "{}: {body}",
+            c.name
+        );
+        assert!(
+            body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{}: a message for people",
+            c.name
+        );
+        assert_eq!(
+            snapshot(&app, event, &token).await,
+            before,
+            "{} changed state",
+            c.name
+        );
     }
     assert_eq!(snapshot(&app, event, &token).await, initial);
 }
@@ -108,8 +392,11 @@ async fn an_expired_admission_token_is_refused() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 5, 0, 4)).await;
     let (_, admission) = app.admitted_buyer(event).await;
-    app.clock.advance_secs(app.engine.config().admission_token_ttl_s as i64 + 1);
-    let res = app.hold(event, &admission, json!({"seat_ids": ["A-1-1"]})).await;
+    app.clock
+        .advance_secs(app.engine.config().admission_token_ttl_s as i64 + 1);
+    let res = app
+        .hold(event, &admission, json!({"seat_ids": ["A-1-1"]}))
+        .await;
     assert_eq!(res.status().as_u16(), 401);
     assert_eq!(res.json::<Value>().await.unwrap()["error"], "token_expired");
     assert_eq!(app.counts(event).await["free"], json!(5));

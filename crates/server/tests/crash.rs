@@ -40,20 +40,35 @@ async fn start(dir: &Path, config: &Path) -> (Child, String) {
         .spawn()
         .expect("the binary starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Some(line) = lines.next_line().await.unwrap() {
+    let read = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
             if let Some(addr) = line.strip_prefix("listening on ") {
-                tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-                return (child, addr.trim().to_string());
+                return Some(addr.trim().to_string());
             }
         }
+        None
+    });
+    if let Ok(Some(addr)) = read.await {
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        return (child, addr);
     }
     panic!("the server never said where it listens");
 }
 
-async fn call(c: &reqwest::Client, method: reqwest::Method, url: String, token: &str, body: Value) -> (u16, Value) {
-    let res = c.request(method, url).bearer_auth(token).header("Idempotency-Key", uuid()).json(&body).send().await;
+async fn call(
+    c: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Value,
+) -> (u16, Value) {
+    let res = c
+        .request(method, url)
+        .bearer_auth(token)
+        .header("Idempotency-Key", uuid())
+        .json(&body)
+        .send()
+        .await;
     match res {
         Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
         Err(_) => (0, Value::Null),
@@ -62,26 +77,65 @@ async fn call(c: &reqwest::Client, method: reqwest::Method, url: String, token: 
 
 /// A buyer who holds one seat: (buyer token, hold id).
 async fn holder(c: &reqwest::Client, base: &str, event: i64) -> (String, String) {
-    let (_, b) = call(c, reqwest::Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
+    let (_, b) = call(
+        c,
+        reqwest::Method::POST,
+        format!("{base}/v1/buyers"),
+        "",
+        json!({}),
+    )
+    .await;
     let token = b["token"].as_str().unwrap().to_string();
-    let (_, j) = call(c, reqwest::Method::POST, format!("{base}/v1/events/{event}/queue"), &token, json!({})).await;
+    let (_, j) = call(
+        c,
+        reqwest::Method::POST,
+        format!("{base}/v1/events/{event}/queue"),
+        &token,
+        json!({}),
+    )
+    .await;
     let ticket = j["queue_ticket"].as_str().unwrap().to_string();
     let admission = loop {
-        let s: Value = c.get(format!("{base}/v1/queue/status")).bearer_auth(&ticket).send().await.unwrap().json().await.unwrap();
+        let s: Value = c
+            .get(format!("{base}/v1/queue/status"))
+            .bearer_auth(&ticket)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if let Some(a) = s["admission_token"].as_str() {
             break a.to_string();
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     };
     let body = json!({"best_available": {"section": "A", "quantity": 1}});
-    let (status, h) = call(c, reqwest::Method::POST, format!("{base}/v1/events/{event}/holds"), &admission, body).await;
+    let (status, h) = call(
+        c,
+        reqwest::Method::POST,
+        format!("{base}/v1/events/{event}/holds"),
+        &admission,
+        body,
+    )
+    .await;
     assert_eq!(status, 201, "{h}");
     (token, h["hold_id"].as_str().unwrap().to_string())
 }
 
 async fn audit(dir: &Path, config: &Path) -> (bool, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice")).args(["audit", "--json", "--data-dir"]).arg(dir).arg("--config").arg(config).output().await.unwrap();
-    (out.status.success(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+        .args(["audit", "--json", "--data-dir"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,18 +145,45 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
     let (mut server, base) = start(dir.path(), &config).await;
     let c = reqwest::Client::new();
     let spec = common::spec(10, 30, 0, 4);
-    let (status, e) = call(&c, reqwest::Method::POST, format!("{base}/v1/events"), OPERATOR, serde_json::to_value(&spec).unwrap()).await;
+    let (status, e) = call(
+        &c,
+        reqwest::Method::POST,
+        format!("{base}/v1/events"),
+        OPERATOR,
+        serde_json::to_value(&spec).unwrap(),
+    )
+    .await;
     assert_eq!(status, 201, "{e}");
     let event = e["event_id"].as_i64().unwrap();
-    call(&c, reqwest::Method::POST, format!("{base}/v1/events/{event}/open"), OPERATOR, json!({})).await;
+    call(
+        &c,
+        reqwest::Method::POST,
+        format!("{base}/v1/events/{event}/open"),
+        OPERATOR,
+        json!({}),
+    )
+    .await;
     let holders = join_all((0..BUYERS).map(|_| holder(&c, &base, event))).await;
 
     // Every holder checks out at once; the server dies while the provider is answering.
     let checkouts: Vec<_> = holders
         .iter()
         .map(|(token, hold)| {
-            let (c, url, token) = (c.clone(), format!("{base}/v1/holds/{hold}/checkout"), token.clone());
-            async move { call(&c, reqwest::Method::POST, url, &token, json!({"payment_method": "pm_card_visa"})).await }
+            let (c, url, token) = (
+                c.clone(),
+                format!("{base}/v1/holds/{hold}/checkout"),
+                token.clone(),
+            );
+            async move {
+                call(
+                    &c,
+                    reqwest::Method::POST,
+                    url,
+                    &token,
+                    json!({"payment_method": "pm_card_visa"}),
+                )
+                .await
+            }
         })
         .collect();
     let load = tokio::spawn(join_all(checkouts));
@@ -111,7 +192,10 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
     server.wait().await.unwrap();
     let answered = load.await.unwrap();
     let confirmed_before = answered.iter().filter(|(s, _)| *s == 201).count();
-    assert!(confirmed_before < BUYERS, "the kill landed after every checkout finished; nothing was tested");
+    assert!(
+        confirmed_before < BUYERS,
+        "the kill landed after every checkout finished; nothing was tested"
+    );
 
     let (_server, base) = start(dir.path(), &config).await;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -121,24 +205,53 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
             assert!(clean, "audit after recovery: {report}");
             break report;
         }
-        assert!(Instant::now() < deadline, "recovery did not finish: {report}");
+        assert!(
+            Instant::now() < deadline,
+            "recovery did not finish: {report}"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    eprintln!("confirmed before the kill: {confirmed_before} of {BUYERS}; after recovery: {report}");
+    eprintln!(
+        "confirmed before the kill: {confirmed_before} of {BUYERS}; after recovery: {report}"
+    );
     // Every buyer told 201 before the crash still has their ticket.
     let mut sold = 0;
     for (i, (token, _)) in holders.iter().enumerate() {
-        let orders: Value = c.get(format!("{base}/v1/me/orders")).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+        let orders: Value = c
+            .get(format!("{base}/v1/me/orders"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         let orders = orders["orders"].as_array().unwrap();
         let confirmed = orders.iter().filter(|o| o["status"] == "confirmed").count();
         sold += confirmed;
         if answered[i].0 == 201 {
-            assert_eq!(confirmed, 1, "buyer {i} was told confirmed before the crash");
+            assert_eq!(
+                confirmed, 1,
+                "buyer {i} was told confirmed before the crash"
+            );
         }
-        assert!(orders.iter().all(|o| matches!(o["status"].as_str(), Some("confirmed" | "voided" | "declined" | "lost"))), "{orders:?}");
+        assert!(
+            orders.iter().all(|o| matches!(
+                o["status"].as_str(),
+                Some("confirmed" | "voided" | "declined" | "lost")
+            )),
+            "{orders:?}"
+        );
     }
     assert_eq!(report["seats_sold"], json!(sold));
     // The rebuilt hot store agrees with the ledger.
-    let ev: Value = c.get(format!("{base}/v1/events/{event}")).send().await.unwrap().json().await.unwrap();
+    let ev: Value = c
+        .get(format!("{base}/v1/events/{event}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(ev["counts"]["sold"], json!(sold));
 }

@@ -5,8 +5,16 @@ pub(crate) fn small_spec() -> EventSpec {
         name: "Test night".into(),
         currency: "EUR".into(),
         tiers: vec![
-            PriceTier { key: "A".into(), name: "Front".into(), price: Money(9_000) },
-            PriceTier { key: "B".into(), name: "Back".into(), price: Money(4_000) },
+            PriceTier {
+                key: "A".into(),
+                name: "Front".into(),
+                price: Money(9_000),
+            },
+            PriceTier {
+                key: "B".into(),
+                name: "Back".into(),
+                price: Money(4_000),
+            },
         ],
         sections: vec![
             SectionSpec {
@@ -15,8 +23,16 @@ pub(crate) fn small_spec() -> EventSpec {
                 tier: "B".into(),
                 quality: 1,
                 rows: vec![
-                    RowSpec { label: "1".into(), seats: 5, tier: Some("A".into()) },
-                    RowSpec { label: "2".into(), seats: 5, tier: None },
+                    RowSpec {
+                        label: "1".into(),
+                        seats: 5,
+                        tier: Some("A".into()),
+                    },
+                    RowSpec {
+                        label: "2".into(),
+                        seats: 5,
+                        tier: None,
+                    },
                 ],
                 ga_capacity: None,
             },
@@ -49,15 +65,31 @@ fn seats_are_laid_out_with_labels_tiers_and_ranks() {
 
 #[test]
 fn bad_specs_are_rejected_with_a_reason() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut EventSpec)>)> = vec![
-        ("unknown tier", Box::new(|s| s.sections[0].tier = "Z".into())),
+    type Mutation = Box<dyn Fn(&mut EventSpec)>;
+    let cases: Vec<(&str, Mutation)> = vec![
+        (
+            "unknown tier",
+            Box::new(|s| s.sections[0].tier = "Z".into()),
+        ),
         ("used twice", Box::new(|s| s.sections[1].key = "S1".into())),
-        ("ga_capacity", Box::new(|s| s.sections[1].ga_capacity = Some(0))),
-        ("not both", Box::new(|s| s.sections[0].ga_capacity = Some(3))),
+        (
+            "ga_capacity",
+            Box::new(|s| s.sections[1].ga_capacity = Some(0)),
+        ),
+        (
+            "not both",
+            Box::new(|s| s.sections[0].ga_capacity = Some(3)),
+        ),
         ("currency", Box::new(|s| s.currency = "euro".into())),
         ("price", Box::new(|s| s.tiers[0].price = Money(-1))),
-        ("max_tickets", Box::new(|s| s.sale.max_tickets_per_buyer = 0)),
-        ("seats must be", Box::new(|s| s.sections[0].rows[0].seats = 0)),
+        (
+            "max_tickets",
+            Box::new(|s| s.sale.max_tickets_per_buyer = 0),
+        ),
+        (
+            "seats must be",
+            Box::new(|s| s.sections[0].rows[0].seats = 0),
+        ),
     ];
     for (needle, mutate) in cases {
         let mut spec = small_spec();

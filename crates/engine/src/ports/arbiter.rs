@@ -42,7 +42,11 @@ pub enum SeatChoice {
     Named(Vec<SeatIndex>),
     /// The best `quantity` free seats of a section, side by side in one row when
     /// `adjacent` and possible.
-    BestAvailable { section: u16, quantity: u32, adjacent: bool },
+    BestAvailable {
+        section: u16,
+        quantity: u32,
+        adjacent: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,7 +137,13 @@ pub trait SeatArbiter: Send + Sync {
     async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError>;
     /// Held → checking_out, moving the deadline to `pinned_until` and recording the
     /// order. Fails with `Expired` if the hold's deadline passed at `now`.
-    async fn pin(&self, hold: HoldId, order: OrderId, pinned_until: Millis, now: Millis) -> Result<HoldView, ArbiterError>;
+    async fn pin(
+        &self,
+        hold: HoldId,
+        order: OrderId,
+        pinned_until: Millis,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError>;
     /// checking_out → payment_pending, keeping the pin.
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
     /// The ledger committed: the hold's seats become sold for good.
@@ -143,7 +153,12 @@ pub trait SeatArbiter: Send + Sync {
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
     /// Expires every live hold of `event` whose deadline is at or before `now`, up to
     /// `limit`, returning each one's seats to stock in the same step.
-    async fn expire_due(&self, event: EventId, now: Millis, limit: usize) -> Result<Vec<Expired>, StoreError>;
+    async fn expire_due(
+        &self,
+        event: EventId,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Expired>, StoreError>;
 
     /// One bit per seat in index order, most significant bit first: 1 = free.
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError>;

@@ -12,7 +12,9 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Millis {
-        let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         Millis(d.as_millis() as i64)
     }
 }

@@ -27,8 +27,20 @@ pub enum Begin {
 /// A claim that is never finished lapses after `lease_ms` so a crash cannot wedge a key.
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
-    async fn begin(&self, scope: &str, key: &str, fingerprint: &[u8; 32], now: Millis, lease_ms: i64) -> Result<Begin, StoreError>;
-    async fn finish(&self, scope: &str, key: &str, response: &StoredResponse) -> Result<(), StoreError>;
+    async fn begin(
+        &self,
+        scope: &str,
+        key: &str,
+        fingerprint: &[u8; 32],
+        now: Millis,
+        lease_ms: i64,
+    ) -> Result<Begin, StoreError>;
+    async fn finish(
+        &self,
+        scope: &str,
+        key: &str,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError>;
     /// Forgets an unfinished claim so a retry runs again (used when the request failed
     /// in a way that changed nothing, e.g. the store was unavailable).
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError>;

@@ -1,5 +1,8 @@
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, HoldId, Millis, Money, OrderEvent, OrderId, OrderState, SaleStatus};
+use boxoffice_domain::{
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, Money, OrderEvent, OrderId, OrderState,
+    SaleStatus,
+};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
@@ -45,7 +48,9 @@ pub struct Commit {
 pub enum CommitOutcome {
     Committed,
     /// A seat is already sold to another order; nothing was written.
-    SeatTaken { seat_id: String },
+    SeatTaken {
+        seat_id: String,
+    },
     /// The buyer would own more than the event allows; nothing was written.
     LimitExceeded,
     /// The order is not `authorized` (already committed, or finished another way).
@@ -108,11 +113,22 @@ pub trait Ledger: Send + Sync {
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;
     async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError>;
     /// Orders in any of `states` last touched at or before `before`, oldest first.
-    async fn orders_in(&self, states: &[OrderState], before: Millis, limit: usize) -> Result<Vec<Order>, StoreError>;
+    async fn orders_in(
+        &self,
+        states: &[OrderState],
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError>;
 
     /// Moves an order by `event` if its state allows, appending to its history.
     /// `payment_ref` is recorded when given.
-    async fn apply(&self, order: OrderId, event: OrderEvent, payment_ref: Option<&str>, now: Millis) -> Result<Order, LedgerError>;
+    async fn apply(
+        &self,
+        order: OrderId,
+        event: OrderEvent,
+        payment_ref: Option<&str>,
+        now: Millis,
+    ) -> Result<Order, LedgerError>;
     /// Authorized → committed: sold seats, buyer guard, outbox and history in one
     /// transaction. Concurrent commits may share a transaction (group commit); each
     /// gets its own outcome.

@@ -30,7 +30,8 @@ pub trait QueueStore: Send + Sync {
     async fn join(&self, event: EventId, buyer: BuyerId) -> Result<Place, StoreError>;
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError>;
     /// Moves `serving_up_to` forward to `to` (never backwards, never past the line).
-    async fn advance(&self, event: EventId, to: u64, now: Millis) -> Result<QueueState, StoreError>;
+    async fn advance(&self, event: EventId, to: u64, now: Millis)
+    -> Result<QueueState, StoreError>;
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError>;
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError>;
 }

@@ -32,7 +32,13 @@ fn summary(entry: &EventEntry, counts: Option<SeatCounts>) -> serde_json::Value 
     let sections: Vec<_> = e
         .sections
         .iter()
-        .map(|s| SectionSummary { key: &s.key, name: &s.name, kind: s.kind, capacity: s.len, rows: s.rows.len() })
+        .map(|s| SectionSummary {
+            key: &s.key,
+            name: &s.name,
+            kind: s.kind,
+            capacity: s.len,
+            rows: s.rows.len(),
+        })
         .collect();
     json!({
         "event_id": e.id, "name": e.name, "currency": e.currency, "status": e.status,
@@ -41,12 +47,25 @@ fn summary(entry: &EventEntry, counts: Option<SeatCounts>) -> serde_json::Value 
     })
 }
 
-pub async fn create(State(st): State<AppState>, _: Operator, key: IdempotencyKey, body: Bytes) -> Response {
+pub async fn create(
+    State(st): State<AppState>,
+    _: Operator,
+    key: IdempotencyKey,
+    body: Bytes,
+) -> Response {
     let spec: EventSpec = match json(&body) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    let call = Call { store: &*st.idempotency, scope: "operator".into(), key: &key, method: "POST", path: "/v1/events", body: &body, now: st.now() };
+    let call = Call {
+        store: &*st.idempotency,
+        scope: "operator".into(),
+        key: &key,
+        method: "POST",
+        path: "/v1/events",
+        body: &body,
+        now: st.now(),
+    };
     call.run(async {
         let entry = st.engine.create_event(&spec).await?;
         reply(StatusCode::CREATED, &summary(&entry, None))
@@ -54,36 +73,71 @@ pub async fn create(State(st): State<AppState>, _: Operator, key: IdempotencyKey
     .await
 }
 
-pub async fn get(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn get(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let entry = st.engine.event(parse_id(&id, "event")?).await?;
     let counts = st.engine.ports().arbiter.counts(entry.event.id).await.ok();
     Ok(Json(summary(&entry, counts)))
 }
 
-pub async fn open(st: State<AppState>, op: Operator, key: IdempotencyKey, id: Path<String>) -> Response {
+pub async fn open(
+    st: State<AppState>,
+    op: Operator,
+    key: IdempotencyKey,
+    id: Path<String>,
+) -> Response {
     set_sale(st, op, key, id, true).await
 }
 
-pub async fn close(st: State<AppState>, op: Operator, key: IdempotencyKey, id: Path<String>) -> Response {
+pub async fn close(
+    st: State<AppState>,
+    op: Operator,
+    key: IdempotencyKey,
+    id: Path<String>,
+) -> Response {
     set_sale(st, op, key, id, false).await
 }
 
-async fn set_sale(State(st): State<AppState>, _: Operator, key: IdempotencyKey, Path(id): Path<String>, open: bool) -> Response {
+async fn set_sale(
+    State(st): State<AppState>,
+    _: Operator,
+    key: IdempotencyKey,
+    Path(id): Path<String>,
+    open: bool,
+) -> Response {
     let id: EventId = match parse_id(&id, "event") {
         Ok(id) => id,
         Err(e) => return e.into_response(),
     };
     let path = format!("/v1/events/{id}/{}", if open { "open" } else { "close" });
-    let call = Call { store: &*st.idempotency, scope: "operator".into(), key: &key, method: "POST", path: &path, body: b"", now: st.now() };
+    let call = Call {
+        store: &*st.idempotency,
+        scope: "operator".into(),
+        key: &key,
+        method: "POST",
+        path: &path,
+        body: b"",
+        now: st.now(),
+    };
     call.run(async {
-        let entry = if open { st.engine.open_sale(id).await? } else { st.engine.close_sale(id).await? };
+        let entry = if open {
+            st.engine.open_sale(id).await?
+        } else {
+            st.engine.close_sale(id).await?
+        };
         let counts = st.engine.ports().arbiter.counts(id).await.ok();
         reply(StatusCode::OK, &summary(&entry, counts))
     })
     .await
 }
 
-pub async fn stats(State(st): State<AppState>, _: Operator, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn stats(
+    State(st): State<AppState>,
+    _: Operator,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let id: EventId = parse_id(&id, "event")?;
     let entry = st.engine.event(id).await?;
     let counts = st.engine.ports().arbiter.counts(id).await.ok();
@@ -95,7 +149,10 @@ pub async fn stats(State(st): State<AppState>, _: Operator, Path(id): Path<Strin
 }
 
 /// The layout, for drawing the map. Static per event, so clients may cache it long.
-pub async fn seatmap(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn seatmap(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let entry = st.engine.event(parse_id(&id, "event")?).await?;
     let e = &entry.event;
     let sections: Vec<_> = e
@@ -120,18 +177,42 @@ pub async fn seatmap(State(st): State<AppState>, Path(id): Path<String>) -> Resu
         })
         .collect();
     let body = json!({"event_id": e.id, "tiers": e.tiers, "sections": sections});
-    Ok(([(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"))], Json(body)).into_response())
+    Ok((
+        [(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=60"),
+        )],
+        Json(body),
+    )
+        .into_response())
 }
 
 /// One bit per seat, in seat-index order (the `index` of the seat map), most
 /// significant bit first, 1 = free. Advisory: the hold is the only check that counts.
-pub async fn availability(State(st): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn availability(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let id: EventId = parse_id(&id, "event")?;
     let entry = st.engine.event(id).await?;
-    let bits = st.engine.ports().arbiter.availability(id).await.map_err(boxoffice_engine::EngineError::from)?;
+    let bits = st
+        .engine
+        .ports()
+        .arbiter
+        .availability(id)
+        .await
+        .map_err(boxoffice_engine::EngineError::from)?;
     let etag = format!("\"{}\"", hex16(&Sha256::digest(&bits)));
-    let cache = [(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=1"))];
-    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+    let cache = [(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=1"),
+    )];
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        == Some(etag.as_str())
+    {
         return Ok((StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
     }
     let free: u32 = bits.iter().map(|b| b.count_ones()).sum();

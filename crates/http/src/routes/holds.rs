@@ -41,8 +41,18 @@ impl HoldBody {
     fn into_input(self) -> Result<HoldInput, ApiError> {
         let selection = match (self.seat_ids, self.best_available) {
             (Some(ids), None) => SeatSelection::Named(ids),
-            (None, Some(b)) => SeatSelection::BestAvailable { section: b.section, quantity: b.quantity, adjacent: b.adjacent },
-            _ => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", "send exactly one of seat_ids or best_available")),
+            (None, Some(b)) => SeatSelection::BestAvailable {
+                section: b.section,
+                quantity: b.quantity,
+                adjacent: b.adjacent,
+            },
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_body",
+                    "send exactly one of seat_ids or best_available",
+                ));
+            }
         };
         Ok(HoldInput { selection })
     }
@@ -72,7 +82,13 @@ async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
     })
 }
 
-pub async fn create(State(st): State<AppState>, headers: HeaderMap, key: IdempotencyKey, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn create(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    key: IdempotencyKey,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
     let prepared = (|| {
         let id: EventId = parse_id(&id, "event")?;
         let admitted = st.engine.admitted(id, bearer(&headers)?)?;
@@ -85,7 +101,15 @@ pub async fn create(State(st): State<AppState>, headers: HeaderMap, key: Idempot
     };
     let path = format!("/v1/events/{}/holds", admitted.event);
     let scope = format!("buyer:{}", admitted.who.buyer);
-    let call = Call { store: &*st.hold_idempotency, scope, key: &key, method: "POST", path: &path, body: &body, now: st.now() };
+    let call = Call {
+        store: &*st.hold_idempotency,
+        scope,
+        key: &key,
+        method: "POST",
+        path: &path,
+        body: &body,
+        now: st.now(),
+    };
     call.run(async {
         let hold = st.engine.hold(&admitted, &input).await?;
         reply(StatusCode::CREATED, &view(&st, hold).await?)
@@ -93,19 +117,36 @@ pub async fn create(State(st): State<AppState>, headers: HeaderMap, key: Idempot
     .await
 }
 
-pub async fn get(State(st): State<AppState>, Buyer(who): Buyer, Path(id): Path<String>) -> Result<Json<HoldOut>, ApiError> {
+pub async fn get(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    Path(id): Path<String>,
+) -> Result<Json<HoldOut>, ApiError> {
     let hold = st.engine.get_hold(&who, parse_id(&id, "hold")?).await?;
     Ok(Json(view(&st, hold).await?))
 }
 
-pub async fn release(State(st): State<AppState>, Buyer(who): Buyer, key: IdempotencyKey, Path(id): Path<String>) -> Response {
+pub async fn release(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    key: IdempotencyKey,
+    Path(id): Path<String>,
+) -> Response {
     let hold: HoldId = match parse_id(&id, "hold") {
         Ok(h) => h,
         Err(e) => return e.into_response(),
     };
     let path = format!("/v1/holds/{hold}");
     let scope = format!("buyer:{}", who.buyer);
-    let call = Call { store: &*st.hold_idempotency, scope, key: &key, method: "DELETE", path: &path, body: b"", now: st.now() };
+    let call = Call {
+        store: &*st.hold_idempotency,
+        scope,
+        key: &key,
+        method: "DELETE",
+        path: &path,
+        body: b"",
+        now: st.now(),
+    };
     call.run(async {
         let released = st.engine.release_hold(&who, hold).await?;
         reply(StatusCode::OK, &view(&st, released).await?)

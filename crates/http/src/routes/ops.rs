@@ -17,17 +17,44 @@ pub async fn healthz() -> &'static str {
 /// Ready once start-up finished (hot store rebuilt) and while the ledger answers.
 pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError> {
     if !st.ready.load(Ordering::Acquire) {
-        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "starting", "start-up has not finished"));
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "starting",
+            "start-up has not finished",
+        ));
     }
-    st.engine.ports().ledger.events_with_status(SaleStatus::Open).await.map_err(boxoffice_engine::EngineError::from)?;
+    st.engine
+        .ports()
+        .ledger
+        .events_with_status(SaleStatus::Open)
+        .await
+        .map_err(boxoffice_engine::EngineError::from)?;
     Ok("ready")
 }
 
 pub async fn metrics(State(st): State<AppState>) -> Response {
-    let body = st.metrics.as_ref().map(|render| render()).unwrap_or_default();
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"))], body).into_response()
+    let body = st
+        .metrics
+        .as_ref()
+        .map(|render| render())
+        .unwrap_or_default();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 pub async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], crate::OPENAPI).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        crate::OPENAPI,
+    )
+        .into_response()
 }

@@ -2,11 +2,11 @@
 
 use std::net::SocketAddr;
 
-use axum::{Extension, Json};
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use boxoffice_domain::HoldId;
 use boxoffice_engine::{CheckoutOutcome, OrderView};
 use serde::Deserialize;
@@ -19,15 +19,30 @@ use crate::idempotency::{Call, reply};
 
 /// Creates a buyer. The replay of a retried call carries the buyer's token, so replays
 /// are scoped to the caller's address: another client reusing the key gets its own.
-pub async fn create_buyer(State(st): State<AppState>, peer: Option<Extension<ConnectInfo<SocketAddr>>>, key: IdempotencyKey) -> Response {
+pub async fn create_buyer(
+    State(st): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    key: IdempotencyKey,
+) -> Response {
     let scope = match peer {
         Some(Extension(ConnectInfo(addr))) => format!("buyers:{}", addr.ip()),
         None => "buyers:local".into(),
     };
-    let call = Call { store: &*st.idempotency, scope, key: &key, method: "POST", path: "/v1/buyers", body: b"", now: st.now() };
+    let call = Call {
+        store: &*st.idempotency,
+        scope,
+        key: &key,
+        method: "POST",
+        path: "/v1/buyers",
+        body: b"",
+        now: st.now(),
+    };
     call.run(async {
         let (buyer_id, token) = st.engine.create_buyer().await?;
-        reply(StatusCode::CREATED, &json!({"buyer_id": buyer_id, "token": token}))
+        reply(
+            StatusCode::CREATED,
+            &json!({"buyer_id": buyer_id, "token": token}),
+        )
     })
     .await
 }
@@ -38,12 +53,22 @@ struct CheckoutBody {
     payment_method: String,
 }
 
-pub async fn checkout(State(st): State<AppState>, Buyer(who): Buyer, key: IdempotencyKey, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn checkout(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    key: IdempotencyKey,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
     let prepared = (|| {
         let hold: HoldId = parse_id(&id, "hold")?;
         let body: CheckoutBody = json(&body)?;
         if body.payment_method.is_empty() || body.payment_method.len() > 255 {
-            return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", "payment_method must be 1-255 characters"));
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                "payment_method must be 1-255 characters",
+            ));
         }
         Ok((hold, body))
     })();
@@ -53,7 +78,15 @@ pub async fn checkout(State(st): State<AppState>, Buyer(who): Buyer, key: Idempo
     };
     let path = format!("/v1/holds/{hold}/checkout");
     let scope = format!("buyer:{}", who.buyer);
-    let call = Call { store: &*st.idempotency, scope, key: &key, method: "POST", path: &path, body: &body, now: st.now() };
+    let call = Call {
+        store: &*st.idempotency,
+        scope,
+        key: &key,
+        method: "POST",
+        path: &path,
+        body: &body,
+        now: st.now(),
+    };
     call.run(async {
         match st.engine.checkout(&who, hold, &input.payment_method).await? {
             CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
@@ -65,8 +98,14 @@ pub async fn checkout(State(st): State<AppState>, Buyer(who): Buyer, key: Idempo
     .await
 }
 
-pub async fn get(State(st): State<AppState>, Buyer(who): Buyer, Path(id): Path<String>) -> Result<Json<OrderView>, ApiError> {
-    Ok(Json(st.engine.order_for(&who, parse_id(&id, "order")?).await?))
+pub async fn get(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    Path(id): Path<String>,
+) -> Result<Json<OrderView>, ApiError> {
+    Ok(Json(
+        st.engine.order_for(&who, parse_id(&id, "order")?).await?,
+    ))
 }
 
 pub async fn mine(State(st): State<AppState>, Buyer(who): Buyer) -> Result<Response, ApiError> {

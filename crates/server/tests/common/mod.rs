@@ -7,7 +7,9 @@ use std::sync::Arc;
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::{EventId, EventSpec, Millis, Money, SaleSettings};
 use boxoffice_engine::Engine;
+use boxoffice_engine::EngineConfig;
 use boxoffice_engine::ports::ManualClock;
+use boxoffice_server::config::WorkerConfig;
 use boxoffice_server::{Application, Config};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -27,14 +29,23 @@ pub struct TestApp {
 /// A config for tests: port 0, data in a temp dir, workers slow enough that tests drive
 /// time themselves.
 pub fn test_config(dir: &std::path::Path) -> Config {
-    let mut c = Config::default();
-    c.listen = "127.0.0.1:0".parse().unwrap();
-    c.data_dir = dir.to_path_buf();
-    c.operator_key = Some(boxoffice_server::config::Secret("test-operator-key-0123456789".into()));
-    c.workers.expiry_interval_ms = 3_600_000;
-    c.workers.recovery_interval_ms = 3_600_000;
-    c.engine.admission_interval_ms = 3_600_000;
-    c
+    let hour = 3_600_000;
+    Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.to_path_buf(),
+        operator_key: Some(boxoffice_server::config::Secret(
+            "test-operator-key-0123456789".into(),
+        )),
+        workers: WorkerConfig {
+            expiry_interval_ms: hour,
+            recovery_interval_ms: hour,
+        },
+        engine: EngineConfig {
+            admission_interval_ms: hour,
+            ..EngineConfig::default()
+        },
+        ..Config::default()
+    }
 }
 
 pub async fn spawn() -> TestApp {
@@ -46,7 +57,9 @@ pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let mut config = test_config(dir.path());
     tweak(&mut config);
     let clock = Arc::new(ManualClock::new(Millis(1_800_000_000_000)));
-    let app = Application::build_with_clock(config, clock.clone()).await.expect("the app builds");
+    let app = Application::build_with_clock(config, clock.clone())
+        .await
+        .expect("the app builds");
     let base = format!("http://{}", app.local_addr());
     let engine = app.engine();
     let operator_key = app.operator_key.clone();
@@ -58,8 +71,20 @@ pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         .await
         .unwrap();
     });
-    let client = reqwest::Client::builder().pool_max_idle_per_host(4096).build().unwrap();
-    TestApp { base, client, operator_key, engine, clock, dir, stop: Some(tx), server: Some(server) }
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .build()
+        .unwrap();
+    TestApp {
+        base,
+        client,
+        operator_key,
+        engine,
+        clock,
+        dir,
+        stop: Some(tx),
+        server: Some(server),
+    }
 }
 
 impl TestApp {
@@ -77,38 +102,93 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, token: &str, key: &str, body: Value) -> Response {
-        self.client.post(self.url(path)).bearer_auth(token).header("Idempotency-Key", key).json(&body).send().await.unwrap()
+        self.client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Response {
-        self.client.get(self.url(path)).bearer_auth(token).send().await.unwrap()
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn create_event(&self, spec: &EventSpec) -> EventId {
-        let res = self.post("/v1/events", &self.operator_key, &uuid(), serde_json::to_value(spec).unwrap()).await;
+        let res = self
+            .post(
+                "/v1/events",
+                &self.operator_key,
+                &uuid(),
+                serde_json::to_value(spec).unwrap(),
+            )
+            .await;
         assert_eq!(res.status(), StatusCode::CREATED);
-        let id = res.json::<Value>().await.unwrap()["event_id"].as_i64().unwrap();
-        let res = self.post(&format!("/v1/events/{id}/open"), &self.operator_key, &uuid(), json!({})).await;
+        let id = res.json::<Value>().await.unwrap()["event_id"]
+            .as_i64()
+            .unwrap();
+        let res = self
+            .post(
+                &format!("/v1/events/{id}/open"),
+                &self.operator_key,
+                &uuid(),
+                json!({}),
+            )
+            .await;
         assert_eq!(res.status(), StatusCode::OK);
         EventId(id)
     }
 
     /// A new buyer: (buyer id, token).
     pub async fn buyer(&self) -> (String, String) {
-        let res = self.client.post(self.url("/v1/buyers")).header("Idempotency-Key", uuid()).send().await.unwrap();
+        let res = self
+            .client
+            .post(self.url("/v1/buyers"))
+            .header("Idempotency-Key", uuid())
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status(), StatusCode::CREATED);
         let v: Value = res.json().await.unwrap();
-        (v["buyer_id"].as_str().unwrap().into(), v["token"].as_str().unwrap().into())
+        (
+            v["buyer_id"].as_str().unwrap().into(),
+            v["token"].as_str().unwrap().into(),
+        )
     }
 
     /// Joins the queue, lets admission run, and returns the admission token.
     pub async fn admit(&self, event: EventId, buyer_token: &str) -> String {
-        let res = self.post(&format!("/v1/events/{event}/queue"), buyer_token, &uuid(), json!({})).await;
+        let res = self
+            .post(
+                &format!("/v1/events/{event}/queue"),
+                buyer_token,
+                &uuid(),
+                json!({}),
+            )
+            .await;
         assert_eq!(res.status(), StatusCode::OK);
-        let ticket = res.json::<Value>().await.unwrap()["queue_ticket"].as_str().unwrap().to_string();
+        let ticket = res.json::<Value>().await.unwrap()["queue_ticket"]
+            .as_str()
+            .unwrap()
+            .to_string();
         self.engine.admit_batch(event).await.unwrap();
-        let v: Value = self.get("/v1/queue/status", &ticket).await.json().await.unwrap();
-        v["admission_token"].as_str().unwrap_or_else(|| panic!("not admitted: {v}")).to_string()
+        let v: Value = self
+            .get("/v1/queue/status", &ticket)
+            .await
+            .json()
+            .await
+            .unwrap();
+        v["admission_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not admitted: {v}"))
+            .to_string()
     }
 
     /// A buyer already admitted to `event`: (buyer token, admission token).
@@ -119,15 +199,32 @@ impl TestApp {
     }
 
     pub async fn hold(&self, event: EventId, admission: &str, body: Value) -> Response {
-        self.post(&format!("/v1/events/{event}/holds"), admission, &uuid(), body).await
+        self.post(
+            &format!("/v1/events/{event}/holds"),
+            admission,
+            &uuid(),
+            body,
+        )
+        .await
     }
 
     pub async fn checkout(&self, hold_id: &str, buyer_token: &str, method: &str) -> Response {
-        self.post(&format!("/v1/holds/{hold_id}/checkout"), buyer_token, &uuid(), json!({"payment_method": method})).await
+        self.post(
+            &format!("/v1/holds/{hold_id}/checkout"),
+            buyer_token,
+            &uuid(),
+            json!({"payment_method": method}),
+        )
+        .await
     }
 
     pub async fn counts(&self, event: EventId) -> Value {
-        let v: Value = self.get(&format!("/v1/events/{event}"), "").await.json().await.unwrap();
+        let v: Value = self
+            .get(&format!("/v1/events/{event}"), "")
+            .await
+            .json()
+            .await
+            .unwrap();
         v["counts"].clone()
     }
 }
@@ -141,17 +238,46 @@ pub fn uuid() -> String {
 pub fn spec(rows: u32, per_row: u32, ga: u32, max_per_buyer: u32) -> EventSpec {
     let mut sections = Vec::new();
     if rows > 0 {
-        let rows = (1..=rows).map(|r| RowSpec { label: r.to_string(), seats: per_row, tier: None }).collect();
-        sections.push(SectionSpec { key: "A".into(), name: "Stand A".into(), tier: "STD".into(), quality: 1, rows, ga_capacity: None });
+        let rows = (1..=rows)
+            .map(|r| RowSpec {
+                label: r.to_string(),
+                seats: per_row,
+                tier: None,
+            })
+            .collect();
+        sections.push(SectionSpec {
+            key: "A".into(),
+            name: "Stand A".into(),
+            tier: "STD".into(),
+            quality: 1,
+            rows,
+            ga_capacity: None,
+        });
     }
     if ga > 0 {
-        sections.push(SectionSpec { key: "GA".into(), name: "Floor".into(), tier: "STD".into(), quality: 0, rows: vec![], ga_capacity: Some(ga) });
+        sections.push(SectionSpec {
+            key: "GA".into(),
+            name: "Floor".into(),
+            tier: "STD".into(),
+            quality: 0,
+            rows: vec![],
+            ga_capacity: Some(ga),
+        });
     }
     EventSpec {
         name: format!("Test event {}", uuid()),
         currency: "EUR".into(),
-        tiers: vec![PriceTier { key: "STD".into(), name: "Standard".into(), price: Money(5_000) }],
+        tiers: vec![PriceTier {
+            key: "STD".into(),
+            name: "Standard".into(),
+            price: Money(5_000),
+        }],
         sections,
-        sale: SaleSettings { max_tickets_per_buyer: max_per_buyer, hold_ttl_s: 600, payment_grace_s: 120, admission_rate_per_s: 1_000_000 },
+        sale: SaleSettings {
+            max_tickets_per_buyer: max_per_buyer,
+            hold_ttl_s: 600,
+            payment_grace_s: 120,
+            admission_rate_per_s: 1_000_000,
+        },
     }
 }
