@@ -1,0 +1,154 @@
+//! The catalog: events and their seats, sale status, buyers, and the sold-seat read
+//! a hot-store rebuild starts from.
+
+use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
+use boxoffice_engine::ports::StoreError;
+use sqlx::{PgConnection, PgExecutor, Row};
+
+use crate::conn::{corrupt, db};
+use crate::writer::Step;
+
+pub(crate) fn status_name(status: SaleStatus) -> &'static str {
+    match status {
+        SaleStatus::Scheduled => "scheduled",
+        SaleStatus::Open => "open",
+        SaleStatus::Closed => "closed",
+    }
+}
+
+fn parse_status(s: &str) -> Result<SaleStatus, StoreError> {
+    match s {
+        "scheduled" => Ok(SaleStatus::Scheduled),
+        "open" => Ok(SaleStatus::Open),
+        "closed" => Ok(SaleStatus::Closed),
+        other => Err(corrupt("sale status", other)),
+    }
+}
+
+/// Writer job. The ledger numbers events, so the row is inserted first to learn its
+/// id, then the spec is built with it; an invalid spec undoes the insert.
+pub(crate) async fn create(
+    conn: &mut PgConnection,
+    spec: &EventSpec,
+    now: Millis,
+) -> Result<Step<Result<Event, StoreError>>, StoreError> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO events (name, currency, status, body, created_at)
+         VALUES ($1, $2, 'scheduled', '{}', $3) RETURNING id",
+    )
+    .bind(&spec.name)
+    .bind(&spec.currency)
+    .bind(now.0)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(db)?;
+    let event = match spec.build(EventId(id), now) {
+        Ok(event) => event,
+        Err(e) => {
+            return Ok(Step::Undo(Err(StoreError::new(format_args!(
+                "invalid event spec: {e}"
+            )))));
+        }
+    };
+    let body = serde_json::to_string(&event).map_err(StoreError::new)?;
+    // One statement for every seat: a stadium is 50,000 rows, not 50,000 round trips.
+    let labels: Vec<&str> = event.seats.iter().map(|s| s.label.as_str()).collect();
+    sqlx::query(
+        "WITH body AS (UPDATE events SET name = $2, body = $3::jsonb WHERE id = $1)
+         INSERT INTO event_seats (event_id, seat_id, seat_index)
+         SELECT $1, s.label, s.ord - 1 FROM UNNEST($4::text[]) WITH ORDINALITY AS s (label, ord)",
+    )
+    .bind(id)
+    .bind(&event.name)
+    .bind(body)
+    .bind(&labels)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(Ok(event)))
+}
+
+pub(crate) async fn set_status(
+    conn: &mut PgConnection,
+    id: EventId,
+    status: SaleStatus,
+) -> Result<Step<()>, StoreError> {
+    let changed = sqlx::query("UPDATE events SET status = $2 WHERE id = $1")
+        .bind(id.0)
+        .bind(status_name(status))
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?
+        .rows_affected();
+    if changed == 0 {
+        return Err(StoreError::new(format_args!("no event {id}")));
+    }
+    Ok(Step::Keep(()))
+}
+
+/// Idempotent: creating a buyer twice is not an error (a retried sign-up).
+pub(crate) async fn create_buyer(
+    conn: &mut PgConnection,
+    buyer: BuyerId,
+    now: Millis,
+) -> Result<Step<()>, StoreError> {
+    sqlx::query("INSERT INTO buyers (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
+        .bind(buyer.to_string())
+        .bind(now.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The stored event with its current sale status (the column is the truth; the JSON
+/// body keeps the status it was built with).
+pub(crate) async fn read<'e>(
+    conn: impl PgExecutor<'e>,
+    id: EventId,
+) -> Result<Option<Event>, StoreError> {
+    let row = sqlx::query("SELECT body::text, status FROM events WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let body: String = row.try_get(0).map_err(db)?;
+    let status: String = row.try_get(1).map_err(db)?;
+    let mut event: Event = serde_json::from_str(&body).map_err(|e| corrupt("event", e))?;
+    event.status = parse_status(&status)?;
+    Ok(Some(event))
+}
+
+pub(crate) async fn with_status<'e>(
+    conn: impl PgExecutor<'e>,
+    status: SaleStatus,
+) -> Result<Vec<EventId>, StoreError> {
+    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM events WHERE status = $1 ORDER BY id")
+        .bind(status_name(status))
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    Ok(ids.into_iter().map(EventId).collect())
+}
+
+/// Sold seats in seat order, so a rebuild walks the event's seat list once.
+pub(crate) async fn sold_seats<'e>(
+    conn: impl PgExecutor<'e>,
+    id: EventId,
+) -> Result<Vec<(String, BuyerId)>, StoreError> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT s.seat_id, s.buyer_id FROM sold_seats s
+         LEFT JOIN event_seats e ON e.event_id = s.event_id AND e.seat_id = s.seat_id
+         WHERE s.event_id = $1 ORDER BY e.seat_index, s.seat_id",
+    )
+    .bind(id.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    rows.into_iter()
+        .map(|(seat, buyer)| Ok((seat, buyer.parse().map_err(|e| corrupt("buyer id", e))?)))
+        .collect()
+}

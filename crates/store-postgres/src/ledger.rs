@@ -1,0 +1,193 @@
+//! `PostgresLedger`: the `Ledger` port over a PostgreSQL database. Writes queue for the
+//! writer (group commit); reads run on the pool, concurrently with the writer.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use async_trait::async_trait;
+use boxoffice_domain::{
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
+};
+use boxoffice_engine::ports::{
+    AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order, StoreError,
+};
+use parking_lot::Mutex;
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::idempotency::PostgresIdempotency;
+use crate::options::PostgresOptions;
+use crate::writer::Writer;
+use crate::{audit, commit, conn, events, migrate, moves, orders};
+
+/// Things that must live as long as the database is in use, such as a test's
+/// throw-away database (dropped with the last ledger or idempotency store).
+pub(crate) type Guards = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
+
+/// The ledger over one PostgreSQL database. Cheap to share behind an `Arc`; the writer
+/// task stops when the ledger and every `PostgresIdempotency` taken from it are dropped.
+pub struct PostgresLedger {
+    writer: Writer,
+    pool: PgPool,
+    guards: Guards,
+}
+
+impl PostgresLedger {
+    /// Connects to `url`, migrates the database to the newest schema and starts the
+    /// writer. Fails (rather than waiting) when the database cannot be reached within
+    /// the connect timeout.
+    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        let connect = conn::connect_options(url, &options)?;
+        let pool = conn::pool(connect.clone(), options.pool_size, &options);
+        let probe = conn::timed(
+            &options,
+            "connecting to the ledger database",
+            pool.acquire(),
+        );
+        drop(probe.await?);
+        migrate::run(&pool).await?;
+        let writer = if options.group_commit {
+            // The writer's own connection, so reads can never starve the commit path.
+            // It is not tested before each batch (a round trip per batch); a batch that
+            // finds it broken closes it and the next batch reconnects.
+            let write_pool = PgPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(options.acquire_timeout())
+                .test_before_acquire(false)
+                .connect_lazy_with(connect);
+            Writer::group(write_pool, options.max_batch, options.queue_capacity)
+        } else {
+            Writer::single(pool.clone())
+        };
+        Ok(PostgresLedger {
+            writer,
+            pool,
+            guards: Guards::default(),
+        })
+    }
+
+    /// Applies any migration the database lacks; returns the versions applied.
+    pub async fn migrate(&self) -> Result<Vec<i64>, StoreError> {
+        migrate::run(&self.pool).await
+    }
+
+    /// The idempotency store in the same database, sharing this ledger's writer.
+    pub fn idempotency(&self) -> PostgresIdempotency {
+        PostgresIdempotency {
+            writer: self.writer.clone(),
+            _guards: self.guards.clone(),
+        }
+    }
+
+    /// Keeps `guard` alive until the ledger and its idempotency stores are dropped (e.g.
+    /// a test's throw-away database).
+    pub fn keep_alive(&self, guard: impl Any + Send) {
+        self.guards.lock().push(Box::new(guard));
+    }
+
+    /// The read pool, for health checks and for tests that must reach behind the port.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// (transactions, writes) since connect: writes per transaction is the grouping.
+    pub fn write_stats(&self) -> (u64, u64) {
+        let s = &self.writer.stats;
+        (
+            s.transactions.load(Ordering::Relaxed),
+            s.jobs.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[async_trait]
+impl Ledger for PostgresLedger {
+    async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError> {
+        let spec = spec.clone();
+        self.writer
+            .submit(move |c| Box::pin(async move { events::create(c, &spec, now).await }))
+            .await?
+    }
+
+    async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError> {
+        events::read(&self.pool, id).await
+    }
+
+    async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
+        events::with_status(&self.pool, status).await
+    }
+
+    async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| Box::pin(events::set_status(c, id, status)))
+            .await
+    }
+
+    async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| Box::pin(events::create_buyer(c, buyer, now)))
+            .await
+    }
+
+    async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
+        let order = order.clone();
+        self.writer
+            .submit(move |c| Box::pin(async move { moves::insert(c, &order).await }))
+            .await
+    }
+
+    async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError> {
+        orders::by_id(&self.pool, &id.to_string()).await
+    }
+
+    async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError> {
+        orders::by_hold(&self.pool, &hold.to_string()).await
+    }
+
+    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
+        orders::of_buyer(&self.pool, &buyer.to_string()).await
+    }
+
+    async fn orders_in(
+        &self,
+        states: &[OrderState],
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        orders::in_states(&self.pool, states, before, limit).await
+    }
+
+    async fn apply(
+        &self,
+        order: OrderId,
+        event: OrderEvent,
+        payment_ref: Option<&str>,
+        now: Millis,
+    ) -> Result<Order, LedgerError> {
+        let payment_ref = payment_ref.map(str::to_owned);
+        self.writer
+            .submit(move |c| {
+                Box::pin(
+                    async move { moves::apply(c, order, event, payment_ref.as_deref(), now).await },
+                )
+            })
+            .await?
+    }
+
+    async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        let commit = commit.clone();
+        self.writer
+            .submit(move |c| Box::pin(async move { commit::commit(c, &commit).await }))
+            .await
+    }
+
+    async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
+        events::sold_seats(&self.pool, event).await
+    }
+
+    async fn audit_facts(&self) -> Result<AuditFacts, StoreError> {
+        audit::facts(&self.pool).await
+    }
+}

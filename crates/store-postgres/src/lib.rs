@@ -1,0 +1,27 @@
+//! The cluster ledger: the `Ledger` and `IdempotencyStore` ports over PostgreSQL, shared
+//! by every `boxoffice serve` node, with `synchronous_commit` left on.
+//!
+//! Every write goes to one writer task per node that groups whatever is queued into
+//! one transaction (group commit: one WAL flush serves the batch), each write in its
+//! own savepoint so a refused sale undoes only itself. Reads use a small pool.
+//! Conflicts between nodes are settled by the same constraints (`sold_seats_pkey`,
+//! `buyer_within_limit`, `one_order_per_hold`) that settle them within a node.
+//! Migrations are embedded from `migrations/postgres`.
+
+mod audit;
+mod commit;
+mod conn;
+mod events;
+mod idempotency;
+mod ledger;
+mod migrate;
+mod moves;
+mod options;
+mod orders;
+mod writer;
+
+pub use idempotency::PostgresIdempotency;
+pub use ledger::PostgresLedger;
+pub use migrate::migrate;
+pub use options::PostgresOptions;
+pub use writer::WriterStats;

@@ -1,0 +1,82 @@
+//! Schema migrations, embedded in the binary so `boxoffice serve` and `boxoffice
+//! migrate` need no files beside them. Applied versions are recorded in
+//! `schema_migrations`. Each migration runs in its own transaction under an advisory
+//! lock, so several nodes starting at once apply it exactly once and the others wait
+//! for it instead of failing on half-made tables.
+
+use boxoffice_engine::ports::StoreError;
+use sqlx::{Connection, PgConnection, PgPool};
+
+use crate::conn::{self, db};
+use crate::options::PostgresOptions;
+
+/// (version, name, SQL), in the order they must run.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "ledger",
+    include_str!("../../../migrations/postgres/0001_ledger.sql"),
+)];
+
+/// Any fixed number works; it only has to be the same in every node of a cluster.
+const MIGRATION_LOCK: i64 = 0x626f_786f_6666_6963; // "boxoffic"
+
+const TRACKING_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
+
+/// Brings the database at `url` up to the newest schema and returns the versions it
+/// applied; empty when it was already current.
+pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<Vec<i64>, StoreError> {
+    let connect = conn::connect_options(url, options)?;
+    let pool = conn::pool(connect, 1, options);
+    let applied = run(&pool).await;
+    pool.close().await;
+    applied
+}
+
+pub(crate) async fn run(pool: &PgPool) -> Result<Vec<i64>, StoreError> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let mut applied = Vec::new();
+    for &(version, name, sql) in MIGRATIONS {
+        let done = apply_one(&mut conn, version, name, sql).await;
+        if done.map_err(|e| {
+            StoreError::new(format_args!(
+                "postgres: migration {version} ({name}) failed: {e}"
+            ))
+        })? {
+            applied.push(version);
+        }
+    }
+    Ok(applied)
+}
+
+/// Applies one migration unless it is recorded; a failure leaves the database as it
+/// was before it (PostgreSQL DDL is transactional).
+async fn apply_one(
+    conn: &mut PgConnection,
+    version: i64,
+    name: &str,
+    sql: &'static str,
+) -> sqlx::Result<bool> {
+    let mut tx = conn.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::raw_sql(TRACKING_TABLE).execute(&mut *tx).await?;
+    let done: Option<i64> =
+        sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if done.is_some() {
+        return Ok(false);
+    }
+    sqlx::raw_sql(sql).execute(&mut *tx).await?;
+    sqlx::query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)")
+        .bind(version)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}

@@ -1,0 +1,140 @@
+//! Order writes other than the commit: the first insert (one order per hold) and the
+//! conditional state moves of the order state machine. Each write and its history line
+//! (and payment row) go in one statement: one round trip on the commit path.
+
+use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderState};
+use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError};
+use sqlx::PgConnection;
+
+use crate::conn::db;
+use crate::orders;
+use crate::writer::Step;
+
+pub(crate) fn event_name(event: OrderEvent) -> &'static str {
+    match event {
+        OrderEvent::Authorized => "authorized",
+        OrderEvent::Declined => "declined",
+        OrderEvent::Committed => "committed",
+        OrderEvent::CommitLost => "commit_lost",
+        OrderEvent::Voided => "voided",
+        OrderEvent::Captured => "captured",
+        OrderEvent::CaptureFailed => "capture_failed",
+        OrderEvent::Refunded => "refunded",
+    }
+}
+
+/// The hold's UNIQUE constraint makes a retried checkout find the first order instead
+/// of writing a second one; ON CONFLICT waits for a racing insert from another node.
+const INSERT: &str = "
+    WITH ins AS (
+        INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state,
+                            payment_ref, created_at, updated_at)
+        VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11)
+        ON CONFLICT (hold_id) DO NOTHING
+        RETURNING id
+    ), history AS (
+        INSERT INTO order_events (order_id, from_state, to_state, event, at)
+        SELECT id, NULL, $8, 'created', $10 FROM ins
+    )
+    SELECT count(*) FROM ins";
+
+/// The move happens only from the state it was computed from; payments get a row when
+/// the provider gave a reference.
+const MOVE: &str = "
+    WITH moved AS (
+        UPDATE orders SET state = $3, payment_ref = COALESCE($4, payment_ref), updated_at = $5
+        WHERE id = $1 AND state = $2
+        RETURNING id, total
+    ), history AS (
+        INSERT INTO order_events (order_id, from_state, to_state, event, at)
+        SELECT id, $2, $3, $6, $5 FROM moved
+    ), payment AS (
+        INSERT INTO payments (order_id, kind, reference, amount, at)
+        SELECT id, $6, $4, total, $5 FROM moved WHERE $4::text IS NOT NULL
+    )
+    SELECT count(*) FROM moved";
+
+/// Writer job.
+pub(crate) async fn insert(
+    conn: &mut PgConnection,
+    order: &Order,
+) -> Result<Step<InsertOrder>, StoreError> {
+    let hold = order.hold.to_string();
+    let seats = serde_json::to_string(&order.seats).map_err(StoreError::new)?;
+    let inserted: i64 = sqlx::query_scalar(INSERT)
+        .bind(order.id.to_string())
+        .bind(&hold)
+        .bind(order.event.0)
+        .bind(order.buyer.to_string())
+        .bind(seats)
+        .bind(order.total.0)
+        .bind(&order.currency)
+        .bind(order.state.as_str())
+        .bind(&order.payment_ref)
+        .bind(order.created_at.0)
+        .bind(order.updated_at.0)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+    if inserted == 1 {
+        return Ok(Step::Keep(InsertOrder::Inserted));
+    }
+    orders::by_hold(&mut *conn, &hold)
+        .await?
+        .map(|o| Step::Undo(InsertOrder::Exists(o)))
+        .ok_or_else(|| StoreError::new("postgres: hold conflict without an order"))
+}
+
+/// Writer job: moves the order if the state machine allows it. `Committed` is refused
+/// here: only `commit` may make an order own seats, or P2 would break silently.
+pub(crate) async fn apply(
+    conn: &mut PgConnection,
+    id: OrderId,
+    event: OrderEvent,
+    payment_ref: Option<&str>,
+    now: Millis,
+) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
+    let key = id.to_string();
+    // Another node may move the order between the read and the update; the update is
+    // conditional, so a lost race just reads the new state and decides again.
+    for _ in 0..3 {
+        let Some(mut order) = orders::by_id(&mut *conn, &key).await? else {
+            return Ok(Step::Undo(Err(LedgerError::NotFound)));
+        };
+        let from = order.state;
+        let to = match from.apply(event) {
+            Ok(to) if event != OrderEvent::Committed => to,
+            _ => return Ok(Step::Undo(Err(LedgerError::Conflict(from)))),
+        };
+        let moved: i64 = sqlx::query_scalar(MOVE)
+            .bind(&key)
+            .bind(from.as_str())
+            .bind(to.as_str())
+            .bind(payment_ref)
+            .bind(now.0)
+            .bind(event_name(event))
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db)?;
+        if moved == 1 {
+            if let Some(reference) = payment_ref {
+                order.payment_ref = Some(reference.to_string());
+            }
+            order.state = to;
+            order.updated_at = now;
+            return Ok(Step::Keep(Ok(order)));
+        }
+    }
+    Err(StoreError::new(format_args!(
+        "postgres: order {key} keeps changing under the writer"
+    )))
+}
+
+/// The history line of an order's move, for the commit's own statement.
+pub(crate) fn committed_names() -> (&'static str, &'static str, &'static str) {
+    (
+        OrderState::Authorized.as_str(),
+        OrderState::Committed.as_str(),
+        event_name(OrderEvent::Committed),
+    )
+}

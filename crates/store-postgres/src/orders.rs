@@ -1,0 +1,113 @@
+//! Order rows: how an `Order` is laid out in the `orders` table, and the order reads
+//! shared by the read path and the writer.
+
+use boxoffice_domain::{EventId, HoldId, Millis, Money, OrderState};
+use boxoffice_engine::ports::{Order, OrderSeat, StoreError};
+use sqlx::postgres::PgRow;
+use sqlx::{PgExecutor, Row};
+
+use crate::conn::{corrupt, db};
+
+/// `seats` is read as text so serde_json, not a second JSON type, parses it.
+macro_rules! order_columns {
+    () => {
+        "id, hold_id, event_id, buyer_id, seats::text, total, currency, state, payment_ref, created_at, updated_at"
+    };
+}
+
+const BY_ID: &str = concat!("SELECT ", order_columns!(), " FROM orders WHERE id = $1");
+const BY_HOLD: &str = concat!(
+    "SELECT ",
+    order_columns!(),
+    " FROM orders WHERE hold_id = $1"
+);
+const OF_BUYER: &str = concat!(
+    "SELECT ",
+    order_columns!(),
+    " FROM orders WHERE buyer_id = $1 ORDER BY created_at, id"
+);
+const IN_STATES: &str = concat!(
+    "SELECT ",
+    order_columns!(),
+    " FROM orders WHERE state = ANY($1) AND updated_at <= $2 ORDER BY updated_at, id LIMIT $3"
+);
+
+fn parse(row: &PgRow) -> Result<Order, StoreError> {
+    let text = |i: usize| row.try_get::<String, _>(i).map_err(db);
+    let int = |i: usize| row.try_get::<i64, _>(i).map_err(db);
+    Ok(Order {
+        id: text(0)?.parse().map_err(|e| corrupt("order id", e))?,
+        hold: text(1)?
+            .parse::<HoldId>()
+            .map_err(|e| corrupt("hold id", e))?,
+        event: EventId(int(2)?),
+        buyer: text(3)?.parse().map_err(|e| corrupt("buyer id", e))?,
+        seats: serde_json::from_str::<Vec<OrderSeat>>(&text(4)?)
+            .map_err(|e| corrupt("order seats", e))?,
+        total: Money(int(5)?),
+        currency: text(6)?,
+        state: parse_state(&text(7)?)?,
+        payment_ref: row.try_get(8).map_err(db)?,
+        created_at: Millis(int(9)?),
+        updated_at: Millis(int(10)?),
+    })
+}
+
+pub(crate) fn parse_state(s: &str) -> Result<OrderState, StoreError> {
+    OrderState::parse(s).ok_or_else(|| corrupt("order state", s))
+}
+
+pub(crate) async fn by_id<'e>(
+    conn: impl PgExecutor<'e>,
+    id: &str,
+) -> Result<Option<Order>, StoreError> {
+    let row = sqlx::query(BY_ID)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?;
+    row.as_ref().map(parse).transpose()
+}
+
+pub(crate) async fn by_hold<'e>(
+    conn: impl PgExecutor<'e>,
+    hold: &str,
+) -> Result<Option<Order>, StoreError> {
+    let row = sqlx::query(BY_HOLD)
+        .bind(hold)
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?;
+    row.as_ref().map(parse).transpose()
+}
+
+pub(crate) async fn of_buyer<'e>(
+    conn: impl PgExecutor<'e>,
+    buyer: &str,
+) -> Result<Vec<Order>, StoreError> {
+    let rows = sqlx::query(OF_BUYER)
+        .bind(buyer)
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    rows.iter().map(parse).collect()
+}
+
+/// Orders in any of `states` touched at or before `before`, oldest first: the recovery
+/// sweep's work list.
+pub(crate) async fn in_states<'e>(
+    conn: impl PgExecutor<'e>,
+    states: &[OrderState],
+    before: Millis,
+    limit: i64,
+) -> Result<Vec<Order>, StoreError> {
+    let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+    let rows = sqlx::query(IN_STATES)
+        .bind(names)
+        .bind(before.0)
+        .bind(limit)
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    rows.iter().map(parse).collect()
+}
