@@ -1,0 +1,3 @@
+//! Placeholder: the RedisArbiter hold-throughput bench lands in the next commit.
+
+fn main() {}

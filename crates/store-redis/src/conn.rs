@@ -1,0 +1,121 @@
+//! The connection every adapter shares: one multiplexed connection to a single Redis
+//! (`ConnectionManager`, which reconnects by itself) or to a Redis Cluster
+//! (`ClusterConnection`, which follows slot moves). Both pipeline concurrent requests
+//! over few sockets, so no pool is needed. Scripts run through `Script::invoke_async`,
+//! which sends EVALSHA and loads the script on NOSCRIPT (after a restart or failover).
+
+use std::time::Duration;
+
+use boxoffice_engine::ports::StoreError;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+/// Timeouts of a connection. Defaults suit a Redis on the same network.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectConfig {
+    /// How long to wait for a TCP connection.
+    pub connect_timeout: Duration,
+    /// How long to wait for an answer before the call fails (and the caller retries).
+    pub response_timeout: Duration,
+}
+
+impl Default for ConnectConfig {
+    fn default() -> Self {
+        ConnectConfig {
+            connect_timeout: Duration::from_secs(2),
+            response_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A handle to a single Redis or a Redis Cluster; cheap to clone.
+#[derive(Clone)]
+pub enum RedisConn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl RedisConn {
+    /// `urls` is one `redis://` URL for a single node, or several separated by commas
+    /// for a cluster (any reachable node is enough to find the others).
+    pub async fn connect(urls: &str) -> Result<Self, StoreError> {
+        Self::connect_with(urls, ConnectConfig::default()).await
+    }
+
+    pub async fn connect_with(urls: &str, config: ConnectConfig) -> Result<Self, StoreError> {
+        let urls: Vec<&str> = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        match urls.as_slice() {
+            [] => Err(StoreError("no Redis URL given".into())),
+            [one] => Self::single(one, config).await,
+            many => Self::cluster(many, config).await,
+        }
+    }
+
+    pub async fn single(url: &str, config: ConnectConfig) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| fail(url, e))?;
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(Some(config.response_timeout))
+            .set_number_of_retries(2);
+        let manager = ConnectionManager::new_with_config(client, manager_config)
+            .await
+            .map_err(|e| fail(url, e))?;
+        Ok(RedisConn::Single(manager))
+    }
+
+    pub async fn cluster(urls: &[&str], config: ConnectConfig) -> Result<Self, StoreError> {
+        let client = ClusterClient::builder(urls.iter().copied())
+            .connection_timeout(config.connect_timeout)
+            .response_timeout(config.response_timeout)
+            .build()
+            .map_err(|e| fail(&urls.join(","), e))?;
+        let conn = client
+            .get_async_connection()
+            .await
+            .map_err(|e| fail(&urls.join(","), e))?;
+        Ok(RedisConn::Cluster(conn))
+    }
+}
+
+fn fail(url: &str, e: redis::RedisError) -> StoreError {
+    StoreError(format!("cannot connect to Redis at {url}: {e}"))
+}
+
+/// A Redis failure as the ports see it: the store is unavailable, not an answer.
+pub(crate) fn store_err(e: redis::RedisError) -> StoreError {
+    StoreError::new(e)
+}
+
+impl ConnectionLike for RedisConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            RedisConn::Single(c) => c.req_packed_command(cmd),
+            RedisConn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            RedisConn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            RedisConn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            RedisConn::Single(c) => c.get_db(),
+            RedisConn::Cluster(c) => c.get_db(),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Redis backends for the cluster deployment (DESIGN §2): the seat arbiter (hot store),
+//! the waiting-room queue and the idempotency-key store, on a single Redis or a Redis
+//! Cluster.
+//!
+//! Every atomic operation is one Lua script (`src/lua/`) run with EVALSHA. All keys of
+//! one event share a hash tag, so an event lives in one Cluster slot and a script can
+//! touch all of them atomically. Nothing here is the source of truth: the engine
+//! rebuilds an event from the ledger with `load` when `is_loaded` says it is gone (P5).
+
+mod arbiter;
+mod conn;
+mod idempotency;
+mod keys;
+mod queue;
+mod reply;
+mod scripts;
+
+pub use arbiter::{RedisArbiter, RedisArbiterConfig};
+pub use conn::{ConnectConfig, RedisConn};
+pub use idempotency::RedisIdempotency;
+pub use keys::Prefix;
+pub use queue::RedisQueue;
+pub use scripts::hold_script_source;

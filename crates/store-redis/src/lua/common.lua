@@ -1,0 +1,107 @@
+-- Prepended to every arbiter script (concat! in scripts.rs). KEYS is always the event's
+-- full key list in this order, all under one hash tag, so every key a script may touch
+-- is declared and lives in the event's one Cluster slot.
+local META, FREE, SOLD, LAYOUT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local FREEZ, HOLDS, DL, TAKEN = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local UNREP, FIN, LOADING = KEYS[9], KEYS[10], KEYS[11]
+-- A free seat's score in FREEZ: section * SLOT + its place in the section's best-first
+-- order, so one sorted set serves every section and a range query is "best in section".
+local SLOT = 1048576
+-- Bytes per seat in LAYOUT: section u16, row u16, rank u32, place u32, price i64.
+local REC = 20
+
+-- Loaded means the marker written last by a load AND the structural keys are there: a
+-- fault that deleted some of them must look unloaded so the engine rebuilds (P5).
+local function loaded()
+  return redis.call('HGET', META, 'loaded') == '1'
+    and redis.call('EXISTS', FREE, SOLD, LAYOUT) == 3
+end
+
+local function seat_info(seat)
+  local raw = redis.call('GETRANGE', LAYOUT, seat * REC, seat * REC + REC - 1)
+  return struct.unpack('>I2I2I4I4i8', raw)
+end
+
+-- A hold record: state|expires_at|buyer|order|seat,seat|price,price
+local function parse(rec)
+  local st, x, b, o, seats, prices =
+    string.match(rec, '^(%a)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  return { st = st, x = x, b = b, o = o, seats = seats, prices = prices }
+end
+
+local function format(h)
+  return table.concat({ h.st, h.x, h.b, h.o, h.seats, h.prices }, '|')
+end
+
+local function seat_list(h)
+  local out = {}
+  for s in string.gmatch(h.seats, '%d+') do out[#out + 1] = tonumber(s) end
+  return out
+end
+
+local function is_live(st)
+  return st == 'H' or st == 'C' or st == 'P'
+end
+
+local function put_back(seat)
+  local section, _, _, place = seat_info(seat)
+  redis.call('SETBIT', FREE, seat, 1)
+  redis.call('ZADD', FREEZ, section * SLOT + place, seat)
+end
+
+-- Finished holds stay readable; beyond `keep` the oldest are forgotten so the hash
+-- cannot grow for ever.
+local function finished(nonce, keep)
+  local n = redis.call('RPUSH', FIN, nonce)
+  while n > keep do
+    redis.call('HDEL', HOLDS, redis.call('LPOP', FIN))
+    n = n - 1
+  end
+end
+
+-- A live hold -> `state` (R or E): seats back in stock, counters follow.
+local function end_hold(nonce, h, state, keep)
+  local seats = seat_list(h)
+  for _, s in ipairs(seats) do put_back(s) end
+  redis.call('ZREM', DL, nonce)
+  if redis.call('HINCRBY', TAKEN, h.b, -#seats) <= 0 then
+    redis.call('HDEL', TAKEN, h.b)
+  end
+  redis.call('HINCRBY', META, 'held', -#seats)
+  redis.call('HINCRBY', META, 'active', -1)
+  h.st = state
+  local rec = format(h)
+  redis.call('HSET', HOLDS, nonce, rec)
+  finished(nonce, keep)
+  return rec
+end
+
+-- Expires one hold if it is still live; returns its report "nonce|record" or nil.
+local function expire_one(nonce, keep)
+  local rec = redis.call('HGET', HOLDS, nonce)
+  local h = rec and parse(rec)
+  if not h or not is_live(h.st) then
+    -- Unreachable while DL lists only live holds; drop a stray so no sweep spins on it.
+    redis.call('ZREM', DL, nonce)
+    return nil
+  end
+  return nonce .. '|' .. end_hold(nonce, h, 'E', keep)
+end
+
+-- Expiries done on the way (by hold or pin) are kept for the worker's next sweep,
+-- bounded like the finished holds.
+local function report_later(report, keep)
+  local n = redis.call('RPUSH', UNREP, report)
+  if n > keep then redis.call('LTRIM', UNREP, -keep, -1) end
+end
+
+local function expire_due_unreported(now, keep)
+  while true do
+    local due = redis.call('ZRANGEBYSCORE', DL, '-inf', now, 'LIMIT', 0, 100)
+    if #due == 0 then return end
+    for _, nonce in ipairs(due) do
+      local r = expire_one(nonce, keep)
+      if r then report_later(r, keep) end
+    end
+  end
+end

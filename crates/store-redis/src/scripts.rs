@@ -1,0 +1,50 @@
+//! The Lua scripts, compiled into the binary from `src/lua/`. Arbiter scripts are
+//! prefixed with `common.lua` (key names and the shared expiry/return-to-stock steps),
+//! so each atomic operation is still exactly one script.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+macro_rules! arbiter_script {
+    ($($file:literal),+) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("lua/common.lua"),
+                $(include_str!(concat!("lua/", $file))),+
+            ))
+        })
+    };
+}
+
+macro_rules! plain_script {
+    ($file:literal) => {
+        LazyLock::new(|| Script::new(include_str!(concat!("lua/", $file))))
+    };
+}
+
+pub(crate) static HOLD: LazyLock<Script> = arbiter_script!("best.lua", "hold.lua");
+pub(crate) static PIN: LazyLock<Script> = arbiter_script!("pin.lua");
+pub(crate) static MOVE: LazyLock<Script> = arbiter_script!("move.lua");
+pub(crate) static EXPIRE_DUE: LazyLock<Script> = arbiter_script!("expire_due.lua");
+pub(crate) static READ: LazyLock<Script> = arbiter_script!("read.lua");
+pub(crate) static LOAD_BEGIN: LazyLock<Script> = arbiter_script!("load_begin.lua");
+pub(crate) static LOAD_SEATS: LazyLock<Script> = arbiter_script!("load_seats.lua");
+pub(crate) static LOAD_BUYERS: LazyLock<Script> = arbiter_script!("load_buyers.lua");
+pub(crate) static LOAD_DONE: LazyLock<Script> = arbiter_script!("load_done.lua");
+pub(crate) static UNLOAD: LazyLock<Script> = arbiter_script!("unload.lua");
+
+pub(crate) static QUEUE_JOIN: LazyLock<Script> = plain_script!("queue_join.lua");
+pub(crate) static QUEUE_ADVANCE: LazyLock<Script> = plain_script!("queue_advance.lua");
+pub(crate) static IDEM_BEGIN: LazyLock<Script> = plain_script!("idem_begin.lua");
+pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua");
+pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");
+
+/// The hold script's source, for measuring it with `redis-benchmark` (benches/).
+pub fn hold_script_source() -> &'static str {
+    concat!(
+        include_str!("lua/common.lua"),
+        include_str!("lua/best.lua"),
+        include_str!("lua/hold.lua")
+    )
+}

@@ -1,0 +1,127 @@
+//! `Tracked<T>`: a port that counts itself live for the run's cleanup (see `mod.rs`)
+//! and otherwise forwards every call.
+
+use async_trait::async_trait;
+use boxoffice_domain::{BuyerId, EventId, HoldId, Millis, OrderId, SeatIndex};
+use boxoffice_engine::ports::*;
+
+pub struct Tracked<T> {
+    inner: T,
+    urls: String,
+}
+
+impl<T> Tracked<T> {
+    pub fn new(inner: T, urls: &str) -> Self {
+        super::enter();
+        Tracked {
+            inner,
+            urls: urls.to_owned(),
+        }
+    }
+}
+
+impl<T> Drop for Tracked<T> {
+    fn drop(&mut self) {
+        super::leave(&self.urls);
+    }
+}
+
+#[async_trait]
+impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
+    async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
+        self.inner.load(layout, sold).await
+    }
+    async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
+        self.inner.is_loaded(event).await
+    }
+    async fn unload(&self, event: EventId) -> Result<(), StoreError> {
+        self.inner.unload(event).await
+    }
+    async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
+        self.inner.hold(req, now).await
+    }
+    async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError> {
+        self.inner.get(hold).await
+    }
+    async fn pin(
+        &self,
+        hold: HoldId,
+        order: OrderId,
+        until: Millis,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
+        self.inner.pin(hold, order, until, now).await
+    }
+    async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
+        self.inner.mark_uncertain(hold).await
+    }
+    async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
+        self.inner.mark_sold(hold).await
+    }
+    async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
+        self.inner.release(hold).await
+    }
+    async fn expire_due(
+        &self,
+        event: EventId,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Expired>, StoreError> {
+        self.inner.expire_due(event, now, limit).await
+    }
+    async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
+        self.inner.availability(event).await
+    }
+    async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError> {
+        self.inner.counts(event).await
+    }
+    async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError> {
+        self.inner.sold_seats(event).await
+    }
+}
+
+#[async_trait]
+impl<T: QueueStore> QueueStore for Tracked<T> {
+    async fn join(&self, event: EventId, buyer: BuyerId) -> Result<Place, StoreError> {
+        self.inner.join(event, buyer).await
+    }
+    async fn state(&self, event: EventId) -> Result<QueueState, StoreError> {
+        self.inner.state(event).await
+    }
+    async fn advance(
+        &self,
+        event: EventId,
+        to: u64,
+        now: Millis,
+    ) -> Result<QueueState, StoreError> {
+        self.inner.advance(event, to, now).await
+    }
+    async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
+        self.inner.set_sold_out(event, sold_out).await
+    }
+    async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {
+        self.inner.drop_event(event).await
+    }
+}
+
+#[async_trait]
+impl<T: IdempotencyStore> IdempotencyStore for Tracked<T> {
+    async fn begin(
+        &self,
+        scope: &str,
+        key: &str,
+        fingerprint: &[u8; 32],
+        now: Millis,
+        lease_ms: i64,
+    ) -> Result<Begin, StoreError> {
+        self.inner
+            .begin(scope, key, fingerprint, now, lease_ms)
+            .await
+    }
+    async fn finish(&self, scope: &str, key: &str, r: &StoredResponse) -> Result<(), StoreError> {
+        self.inner.finish(scope, key, r).await
+    }
+    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        self.inner.abandon(scope, key).await
+    }
+}

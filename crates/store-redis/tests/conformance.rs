@@ -1,0 +1,41 @@
+//! The SeatArbiter, QueueStore and IdempotencyStore conformance suites against a real
+//! Redis (`BOXOFFICE_TEST_REDIS_URL`, default the machine's 127.0.0.1:6379), under a
+//! prefix unique to this run; every key is deleted when the run's last case ends.
+
+mod common;
+
+use std::sync::Arc;
+
+use boxoffice_engine::ports::{IdempotencyStore, QueueStore, SeatArbiter};
+use boxoffice_store_redis::{
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisIdempotency, RedisQueue,
+};
+use common::{PREFIX, Tracked, connect, redis_url};
+
+fn prefix() -> Prefix {
+    Prefix::new(PREFIX.as_str()).expect("the test prefix is valid")
+}
+
+async fn arbiter() -> Arc<dyn SeatArbiter> {
+    let url = redis_url();
+    let arb = RedisArbiter::new(connect(&url).await, prefix(), RedisArbiterConfig::default());
+    Arc::new(Tracked::new(arb, &url))
+}
+
+async fn queue() -> Arc<dyn QueueStore> {
+    let url = redis_url();
+    Arc::new(Tracked::new(
+        RedisQueue::new(connect(&url).await, prefix()),
+        &url,
+    ))
+}
+
+async fn idempotency() -> Arc<dyn IdempotencyStore> {
+    let url = redis_url();
+    let store = RedisIdempotency::new(connect(&url).await, prefix());
+    Arc::new(Tracked::new(store, &url))
+}
+
+boxoffice_testkit::arbiter_conformance!(arbiter());
+boxoffice_testkit::queue_conformance!(queue());
+boxoffice_testkit::idempotency_conformance!(idempotency());
