@@ -114,12 +114,20 @@ pub fn shared_database() -> Arc<TestDatabase> {
 }
 
 /// Small pools: many tests run at once on a 2-core machine.
+/// `BOXOFFICE_TEST_POSTGRES_STATEMENT_CACHE=0` runs the suites as a transaction-mode
+/// PgBouncer needs them (see the README).
 pub fn test_options(group_commit: bool) -> PostgresOptions {
+    let defaults = PostgresOptions::default();
+    let statement_cache_capacity = std::env::var("BOXOFFICE_TEST_POSTGRES_STATEMENT_CACHE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(defaults.statement_cache_capacity);
     PostgresOptions {
         pool_size: 2,
         connect_timeout_ms: 5_000,
         group_commit,
-        ..PostgresOptions::default()
+        statement_cache_capacity,
+        ..defaults
     }
 }
 
@@ -128,7 +136,7 @@ pub async fn ledger(group_commit: bool) -> PostgresLedger {
     let db = shared_database();
     let ledger = PostgresLedger::connect(&db.url, test_options(group_commit))
         .await
-        .unwrap_or_else(|e| panic!("{}", unreachable_message(&db.url, &e.to_string())));
+        .unwrap_or_else(|e| panic!("could not open a ledger on {}: {e}", db.url));
     ledger.keep_alive(db);
     ledger
 }
