@@ -14,6 +14,7 @@ use std::sync::{LazyLock, Mutex};
 
 use boxoffice_store_redis::RedisConn;
 
+#[allow(unused_imports)]
 pub use tracked::Tracked;
 
 /// The Redis the tests use: `BOXOFFICE_TEST_REDIS_URL`, else the machine's own.

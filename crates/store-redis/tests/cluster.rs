@@ -1,0 +1,191 @@
+//! The Redis backends on a real 3-node Redis Cluster that this test starts on free
+//! loopback ports (`scripts/redis-cluster.sh`) and stops afterwards, even on failure.
+//! Every key of an event shares one hash tag, so each script runs on one node.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use boxoffice_domain::{BuyerId, EventId};
+use boxoffice_engine::ports::{IdempotencyStore, QueueStore, SeatArbiter};
+use boxoffice_store_redis::{
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue,
+};
+use boxoffice_testkit::arbiter::{Fixture, unique_event};
+use boxoffice_testkit::{arbiter, idempotency, queue};
+use common::PREFIX;
+
+/// A running cluster; dropping it stops the nodes and deletes their files.
+struct Cluster {
+    dir: PathBuf,
+    urls: String,
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/redis-cluster.sh")
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = std::env::temp_dir().join(format!("bo-cluster-{}", uuid::Uuid::new_v4()));
+        let out = Command::new("bash")
+            .arg(script())
+            .arg("start")
+            .arg(&dir)
+            .output()
+            .expect("bash must be installed");
+        let cluster = Cluster {
+            dir,
+            urls: String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        };
+        assert!(
+            out.status.success() && !cluster.urls.is_empty(),
+            "could not start a Redis Cluster (redis-server and redis-cli must be installed): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster
+    }
+
+    async fn conn(&self) -> RedisConn {
+        common::connect(&self.urls).await
+    }
+
+    /// The node URL that serves `key`'s slot: the one that answers EXISTS instead of MOVED.
+    fn owner_of(&self, key: &str) -> String {
+        self.urls
+            .split(',')
+            .find(|url| {
+                redis::Client::open(*url)
+                    .and_then(|c| c.get_connection())
+                    .and_then(|mut con| redis::cmd("EXISTS").arg(key).query::<i64>(&mut con))
+                    .is_ok()
+            })
+            .expect("some node serves every slot")
+            .to_owned()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+fn prefix() -> Prefix {
+    Prefix::new(PREFIX.as_str()).expect("prefix")
+}
+
+async fn arbiter_on(cluster: &Cluster) -> Arc<dyn SeatArbiter> {
+    let arb = RedisArbiter::new(
+        cluster.conn().await,
+        prefix(),
+        RedisArbiterConfig::default(),
+    );
+    Arc::new(arb)
+}
+
+/// Runs the named cases of a suite one after another on `$make`.
+macro_rules! run_cases {
+    ($suite:ident, $make:expr; $($case:ident),+ $(,)?) => {
+        $(
+            eprintln!("cluster: {}::{}", stringify!($suite), stringify!($case));
+            $suite::$case($make).await;
+        )+
+    };
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conformance_suites_pass_on_a_three_node_cluster() {
+    let cluster = Cluster::start();
+    run_cases!(arbiter, arbiter_on(&cluster).await;
+        a_second_buyer_cannot_hold_a_seat_already_held,
+        a_named_hold_takes_all_its_seats_or_none,
+        best_available_gives_the_best_ranked_seats,
+        two_buyers_asking_for_the_best_seats_get_different_seats,
+        adjacent_best_available_keeps_a_party_together_in_one_row,
+        adjacent_best_available_falls_back_to_single_seats_when_no_run_is_left,
+        general_admission_hands_out_distinct_units_and_ignores_adjacency,
+        a_buyer_cannot_hold_more_than_the_limit_across_holds,
+        seats_sold_to_a_buyer_count_against_the_limit,
+        bad_quantities_are_refused,
+        unknown_events_holds_seats_and_sections_are_errors,
+        the_availability_bitmap_has_one_bit_per_seat_most_significant_first,
+        counts_follow_holds_and_sales,
+        the_quote_is_each_seats_price_at_hold_time,
+        a_rebuilt_event_comes_back_with_its_sold_seats_sold,
+        an_unloaded_event_is_forgotten,
+        a_hold_past_its_deadline_returns_its_seats_exactly_once,
+        the_sweep_expires_at_most_its_limit,
+        a_new_hold_first_expires_holds_that_are_due,
+        a_pinned_hold_does_not_expire_before_its_pinned_deadline,
+        an_expired_hold_cannot_be_pinned,
+        a_sold_hold_keeps_its_seats_for_good,
+        an_uncertain_payment_keeps_the_pin_and_can_still_sell,
+        releasing_returns_the_seats_and_a_second_release_changes_nothing,
+        moves_out_of_order_are_refused,
+        retried_moves_answer_with_the_hold_as_it_is,
+        many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
+        many_buyers_racing_for_best_available_pairs_exactly_k_win,
+        many_buyers_racing_for_general_admission_exactly_k_win,
+    );
+    let q = || async {
+        Arc::new(RedisQueue::new(cluster.conn().await, prefix())) as Arc<dyn QueueStore>
+    };
+    run_cases!(queue, q().await;
+        concurrent_joins_get_unique_dense_positions,
+        a_buyer_who_joins_again_keeps_their_place,
+        admission_never_moves_backwards_nor_past_the_end_of_the_line,
+        each_event_has_its_own_line,
+        the_sold_out_flag_is_set_and_cleared,
+        a_dropped_event_starts_a_fresh_line,
+    );
+    let i = || async {
+        Arc::new(RedisIdempotency::new(cluster.conn().await, prefix())) as Arc<dyn IdempotencyStore>
+    };
+    run_cases!(idempotency, i().await;
+        a_first_request_proceeds_and_a_finished_one_replays,
+        a_key_reused_for_another_request_is_a_mismatch,
+        a_running_request_is_in_flight_until_its_lease_lapses,
+        an_abandoned_key_runs_again,
+        abandoning_a_finished_key_keeps_its_response,
+        the_same_key_in_two_scopes_is_two_keys,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_events_on_different_nodes_do_not_interfere() {
+    let cluster = Cluster::start();
+    let arb = arbiter_on(&cluster).await;
+    let meta = |e: EventId| format!("{{{}:{e}}}:meta", *PREFIX);
+    let one = Fixture::small(arb.clone()).await;
+    // Events until one lands on another node than the first.
+    let two = loop {
+        let fx = Fixture::small(arb.clone()).await;
+        if cluster.owner_of(&meta(fx.event)) != cluster.owner_of(&meta(one.event)) {
+            break fx;
+        }
+        fx.done().await;
+    };
+    let (a, b) = (BuyerId::random(), BuyerId::random());
+    // The same seats in both events, at once: both multi-seat holds win.
+    let (ha, hb) = tokio::join!(one.named(a, &[0, 1, 2]), two.named(b, &[0, 1, 2]));
+    assert_eq!(ha.expect("event one").seats, vec![0, 1, 2]);
+    assert_eq!(hb.expect("event two").seats, vec![0, 1, 2]);
+    let pair = two
+        .best(BuyerId::random(), 0, 2, true)
+        .await
+        .expect("an adjacent pair in event two");
+    // Row A keeps 3 and 4 free side by side, still better than anything in row B.
+    assert_eq!(pair.seats, vec![3, 4]);
+    arb.unload(one.event).await.expect("unload one");
+    assert_eq!(arb.is_loaded(two.event).await, Ok(true));
+    assert_eq!(arb.counts(two.event).await.map(|c| c.held), Ok(5));
+    assert_eq!(arb.is_loaded(unique_event()).await, Ok(false));
+    two.done().await;
+}
