@@ -6,6 +6,11 @@ use std::process::ExitCode;
 use boxoffice_server::{Application, Config, Overrides, commands, telemetry};
 use clap::{Parser, Subcommand};
 
+// The request path allocates many small short-lived buffers (JSON in and out); mimalloc
+// serves those markedly faster than the system allocator.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "boxoffice",

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The HTTP hold path under wrk, as a ratio to a bare axum JSON endpoint measured in the
+# same run, at 256 and 2,000 connections. Usage: bench/http-hold.sh [seconds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-5}"
+cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+key="bench-operator-key-0123456789"
+printf 'operator_key = "%s"\n[engine]\nadmission_interval_ms = 100\n' "$key" > "$work/boxoffice.toml"
+
+start() { # command... -> prints base URL
+  "$@" > "$work/out.$$" 2>/dev/null &
+  for _ in $(seq 100); do
+    addr=$(grep -o 'listening on http://[0-9.:]*' "$work/out.$$" 2>/dev/null | head -1 | cut -d' ' -f3) || true
+    [ -n "${addr:-}" ] && { echo "$addr"; return; }
+    sleep 0.1
+  done
+  echo "server did not start" >&2; exit 1
+}
+
+BOX=$(BOXOFFICE_LOG=warn start target/release/boxoffice serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
+BARE=$(start target/release/examples/bare_axum 127.0.0.1:0)
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+for conns in 256 2000; do
+  event=$(python3 bench/prepare.py "$BOX" "$key" 250000 6000 "$work/tokens")
+  for target in bare boxoffice; do
+    url=$([ $target = bare ] && echo "$BARE" || echo "$BOX")
+    out=$(TOKENS="$work/tokens" EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
+    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    tail=$(echo "$out" | grep '^p50')
+    printf '%-9s c=%-5s %10s req/s  %s\n' "$target" "$conns" "$rps" "$tail"
+    eval "rps_$target=$rps"
+  done
+  sold=$(curl -s "$BOX/v1/events/$event" | python3 -c 'import json,sys; c=json.load(sys.stdin)["counts"]; print(c["held"], "held of", c["capacity"])')
+  python3 -c "print(f'ratio c=$conns: {float($rps_boxoffice)/float($rps_bare)*100:.1f} % of bare axum ($sold)')"
+done

@@ -1,0 +1,37 @@
+//! The baseline of the HTTP benchmarks: a bare axum endpoint that parses a JSON body
+//! and answers with a JSON document the size of a hold, on the same runtime settings as
+//! `boxoffice serve`. Usage: `bare_axum [ADDR]` (default 127.0.0.1:0); prints
+//! `listening on http://ADDR`.
+
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+// The same allocator as `boxoffice`, so the comparison measures the request path only.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+async fn hold(Json(body): Json<Value>) -> (axum::http::StatusCode, Json<Value>) {
+    let quantity = body["best_available"]["quantity"].as_u64().unwrap_or(1);
+    let reply = json!({
+        "hold_id": "1-0123456789abcdef0123456789abcdef", "event_id": 1, "status": "held",
+        "seat_ids": ["GA-GA-000001"], "prices": [5000], "price_quote": 5000 * quantity, "expires_at": 1_800_000_000_000i64,
+    });
+    (axum::http::StatusCode::CREATED, Json(reply))
+}
+
+#[tokio::main]
+async fn main() {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .expect("bind the address given");
+    println!(
+        "listening on http://{}",
+        listener.local_addr().expect("a bound address")
+    );
+    let app = Router::new().route("/v1/events/{id}/holds", post(hold));
+    axum::serve(listener, app).await.expect("serve");
+}
