@@ -77,6 +77,13 @@ impl Engine {
         Ok(self.cache(event))
     }
 
+    /// The event as the ledger has it now, refreshing the cache (another node may have
+    /// opened or closed the sale since this node cached it).
+    pub async fn reload_event(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
+        let event = self.ports.ledger.event(id).await?.ok_or(EngineError::NotFound("event"))?;
+        Ok(self.cache(event))
+    }
+
     fn cache(&self, event: Event) -> Arc<EventEntry> {
         let entry = Arc::new(EventEntry::new(event));
         self.catalog
@@ -147,6 +154,25 @@ impl Engine {
             }
         }
         Ok(open.len())
+    }
+
+    /// Brings cached sale statuses in line with the ledger, where another node may have
+    /// opened or closed a sale. `open` is the ledger's list of open events.
+    pub(crate) async fn sync_catalog(&self, open: &[EventId]) -> Result<(), EngineError> {
+        let stale: Vec<EventId> = {
+            let cache = self.catalog.events.read();
+            cache
+                .values()
+                .filter(|e| (e.event.status == SaleStatus::Open) != open.contains(&e.event.id))
+                .map(|e| e.event.id)
+                .collect()
+        };
+        for id in stale {
+            if let Some(event) = self.ports.ledger.event(id).await? {
+                self.cache(event);
+            }
+        }
+        Ok(())
     }
 
     pub async fn open_events(&self) -> Result<Vec<EventId>, EngineError> {

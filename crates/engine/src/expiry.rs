@@ -11,7 +11,13 @@ impl Engine {
     pub async fn expiry_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
         let mut done = 0;
-        for event in self.open_events().await? {
+        let open = self.open_events().await?;
+        self.sync_catalog(&open).await?;
+        for event in open {
+            // A shared hot store can lose an event (flush, failover): rebuild it (P5).
+            if !self.ports.arbiter.is_loaded(event).await? {
+                self.rebuild(event).await?;
+            }
             let expired = self.ports.arbiter.expire_due(event, now, BATCH).await?;
             done += expired.len();
             if let Ok(c) = self.ports.arbiter.counts(event).await {

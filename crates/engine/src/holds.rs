@@ -55,7 +55,10 @@ impl Engine {
     ) -> Result<HoldView, EngineError> {
         let now = self.now();
         let (event, who) = (admitted.event, &admitted.who);
-        let entry = self.event(event).await?;
+        let mut entry = self.event(event).await?;
+        if entry.event.status != SaleStatus::Open {
+            entry = self.reload_event(event).await?;
+        }
         if entry.event.status != SaleStatus::Open {
             return Err(EngineError::SaleNotOpen);
         }

@@ -6,6 +6,7 @@ mod audit;
 mod buyers;
 mod catalog;
 mod checkout;
+mod drift;
 mod error;
 mod expiry;
 mod holds;

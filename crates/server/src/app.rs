@@ -1,31 +1,23 @@
-//! Wiring: builds the embedded engine (SQLite ledger, in-process hot store and queue,
-//! the fake provider) from a `Config`, binds the listener, and runs the API and the
-//! workers until a shutdown signal.
+//! Wiring: builds the engine over the configured backends, binds the listener, and runs
+//! the API and the workers until a shutdown signal.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_domain::token::KeyRing;
+use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Clock, SystemClock};
 use boxoffice_engine::worker::run_every;
-use boxoffice_engine::{Engine, Ports};
 use boxoffice_http::AppState;
-use boxoffice_payment_fake::FakeGateway;
-use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
-use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::backends;
 use crate::config::Config;
 use crate::secrets;
-
-/// Files inside the data directory.
-pub const LEDGER_FILE: &str = "ledger.db";
-pub const PROVIDER_FILE: &str = "fake-provider.db";
 
 /// A built application: bound, rebuilt, not yet serving.
 pub struct Application {
@@ -34,34 +26,6 @@ pub struct Application {
     config: Config,
     pub operator_key: String,
     pub operator_key_generated: bool,
-}
-
-/// Opens the embedded stores in `data_dir`.
-pub fn open_ports(
-    config: &Config,
-    clock: Arc<dyn Clock>,
-) -> anyhow::Result<(Ports, Arc<SqliteLedger>)> {
-    let dir = &config.data_dir;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating the data directory {}", dir.display()))?;
-    let options = SqliteOptions {
-        group_commit: config.sqlite.group_commit,
-        max_batch: config.sqlite.max_batch,
-        read_connections: config.sqlite.read_connections,
-        ..SqliteOptions::default()
-    };
-    let ledger =
-        Arc::new(SqliteLedger::open(dir.join(LEDGER_FILE), options).context("opening the ledger")?);
-    let payments = FakeGateway::open(dir.join(PROVIDER_FILE), config.fake_payments.clone())
-        .context("opening the fake provider's book")?;
-    let ports = Ports {
-        arbiter: Arc::new(InMemoryArbiter::new()),
-        queue: Arc::new(InMemoryQueue::new()),
-        ledger: ledger.clone(),
-        payments: Arc::new(payments),
-        clock,
-    };
-    Ok((ports, ledger))
 }
 
 impl Application {
@@ -74,11 +38,11 @@ impl Application {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Application> {
-        let (ports, ledger) = open_ports(&config, clock)?;
+        let backends = backends::open(&config, clock).await?;
         let keys =
             KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
-        let engine = Arc::new(Engine::new(ports, keys, config.engine.clone()));
+        let engine = Arc::new(Engine::new(backends.ports, keys, config.engine.clone()));
         let opened = engine
             .load_open_events()
             .await
@@ -89,8 +53,8 @@ impl Application {
             .with_context(|| format!("binding {}", config.listen))?;
         let state = AppState {
             engine,
-            idempotency: Arc::new(ledger.idempotency()),
-            hold_idempotency: Arc::new(MemoryIdempotency::new()),
+            idempotency: backends.idempotency,
+            hold_idempotency: backends.hold_idempotency,
             operator_key: operator_key.clone().into(),
             metrics: Some(crate::telemetry::metrics_render()),
             ready: Arc::new(AtomicBool::new(false)),
@@ -195,7 +159,3 @@ pub async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
-/// Whether `dir` holds a ledger already.
-pub fn has_ledger(dir: &Path) -> bool {
-    dir.join(LEDGER_FILE).exists()
-}

@@ -1,75 +1,76 @@
-//! The subcommands besides `serve`: `audit` and `migrate`, plus the demo set-up.
+//! The subcommands besides `serve`: `audit`, `migrate`, `rebuild`, and the demo set-up.
 
 use std::sync::Arc;
 
 use anyhow::Context;
+use boxoffice_domain::EventId;
 use boxoffice_domain::token::KeyRing;
 use boxoffice_engine::ports::SystemClock;
 use boxoffice_engine::{AuditReport, Engine};
 
-use crate::app::{self, open_ports};
+use crate::backends;
 use crate::config::Config;
 
-/// Checks P1, P2 and P6 on the ledger in `config.data_dir` against the provider's book.
+/// An engine over the configured backends for a one-off command. It signs nothing, so a
+/// throwaway key ring keeps it whole.
+async fn one_off_engine(config: &Config) -> anyhow::Result<(Engine, bool)> {
+    let b = backends::open(config, Arc::new(SystemClock)).await?;
+    let keys = KeyRing::new(vec![("cli".into(), vec![0; 32])]).map_err(anyhow::Error::msg)?;
+    Ok((Engine::new(b.ports, keys, config.engine.clone()), b.hot_is_shared))
+}
+
+/// Checks P1, P2 and P6 on the ledger against the provider's book and, when the hot
+/// store is shared (Redis), compares it with the ledger.
 pub async fn audit(config: &Config) -> anyhow::Result<AuditReport> {
-    anyhow::ensure!(
-        app::has_ledger(&config.data_dir),
-        "no ledger in {}",
-        config.data_dir.display()
-    );
-    let (ports, _) = open_ports(config, Arc::new(SystemClock))?;
-    // The audit signs nothing; a throwaway key ring keeps the engine whole.
-    let keys = KeyRing::new(vec![("audit".into(), vec![0; 32])]).map_err(anyhow::Error::msg)?;
-    let engine = Engine::new(ports, keys, config.engine.clone());
-    engine.audit().await.context("reading the ledger")
+    if config.ledger == "sqlite" {
+        let file = config.data_dir.join(backends::LEDGER_FILE);
+        anyhow::ensure!(file.exists(), "no ledger at {}", file.display());
+    }
+    let (engine, hot_is_shared) = one_off_engine(config).await?;
+    let mut report = engine.audit().await.context("auditing the ledger")?;
+    if hot_is_shared {
+        engine.audit_hot_store(&mut report).await.context("comparing the hot store with the ledger")?;
+    }
+    Ok(report)
 }
 
 pub fn print_audit(report: &AuditReport, as_json: bool) {
     if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(report).unwrap_or_default()
-        );
+        println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
         return;
     }
     println!(
         "audited {} events, {} seats sold, {} orders ({} in flight), {} provider payments",
-        report.events,
-        report.seats_sold,
-        report.orders,
-        report.orders_in_flight,
-        report.provider_payments
+        report.events, report.seats_sold, report.orders, report.orders_in_flight, report.provider_payments
     );
     if report.clean() {
-        println!(
-            "clean: P1 (no seat sold twice, none over capacity), P2 (no charge without a ticket and none the other way), P6 (per-buyer limits) hold"
-        );
+        println!("clean: P1 (no seat sold twice, none over capacity), P2 (no charge without a ticket and none the other way), P6 (per-buyer limits) hold");
     }
     for v in &report.violations {
         println!("VIOLATION {}: {}", v.promise, v.detail);
     }
 }
 
-/// Creates the ledger's schema (or brings it up to date) and exits.
-pub fn migrate(config: &Config) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&config.data_dir)?;
-    let path = config.data_dir.join(app::LEDGER_FILE);
-    boxoffice_store_sqlite::SqliteLedger::open(&path, Default::default())
-        .context("migrating the ledger")?;
-    println!("ledger at {} is up to date", path.display());
+/// Creates the ledger's schema (or brings it up to date).
+pub async fn migrate(config: &Config) -> anyhow::Result<()> {
+    println!("{}", backends::migrate(config).await?);
+    Ok(())
+}
+
+/// Rebuilds one event in the hot store from the ledger (P5): sold seats sold, all else
+/// free; holds are dropped and their buyers retry.
+pub async fn rebuild(config: &Config, event: EventId) -> anyhow::Result<()> {
+    let (engine, _) = one_off_engine(config).await?;
+    engine.rebuild(event).await.with_context(|| format!("rebuilding event {event}"))?;
+    let counts = engine.ports().arbiter.counts(event).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!("event {event} rebuilt: {} sold, {} free of {}", counts.sold, counts.free, counts.capacity);
     Ok(())
 }
 
 /// Creates and opens the demo stadium; returns its event id.
-pub async fn create_demo(engine: &Engine) -> anyhow::Result<boxoffice_domain::EventId> {
-    let entry = engine
-        .create_event(&crate::demo::stadium_spec())
-        .await
-        .context("creating the demo event")?;
+pub async fn create_demo(engine: &Engine) -> anyhow::Result<EventId> {
+    let entry = engine.create_event(&crate::demo::stadium_spec()).await.context("creating the demo event")?;
     let id = entry.event.id;
-    engine
-        .open_sale(id)
-        .await
-        .context("opening the demo sale")?;
+    engine.open_sale(id).await.context("opening the demo sale")?;
     Ok(id)
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use boxoffice_engine::EngineConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
+use boxoffice_store_postgres::PostgresOptions;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,15 @@ pub struct Config {
     /// The operator's bearer key. Default: generated on first start and kept in
     /// `<data_dir>/operator.key`.
     pub operator_key: Option<Secret>,
+    /// The ledger: "sqlite" (a file in `data_dir`) or a postgres:// URL. Default "sqlite".
+    pub ledger: String,
+    /// The hot store and queue: "memory" (in-process) or redis:// URL(s), comma-separated
+    /// for a Redis Cluster. Default "memory".
+    pub hot: String,
+    /// Prefix of every Redis key, so several deployments can share one Redis.
+    /// Default "boxoffice".
+    pub redis_prefix: String,
+    pub postgres: PostgresOptions,
     pub engine: EngineConfig,
     pub sqlite: SqliteConfig,
     /// The stand-in payment provider (the only provider of the embedded mode).
@@ -83,6 +93,10 @@ impl Default for Config {
             listen: "127.0.0.1:8080".parse().expect("a valid default address"),
             data_dir: PathBuf::from("./boxoffice-data"),
             operator_key: None,
+            ledger: "sqlite".into(),
+            hot: "memory".into(),
+            redis_prefix: "boxoffice".into(),
+            postgres: PostgresOptions::default(),
             engine: EngineConfig::default(),
             sqlite: SqliteConfig::default(),
             fake_payments: FakeGatewayConfig::default(),
@@ -98,6 +112,10 @@ pub struct Overrides {
     pub listen: Option<SocketAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot: Option<String>,
 }
 
 impl Config {
@@ -106,11 +124,21 @@ impl Config {
         if let Some(f) = file {
             fig = fig.merge(Toml::file_exact(f));
         }
-        fig.merge(Env::prefixed("BOXOFFICE_").ignore(&["log"]).split("__"))
+        fig.merge(Env::prefixed("BOXOFFICE_").filter(|k| is_config_key(k.as_str())).split("__"))
             .merge(Serialized::defaults(overrides))
             .extract()
             .map_err(Box::new)
     }
+}
+
+/// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
+/// path, test settings) are not read as configuration.
+const TOP_LEVEL: [&str; 11] =
+    ["listen", "data_dir", "operator_key", "ledger", "hot", "redis_prefix", "postgres", "engine", "sqlite", "fake_payments", "workers"];
+
+fn is_config_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    TOP_LEVEL.iter().any(|t| key == *t || key.strip_prefix(t).is_some_and(|rest| rest.starts_with("__")))
 }
 
 #[cfg(test)]
@@ -135,6 +163,12 @@ mod tests {
         assert_eq!(c.engine.poll_after_ms, 1234);
         assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
         assert!(c.sqlite.group_commit);
+    }
+
+    #[test]
+    fn only_configuration_variables_are_read_from_the_environment() {
+        assert!(is_config_key("ENGINE__POLL_AFTER_MS") && is_config_key("operator_key") && is_config_key("LEDGER"));
+        assert!(!is_config_key("LOG") && !is_config_key("CONFIG") && !is_config_key("TEST_POSTGRES_URL") && !is_config_key("ledgerx"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! subcommands, so tests can build the same application the binary runs.
 
 pub mod app;
+pub mod backends;
 pub mod commands;
 pub mod config;
 pub mod demo;

@@ -24,6 +24,12 @@ struct Cli {
     /// Where the ledger and keys live [default: ./boxoffice-data].
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
+    /// The ledger: "sqlite" or a postgres:// URL [default: sqlite].
+    #[arg(long, global = true, env = "BOXOFFICE_LEDGER")]
+    ledger: Option<String>,
+    /// The hot store: "memory" or redis:// URL(s), comma-separated for a Cluster [default: memory].
+    #[arg(long, global = true, env = "BOXOFFICE_HOT")]
+    hot: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,6 +52,11 @@ enum Command {
     },
     /// Create or upgrade the ledger's schema.
     Migrate,
+    /// Rebuild an event in the hot store from the ledger (sold stays sold, holds drop).
+    Rebuild {
+        #[arg(long)]
+        event: boxoffice_domain::EventId,
+    },
 }
 
 #[tokio::main]
@@ -71,6 +82,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         &Overrides {
             listen,
             data_dir: cli.data_dir.clone(),
+            ledger: cli.ledger.clone(),
+            hot: cli.hot.clone(),
         },
     )?;
     match cli.command {
@@ -84,7 +97,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Migrate => commands::migrate(&config).map(|_| ExitCode::SUCCESS),
+        Command::Migrate => commands::migrate(&config).await.map(|_| ExitCode::SUCCESS),
+        Command::Rebuild { event } => commands::rebuild(&config, event).await.map(|_| ExitCode::SUCCESS),
     }
 }
 

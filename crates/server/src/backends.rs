@@ -1,0 +1,97 @@
+//! Chooses and opens the adapters: the ledger (SQLite file or PostgreSQL), the hot store
+//! and queue (in-process or Redis / Redis Cluster) and the payment provider. The only
+//! place besides tests that names a concrete backend.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use boxoffice_engine::Ports;
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger};
+use boxoffice_payment_fake::FakeGateway;
+use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
+use boxoffice_store_postgres::PostgresLedger;
+use boxoffice_store_redis::{Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue};
+use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+
+use crate::config::Config;
+
+/// Files inside the data directory.
+pub const LEDGER_FILE: &str = "ledger.db";
+pub const PROVIDER_FILE: &str = "fake-provider.db";
+
+/// Everything the engine and the HTTP layer run on.
+pub struct Backends {
+    pub ports: Ports,
+    /// Durable replays (checkout, event and queue writes), beside the ledger.
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    /// Fast replays for holds, beside the hot store.
+    pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// Whether the hot store outlives this process (Redis): only then can the audit
+    /// compare it with the ledger.
+    pub hot_is_shared: bool,
+}
+
+pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
+    std::fs::create_dir_all(&config.data_dir).with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    let (ledger, idempotency) = open_ledger(config).await?;
+    let payments = FakeGateway::open(config.data_dir.join(PROVIDER_FILE), config.fake_payments.clone()).context("opening the fake provider's book")?;
+    let (hot, hot_is_shared) = open_hot(config).await?;
+    let ports = Ports { arbiter: hot.arbiter, queue: hot.queue, ledger, payments: Arc::new(payments), clock };
+    Ok(Backends { ports, idempotency, hold_idempotency: hot.idempotency, hot_is_shared })
+}
+
+async fn open_ledger(config: &Config) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {
+    if is_postgres(&config.ledger) {
+        let ledger = PostgresLedger::connect(&config.ledger, config.postgres.clone()).await.context("connecting to the PostgreSQL ledger")?;
+        let idempotency = Arc::new(ledger.idempotency());
+        return Ok((Arc::new(ledger), idempotency));
+    }
+    anyhow::ensure!(config.ledger == "sqlite", "ledger must be \"sqlite\" or a postgres:// URL, not {:?}", config.ledger);
+    let options = SqliteOptions {
+        group_commit: config.sqlite.group_commit,
+        max_batch: config.sqlite.max_batch,
+        read_connections: config.sqlite.read_connections,
+        ..SqliteOptions::default()
+    };
+    let ledger = SqliteLedger::open(config.data_dir.join(LEDGER_FILE), options).context("opening the SQLite ledger")?;
+    let idempotency = Arc::new(ledger.idempotency());
+    Ok((Arc::new(ledger), idempotency))
+}
+
+struct Hot {
+    arbiter: Arc<dyn boxoffice_engine::ports::SeatArbiter>,
+    queue: Arc<dyn boxoffice_engine::ports::QueueStore>,
+    idempotency: Arc<dyn IdempotencyStore>,
+}
+
+async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
+    if config.hot == "memory" {
+        let hot = Hot { arbiter: Arc::new(InMemoryArbiter::new()), queue: Arc::new(InMemoryQueue::new()), idempotency: Arc::new(MemoryIdempotency::new()) };
+        return Ok((hot, false));
+    }
+    anyhow::ensure!(config.hot.starts_with("redis://"), "hot must be \"memory\" or redis:// URL(s), not {:?}", config.hot);
+    let conn = RedisConn::connect(&config.hot).await.context("connecting to Redis")?;
+    let prefix = Prefix::new(config.redis_prefix.clone()).context("redis_prefix")?;
+    let hot = Hot {
+        arbiter: Arc::new(RedisArbiter::new(conn.clone(), prefix.clone(), RedisArbiterConfig::default())),
+        queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
+        idempotency: Arc::new(RedisIdempotency::new(conn, prefix)),
+    };
+    Ok((hot, true))
+}
+
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// Creates or upgrades the ledger's schema.
+pub async fn migrate(config: &Config) -> anyhow::Result<String> {
+    if is_postgres(&config.ledger) {
+        let applied = boxoffice_store_postgres::migrate(&config.ledger, &config.postgres).await.context("migrating the PostgreSQL ledger")?;
+        return Ok(format!("PostgreSQL ledger is up to date ({} migrations applied now)", applied.len()));
+    }
+    std::fs::create_dir_all(&config.data_dir)?;
+    let path = config.data_dir.join(LEDGER_FILE);
+    SqliteLedger::open(&path, SqliteOptions::default()).context("migrating the SQLite ledger")?;
+    Ok(format!("ledger at {} is up to date", path.display()))
+}
