@@ -3,8 +3,9 @@
 //! A key is claimed by `begin`, then finished with the response or abandoned. A claim
 //! that is never finished lapses after its lease, so a crash mid-request cannot wedge
 //! the key. Every record is forgotten 24 h after it was claimed (by the `now` callers
-//! pass in), which bounds memory to one day of writes. Keys are client text, so the maps
-//! keep std's SipHash rather than the fast hasher.
+//! pass in), which bounds memory to one day of writes. Records are found by a SHA-256
+//! digest of (scope, key): fixed-size, no string allocations on the hold path, and
+//! client text reaches the map only through a collision-resistant hash.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -12,9 +13,24 @@ use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{Begin, IdempotencyStore, StoreError, StoredResponse};
 use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
 
 /// How long a record is kept after its claim.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The identity of a (scope, key) pair.
+type Id = [u8; 16];
+
+fn id_of(scope: &str, key: &str) -> Id {
+    let mut h = Sha256::new();
+    h.update((scope.len() as u64).to_le_bytes());
+    h.update(scope.as_bytes());
+    h.update(key.as_bytes());
+    let digest = h.finalize();
+    let mut id = [0; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
 
 struct Record {
     fingerprint: [u8; 32],
@@ -29,10 +45,9 @@ enum Claim {
 
 #[derive(Default)]
 struct Inner {
-    /// scope → key → record; two levels so lookups borrow `&str` without allocating.
-    scopes: HashMap<String, HashMap<String, Record>>,
+    records: HashMap<Id, Record>,
     /// Claims oldest first, for forgetting records after `RETENTION_MS`.
-    claims: VecDeque<(Millis, String, String)>,
+    claims: VecDeque<(Millis, Id)>,
 }
 
 #[derive(Default)]
@@ -48,41 +63,22 @@ impl MemoryIdempotency {
 
 impl Inner {
     fn forget_before(&mut self, now: Millis) {
-        while let Some((at, _, _)) = self.claims.front() {
+        while let Some((at, id)) = self.claims.front().copied() {
             if at.0.saturating_add(RETENTION_MS) > now.0 {
                 break;
             }
-            let Some((at, scope, key)) = self.claims.pop_front() else {
-                break;
-            };
-            let Some(keys) = self.scopes.get_mut(&scope) else {
-                continue;
-            };
+            self.claims.pop_front();
             // The key may have been abandoned and claimed again since: keep the newer.
-            if keys.get(&key).is_some_and(|r| r.claimed_at == at) {
-                keys.remove(&key);
-            }
-            if keys.is_empty() {
-                self.scopes.remove(&scope);
+            if self.records.get(&id).is_some_and(|r| r.claimed_at == at) {
+                self.records.remove(&id);
             }
         }
     }
 
-    fn claim(&mut self, scope: &str, key: &str, fingerprint: [u8; 32], now: Millis, lease_ms: i64) {
-        let state = Claim::Running {
-            lease_until: now.plus_millis(lease_ms),
-        };
-        let keys = self.scopes.entry(scope.to_owned()).or_default();
-        keys.insert(
-            key.to_owned(),
-            Record {
-                fingerprint,
-                claimed_at: now,
-                state,
-            },
-        );
-        self.claims
-            .push_back((now, scope.to_owned(), key.to_owned()));
+    fn claim(&mut self, id: Id, fingerprint: [u8; 32], now: Millis, lease_ms: i64) {
+        let state = Claim::Running { lease_until: now.plus_millis(lease_ms) };
+        self.records.insert(id, Record { fingerprint, claimed_at: now, state });
+        self.claims.push_back((now, id));
     }
 }
 
@@ -96,9 +92,10 @@ impl IdempotencyStore for MemoryIdempotency {
         now: Millis,
         lease_ms: i64,
     ) -> Result<Begin, StoreError> {
+        let id = id_of(scope, key);
         let mut inner = self.inner.lock();
         inner.forget_before(now);
-        let found = inner.scopes.get(scope).and_then(|keys| keys.get(key));
+        let found = inner.records.get(&id);
         let answer = match found {
             None => Begin::Proceed,
             Some(r) if &r.fingerprint != fingerprint => return Ok(Begin::Mismatch),
@@ -109,11 +106,11 @@ impl IdempotencyStore for MemoryIdempotency {
             Some(Record {
                 state: Claim::Running { lease_until },
                 ..
-            }) if *lease_until > now => return Ok(Begin::InFlight),
+            }) if lease_until > &now => return Ok(Begin::InFlight),
             // The first attempt's lease lapsed (it crashed): this retry takes over.
             Some(_) => Begin::Proceed,
         };
-        inner.claim(scope, key, *fingerprint, now, lease_ms);
+        inner.claim(id, *fingerprint, now, lease_ms);
         Ok(answer)
     }
 
@@ -123,27 +120,20 @@ impl IdempotencyStore for MemoryIdempotency {
         key: &str,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
+        let id = id_of(scope, key);
         let mut inner = self.inner.lock();
         // No record means it was forgotten or abandoned: nothing to replay it against.
-        if let Some(rec) = inner
-            .scopes
-            .get_mut(scope)
-            .and_then(|keys| keys.get_mut(key))
-        {
+        if let Some(rec) = inner.records.get_mut(&id) {
             rec.state = Claim::Done(response.clone());
         }
         Ok(())
     }
 
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        let id = id_of(scope, key);
         let mut inner = self.inner.lock();
-        if let Some(keys) = inner.scopes.get_mut(scope) {
-            if keys
-                .get(key)
-                .is_some_and(|r| matches!(r.state, Claim::Running { .. }))
-            {
-                keys.remove(key);
-            }
+        if inner.records.get(&id).is_some_and(|r| matches!(r.state, Claim::Running { .. })) {
+            inner.records.remove(&id);
         }
         Ok(())
     }

@@ -2,6 +2,8 @@
 //! client, and the steps of a purchase as helpers. Each test gets its own app.
 #![allow(dead_code)]
 
+pub mod process;
+
 use std::sync::Arc;
 
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};

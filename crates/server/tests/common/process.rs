@@ -1,0 +1,116 @@
+//! Real `boxoffice` processes for tests that kill, restart or multiply servers, and the
+//! throw-away PostgreSQL database and Redis prefix that cluster tests share.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Starts `boxoffice serve` on port 0 with `args`; returns it with its base URL.
+pub async fn start_server(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("BOXOFFICE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let read = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.ok().flatten() {
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                return Some(addr.trim().to_string());
+            }
+        }
+        None
+    });
+    if let Ok(Some(addr)) = read.await {
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        return (child, addr);
+    }
+    panic!("the server never said where it listens");
+}
+
+/// Runs a `boxoffice` subcommand; returns (success, stdout parsed as JSON or Null).
+pub async fn run_command(args: &[&str]) -> (bool, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice")).args(args).env("BOXOFFICE_LOG", "error").output().await.expect("the binary runs");
+    (out.status.success(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+}
+
+/// One request with a fresh Idempotency-Key; a transport error is status 0.
+pub async fn call(c: &reqwest::Client, method: reqwest::Method, url: String, token: &str, body: Value) -> (u16, Value) {
+    let res = c.request(method, url).bearer_auth(token).header("Idempotency-Key", super::uuid()).json(&body).send().await;
+    match res {
+        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
+        Err(_) => (0, Value::Null),
+    }
+}
+
+fn psql(sql: &str) {
+    let url = std::env::var("BOXOFFICE_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let out = std::process::Command::new("psql").arg(&url).args(["-v", "ON_ERROR_STOP=1", "-qc", sql]).output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!("PostgreSQL refused {sql:?}: {} (these tests need PostgreSQL and never skip)", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => panic!("psql could not run ({e}); these tests need PostgreSQL and never skip"),
+    }
+}
+
+/// A fresh PostgreSQL database, dropped when this goes out of scope.
+pub struct TestDatabase {
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDatabase {
+    pub fn create() -> TestDatabase {
+        let name = format!("boxoffice_test_{}", uuid::Uuid::new_v4().simple());
+        psql(&format!("CREATE DATABASE {name}"));
+        TestDatabase { url: format!("postgres://postgres@127.0.0.1:5432/{name}"), name }
+    }
+
+    /// Ends every connection to this database (a failover, a pooler restart).
+    pub fn terminate_connections(&self) {
+        psql(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()", self.name));
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+    }
+}
+
+/// A unique Redis key prefix whose keys are deleted when this goes out of scope.
+pub struct RedisPrefix {
+    pub prefix: String,
+    pub url: String,
+}
+
+impl RedisPrefix {
+    pub fn new(url: &str) -> RedisPrefix {
+        let ok = std::process::Command::new("redis-cli").args(["-u", url, "ping"]).output().is_ok_and(|o| o.stdout.starts_with(b"PONG"));
+        assert!(ok, "Redis at {url} is not reachable; these tests need Redis and never skip");
+        RedisPrefix { prefix: format!("bt{}", &uuid::Uuid::new_v4().simple().to_string()[..12]), url: url.into() }
+    }
+
+    /// Deletes every key of this prefix (also used as a fault: the hot store is lost).
+    pub fn delete_keys(&self) {
+        let script = format!("redis-cli -u {0} --scan --pattern '*{1}*' | xargs -r -n 500 redis-cli -u {0} del > /dev/null", self.url, self.prefix);
+        let _ = std::process::Command::new("sh").args(["-c", &script]).status();
+    }
+}
+
+impl Drop for RedisPrefix {
+    fn drop(&mut self) {
+        self.delete_keys();
+    }
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("temp paths are UTF-8")
+}
