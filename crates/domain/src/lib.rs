@@ -2,11 +2,14 @@
 //! the catalog (events, sections, rows, seats), the hold and order state machines, and
 //! the signed tokens buyers carry. Time is always an argument (`Millis`).
 
+pub mod admission;
 pub mod catalog;
+pub mod fairness;
 pub mod hold;
 pub mod ids;
 pub mod money;
 pub mod order;
+pub mod pow;
 pub mod time;
 pub mod token;
 

@@ -20,6 +20,8 @@ pub enum TokenKind {
     Buyer,
     QueueTicket,
     Admission,
+    /// A proof-of-work challenge for joining one event's queue.
+    PowChallenge,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +36,33 @@ pub struct Claims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
     pub exp: Millis,
+    /// Buyer tokens: the identity provider verified this buyer (phone, ID).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verified: bool,
+    /// Buyer tokens: when the account was created, for account-age rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_created_at: Option<Millis>,
+    /// Proof-of-work challenges: leading zero bits a solution needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<u8>,
+}
+
+impl Claims {
+    /// Claims of `kind` for a buyer's session with no optional claim set.
+    pub fn new(kind: TokenKind, buyer: BuyerId, sid: String, exp: Millis) -> Claims {
+        Claims {
+            kind,
+            kid: String::new(),
+            buyer,
+            sid,
+            event: None,
+            position: None,
+            exp,
+            verified: false,
+            account_created_at: None,
+            difficulty: None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -50,6 +79,8 @@ pub enum TokenError {
     WrongKind(TokenKind),
     #[error("the token was issued for another event")]
     WrongEvent,
+    #[error("the token was issued to another session")]
+    WrongSession,
 }
 
 /// The signing keys. The first is current; the rest are accepted for verification.
@@ -117,6 +148,23 @@ impl KeyRing {
         }
         Ok(claims)
     }
+
+    /// Like `verify_for_event`, and the token must belong to `session`: a token copied
+    /// to another device (or sold with a bot's session) is refused there.
+    pub fn verify_bound(
+        &self,
+        token: &str,
+        kind: TokenKind,
+        event: EventId,
+        session: &str,
+        now: Millis,
+    ) -> Result<Claims, TokenError> {
+        let claims = self.verify_for_event(token, kind, event, now)?;
+        if claims.sid != session {
+            return Err(TokenError::WrongSession);
+        }
+        Ok(claims)
+    }
 }
 
 #[cfg(test)]
@@ -129,13 +177,9 @@ mod tests {
 
     fn claims(kind: TokenKind) -> Claims {
         Claims {
-            kind,
-            kid: String::new(),
-            buyer: BuyerId::random(),
-            sid: "s1".into(),
             event: Some(EventId(7)),
             position: Some(3),
-            exp: Millis(10_000),
+            ..Claims::new(kind, BuyerId::random(), "s1".into(), Millis(10_000))
         }
     }
 
@@ -178,6 +222,18 @@ mod tests {
         assert_eq!(
             r.verify("garbage", TokenKind::QueueTicket, Millis(0)),
             Err(TokenError::Malformed)
+        );
+    }
+
+    #[test]
+    fn a_token_presented_from_another_session_is_refused() {
+        let r = ring("k1", 1);
+        let t = r.sign(claims(TokenKind::Admission));
+        let ok = r.verify_bound(&t, TokenKind::Admission, EventId(7), "s1", Millis(0));
+        assert!(ok.is_ok());
+        assert_eq!(
+            r.verify_bound(&t, TokenKind::Admission, EventId(7), "s2", Millis(0)),
+            Err(TokenError::WrongSession)
         );
     }
 

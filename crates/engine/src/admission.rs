@@ -1,44 +1,159 @@
 //! Admission: each tick moves an open event's "serving up to" forward by one batch
-//! (rate × interval, a token bucket that refills per tick), and keeps the sold-out flag
-//! in step with the inventory: when nothing is free the whole line is told at once, and
-//! told again if expired holds return seats.
+//! (rate × interval, a token bucket that refills per tick). The rate is the event's,
+//! or the operator's override, narrowed by the adaptive mode while what sits behind
+//! the waiting room is unhealthy. Admission is inventory-aware: when (nearly) nothing is
+//! left to sell the whole line is told at once, and told again if expired holds return
+//! seats; with a cap on active shoppers it waits for admitted buyers to finish.
 
-use boxoffice_domain::EventId;
+use boxoffice_domain::admission::{self, RateReason};
+use boxoffice_domain::{EventId, Millis, SaleStatus};
 
+use crate::catalog::EventEntry;
+use crate::waiting::CurrentRate;
+use crate::waiting::settings_internal::EventSettings;
 use crate::worker::Outcome;
 use crate::{Engine, EngineError};
 
 impl Engine {
     pub async fn admission_step(&self) -> Result<Outcome, EngineError> {
+        let now = self.now();
         for event in self.open_events().await? {
             // One event's trouble must not stall the others' lines.
-            if let Err(e) = self.admit_batch(event).await {
+            if let Err(e) = self.tick_event(event, now).await {
                 tracing::warn!(event = %event, error = %e, "admission batch failed");
             }
         }
+        self.waiting.limits.sweep(now);
         // Admission runs on a clock, not on a backlog: always report idle so the loop waits.
         Ok(Outcome::default())
     }
 
-    /// Admits the next batch of one event; returns whether the line moved.
-    pub async fn admit_batch(&self, event: EventId) -> Result<bool, EngineError> {
-        let entry = self.event(event).await?;
-        let now = self.now();
-        let counts = self.ports.arbiter.counts(event).await?;
-        let sold_out = counts.free == 0;
+    /// Every node runs the loop; a batch is due only once per interval whichever node
+    /// ticks, so N nodes do not admit N batches.
+    async fn tick_event(&self, event: EventId, now: Millis) -> Result<bool, EngineError> {
         let state = self.ports.queue.state(event).await?;
-        if state.sold_out != sold_out {
-            self.ports.queue.set_sold_out(event, sold_out).await?;
-        }
-        if sold_out || state.serving_up_to >= state.queue_length {
+        let interval = self.config.admission_interval_ms as i64;
+        if state.advanced_at.0 != 0 && now.0 - state.advanced_at.0 < interval * 4 / 5 {
+            self.refresh_rate(event).await?;
             return Ok(false);
         }
-        let rate = entry.event.sale.admission_rate_per_s as u64;
-        let batch = (rate * self.config.admission_interval_ms)
-            .div_ceil(1000)
-            .max(1);
-        let to = state.serving_up_to.saturating_add(batch);
-        let after = self.ports.queue.advance(event, to, now).await?;
-        Ok(after.serving_up_to > state.serving_up_to)
+        self.admit_batch(event).await
+    }
+
+    /// Admits the next batch of one event now; returns whether the line moved.
+    pub async fn admit_batch(&self, event: EventId) -> Result<bool, EngineError> {
+        let entry = self.event(event).await?;
+        if entry.event.status == SaleStatus::Open {
+            self.place_pool(event).await?;
+        }
+        let now = self.now();
+        let state = self.ports.queue.state(event).await?;
+        let settings = self.event_settings(event).await?;
+        let counts = self.ports.arbiter.counts(event).await?;
+        let sold_out = admission::sold_out(
+            u64::from(entry.event.capacity()),
+            u64::from(counts.sold),
+            u64::from(counts.held),
+            u64::from(settings.rules.sold_out_margin),
+        );
+        if state.sold_out != sold_out {
+            self.ports.queue.set_sold_out(event, sold_out).await?;
+            tracing::info!(event = %event, sold_out, "the line was told");
+        }
+        let mut rate = self.choose_rate(&entry, &settings, now);
+        let mut moved = false;
+        if sold_out {
+            rate.reason = RateReason::SoldOut;
+        } else if state.serving_up_to < state.queue_length {
+            let mut batch =
+                admission::batch_size(rate.rate_per_s, self.config.admission_interval_ms);
+            if let Some(cap) = settings.rules.max_active_shoppers {
+                let ttl_ms = self.config.admission_token_ttl_s as i64 * 1000;
+                let active = self.waiting.active_shoppers(
+                    event,
+                    now,
+                    ttl_ms,
+                    state.serving_up_to,
+                    state.finished,
+                );
+                batch = batch.min(u64::from(cap).saturating_sub(active));
+                if batch == 0 {
+                    rate.reason = RateReason::ShopperCapReached;
+                }
+            }
+            if batch > 0 {
+                let to = state.serving_up_to.saturating_add(batch);
+                let after = self.ports.queue.advance(event, to, now).await?;
+                moved = after.serving_up_to > state.serving_up_to;
+            }
+        }
+        self.store_rate(event, &settings, rate).await?;
+        self.rebuild_public_doc(event).await?;
+        Ok(moved)
+    }
+
+    /// Recomputes and publishes the rate without admitting anyone.
+    pub(crate) async fn refresh_rate(&self, event: EventId) -> Result<(), EngineError> {
+        let entry = self.event(event).await?;
+        let settings = self.event_settings(event).await?;
+        let state = self.ports.queue.state(event).await?;
+        let mut rate = self.choose_rate(&entry, &settings, self.now());
+        if state.sold_out {
+            rate.reason = RateReason::SoldOut;
+        }
+        self.store_rate(event, &settings, rate).await?;
+        self.rebuild_public_doc(event).await?;
+        Ok(())
+    }
+
+    fn choose_rate(&self, entry: &EventEntry, s: &EventSettings, now: Millis) -> CurrentRate {
+        use crate::waiting::AdmissionMode;
+        let (base, base_reason) = match s.control.rate_per_s {
+            Some(r) => (r, RateReason::OperatorOverride),
+            None => (
+                entry.event.sale.admission_rate_per_s,
+                RateReason::Configured,
+            ),
+        };
+        if s.control.mode == AdmissionMode::Fixed {
+            return CurrentRate {
+                rate_per_s: base,
+                reason: base_reason,
+            };
+        }
+        let t = s
+            .control
+            .thresholds
+            .unwrap_or(self.config.waiting.thresholds);
+        let health = self
+            .waiting
+            .health
+            .read(now, self.config.waiting.health_window_ms);
+        // Narrowing continues from the last chosen rate; a sold-out pause is no rate.
+        let current = s.rate.map_or(base, |r| r.rate_per_s).min(base);
+        let (rate_per_s, reason) = admission::adapt(current, base, &health, &t);
+        let reason = match reason {
+            RateReason::Configured => base_reason,
+            other => other,
+        };
+        CurrentRate { rate_per_s, reason }
+    }
+
+    async fn store_rate(
+        &self,
+        event: EventId,
+        s: &EventSettings,
+        rate: CurrentRate,
+    ) -> Result<(), EngineError> {
+        if s.rate == Some(rate) {
+            return Ok(());
+        }
+        let json =
+            serde_json::to_string(&rate).map_err(|e| EngineError::Internal(e.to_string()))?;
+        self.ports
+            .queue
+            .set_setting(event, crate::waiting::settings_internal::RATE, &json, false)
+            .await?;
+        Ok(())
     }
 }

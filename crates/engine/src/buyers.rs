@@ -21,13 +21,13 @@ impl Engine {
         let now = self.now();
         self.ports.ledger.create_buyer(buyer, now).await?;
         let claims = Claims {
-            kind: TokenKind::Buyer,
-            kid: String::new(),
-            buyer,
-            sid: Uuid::new_v4().simple().to_string(),
-            event: None,
-            position: None,
-            exp: now.plus_secs(self.config.buyer_token_ttl_s),
+            account_created_at: Some(now),
+            ..Claims::new(
+                TokenKind::Buyer,
+                buyer,
+                Uuid::new_v4().simple().to_string(),
+                now.plus_secs(self.config.buyer_token_ttl_s),
+            )
         };
         Ok((buyer, self.keys.sign(claims)))
     }

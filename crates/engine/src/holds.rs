@@ -101,7 +101,15 @@ impl Engine {
     ) -> Result<HoldView, EngineError> {
         let view = self.get_hold(who, hold).await?;
         match view.state {
-            HoldState::Held => Ok(self.ports.arbiter.release(hold).await?),
+            HoldState::Held => {
+                let released = self.ports.arbiter.release(hold).await?;
+                // Best effort: a lost count only delays the next batch until the
+                // admission token's lifetime ends.
+                if let Err(e) = self.shopper_finished(hold.event, who.buyer).await {
+                    tracing::warn!(error = %e, "could not count a finished shopper");
+                }
+                Ok(released)
+            }
             HoldState::Released | HoldState::Expired => Ok(view),
             other => Err(EngineError::HoldNotActive(other)),
         }

@@ -13,6 +13,7 @@ mod holds;
 pub mod ports;
 mod queue;
 mod recovery;
+pub mod waiting;
 pub mod worker;
 
 use std::sync::Arc;
@@ -26,7 +27,7 @@ pub use catalog::EventEntry;
 pub use checkout::{CheckoutOutcome, OrderView, Ticket};
 pub use error::EngineError;
 pub use holds::{Admitted, HoldInput, SeatSelection};
-pub use queue::{JoinOutcome, QueueStatus, WaitStatus};
+pub use queue::{JoinOutcome, Joiner, PowSolution, QueueStatus, WaitStatus};
 
 use ports::{Clock, Ledger, PaymentGateway, QueueStore, SeatArbiter};
 
@@ -57,6 +58,8 @@ pub struct EngineConfig {
     pub admission_interval_ms: u64,
     /// Suggested pause between a buyer's queue status polls (jittered by the client).
     pub poll_after_ms: u64,
+    /// The waiting room: default rules, rate limits, the public document's lifetime.
+    pub waiting: waiting::WaitingConfig,
 }
 
 impl Default for EngineConfig {
@@ -68,6 +71,7 @@ impl Default for EngineConfig {
             recovery_after_s: 30,
             admission_interval_ms: 2_000,
             poll_after_ms: 3_000,
+            waiting: waiting::WaitingConfig::default(),
         }
     }
 }
@@ -78,6 +82,7 @@ pub struct Engine {
     keys: KeyRing,
     config: EngineConfig,
     catalog: catalog::CatalogCache,
+    waiting: waiting::WaitingRoom,
 }
 
 impl Engine {
@@ -87,6 +92,7 @@ impl Engine {
             keys,
             config,
             catalog: catalog::CatalogCache::default(),
+            waiting: waiting::WaitingRoom::default(),
         }
     }
 

@@ -1,12 +1,19 @@
-//! The waiting room, basic form: FIFO positions, a signed queue ticket, and an
-//! admission token once "serving up to" passes the buyer's position.
+//! Joining the line and asking where one stands. A join checks the event's rules
+//! (eligibility, proof of work) and the rate limits, then takes a place: in the
+//! pre-opening pool, or at the back of the line. The personal status compares the
+//! ticket's position with the node's cached public snapshot (no store read) and, once
+//! admitted, hands out an admission token bound to buyer, session and event.
 
+use std::net::IpAddr;
+
+use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
+use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
-use boxoffice_domain::{EventId, SaleStatus};
+use boxoffice_domain::{EventId, Millis, SaleStatus};
 use serde::Serialize;
 
-use crate::buyers::BuyerSession;
-use crate::ports::QueueState;
+use crate::waiting::limits::Key;
+use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
 use crate::{Engine, EngineError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -21,8 +28,9 @@ pub enum WaitStatus {
 pub struct JoinOutcome {
     pub queue_ticket: String,
     pub status: WaitStatus,
-    pub position: u64,
-    pub estimated_wait_s: u64,
+    /// `null` while in the pre-opening pool: positions are drawn at opening.
+    pub position: Option<u64>,
+    pub estimated_wait_s: Option<u64>,
     pub poll_after_ms: u64,
 }
 
@@ -30,13 +38,30 @@ pub struct JoinOutcome {
 pub struct QueueStatus {
     pub event_id: EventId,
     pub status: WaitStatus,
-    pub position: u64,
-    pub estimated_wait_s: u64,
+    pub position: Option<u64>,
+    pub estimated_wait_s: Option<u64>,
     pub poll_after_ms: u64,
+    /// A fresh ticket carrying the position drawn at opening; use it from now on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_ticket: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admission_token: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub admission_expires_at: Option<boxoffice_domain::Millis>,
+    pub admission_expires_at: Option<Millis>,
+}
+
+/// A solved proof-of-work challenge, as sent with a join.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct PowSolution {
+    pub challenge: String,
+    pub nonce: String,
+}
+
+/// Who is joining: the buyer token's claims and the client's address.
+pub struct Joiner<'a> {
+    pub buyer_token: &'a str,
+    pub ip: Option<IpAddr>,
+    pub pow: Option<&'a PowSolution>,
 }
 
 impl Engine {
@@ -44,56 +69,72 @@ impl Engine {
     pub async fn join_queue(
         &self,
         event: EventId,
-        who: &BuyerSession,
-    ) -> Result<JoinOutcome, EngineError> {
+        who: Joiner<'_>,
+    ) -> Result<JoinOutcome, WaitingError> {
+        let now = self.now();
+        let claims = self.keys.verify(who.buyer_token, TokenKind::Buyer, now)?;
+        self.limit_join(&claims, who.ip, now)?;
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Closed {
-            return Err(EngineError::SaleClosed);
+            return Err(EngineError::SaleClosed.into());
         }
-        let place = self.ports.queue.join(event, who.buyer).await?;
-        let now = self.now();
-        let claims = Claims {
-            kind: TokenKind::QueueTicket,
-            kid: String::new(),
-            buyer: who.buyer,
-            sid: who.session.clone(),
+        let rules = self.event_settings(event).await?.rules;
+        check_rules(&rules, &claims)?;
+        if rules.pow_difficulty > 0 {
+            self.check_pow(event, &claims, who.pow, rules.pow_difficulty, now)?;
+        }
+        let open = entry.event.status == SaleStatus::Open;
+        if !open {
+            // The commitment must exist before the pool can be seen by anyone.
+            self.fairness_seed(event).await?;
+        }
+        let place = self.ports.queue.join(event, claims.buyer, open).await?;
+        let doc = self.public_doc(event).await?;
+        let ticket = Claims {
             event: Some(event),
-            position: Some(place.position),
-            exp: now.plus_secs(self.config.queue_ticket_ttl_s),
+            position: place.position,
+            ..Claims::new(
+                TokenKind::QueueTicket,
+                claims.buyer,
+                claims.sid,
+                now.plus_secs(self.config.queue_ticket_ttl_s),
+            )
         };
-        let state = self.ports.queue.state(event).await?;
-        let (status, wait) = self.wait_for(
-            place.position,
-            &state,
-            entry.event.sale.admission_rate_per_s,
-        );
+        let (status, wait) = standing(place.position, &doc);
         Ok(JoinOutcome {
-            queue_ticket: self.keys.sign(claims),
+            queue_ticket: self.keys.sign(ticket),
             status,
             position: place.position,
             estimated_wait_s: wait,
-            poll_after_ms: self.config.poll_after_ms,
+            poll_after_ms: self.poll_hint(),
         })
     }
 
     /// Where the ticket holder stands; once admitted, carries an admission token bound
     /// to the buyer, the session and the event.
-    pub async fn queue_status(&self, ticket: &str) -> Result<QueueStatus, EngineError> {
+    pub async fn queue_status(&self, ticket: &str) -> Result<QueueStatus, WaitingError> {
         let now = self.now();
         let claims = self.keys.verify(ticket, TokenKind::QueueTicket, now)?;
+        let limit = self.config.waiting.status_per_buyer;
+        self.waiting
+            .limits
+            .check(Key::StatusBuyer(claims.buyer), limit, now)?;
         let event = claims.event.ok_or(EngineError::BadToken(
             boxoffice_domain::token::TokenError::Malformed,
         ))?;
-        let position = claims.position.unwrap_or(u64::MAX);
-        let entry = self.event(event).await?;
-        let state = self.ports.queue.state(event).await?;
-        let (status, wait) = self.wait_for(position, &state, entry.event.sale.admission_rate_per_s);
+        let doc = self.public_doc(event).await?;
+        let (position, fresh_ticket) = match claims.position {
+            Some(p) => (Some(p), None),
+            None => self.drawn_position(event, &claims).await?,
+        };
+        let (status, wait) = standing(position, &doc);
         let mut out = QueueStatus {
             event_id: event,
             status,
             position,
             estimated_wait_s: wait,
-            poll_after_ms: self.config.poll_after_ms,
+            poll_after_ms: self.poll_hint(),
+            queue_ticket: fresh_ticket,
             admission_token: None,
             admission_expires_at: None,
         };
@@ -101,8 +142,7 @@ impl Engine {
             let exp = now.plus_secs(self.config.admission_token_ttl_s);
             let admission = Claims {
                 kind: TokenKind::Admission,
-                kid: String::new(),
-                position: Some(position),
+                position,
                 exp,
                 ..claims
             };
@@ -112,19 +152,106 @@ impl Engine {
         Ok(out)
     }
 
-    pub async fn queue_state(&self, event: EventId) -> Result<QueueState, EngineError> {
+    /// A pool member's position once the pool is placed, with a ticket carrying it.
+    async fn drawn_position(
+        &self,
+        event: EventId,
+        claims: &Claims,
+    ) -> Result<(Option<u64>, Option<String>), EngineError> {
+        let place = self.ports.queue.place(event, claims.buyer).await?;
+        let Some(position) = place.and_then(|p| p.position) else {
+            return Ok((None, None));
+        };
+        let ticket = Claims {
+            position: Some(position),
+            ..claims.clone()
+        };
+        Ok((Some(position), Some(self.keys.sign(ticket))))
+    }
+
+    pub async fn queue_state(
+        &self,
+        event: EventId,
+    ) -> Result<crate::ports::QueueState, EngineError> {
         self.event(event).await?;
         Ok(self.ports.queue.state(event).await?)
     }
 
-    fn wait_for(&self, position: u64, state: &QueueState, rate: u32) -> (WaitStatus, u64) {
-        if position <= state.serving_up_to {
-            return (WaitStatus::Admitted, 0);
+    fn limit_join(&self, claims: &Claims, ip: Option<IpAddr>, now: Millis) -> Result<(), Refusal> {
+        let cfg = &self.config.waiting;
+        if let Some(ip) = ip {
+            self.waiting
+                .limits
+                .check(Key::JoinIp(ip), cfg.join_per_ip, now)?;
         }
-        if state.sold_out {
-            return (WaitStatus::SoldOut, 0);
+        self.waiting
+            .limits
+            .check(Key::JoinBuyer(claims.buyer), cfg.join_per_buyer, now)
+    }
+
+    fn check_pow(
+        &self,
+        event: EventId,
+        buyer: &Claims,
+        solution: Option<&PowSolution>,
+        difficulty: u8,
+        now: Millis,
+    ) -> Result<(), WaitingError> {
+        let s = solution.ok_or(Refusal::PowRequired)?;
+        let c = self
+            .keys
+            .verify_bound(
+                &s.challenge,
+                TokenKind::PowChallenge,
+                event,
+                &buyer.sid,
+                now,
+            )
+            .map_err(|_| Refusal::PowInvalid)?;
+        // A challenge issued at a lower difficulty than the event now asks is stale.
+        let issued = c.difficulty.unwrap_or(0);
+        if c.buyer != buyer.buyer || issued < difficulty {
+            return Err(Refusal::PowInvalid.into());
         }
-        let ahead = position - state.serving_up_to;
-        (WaitStatus::Waiting, ahead.div_ceil(rate.max(1) as u64))
+        if !pow::solves(&s.challenge, &s.nonce, issued) {
+            return Err(Refusal::PowInvalid.into());
+        }
+        Ok(())
+    }
+
+    fn poll_hint(&self) -> u64 {
+        let random = u64::from_le_bytes(
+            uuid::Uuid::new_v4().as_bytes()[..8]
+                .try_into()
+                .unwrap_or([0; 8]),
+        );
+        jittered_poll_ms(self.config.poll_after_ms, random)
+    }
+}
+
+/// Eligibility from the buyer token alone: no store lookup on the herd's path.
+fn check_rules(rules: &WaitingRules, claims: &Claims) -> Result<(), Refusal> {
+    if rules.require_verified && !claims.verified {
+        return Err(Refusal::NotVerified);
+    }
+    if let Some(cutoff) = rules.accounts_created_before
+        && claims.account_created_at.is_none_or(|at| at >= cutoff)
+    {
+        return Err(Refusal::AccountTooNew);
+    }
+    Ok(())
+}
+
+/// Status and wait for a position against the line's snapshot.
+fn standing(position: Option<u64>, doc: &PublicDoc) -> (WaitStatus, Option<u64>) {
+    let s = &doc.state;
+    match position {
+        Some(p) if p <= s.serving_up_to => (WaitStatus::Admitted, Some(0)),
+        _ if s.sold_out => (WaitStatus::SoldOut, Some(0)),
+        Some(p) => (
+            WaitStatus::Waiting,
+            Some(eta_s(p - s.serving_up_to, doc.rate.rate_per_s)),
+        ),
+        None => (WaitStatus::Waiting, None),
     }
 }

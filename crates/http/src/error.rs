@@ -67,6 +67,7 @@ impl From<EngineError> for ApiError {
             E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, "invalid_request"),
             E::BadToken(TokenError::Expired) => (S::UNAUTHORIZED, "token_expired"),
             E::BadToken(TokenError::WrongEvent) => (S::FORBIDDEN, "token_wrong_event"),
+            E::BadToken(TokenError::WrongSession) => (S::FORBIDDEN, "session_mismatch"),
             E::BadToken(_) => (S::UNAUTHORIZED, "invalid_token"),
             E::Forbidden(_) => (S::FORBIDDEN, "forbidden"),
             E::NotAdmitted => (S::FORBIDDEN, "not_admitted"),

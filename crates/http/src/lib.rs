@@ -15,7 +15,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::IdempotencyStore;
 
@@ -64,6 +64,12 @@ pub fn app(state: AppState) -> Router {
             post(queue::join).get(queue::public),
         )
         .route("/v1/queue/status", get(queue::status))
+        .route("/v1/events/{id}/queue/stream", get(queue::stream))
+        .route("/v1/events/{id}/queue/challenge", get(queue::challenge))
+        .route("/v1/events/{id}/queue/fairness", get(waiting::fairness))
+        .route("/v1/events/{id}/admission", put(waiting::set_admission))
+        .route("/v1/events/{id}/waiting-room", put(waiting::set_rules))
+        .route("/v1/buyer-tokens", post(waiting::grant_buyer_token))
         .route("/v1/events/{id}/holds", post(holds::create))
         .route("/v1/holds/{id}", get(holds::get).delete(holds::release))
         .route("/v1/holds/{id}/checkout", post(orders::checkout))
@@ -94,7 +100,7 @@ async fn method_not_allowed() -> ApiError {
 
 /// Latency per route and status, and a JSON body for rejections axum makes itself
 /// (e.g. a body over the limit), so every error a client sees has a code.
-async fn observe(State(_): State<AppState>, req: Request, next: Next) -> Response {
+async fn observe(State(_st): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req
         .extensions()
@@ -104,6 +110,7 @@ async fn observe(State(_): State<AppState>, req: Request, next: Next) -> Respons
     let method = req.method().as_str().to_owned();
     let res = next.run(req).await;
     let status = res.status();
+    waiting_health(&_st, &route, &method, status, started);
     metrics::histogram!("boxoffice_http_request_duration_seconds", "route" => route, "method" => method, "status" => status.as_str().to_owned())
         .record(started.elapsed().as_secs_f64());
     let is_json = res
@@ -119,4 +126,19 @@ async fn observe(State(_): State<AppState>, req: Request, next: Next) -> Respons
         .into_response();
     }
     res
+}
+
+/// Feeds the adaptive admission mode: hold latency, and checkout latency with whether
+/// the payment provider failed or did not answer (5xx, or 202 payment pending).
+fn waiting_health(st: &AppState, route: &str, method: &str, status: StatusCode, at: Instant) {
+    use boxoffice_engine::waiting::Signal;
+    let ms = at.elapsed().as_secs_f64() * 1000.0;
+    match (method, route) {
+        ("POST", "/v1/events/{id}/holds") => st.engine.record_health(Signal::Hold { ms }),
+        ("POST", "/v1/holds/{id}/checkout") => st.engine.record_health(Signal::Checkout {
+            ms,
+            provider_failed: status.is_server_error() || status == StatusCode::ACCEPTED,
+        }),
+        _ => {}
+    }
 }

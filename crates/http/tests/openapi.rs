@@ -17,6 +17,7 @@ const SOURCES: &[&str] = &[
     include_str!("../src/routes/ops.rs"),
     include_str!("../src/routes/orders.rs"),
     include_str!("../src/routes/queue.rs"),
+    include_str!("../src/routes/waiting.rs"),
 ];
 const METHODS: &[&str] = &[
     "get", "post", "put", "patch", "delete", "head", "options", "trace",

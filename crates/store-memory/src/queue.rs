@@ -3,9 +3,11 @@
 //! One map of buyer → position per event behind its own mutex. A `HashMap<BuyerId, u64>`
 //! costs about 40 bytes per buyer once growth slack is counted (16-byte key, 8-byte
 //! value, control byte, load factor ≤ 7/8, capacity doubling), so 2,000,000 buyers fit
-//! in well under 100 MB.
+//! in well under 100 MB (measured: `cargo bench -p boxoffice-store-memory --bench
+//! queue_memory`). Pool members sit in the map at position 0 until the pool is placed,
+//! plus 16 bytes each in the pool list, kept so the order can be verified.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -15,11 +17,23 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::hash::FxHashMap;
 
+/// Position of a pool member before the pool is placed.
+const UNPLACED: u64 = 0;
+
 #[derive(Default)]
 struct Line {
     /// Buyer ids are minted by the server, so the fast hasher is safe here.
     positions: FxHashMap<BuyerId, u64>,
+    /// The pre-opening pool in arrival order, kept for the published verification.
+    pool: Vec<BuyerId>,
+    finished: HashSet<BuyerId>,
+    settings: HashMap<String, String>,
     state: QueueState,
+}
+
+fn place_of(position: u64, new: bool) -> Place {
+    let position = (position != UNPLACED).then_some(position);
+    Place { position, new }
 }
 
 #[derive(Default)]
@@ -46,16 +60,36 @@ impl InMemoryQueue {
 
 #[async_trait]
 impl QueueStore for InMemoryQueue {
-    async fn join(&self, event: EventId, buyer: BuyerId) -> Result<Place, StoreError> {
+    async fn join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        sale_open: bool,
+    ) -> Result<Place, StoreError> {
         let line = self.line(event);
         let mut line = line.lock();
-        let next = line.state.queue_length + 1;
-        let position = *line.positions.entry(buyer).or_insert(next);
-        let new = position == next;
-        if new {
-            line.state.queue_length = next;
+        line.state.opened |= sale_open;
+        if let Some(&position) = line.positions.get(&buyer) {
+            return Ok(place_of(position, false));
         }
-        Ok(Place { position, new })
+        line.state.queue_length += 1;
+        let position = if line.state.opened {
+            line.state.queue_length
+        } else {
+            line.pool.push(buyer);
+            line.state.pool_size += 1;
+            UNPLACED
+        };
+        line.positions.insert(buyer, position);
+        Ok(place_of(position, true))
+    }
+
+    async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
+        let Some(line) = self.existing(event) else {
+            return Ok(None);
+        };
+        let line = line.lock();
+        Ok(line.positions.get(&buyer).map(|&p| place_of(p, false)))
     }
 
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError> {
@@ -87,6 +121,92 @@ impl QueueStore for InMemoryQueue {
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
         self.line(event).lock().state.sold_out = sold_out;
         Ok(())
+    }
+
+    async fn seal_pool(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        line.state.opened = true;
+        if line.state.placed {
+            return Ok(Vec::new());
+        }
+        Ok(line.pool.clone())
+    }
+
+    async fn place_pool(&self, event: EventId, ordered: &[BuyerId]) -> Result<(), StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        if line.state.placed {
+            return Ok(());
+        }
+        if !line.state.opened || ordered.len() as u64 != line.state.pool_size {
+            return Err(StoreError(
+                "place_pool needs the sealed pool, each member once".into(),
+            ));
+        }
+        // Check everything before writing anything: a refused order changes nothing.
+        let mut seen = HashSet::with_capacity(ordered.len());
+        for buyer in ordered {
+            if line.positions.get(buyer) != Some(&UNPLACED) || !seen.insert(buyer) {
+                return Err(StoreError(format!(
+                    "{buyer} is not an unplaced pool member"
+                )));
+            }
+        }
+        for (i, buyer) in ordered.iter().enumerate() {
+            line.positions.insert(*buyer, i as u64 + 1);
+        }
+        line.pool.shrink_to_fit();
+        line.state.placed = true;
+        Ok(())
+    }
+
+    async fn pool_members(
+        &self,
+        event: EventId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<BuyerId>, StoreError> {
+        let Some(line) = self.existing(event) else {
+            return Ok(Vec::new());
+        };
+        let line = line.lock();
+        let start = (offset as usize).min(line.pool.len());
+        let end = start.saturating_add(limit as usize).min(line.pool.len());
+        Ok(line.pool[start..end].to_vec())
+    }
+
+    async fn finish(&self, event: EventId, buyer: BuyerId) -> Result<bool, StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        let counted = line.finished.insert(buyer);
+        if counted {
+            line.state.finished += 1;
+        }
+        Ok(counted)
+    }
+
+    async fn set_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+        only_if_absent: bool,
+    ) -> Result<String, StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        if only_if_absent && let Some(v) = line.settings.get(name) {
+            return Ok(v.clone());
+        }
+        line.settings.insert(name.to_owned(), value.to_owned());
+        Ok(value.to_owned())
+    }
+
+    async fn settings(&self, event: EventId) -> Result<HashMap<String, String>, StoreError> {
+        Ok(self
+            .existing(event)
+            .map(|l| l.lock().settings.clone())
+            .unwrap_or_default())
     }
 
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {

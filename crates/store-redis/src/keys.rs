@@ -43,12 +43,12 @@ pub(crate) fn hold_field(hold: HoldId) -> String {
     format!("{:032x}", hold.nonce)
 }
 
-/// The waiting room's keys of an event: `[positions, state]`. Their own tag, so a
-/// cluster may place an event's line and its seats on different nodes (the seeds keep
-/// admission and seats on separate Redis primaries).
-pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 2] {
+/// The waiting room's keys of an event: `[positions, state, pool, finished, settings]`.
+/// Their own tag, so a cluster may place an event's line and its seats on different
+/// nodes (the seeds keep admission and seats on separate Redis primaries).
+pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 5] {
     let tag = format!("{{{}:q:{}}}", prefix.0, event);
-    [format!("{tag}:pos"), format!("{tag}:state")]
+    ["pos", "state", "pool", "fin", "settings"].map(|k| format!("{tag}:{k}"))
 }
 
 /// An idempotency record. The scope's length goes first so that scope "a:b" + key "c"

@@ -1,8 +1,12 @@
 //! `RedisQueue`: the waiting room's line on Redis, shared by every API node.
 //!
-//! Per event a hash buyer → position and a small state hash (`len`, `serving`,
-//! `sold_out`, `at`). Buyers are stored as their 16 raw bytes: at 2,000,000 buyers a
-//! Redis hash costs roughly 70–90 bytes per entry, so a full line is well under 200 MB.
+//! Per event a hash buyer → position (0 while in the pre-opening pool), a small state
+//! hash (`len`, `serving`, `sold_out`, `at`, `pool`, `opened`, `placed`, `finished`),
+//! the pool as a list (kept for the published verification), a set of finished shoppers and a settings
+//! hash. Buyers are stored as their 16 raw bytes: at 2,000,000 buyers a Redis hash
+//! costs roughly 70–90 bytes per entry, so a full line is well under 200 MB.
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, EventId, Millis};
@@ -11,7 +15,14 @@ use redis::{AsyncCommands, FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{Prefix, queue_keys};
-use crate::scripts::{QUEUE_ADVANCE, QUEUE_JOIN};
+use crate::scripts::{QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE, QUEUE_SEAL};
+
+/// State fields in the order `state()` reads them and `queue_advance.lua` replies them.
+const FIELDS: [&str; 8] = [
+    "len", "serving", "sold_out", "at", "pool", "opened", "placed", "finished",
+];
+/// Pool members placed per script call, so one call never blocks Redis for long.
+const PLACE_CHUNK: usize = 10_000;
 
 pub struct RedisQueue {
     conn: RedisConn,
@@ -30,16 +41,34 @@ fn num(raw: Option<&String>) -> Result<u64, StoreError> {
     }
 }
 
-/// `[len, serving, sold_out, at]` as a `QueueState`.
+/// The `FIELDS` values as a `QueueState`.
 fn state(f: &[Option<String>]) -> Result<QueueState, StoreError> {
     let get = |i: usize| f.get(i).and_then(Option::as_ref);
+    let flag = |i: usize| get(i).is_some_and(|s| s == "1");
     let at = get(3).map(|s| s.parse::<i64>()).transpose();
     Ok(QueueState {
         queue_length: num(get(0))?,
         serving_up_to: num(get(1))?,
-        sold_out: get(2).is_some_and(|s| s == "1"),
+        sold_out: flag(2),
         advanced_at: Millis(at.map_err(StoreError::new)?.unwrap_or(0)),
+        pool_size: num(get(4))?,
+        opened: flag(5),
+        placed: flag(6),
+        finished: num(get(7))?,
     })
+}
+
+fn place_of(position: u64, new: bool) -> Place {
+    Place {
+        position: (position != 0).then_some(position),
+        new,
+    }
+}
+
+fn buyer_of(raw: &[u8]) -> Result<BuyerId, StoreError> {
+    uuid::Uuid::from_slice(raw)
+        .map(BuyerId)
+        .map_err(|_| StoreError("unreadable buyer id in the Redis pool".into()))
 }
 
 impl RedisQueue {
@@ -67,29 +96,47 @@ impl RedisQueue {
             .await
             .map_err(store_err)
     }
+
+    fn keys(&self, event: EventId) -> [String; 5] {
+        queue_keys(&self.prefix, event)
+    }
 }
 
 #[async_trait]
 impl QueueStore for RedisQueue {
-    async fn join(&self, event: EventId, buyer: BuyerId) -> Result<Place, StoreError> {
-        let keys = queue_keys(&self.prefix, event);
+    async fn join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        sale_open: bool,
+    ) -> Result<Place, StoreError> {
+        let [pos, st, pool, ..] = self.keys(event);
         let (position, new): (u64, u8) = self
-            .eval(&QUEUE_JOIN, &keys, |inv| {
-                inv.arg(buyer.0.as_bytes().as_slice());
+            .eval(&QUEUE_JOIN, &[pos, st, pool], |inv| {
+                inv.arg(buyer.0.as_bytes().as_slice())
+                    .arg(u8::from(sale_open));
             })
             .await?;
-        Ok(Place {
-            position,
-            new: new == 1,
-        })
+        Ok(place_of(position, new == 1))
+    }
+
+    async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
+        let [pos, ..] = self.keys(event);
+        let position: Option<u64> = self
+            .conn
+            .clone()
+            .hget(pos, buyer.0.as_bytes().as_slice())
+            .await
+            .map_err(store_err)?;
+        Ok(position.map(|p| place_of(p, false)))
     }
 
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError> {
-        let [_, st] = queue_keys(&self.prefix, event);
+        let [_, st, ..] = self.keys(event);
         let fields: Vec<Option<String>> = self
             .conn
             .clone()
-            .hmget(st, &["len", "serving", "sold_out", "at"])
+            .hmget(st, &FIELDS)
             .await
             .map_err(store_err)?;
         state(&fields)
@@ -101,7 +148,7 @@ impl QueueStore for RedisQueue {
         to: u64,
         now: Millis,
     ) -> Result<QueueState, StoreError> {
-        let [_, st] = queue_keys(&self.prefix, event);
+        let [_, st, ..] = self.keys(event);
         let fields: Vec<Option<String>> = self
             .eval(&QUEUE_ADVANCE, std::slice::from_ref(&st), |inv| {
                 inv.arg(to).arg(now.0);
@@ -111,7 +158,7 @@ impl QueueStore for RedisQueue {
     }
 
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
-        let [_, st] = queue_keys(&self.prefix, event);
+        let [_, st, ..] = self.keys(event);
         self.conn
             .clone()
             .hset::<_, _, _, ()>(st, "sold_out", u8::from(sold_out))
@@ -119,9 +166,97 @@ impl QueueStore for RedisQueue {
             .map_err(store_err)
     }
 
+    async fn seal_pool(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        let [_, st, pool, ..] = self.keys(event);
+        let raw: Vec<Vec<u8>> = self.eval(&QUEUE_SEAL, &[st, pool], |_| {}).await?;
+        raw.iter().map(|b| buyer_of(b)).collect()
+    }
+
+    async fn place_pool(&self, event: EventId, ordered: &[BuyerId]) -> Result<(), StoreError> {
+        let [pos, st, pool, ..] = self.keys(event);
+        let keys = [pos, st, pool];
+        let chunks: Vec<&[BuyerId]> = ordered.chunks(PLACE_CHUNK).collect();
+        let last = chunks.len().saturating_sub(1);
+        if chunks.is_empty() {
+            let _: i64 = self
+                .eval(&QUEUE_PLACE, &keys, |inv| {
+                    inv.arg(1).arg(1);
+                })
+                .await?;
+        }
+        for (i, chunk) in chunks.iter().enumerate() {
+            let _: i64 = self
+                .eval(&QUEUE_PLACE, &keys, |inv| {
+                    inv.arg(i * PLACE_CHUNK + 1).arg(u8::from(i == last));
+                    for b in chunk.iter() {
+                        inv.arg(b.0.as_bytes().as_slice());
+                    }
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn pool_members(
+        &self,
+        event: EventId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<BuyerId>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let [_, _, pool, ..] = self.keys(event);
+        let (start, stop) = (offset as isize, (offset + limit - 1) as isize);
+        let raw: Vec<Vec<u8>> = self
+            .conn
+            .clone()
+            .lrange(pool, start, stop)
+            .await
+            .map_err(store_err)?;
+        raw.iter().map(|b| buyer_of(b)).collect()
+    }
+
+    async fn finish(&self, event: EventId, buyer: BuyerId) -> Result<bool, StoreError> {
+        let [_, st, _, fin, _] = self.keys(event);
+        let counted: i64 = self
+            .eval(&QUEUE_FINISH, &[fin, st], |inv| {
+                inv.arg(buyer.0.as_bytes().as_slice());
+            })
+            .await?;
+        Ok(counted == 1)
+    }
+
+    async fn set_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+        only_if_absent: bool,
+    ) -> Result<String, StoreError> {
+        let [.., settings] = self.keys(event);
+        let mut conn = self.conn.clone();
+        if !only_if_absent {
+            let () = conn.hset(&settings, name, value).await.map_err(store_err)?;
+            return Ok(value.to_owned());
+        }
+        // HSETNX then HGET: whoever set it first, every caller reads the same value.
+        let _: bool = conn
+            .hset_nx(&settings, name, value)
+            .await
+            .map_err(store_err)?;
+        let stored: Option<String> = conn.hget(&settings, name).await.map_err(store_err)?;
+        Ok(stored.unwrap_or_else(|| value.to_owned()))
+    }
+
+    async fn settings(&self, event: EventId) -> Result<HashMap<String, String>, StoreError> {
+        let [.., settings] = self.keys(event);
+        self.conn.clone().hgetall(settings).await.map_err(store_err)
+    }
+
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {
-        let keys = queue_keys(&self.prefix, event);
-        // Both keys share the event's tag, so one DEL works on a cluster too.
+        let keys = self.keys(event);
+        // Every key shares the event's tag, so one DEL works on a cluster too.
         self.conn
             .clone()
             .del::<_, ()>(&keys)

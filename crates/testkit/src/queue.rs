@@ -10,6 +10,9 @@ use boxoffice_engine::ports::Place;
 
 use crate::arbiter::unique_event;
 
+mod pool;
+pub use pool::*;
+
 /// For the macros: the port, reachable as `$crate::queue::QueueStore`.
 #[doc(hidden)]
 pub use boxoffice_engine::ports::QueueStore;
@@ -27,6 +30,12 @@ macro_rules! queue_conformance {
                 each_event_has_its_own_line,
                 the_sold_out_flag_is_set_and_cleared,
                 a_dropped_event_starts_a_fresh_line,
+                pool_members_wait_without_a_position_and_later_arrivals_append,
+                placing_the_pool_gives_it_the_first_positions_in_the_given_order,
+                placing_a_pool_that_is_not_the_sealed_one_is_refused,
+                joins_racing_the_opening_still_get_unique_dense_positions,
+                a_finished_shopper_is_counted_once,
+                the_first_writer_of_a_setting_wins_when_asked,
             );
         }
     };
@@ -38,17 +47,17 @@ pub async fn concurrent_joins_get_unique_dense_positions(q: Arc<dyn QueueStore>)
     let tasks: Vec<_> = (0..N)
         .map(|_| {
             let q = q.clone();
-            tokio::spawn(async move { q.join(event, BuyerId::random()).await })
+            tokio::spawn(async move { q.join(event, BuyerId::random(), true).await })
         })
         .collect();
     let mut positions = HashSet::new();
     for t in tasks {
         let place = t.await.expect("join task").expect("join");
         assert!(place.new);
+        let position = place.position.expect("an open line places at once");
         assert!(
-            positions.insert(place.position),
-            "position {} given twice",
-            place.position
+            positions.insert(position),
+            "position {position} given twice"
         );
     }
     assert_eq!(
@@ -63,23 +72,23 @@ pub async fn concurrent_joins_get_unique_dense_positions(q: Arc<dyn QueueStore>)
 pub async fn a_buyer_who_joins_again_keeps_their_place(q: Arc<dyn QueueStore>) {
     let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
     assert_eq!(
-        q.join(event, a).await,
+        q.join(event, a, true).await,
         Ok(Place {
-            position: 1,
+            position: Some(1),
             new: true
         })
     );
     assert_eq!(
-        q.join(event, b).await,
+        q.join(event, b, true).await,
         Ok(Place {
-            position: 2,
+            position: Some(2),
             new: true
         })
     );
     assert_eq!(
-        q.join(event, a).await,
+        q.join(event, a, true).await,
         Ok(Place {
-            position: 1,
+            position: Some(1),
             new: false
         })
     );
@@ -96,7 +105,7 @@ pub async fn admission_never_moves_backwards_nor_past_the_end_of_the_line(q: Arc
         Ok((0, 0))
     );
     for _ in 0..5 {
-        q.join(event, BuyerId::random()).await.expect("join");
+        q.join(event, BuyerId::random(), true).await.expect("join");
     }
     let s = q.advance(event, 3, Millis(10)).await.expect("advance");
     assert_eq!((s.serving_up_to, s.advanced_at), (3, Millis(10)));
@@ -117,12 +126,15 @@ pub async fn admission_never_moves_backwards_nor_past_the_end_of_the_line(q: Arc
 
 pub async fn each_event_has_its_own_line(q: Arc<dyn QueueStore>) {
     let (one, two, buyer) = (unique_event(), unique_event(), BuyerId::random());
-    q.join(one, BuyerId::random()).await.expect("join");
-    assert_eq!(q.join(one, buyer).await.map(|p| p.position), Ok(2));
+    q.join(one, BuyerId::random(), true).await.expect("join");
     assert_eq!(
-        q.join(two, buyer).await,
+        q.join(one, buyer, true).await.map(|p| p.position),
+        Ok(Some(2))
+    );
+    assert_eq!(
+        q.join(two, buyer, true).await,
         Ok(Place {
-            position: 1,
+            position: Some(1),
             new: true
         })
     );
@@ -139,7 +151,7 @@ pub async fn each_event_has_its_own_line(q: Arc<dyn QueueStore>) {
 
 pub async fn the_sold_out_flag_is_set_and_cleared(q: Arc<dyn QueueStore>) {
     let event = unique_event();
-    q.join(event, BuyerId::random()).await.expect("join");
+    q.join(event, BuyerId::random(), true).await.expect("join");
     q.set_sold_out(event, true).await.expect("set");
     assert_eq!(q.state(event).await.map(|s| s.sold_out), Ok(true));
     // Expired holds can put seats back on sale: the line is told again.
@@ -150,14 +162,14 @@ pub async fn the_sold_out_flag_is_set_and_cleared(q: Arc<dyn QueueStore>) {
 
 pub async fn a_dropped_event_starts_a_fresh_line(q: Arc<dyn QueueStore>) {
     let (event, buyer) = (unique_event(), BuyerId::random());
-    q.join(event, BuyerId::random()).await.expect("join");
-    q.join(event, buyer).await.expect("join");
+    q.join(event, BuyerId::random(), true).await.expect("join");
+    q.join(event, buyer, true).await.expect("join");
     q.drop_event(event).await.expect("drop");
     assert_eq!(q.state(event).await.map(|s| s.queue_length), Ok(0));
     assert_eq!(
-        q.join(event, buyer).await,
+        q.join(event, buyer, true).await,
         Ok(Place {
-            position: 1,
+            position: Some(1),
             new: true
         })
     );

@@ -1,3 +1,11 @@
+//! The `QueueStore` port: the waiting room's shared state. Per event: the line (buyer
+//! → position), the pre-opening pool, "serving up to N", the sold-out flag, a counter of
+//! shoppers who finished, and a few named settings every node must agree on (the
+//! fairness seed, the operator's admission override). Losing it degrades fairness,
+//! never correctness.
+
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, EventId, Millis};
 use serde::Serialize;
@@ -6,8 +14,9 @@ use super::StoreError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Place {
-    /// 1-based, dense, unique per event.
-    pub position: u64,
+    /// 1-based, dense, unique per event. `None` while the buyer waits in the
+    /// pre-opening pool, whose order is drawn at opening.
+    pub position: Option<u64>,
     /// False when the buyer was already in line (a retried join).
     pub new: bool,
 }
@@ -16,22 +25,65 @@ pub struct Place {
 pub struct QueueState {
     /// Everyone at or below this position is admitted.
     pub serving_up_to: u64,
+    /// Everyone who joined: the pool and the buyers placed after it.
     pub queue_length: u64,
     pub sold_out: bool,
     /// When `serving_up_to` last moved.
     pub advanced_at: Millis,
+    /// Buyers who joined before opening (they hold positions 1..=pool_size once placed).
+    pub pool_size: u64,
+    /// The pool is sealed: later joins append after it.
+    pub opened: bool,
+    /// The sealed pool has its positions.
+    pub placed: bool,
+    /// Admitted buyers who finished shopping (each counted once).
+    pub finished: u64,
 }
 
 /// The waiting room's state: who is where in line, and how far admission has come.
-/// Losing it degrades fairness, never correctness.
 #[async_trait]
 pub trait QueueStore: Send + Sync {
-    /// Places the buyer at the back of the line, or returns their existing place.
-    async fn join(&self, event: EventId, buyer: BuyerId) -> Result<Place, StoreError>;
+    /// Before opening: adds the buyer to the pool (no position yet). After: places the
+    /// buyer at the back of the line. A buyer already in line keeps their place.
+    /// `sale_open` seals the pool first if nobody has yet (the sale opened meanwhile).
+    async fn join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        sale_open: bool,
+    ) -> Result<Place, StoreError>;
+    /// The buyer's place: `None` if they never joined.
+    async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError>;
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError>;
     /// Moves `serving_up_to` forward to `to` (never backwards, never past the line).
     async fn advance(&self, event: EventId, to: u64, now: Millis)
     -> Result<QueueState, StoreError>;
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError>;
+    /// Seals the pool (idempotent): later joins take positions after it. Returns the
+    /// pool's members until `place_pool` has run, then nothing.
+    async fn seal_pool(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError>;
+    /// Gives the sealed pool positions 1..=n in the order of `ordered` (its members,
+    /// each once). Running it again with the same order changes nothing.
+    async fn place_pool(&self, event: EventId, ordered: &[BuyerId]) -> Result<(), StoreError>;
+    /// The pool's members in arrival order (kept after placing, for the published
+    /// verification), `limit` from `offset`.
+    async fn pool_members(
+        &self,
+        event: EventId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<BuyerId>, StoreError>;
+    /// Counts an admitted buyer as finished, once; returns whether this call counted.
+    async fn finish(&self, event: EventId, buyer: BuyerId) -> Result<bool, StoreError>;
+    /// Sets a named setting (`only_if_absent`: first writer wins) and returns the value
+    /// now stored.
+    async fn set_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+        only_if_absent: bool,
+    ) -> Result<String, StoreError>;
+    async fn settings(&self, event: EventId) -> Result<HashMap<String, String>, StoreError>;
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError>;
 }

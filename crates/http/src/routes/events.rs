@@ -145,6 +145,7 @@ pub async fn stats(
     Ok(Json(json!({
         "event_id": id, "status": entry.event.status, "counts": counts, "queue": queue,
         "admission_rate_per_s": entry.event.sale.admission_rate_per_s,
+        "waiting_room": st.engine.waiting_stats(id).await?,
     })))
 }
 

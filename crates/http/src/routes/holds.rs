@@ -91,7 +91,11 @@ pub async fn create(
 ) -> Response {
     let prepared = (|| {
         let id: EventId = parse_id(&id, "event")?;
-        let admitted = st.engine.admitted(id, bearer(&headers)?)?;
+        // The buyer's own session token, when sent, must match the admission token's.
+        let session = headers.get("x-buyer-session").and_then(|v| v.to_str().ok());
+        let admitted = st
+            .engine
+            .admitted_in_session(id, bearer(&headers)?, session)?;
         let input = json::<HoldBody>(&body)?.into_input()?;
         Ok::<_, ApiError>((admitted, input))
     })();

@@ -5,3 +5,4 @@ pub mod holds;
 pub mod ops;
 pub mod orders;
 pub mod queue;
+pub mod waiting;

@@ -1,65 +1,132 @@
-//! The waiting room: join, the public queue document, and the personal status call.
+//! The waiting room's buyer side: join, the public queue document (cacheable, with an
+//! ETag) and its SSE stream, the personal status call, and proof-of-work challenges.
 
-use axum::Json;
-use axum::extract::{Path, Query, State};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
+use boxoffice_engine::{Joiner, PowSolution};
+use futures::StreamExt;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Buyer, IdempotencyKey, bearer, parse_id};
+use crate::extract::{IdempotencyKey, bearer, json, parse_id};
 use crate::idempotency::{Call, reply};
+use crate::routes::waiting::refused;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct JoinBody {
+    #[serde(default)]
+    pow: Option<PowSolution>,
+}
 
 pub async fn join(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     key: IdempotencyKey,
     Path(id): Path<String>,
+    body: Bytes,
 ) -> Response {
-    let id: EventId = match parse_id(&id, "event") {
-        Ok(id) => id,
+    let prepared = (|| {
+        let id: EventId = parse_id(&id, "event")?;
+        let token = bearer(&headers)?;
+        let who = st.engine.authenticate(token)?;
+        Ok::<_, ApiError>((id, token, who, json::<JoinBody>(&body)?))
+    })();
+    let (id, token, who, parsed) = match prepared {
+        Ok(p) => p,
         Err(e) => return e.into_response(),
     };
     let path = format!("/v1/events/{id}/queue");
-    let scope = format!("buyer:{}", who.buyer);
     let call = Call {
         store: &*st.idempotency,
-        scope,
+        scope: format!("buyer:{}", who.buyer),
         key: &key,
         method: "POST",
         path: &path,
-        body: b"",
+        body: &body,
         now: st.now(),
     };
-    call.run(async {
-        let out = st.engine.join_queue(id, &who).await?;
-        reply(StatusCode::OK, &out)
-    })
-    .await
+    let joiner = Joiner {
+        buyer_token: token,
+        ip: Some(peer.ip()),
+        pow: parsed.pow.as_ref(),
+    };
+    // Refusals (403, 429) are answered before the replay store: they change nothing,
+    // and a retry after Retry-After must be able to succeed.
+    match st.engine.join_queue(id, joiner).await {
+        Err(e) => refused(e),
+        Ok(out) => call.run(async { reply(StatusCode::OK, &out) }).await,
+    }
 }
 
-/// The public, cacheable line state of an event.
+/// The public, cacheable line state of an event: pre-serialized once per node per
+/// `public_doc_ttl_ms`, revalidated by ETag.
 pub async fn public(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let doc = st.engine.public_doc(parse_id(&id, "event")?).await?;
+    let etag = HeaderValue::from_str(&doc.etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    let cache = HeaderValue::from_static("public, max-age=1");
+    if headers.get(header::IF_NONE_MATCH) == Some(&etag) {
+        let mut res = StatusCode::NOT_MODIFIED.into_response();
+        res.headers_mut().insert(header::CACHE_CONTROL, cache);
+        res.headers_mut().insert(header::ETAG, etag);
+        return Ok(res);
+    }
+    let mut res = Response::new(Body::from(doc.body.clone()));
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, cache);
+    h.insert(header::ETAG, etag);
+    Ok(res)
+}
+
+/// The same document as server-sent events: one `queue` event whenever it changes
+/// (checked every second), plus keep-alives.
+pub async fn stream(
     State(st): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id: EventId = parse_id(&id, "event")?;
-    let entry = st.engine.event(id).await?;
-    let q = st.engine.queue_state(id).await?;
-    let body = json!({
-        "event_id": id, "serving_up_to": q.serving_up_to, "queue_length": q.queue_length, "sold_out": q.sold_out,
-        "admission_rate_per_s": entry.event.sale.admission_rate_per_s, "updated_at": q.advanced_at,
-    });
-    Ok((
-        [(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("public, max-age=1"),
-        )],
-        Json(body),
-    )
+    st.engine.public_doc(id).await?;
+    let ticks =
+        tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(Duration::from_secs(1)));
+    let mut last = String::new();
+    let events = ticks
+        .then(move |_| {
+            let st = st.clone();
+            async move { st.engine.public_doc(id).await.ok() }
+        })
+        .filter_map(move |doc| {
+            let out = doc.filter(|d| d.etag != last).map(|d| {
+                last = d.etag.clone();
+                let data = String::from_utf8_lossy(&d.body).into_owned();
+                Ok::<_, Infallible>(
+                    Event::default()
+                        .event("queue")
+                        .id(d.etag.clone())
+                        .data(data),
+                )
+            });
+            std::future::ready(out)
+        });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
         .into_response())
 }
 
@@ -74,15 +141,43 @@ pub async fn status(
     State(st): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<TicketQuery>,
-) -> Result<Response, ApiError> {
+) -> Response {
     let ticket = match q.ticket.as_deref() {
         Some(t) if !t.is_empty() => t,
-        _ => bearer(&headers)?,
+        _ => match bearer(&headers) {
+            Ok(t) => t,
+            Err(e) => return e.into_response(),
+        },
     };
-    let out = st.engine.queue_status(ticket).await?;
-    Ok((
-        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
-        Json(out),
-    )
-        .into_response())
+    match st.engine.queue_status(ticket).await {
+        Ok(out) => {
+            let mut res = axum::Json(out).into_response();
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            res
+        }
+        Err(e) => refused(e),
+    }
+}
+
+/// A proof-of-work challenge for joining this event's queue.
+pub async fn challenge(
+    State(st): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let prepared = (|| Ok::<_, ApiError>((parse_id(&id, "event")?, bearer(&headers)?)))();
+    let (id, token) = match prepared {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    match st.engine.pow_challenge(id, token, Some(peer.ip())).await {
+        Ok(c) => (
+            [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+            axum::Json(c),
+        )
+            .into_response(),
+        Err(e) => refused(e),
+    }
 }

@@ -1,7 +1,16 @@
--- QueueStore::join: the buyer's existing place, or the next one. KEYS: positions, state.
--- ARGV: buyer. Counter and place in one step, so positions stay dense and unique.
+-- QueueStore::join: the buyer's existing place, or a new one. KEYS: positions, state,
+-- pool. ARGV: buyer, sale_open ('1' seals the pool if nobody has yet). Before opening
+-- the buyer goes to the pool at position 0 (drawn at opening); after, to the back of
+-- the line. One step, so positions stay dense and unique.
 local pos = redis.call('HGET', KEYS[1], ARGV[1])
 if pos then return { pos, '0' } end
+if ARGV[2] == '1' then redis.call('HSET', KEYS[2], 'opened', 1) end
 local n = redis.call('HINCRBY', KEYS[2], 'len', 1)
-redis.call('HSET', KEYS[1], ARGV[1], n)
-return { tostring(n), '1' }
+if redis.call('HGET', KEYS[2], 'opened') == '1' then
+  redis.call('HSET', KEYS[1], ARGV[1], n)
+  return { tostring(n), '1' }
+end
+redis.call('HINCRBY', KEYS[2], 'pool', 1)
+redis.call('RPUSH', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], 0)
+return { '0', '1' }

@@ -82,8 +82,13 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
 
 #[async_trait]
 impl<T: QueueStore> QueueStore for Tracked<T> {
-    async fn join(&self, event: EventId, buyer: BuyerId) -> Result<Place, StoreError> {
-        self.inner.join(event, buyer).await
+    async fn join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        sale_open: bool,
+    ) -> Result<Place, StoreError> {
+        self.inner.join(event, buyer, sale_open).await
     }
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError> {
         self.inner.state(event).await
@@ -98,6 +103,43 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
     }
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
         self.inner.set_sold_out(event, sold_out).await
+    }
+    async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
+        self.inner.place(event, buyer).await
+    }
+    async fn seal_pool(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        self.inner.seal_pool(event).await
+    }
+    async fn place_pool(&self, event: EventId, ordered: &[BuyerId]) -> Result<(), StoreError> {
+        self.inner.place_pool(event, ordered).await
+    }
+    async fn pool_members(
+        &self,
+        event: EventId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<BuyerId>, StoreError> {
+        self.inner.pool_members(event, offset, limit).await
+    }
+    async fn finish(&self, event: EventId, buyer: BuyerId) -> Result<bool, StoreError> {
+        self.inner.finish(event, buyer).await
+    }
+    async fn set_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+        only_if_absent: bool,
+    ) -> Result<String, StoreError> {
+        self.inner
+            .set_setting(event, name, value, only_if_absent)
+            .await
+    }
+    async fn settings(
+        &self,
+        event: EventId,
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        self.inner.settings(event).await
     }
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {
         self.inner.drop_event(event).await

@@ -1,0 +1,229 @@
+//! Admission maths (DESIGN §5): how big the next batch is, how the rate adapts to the
+//! health of what sits behind the waiting room, when the line is sold out, what a
+//! buyer is told about their wait, and the per-key rate limit (GCRA). Pure: every
+//! function takes `now` or the numbers it needs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Millis;
+
+/// Why the admission rate is what it is: shown to operators on /stats and in the
+/// public queue document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateReason {
+    /// The event's configured rate.
+    Configured,
+    /// An operator set the rate (PUT /admission).
+    OperatorOverride,
+    /// Hold latency crossed its threshold.
+    HoldLatencyHigh,
+    /// Checkout latency crossed its threshold.
+    CheckoutLatencyHigh,
+    /// The payment error rate crossed its threshold.
+    PaymentErrorsHigh,
+    /// The signals are healthy again; widening back towards the base rate.
+    Recovering,
+    /// Nothing is left to sell: admission stopped.
+    SoldOut,
+    /// The cap on active shoppers is reached: admission waits for places to free.
+    ShopperCapReached,
+}
+
+/// Downstream health as measured over the last window; `None` = no data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub hold_p99_ms: Option<f64>,
+    pub checkout_p99_ms: Option<f64>,
+    pub payment_error_rate: Option<f64>,
+}
+
+/// When the adaptive mode narrows, and how fast it moves.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    pub hold_p99_ms: f64,
+    pub checkout_p99_ms: f64,
+    pub payment_error_rate: f64,
+    /// Multiplier applied per batch while a signal is over its threshold.
+    pub narrow_factor: f64,
+    /// Multiplier applied per batch while recovering.
+    pub widen_factor: f64,
+    /// The adaptive mode never goes below this many buyers per second.
+    pub min_rate_per_s: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            hold_p99_ms: 250.0,
+            checkout_p99_ms: 5_000.0,
+            payment_error_rate: 0.05,
+            narrow_factor: 0.5,
+            widen_factor: 1.25,
+            min_rate_per_s: 1,
+        }
+    }
+}
+
+/// The adaptive rate for the next batch: narrow on the first unhealthy signal, widen
+/// back towards `base` once all are healthy.
+pub fn adapt(current: u32, base: u32, health: &Health, t: &Thresholds) -> (u32, RateReason) {
+    let over = |v: Option<f64>, limit: f64| v.is_some_and(|v| v > limit);
+    let unhealthy = [
+        (
+            over(health.hold_p99_ms, t.hold_p99_ms),
+            RateReason::HoldLatencyHigh,
+        ),
+        (
+            over(health.checkout_p99_ms, t.checkout_p99_ms),
+            RateReason::CheckoutLatencyHigh,
+        ),
+        (
+            over(health.payment_error_rate, t.payment_error_rate),
+            RateReason::PaymentErrorsHigh,
+        ),
+    ];
+    let floor = t.min_rate_per_s.max(1).min(base.max(1));
+    if let Some((_, reason)) = unhealthy.iter().find(|(bad, _)| *bad) {
+        let narrowed = (f64::from(current) * t.narrow_factor).floor() as u32;
+        return (narrowed.clamp(floor, base.max(floor)), *reason);
+    }
+    if current >= base {
+        return (base, RateReason::Configured);
+    }
+    let widened = (f64::from(current) * t.widen_factor).ceil() as u32;
+    let next = widened.max(current + 1).min(base);
+    let reason = if next == base {
+        RateReason::Configured
+    } else {
+        RateReason::Recovering
+    };
+    (next, reason)
+}
+
+/// Buyers admitted per batch: the token bucket's refill for one interval, at least 1.
+pub fn batch_size(rate_per_s: u32, interval_ms: u64) -> u64 {
+    (u64::from(rate_per_s) * interval_ms).div_ceil(1000).max(1)
+}
+
+/// Whether the line is sold out: fewer than `margin` + 1 seats are neither sold nor held.
+pub fn sold_out(capacity: u64, sold: u64, held: u64, margin: u64) -> bool {
+    sold.saturating_add(held).saturating_add(margin) >= capacity
+}
+
+/// Seconds until `ahead` more buyers are admitted at `rate_per_s`.
+pub fn eta_s(ahead: u64, rate_per_s: u32) -> u64 {
+    ahead.div_ceil(u64::from(rate_per_s.max(1)))
+}
+
+/// `base_ms` spread by ±20 % using `random`, so a million clients polling with the same
+/// hint do not arrive in the same second.
+pub fn jittered_poll_ms(base_ms: u64, random: u64) -> u64 {
+    let spread = base_ms / 5;
+    if spread == 0 {
+        return base_ms;
+    }
+    base_ms - spread + random % (2 * spread + 1)
+}
+
+/// A generic cell rate limit: `per_s` requests a second with bursts of `burst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limit {
+    pub per_s: u32,
+    pub burst: u32,
+}
+
+/// GCRA: given the key's theoretical arrival time `tat`, admits a request at `now`
+/// (returning the new `tat`) or refuses it (returning how long to wait, in ms).
+pub fn gcra(tat: Millis, now: Millis, limit: Limit) -> Result<Millis, u64> {
+    let emission = 1_000.0 / f64::from(limit.per_s.max(1));
+    let tolerance = emission * f64::from(limit.burst.max(1).saturating_sub(1));
+    let tat = tat.max(now);
+    let allow_at = tat.0 as f64 - tolerance;
+    if (now.0 as f64) < allow_at {
+        return Err((allow_at - now.0 as f64).ceil() as u64);
+    }
+    Ok(Millis(tat.0 + emission.ceil() as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slow_holds() -> Health {
+        Health {
+            hold_p99_ms: Some(900.0),
+            ..Health::default()
+        }
+    }
+
+    #[test]
+    fn the_rate_narrows_while_a_signal_is_bad_and_widens_back_when_it_recovers() {
+        let t = Thresholds::default();
+        assert_eq!(
+            adapt(1000, 1000, &slow_holds(), &t),
+            (500, RateReason::HoldLatencyHigh)
+        );
+        let errors = Health {
+            payment_error_rate: Some(0.2),
+            ..Health::default()
+        };
+        assert_eq!(
+            adapt(500, 1000, &errors, &t),
+            (250, RateReason::PaymentErrorsHigh)
+        );
+        assert_eq!(
+            adapt(2, 1000, &slow_holds(), &t).0,
+            1,
+            "never below the floor"
+        );
+        assert_eq!(
+            adapt(500, 1000, &Health::default(), &t),
+            (625, RateReason::Recovering)
+        );
+        assert_eq!(
+            adapt(900, 1000, &Health::default(), &t),
+            (1000, RateReason::Configured)
+        );
+        assert_eq!(
+            adapt(1, 1000, &Health::default(), &t).0,
+            2,
+            "a rate of 1 still grows"
+        );
+    }
+
+    #[test]
+    fn batches_sold_out_and_waits_follow_the_numbers() {
+        assert_eq!(batch_size(2000, 3000), 6000);
+        assert_eq!(batch_size(1, 100), 1);
+        assert!(sold_out(100, 60, 40, 0));
+        assert!(!sold_out(100, 60, 39, 0));
+        assert!(sold_out(100, 60, 35, 5), "the margin tells the line early");
+        assert_eq!(eta_s(1001, 500), 3);
+    }
+
+    #[test]
+    fn poll_hints_spread_within_twenty_percent() {
+        let hints: Vec<u64> = (0..1000)
+            .map(|r| jittered_poll_ms(3000, r * 7919))
+            .collect();
+        assert!(hints.iter().all(|&h| (2400..=3600).contains(&h)));
+        assert!(hints.iter().collect::<std::collections::HashSet<_>>().len() > 100);
+    }
+
+    #[test]
+    fn gcra_allows_the_burst_then_spaces_requests_by_the_rate() {
+        let limit = Limit {
+            per_s: 10,
+            burst: 3,
+        };
+        let mut tat = Millis(0);
+        for _ in 0..3 {
+            tat = gcra(tat, Millis(1000), limit).expect("within the burst");
+        }
+        let wait = gcra(tat, Millis(1000), limit).expect_err("burst spent");
+        assert_eq!(wait, 100);
+        assert!(gcra(tat, Millis(1000 + wait as i64), limit).is_ok());
+    }
+}

@@ -1,0 +1,59 @@
+//! Why the waiting room turned a request away. Each refusal has a stable code; the HTTP
+//! layer picks the status (403 for rules, 429 for limits).
+
+use boxoffice_domain::token::TokenError;
+
+use crate::EngineError;
+use crate::ports::StoreError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("this sale is open to verified buyers only")]
+    NotVerified,
+    #[error("this sale is open to accounts created before the cutoff")]
+    AccountTooNew,
+    #[error("joining this queue needs a proof of work: get a challenge first")]
+    PowRequired,
+    #[error("the proof of work does not solve the challenge")]
+    PowInvalid,
+    #[error("too many requests; retry after {retry_after_ms} ms")]
+    RateLimited { retry_after_ms: u64 },
+}
+
+impl Refusal {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::NotVerified => "buyer_not_verified",
+            Refusal::AccountTooNew => "account_too_new",
+            Refusal::PowRequired => "pow_required",
+            Refusal::PowInvalid => "pow_invalid",
+            Refusal::RateLimited { .. } => "rate_limited",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WaitingError {
+    #[error("{0}")]
+    Refused(Refusal),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl From<StoreError> for WaitingError {
+    fn from(e: StoreError) -> Self {
+        WaitingError::Engine(e.into())
+    }
+}
+
+impl From<TokenError> for WaitingError {
+    fn from(e: TokenError) -> Self {
+        WaitingError::Engine(e.into())
+    }
+}
+
+impl From<Refusal> for WaitingError {
+    fn from(r: Refusal) -> Self {
+        WaitingError::Refused(r)
+    }
+}

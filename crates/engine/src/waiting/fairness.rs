@@ -1,0 +1,92 @@
+//! The verifiable pre-opening pool: the seed is drawn (first writer wins across nodes)
+//! before anyone can see the pool, its hash is published, and at opening the pool is
+//! ordered by `HMAC(seed, buyer_id)` and placed ahead of later arrivals. Once placed,
+//! the seed and the pool's members are public, so anyone can recompute every position.
+
+use boxoffice_domain::EventId;
+use boxoffice_domain::fairness::{Seed, order_pool};
+use serde::Serialize;
+
+use super::settings::SEED;
+use crate::{Engine, EngineError};
+
+/// GET /v1/events/{id}/queue/fairness.
+#[derive(Clone, Debug, Serialize)]
+pub struct FairnessView {
+    pub event_id: EventId,
+    /// `hex(sha256(seed))`, published before opening.
+    pub commitment: String,
+    /// The seed in hex, once the pool is placed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    pub pool_size: u64,
+    pub placed: bool,
+    /// How to recompute the order from this document alone.
+    pub algorithm: &'static str,
+    /// Pool members (arrival order) from `pool_offset`, once placed.
+    pub pool_offset: u64,
+    pub pool: Vec<String>,
+}
+
+const ALGORITHM: &str = "check sha256(seed) == commitment; draw(b) = HMAC-SHA256(key = the \
+    32 seed bytes, message = b as lowercase hyphenated UUID text); the pool sorted by \
+    (draw, buyer id text) ascending takes positions 1..=pool_size; later arrivals follow \
+    in arrival order. `boxoffice verify-position` does this.";
+
+impl Engine {
+    /// The event's seed, drawn now if no node has drawn it yet.
+    pub(crate) async fn fairness_seed(&self, event: EventId) -> Result<Seed, EngineError> {
+        let mut bytes = [0u8; 32];
+        bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        let fresh = Seed(bytes).to_hex();
+        let stored = self
+            .ports
+            .queue
+            .set_setting(event, SEED, &fresh, true)
+            .await?;
+        Seed::from_hex(&stored)
+            .map_err(|_| EngineError::Internal(format!("unreadable seed for event {event}")))
+    }
+
+    /// Seals and places the pool if that has not happened yet. Safe to run on every
+    /// node and every tick: the seed is shared and placing twice changes nothing.
+    pub(crate) async fn place_pool(&self, event: EventId) -> Result<(), EngineError> {
+        let pool = self.ports.queue.seal_pool(event).await?;
+        let state = self.ports.queue.state(event).await?;
+        if state.placed {
+            return Ok(());
+        }
+        let seed = self.fairness_seed(event).await?;
+        let ordered = order_pool(&seed, &pool);
+        self.ports.queue.place_pool(event, &ordered).await?;
+        tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
+        Ok(())
+    }
+
+    pub async fn fairness(
+        &self,
+        event: EventId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<FairnessView, EngineError> {
+        self.event(event).await?;
+        let seed = self.fairness_seed(event).await?;
+        let state = self.ports.queue.state(event).await?;
+        let pool = if state.placed {
+            self.ports.queue.pool_members(event, offset, limit).await?
+        } else {
+            Vec::new()
+        };
+        Ok(FairnessView {
+            event_id: event,
+            commitment: seed.commitment(),
+            seed: state.placed.then(|| seed.to_hex()),
+            pool_size: state.pool_size,
+            placed: state.placed,
+            algorithm: ALGORITHM,
+            pool_offset: offset,
+            pool: pool.iter().map(ToString::to_string).collect(),
+        })
+    }
+}

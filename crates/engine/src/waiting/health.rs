@@ -1,0 +1,105 @@
+//! Downstream health as this node sees it: recent hold and checkout latencies and
+//! checkout outcomes, fed by the HTTP layer, read by the adaptive admission mode.
+
+use std::collections::VecDeque;
+
+use boxoffice_domain::Millis;
+use boxoffice_domain::admission::Health;
+use parking_lot::Mutex;
+
+/// Samples kept per signal, whatever their age, so memory stays bounded.
+const MAX_SAMPLES: usize = 4_096;
+
+/// One observation of the system behind the waiting room.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Signal {
+    /// A hold request took this long.
+    Hold { ms: f64 },
+    /// A checkout took this long; `provider_failed` when the payment provider errored
+    /// or did not answer (a decline is not a failure).
+    Checkout { ms: f64, provider_failed: bool },
+}
+
+#[derive(Default)]
+pub(crate) struct HealthWindow {
+    holds: Mutex<VecDeque<(Millis, f64)>>,
+    checkouts: Mutex<VecDeque<(Millis, f64, bool)>>,
+}
+
+fn push<T>(q: &Mutex<VecDeque<T>>, v: T) {
+    let mut q = q.lock();
+    if q.len() == MAX_SAMPLES {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+fn p99(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() as f64) * 0.99).ceil() as usize;
+    v.get(i.saturating_sub(1)).copied()
+}
+
+impl HealthWindow {
+    pub(crate) fn record(&self, at: Millis, s: Signal) {
+        match s {
+            Signal::Hold { ms } => push(&self.holds, (at, ms)),
+            Signal::Checkout {
+                ms,
+                provider_failed,
+            } => push(&self.checkouts, (at, ms, provider_failed)),
+        }
+    }
+
+    /// The signals over samples newer than `now - window_ms`.
+    pub(crate) fn read(&self, now: Millis, window_ms: u64) -> Health {
+        let since = now.plus_millis(-(window_ms as i64));
+        let holds: Vec<f64> = self
+            .holds
+            .lock()
+            .iter()
+            .filter(|(at, _)| *at > since)
+            .map(|(_, ms)| *ms)
+            .collect();
+        let checkouts: Vec<(f64, bool)> = self
+            .checkouts
+            .lock()
+            .iter()
+            .filter(|(at, _, _)| *at > since)
+            .map(|(_, ms, failed)| (*ms, *failed))
+            .collect();
+        let failed = checkouts.iter().filter(|(_, f)| *f).count();
+        Health {
+            hold_p99_ms: p99(holds),
+            checkout_p99_ms: p99(checkouts.iter().map(|(ms, _)| *ms).collect()),
+            payment_error_rate: (!checkouts.is_empty())
+                .then(|| failed as f64 / checkouts.len() as f64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_samples_fall_out_of_the_window() {
+        let h = HealthWindow::default();
+        h.record(Millis(0), Signal::Hold { ms: 900.0 });
+        h.record(Millis(50_000), Signal::Hold { ms: 10.0 });
+        h.record(
+            Millis(50_000),
+            Signal::Checkout {
+                ms: 100.0,
+                provider_failed: true,
+            },
+        );
+        let read = h.read(Millis(60_000), 30_000);
+        assert_eq!(read.hold_p99_ms, Some(10.0));
+        assert_eq!(read.payment_error_rate, Some(1.0));
+        assert_eq!(h.read(Millis(200_000), 30_000), Health::default());
+    }
+}

@@ -1,0 +1,76 @@
+//! The waiting room (DESIGN §5, issue 4): eligibility, proof of work, rate limits, the
+//! verifiable pre-opening pool, adaptive and inventory-aware admission, the cacheable
+//! public document and operator stats. The line itself lives behind the `QueueStore`
+//! port; what sits here is per node (rate-limit cells, the pre-serialized document,
+//! health samples) and may be lost freely.
+
+mod config;
+mod error;
+mod fairness;
+mod health;
+pub(crate) mod limits;
+mod public;
+pub(crate) mod settings;
+mod stats;
+mod tokens;
+
+/// For the admission tick (`crate::admission`).
+pub(crate) use settings as settings_internal;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use boxoffice_domain::{EventId, Millis};
+use parking_lot::{Mutex, RwLock};
+
+pub use config::WaitingConfig;
+pub use error::{Refusal, WaitingError};
+pub use fairness::FairnessView;
+pub use health::Signal;
+pub use public::PublicDoc;
+pub use settings::{AdmissionControl, AdmissionMode, CurrentRate, WaitingRules};
+pub use stats::StatsView;
+pub use tokens::{BuyerGrant, Challenge};
+
+/// Node-local waiting-room state.
+#[derive(Default)]
+pub struct WaitingRoom {
+    pub(crate) limits: limits::Limiter,
+    pub(crate) health: health::HealthWindow,
+    docs: RwLock<HashMap<EventId, Arc<PublicDoc>>>,
+    /// Per event: (when, serving_up_to, finished) at each tick, for the active-shopper
+    /// estimate over the admission token's lifetime.
+    log: Mutex<HashMap<EventId, VecDeque<Mark>>>,
+}
+
+/// (when, serving_up_to, finished) as one tick saw them.
+type Mark = (Millis, u64, u64);
+
+impl WaitingRoom {
+    /// Shoppers admitted within `window_ms` before `now` who have not finished.
+    pub(crate) fn active_shoppers(
+        &self,
+        event: EventId,
+        now: Millis,
+        window_ms: i64,
+        serving: u64,
+        finished: u64,
+    ) -> u64 {
+        let mut log = self.log.lock();
+        let entries = log.entry(event).or_default();
+        entries.push_back((now, serving, finished));
+        let since = now.plus_millis(-window_ms);
+        while entries.len() > 1 && entries[1].0 <= since {
+            entries.pop_front();
+        }
+        // The oldest entry at or before the window start; with none (a fresh node),
+        // everyone admitted counts as active, which errs on the side of fewer.
+        let (serving_then, finished_then) = match entries.front() {
+            Some(&(at, s, f)) if at <= since => (s, f),
+            _ => (0, 0),
+        };
+        serving
+            .saturating_sub(serving_then)
+            .saturating_sub(finished.saturating_sub(finished_then))
+    }
+}

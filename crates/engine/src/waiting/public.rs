@@ -1,0 +1,123 @@
+//! The public queue document of an event: one pre-serialized, cacheable body per node,
+//! rebuilt at most every `public_doc_ttl_ms`, with an ETag. The personal status call
+//! reads the same snapshot, so 2,000,000 pollers cost one store read per node per TTL.
+
+use std::sync::Arc;
+
+use boxoffice_domain::admission::RateReason;
+use boxoffice_domain::{EventId, Millis, SaleStatus};
+use bytes::Bytes;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::settings::{CurrentRate, EventSettings};
+use crate::ports::QueueState;
+use crate::{Engine, EngineError};
+
+/// A snapshot of an event's line, with its serialized body.
+#[derive(Clone, Debug)]
+pub struct PublicDoc {
+    pub event: EventId,
+    pub state: QueueState,
+    pub rate: CurrentRate,
+    pub built_at: Millis,
+    pub etag: String,
+    pub body: Bytes,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    event_id: EventId,
+    sale_status: SaleStatus,
+    serving_up_to: u64,
+    queue_length: u64,
+    pool_size: u64,
+    opened: bool,
+    sold_out: bool,
+    admission_rate_per_s: u32,
+    rate_reason: RateReason,
+    batch_interval_ms: u64,
+    /// How a client turns its position into a wait: ceil((position - serving_up_to) /
+    /// admission_rate_per_s) seconds.
+    eta_model: &'a str,
+    poll_after_ms: u64,
+    fairness_commitment: Option<String>,
+    updated_at: Millis,
+}
+
+impl Engine {
+    /// The event's public document, from this node's cache when fresh enough.
+    pub async fn public_doc(&self, event: EventId) -> Result<Arc<PublicDoc>, EngineError> {
+        let now = self.now();
+        let ttl = self.config.waiting.public_doc_ttl_ms as i64;
+        if let Some(doc) = self.waiting.docs.read().get(&event)
+            && now.0 - doc.built_at.0 < ttl
+            && now >= doc.built_at
+        {
+            return Ok(doc.clone());
+        }
+        self.rebuild_public_doc(event).await
+    }
+
+    /// Rebuilds the document now (after a tick, or when the cached one is stale).
+    pub(crate) async fn rebuild_public_doc(
+        &self,
+        event: EventId,
+    ) -> Result<Arc<PublicDoc>, EngineError> {
+        let entry = self.event(event).await?;
+        let state = self.ports.queue.state(event).await?;
+        let raw = self.ports.queue.settings(event).await?;
+        let settings = EventSettings::parse(&raw, self.config.waiting.rules);
+        let rate = settings.rate.unwrap_or(CurrentRate {
+            rate_per_s: settings
+                .control
+                .rate_per_s
+                .unwrap_or(entry.event.sale.admission_rate_per_s),
+            reason: RateReason::Configured,
+        });
+        let commitment = settings
+            .seed
+            .as_deref()
+            .and_then(|s| boxoffice_domain::fairness::Seed::from_hex(s).ok())
+            .map(|s| s.commitment());
+        let now = self.now();
+        let body = serde_json::to_vec(&Body {
+            event_id: event,
+            sale_status: entry.event.status,
+            serving_up_to: state.serving_up_to,
+            queue_length: state.queue_length,
+            pool_size: state.pool_size,
+            opened: state.opened,
+            sold_out: state.sold_out,
+            admission_rate_per_s: rate.rate_per_s,
+            rate_reason: rate.reason,
+            batch_interval_ms: self.config.admission_interval_ms,
+            eta_model: "ceil((position - serving_up_to) / admission_rate_per_s) seconds",
+            poll_after_ms: self.config.poll_after_ms,
+            fairness_commitment: commitment.clone(),
+            updated_at: now,
+        })
+        .map_err(|e| EngineError::Internal(e.to_string()))?;
+        // The ETag covers what the body says except `updated_at`, so an unchanged line
+        // revalidates as 304 however often the document is rebuilt.
+        let mut h = Sha256::new();
+        h.update(format!(
+            "{state:?}{rate:?}{:?}{commitment:?}",
+            entry.event.status
+        ));
+        let etag = format!(
+            "\"{}\"",
+            &boxoffice_domain::fairness::hex(&h.finalize())[..16]
+        );
+        let doc = Arc::new(PublicDoc {
+            event,
+            state,
+            rate,
+            built_at: now,
+            etag,
+            body: Bytes::from(body),
+        });
+        self.waiting.docs.write().insert(event, doc.clone());
+        Ok(doc)
+    }
+}

@@ -1,0 +1,101 @@
+//! Per-event waiting-room settings, kept in the queue store so every node reads the
+//! same ones: the eligibility and bot rules, the operator's admission control, and the
+//! rate the last tick chose (with its reason). Stored as JSON under fixed names.
+
+use std::collections::HashMap;
+
+use boxoffice_domain::Millis;
+use boxoffice_domain::admission::{RateReason, Thresholds};
+use boxoffice_domain::pow::MAX_DIFFICULTY;
+use serde::{Deserialize, Serialize};
+
+use crate::EngineError;
+
+pub(crate) const RULES: &str = "rules";
+pub(crate) const CONTROL: &str = "admission";
+pub(crate) const RATE: &str = "rate";
+pub(crate) const SEED: &str = "seed";
+
+/// Who may join, and what joining costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WaitingRules {
+    /// Only buyers whose token says `verified` may join.
+    pub require_verified: bool,
+    /// Only accounts created before this instant may join.
+    pub accounts_created_before: Option<Millis>,
+    /// Leading zero bits a proof of work needs; 0 = none.
+    pub pow_difficulty: u8,
+    /// The line is told sold out once no more than this many seats are neither sold
+    /// nor held (0: only when none are left).
+    pub sold_out_margin: u32,
+    /// Admission waits while this many admitted shoppers are still active.
+    pub max_active_shoppers: Option<u32>,
+}
+
+impl WaitingRules {
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.pow_difficulty > MAX_DIFFICULTY {
+            return Err(EngineError::Invalid(format!(
+                "pow_difficulty must be at most {MAX_DIFFICULTY}"
+            )));
+        }
+        if self.max_active_shoppers == Some(0) {
+            return Err(EngineError::Invalid(
+                "max_active_shoppers must be at least 1 (or absent)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdmissionMode {
+    /// The event's configured rate (or the override).
+    #[default]
+    Fixed,
+    /// Narrows and widens with downstream health, up to the base rate.
+    Adaptive,
+}
+
+/// The operator's say over admission (PUT /v1/events/{id}/admission).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdmissionControl {
+    pub mode: AdmissionMode,
+    /// Replaces the event's configured rate as the base (buyers per second).
+    pub rate_per_s: Option<u32>,
+    /// Adaptive thresholds; absent = the engine's defaults.
+    pub thresholds: Option<Thresholds>,
+}
+
+/// What the last tick chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CurrentRate {
+    pub rate_per_s: u32,
+    pub reason: RateReason,
+}
+
+/// The settings of one event, parsed; a missing or unreadable one takes its default
+/// (a store that lost them degrades to the configured behaviour).
+pub(crate) struct EventSettings {
+    pub rules: WaitingRules,
+    pub control: AdmissionControl,
+    pub rate: Option<CurrentRate>,
+    pub seed: Option<String>,
+}
+
+impl EventSettings {
+    pub(crate) fn parse(raw: &HashMap<String, String>, default_rules: WaitingRules) -> Self {
+        fn get<T: for<'a> Deserialize<'a>>(raw: &HashMap<String, String>, name: &str) -> Option<T> {
+            raw.get(name).and_then(|v| serde_json::from_str(v).ok())
+        }
+        EventSettings {
+            rules: get(raw, RULES).unwrap_or(default_rules),
+            control: get(raw, CONTROL).unwrap_or_default(),
+            rate: get(raw, RATE),
+            seed: raw.get(SEED).cloned(),
+        }
+    }
+}

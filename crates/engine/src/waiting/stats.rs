@@ -1,0 +1,114 @@
+//! Operator controls and the operator's view: admission override (PUT /admission),
+//! the event's rules (PUT /waiting-room), health samples, and GET /stats.
+
+use boxoffice_domain::EventId;
+use boxoffice_domain::admission::Health;
+use serde::Serialize;
+
+use super::Signal;
+use super::settings::{AdmissionControl, CONTROL, CurrentRate, EventSettings, RULES, WaitingRules};
+use crate::ports::{QueueState, SeatCounts};
+use crate::{Engine, EngineError};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StatsView {
+    pub event_id: EventId,
+    pub queue: QueueState,
+    pub seats: Option<SeatCounts>,
+    pub admitted: u64,
+    pub active_shoppers: u64,
+    pub rate: CurrentRate,
+    pub control: AdmissionControl,
+    pub rules: WaitingRules,
+    pub health: Health,
+}
+
+impl Engine {
+    /// Feeds the adaptive admission mode (the HTTP layer reports holds and checkouts).
+    pub fn record_health(&self, signal: Signal) {
+        self.waiting.health.record(self.now(), signal);
+    }
+
+    pub async fn set_admission(
+        &self,
+        event: EventId,
+        control: AdmissionControl,
+    ) -> Result<AdmissionControl, EngineError> {
+        self.event(event).await?;
+        if control.rate_per_s == Some(0) {
+            return Err(EngineError::Invalid(
+                "rate_per_s must be at least 1; close the sale to stop it".into(),
+            ));
+        }
+        let json =
+            serde_json::to_string(&control).map_err(|e| EngineError::Internal(e.to_string()))?;
+        self.ports
+            .queue
+            .set_setting(event, CONTROL, &json, false)
+            .await?;
+        // Apply at once rather than at the next tick, so the operator sees the effect.
+        self.refresh_rate(event).await?;
+        Ok(control)
+    }
+
+    pub async fn set_waiting_rules(
+        &self,
+        event: EventId,
+        rules: WaitingRules,
+    ) -> Result<WaitingRules, EngineError> {
+        self.event(event).await?;
+        rules.validate()?;
+        let json =
+            serde_json::to_string(&rules).map_err(|e| EngineError::Internal(e.to_string()))?;
+        self.ports
+            .queue
+            .set_setting(event, RULES, &json, false)
+            .await?;
+        self.rebuild_public_doc(event).await?;
+        Ok(rules)
+    }
+
+    pub(crate) async fn event_settings(
+        &self,
+        event: EventId,
+    ) -> Result<EventSettings, EngineError> {
+        let raw = self.ports.queue.settings(event).await?;
+        Ok(EventSettings::parse(&raw, self.config.waiting.rules))
+    }
+
+    pub async fn waiting_stats(&self, event: EventId) -> Result<StatsView, EngineError> {
+        let entry = self.event(event).await?;
+        let queue = self.ports.queue.state(event).await?;
+        let settings = self.event_settings(event).await?;
+        let seats = self.ports.arbiter.counts(event).await.ok();
+        let now = self.now();
+        let active = self.waiting.active_shoppers(
+            event,
+            now,
+            self.config.admission_token_ttl_s as i64 * 1000,
+            queue.serving_up_to,
+            queue.finished,
+        );
+        let base = settings
+            .control
+            .rate_per_s
+            .unwrap_or(entry.event.sale.admission_rate_per_s);
+        Ok(StatsView {
+            event_id: event,
+            queue,
+            seats,
+            admitted: queue.serving_up_to,
+            active_shoppers: active,
+            rate: settings.rate.unwrap_or(CurrentRate {
+                rate_per_s: base,
+                reason: boxoffice_domain::admission::RateReason::Configured,
+            }),
+            control: settings.control,
+            rules: settings.rules,
+            health: self
+                .waiting
+                .health
+                .read(now, self.config.waiting.health_window_ms),
+        })
+    }
+}

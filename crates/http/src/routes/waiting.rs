@@ -1,0 +1,129 @@
+//! The waiting room's operator side and public proof: the fairness document, the
+//! admission override, per-event rules, identity-provider buyer tokens; and the mapping
+//! of waiting-room refusals to responses (403 rules, 429 + Retry-After limits).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use boxoffice_domain::EventId;
+use boxoffice_engine::waiting::{
+    AdmissionControl, BuyerGrant, FairnessView, Refusal, WaitingError, WaitingRules,
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{IdempotencyKey, Operator, json, parse_id};
+use crate::idempotency::{Call, reply};
+
+/// Largest page of pool members one fairness response carries.
+const MAX_POOL_PAGE: u64 = 100_000;
+
+/// A refusal or an engine error as a response.
+pub fn refused(e: WaitingError) -> Response {
+    use StatusCode as S;
+    let r = match e {
+        WaitingError::Engine(e) => return ApiError::from(e).into_response(),
+        WaitingError::Refused(r) => r,
+    };
+    let msg = r.to_string();
+    let err = match r {
+        Refusal::NotVerified => ApiError::new(S::FORBIDDEN, "buyer_not_verified", msg),
+        Refusal::AccountTooNew => ApiError::new(S::FORBIDDEN, "account_too_new", msg),
+        Refusal::PowRequired => ApiError::new(S::FORBIDDEN, "pow_required", msg),
+        Refusal::PowInvalid => ApiError::new(S::FORBIDDEN, "pow_invalid", msg),
+        Refusal::RateLimited { retry_after_ms } => {
+            let mut res = ApiError::new(S::TOO_MANY_REQUESTS, "rate_limited", msg).into_response();
+            let secs = retry_after_ms.div_ceil(1000).max(1);
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            return res;
+        }
+    };
+    err.into_response()
+}
+
+#[derive(Deserialize)]
+pub struct PoolPage {
+    #[serde(default)]
+    offset: u64,
+    #[serde(default = "page")]
+    limit: u64,
+}
+
+fn page() -> u64 {
+    10_000
+}
+
+/// The commitment (always), the seed and the pool (once placed): everything needed to
+/// recompute the pre-opening order.
+pub async fn fairness(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<PoolPage>,
+) -> Result<Json<FairnessView>, ApiError> {
+    let id: EventId = parse_id(&id, "event")?;
+    let limit = q.limit.min(MAX_POOL_PAGE);
+    Ok(Json(st.engine.fairness(id, q.offset, limit).await?))
+}
+
+pub async fn set_admission(
+    State(st): State<AppState>,
+    _: Operator,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id: EventId = parse_id(&id, "event")?;
+    let control: AdmissionControl = json(&body)?;
+    let control = st.engine.set_admission(id, control).await?;
+    let stats = st.engine.waiting_stats(id).await?;
+    Ok(Json(
+        json!({"event_id": id, "control": control, "rate": stats.rate}),
+    ))
+}
+
+pub async fn set_rules(
+    State(st): State<AppState>,
+    _: Operator,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id: EventId = parse_id(&id, "event")?;
+    let rules: WaitingRules = json(&body)?;
+    let rules = st.engine.set_waiting_rules(id, rules).await?;
+    Ok(Json(json!({"event_id": id, "rules": rules})))
+}
+
+/// An identity provider (or the operator, in embedded mode) mints a buyer token that
+/// carries what eligibility rules read: verified, and when the account was created.
+pub async fn grant_buyer_token(
+    State(st): State<AppState>,
+    _: Operator,
+    key: IdempotencyKey,
+    body: Bytes,
+) -> Response {
+    let grant: BuyerGrant = match json(&body) {
+        Ok(g) => g,
+        Err(e) => return e.into_response(),
+    };
+    let call = Call {
+        store: &*st.idempotency,
+        scope: "operator".into(),
+        key: &key,
+        method: "POST",
+        path: "/v1/buyer-tokens",
+        body: &body,
+        now: st.now(),
+    };
+    call.run(async {
+        let token = st.engine.grant_buyer_token(&grant);
+        reply(
+            StatusCode::CREATED,
+            &json!({"buyer_id": grant.buyer_id, "token": token}),
+        )
+    })
+    .await
+}
