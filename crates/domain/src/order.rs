@@ -4,8 +4,14 @@
 //! ```text
 //! pending_payment → authorized → committed → confirmed (captured)
 //!                ↘ declined      ↘ lost (auth voided)  ↘ pending_capture (retry sweep)
-//! payment after expiry → refunded
+//!                               ↘ voiding → voided  (the hold ended before the commit)
+//! payment after expiry: declined | voided | lost → refunding → refunded
 //! ```
+//!
+//! `voiding` and `refunding` are claims written *before* the provider is asked to give
+//! money back: the ledger move is conditional, so a racing commit and a racing void
+//! cannot both win, and a crash after the claim leaves an unfinished order the
+//! recovery sweep completes.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +27,10 @@ pub enum OrderState {
     Lost,
     Voided,
     Refunded,
+    /// The sale will not happen; the authorization is being cancelled.
+    Voiding,
+    /// Money arrived for a sale that cannot happen; it is being returned.
+    Refunding,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +51,10 @@ pub enum OrderEvent {
     CaptureFailed,
     /// Money that arrived for a sale that cannot happen was returned.
     Refunded,
+    /// The hold ended before the commit: the authorization must be cancelled.
+    Abandoned,
+    /// The provider took money for an order that owns no seats: it must be returned.
+    RefundDue,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -62,7 +76,12 @@ impl OrderState {
             (S::Authorized, E::CommitLost) => S::Lost,
             (S::Committed | S::PendingCapture, E::Captured) => S::Confirmed,
             (S::Committed | S::PendingCapture, E::CaptureFailed) => S::PendingCapture,
-            (S::Declined | S::Voided | S::Lost, E::Refunded) => S::Refunded,
+            (S::Declined | S::Voided | S::Lost | S::Voiding | S::Refunding, E::Refunded) => {
+                S::Refunded
+            }
+            (S::Authorized, E::Abandoned) => S::Voiding,
+            (S::Voiding, E::Voided) => S::Voided,
+            (S::Declined | S::Voided | S::Lost | S::Voiding, E::RefundDue) => S::Refunding,
             (from, event) => return Err(IllegalOrderMove { from, event }),
         };
         Ok(to)
@@ -88,11 +107,13 @@ impl OrderState {
     }
 
     /// States the recovery sweep must drive forward.
-    pub const UNFINISHED: [OrderState; 4] = [
+    pub const UNFINISHED: [OrderState; 6] = [
         OrderState::PendingPayment,
         OrderState::Authorized,
         OrderState::Committed,
         OrderState::PendingCapture,
+        OrderState::Voiding,
+        OrderState::Refunding,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -106,6 +127,8 @@ impl OrderState {
             OrderState::Lost => "lost",
             OrderState::Voided => "voided",
             OrderState::Refunded => "refunded",
+            OrderState::Voiding => "voiding",
+            OrderState::Refunding => "refunding",
         }
     }
 
@@ -114,7 +137,7 @@ impl OrderState {
     }
 }
 
-pub const ALL_STATES: [OrderState; 9] = [
+pub const ALL_STATES: [OrderState; 11] = [
     OrderState::PendingPayment,
     OrderState::Authorized,
     OrderState::Committed,
@@ -124,6 +147,8 @@ pub const ALL_STATES: [OrderState; 9] = [
     OrderState::Lost,
     OrderState::Voided,
     OrderState::Refunded,
+    OrderState::Voiding,
+    OrderState::Refunding,
 ];
 
 #[cfg(test)]
@@ -141,6 +166,8 @@ mod tests {
             Just(OrderEvent::Captured),
             Just(OrderEvent::CaptureFailed),
             Just(OrderEvent::Refunded),
+            Just(OrderEvent::Abandoned),
+            Just(OrderEvent::RefundDue),
         ]
     }
 
@@ -161,6 +188,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_claimed_void_cannot_commit_and_ends_voided_or_refunded() {
+        let voiding = OrderState::Authorized.apply(OrderEvent::Abandoned).unwrap();
+        assert_eq!(voiding, OrderState::Voiding);
+        assert!(voiding.apply(OrderEvent::Committed).is_err());
+        assert_eq!(voiding.apply(OrderEvent::Voided), Ok(OrderState::Voided));
+        assert_eq!(
+            voiding.apply(OrderEvent::Refunded),
+            Ok(OrderState::Refunded)
+        );
+        assert!(OrderState::Confirmed.apply(OrderEvent::RefundDue).is_err());
+        assert!(!voiding.is_final() && OrderState::UNFINISHED.contains(&voiding));
     }
 
     #[test]

@@ -114,31 +114,8 @@ impl Engine {
         for p in &provider {
             let ours = states.get(&p.order).copied();
             captured.insert(p.order, p.state == ProviderState::Captured);
-            match (p.state, ours) {
-                (ProviderState::Captured, Some(s)) if s.holds_seats() => {}
-                (ProviderState::Captured, s) => r.flag(
-                    "P2",
-                    format!(
-                        "order {} was charged but has no ticket (ledger: {s:?})",
-                        p.order
-                    ),
-                ),
-                (ProviderState::Authorized, Some(s)) if s.is_final() && !s.holds_seats() => r.flag(
-                    "P2",
-                    format!(
-                        "order {} ended {} but its authorization is still open",
-                        p.order,
-                        s.as_str()
-                    ),
-                ),
-                (ProviderState::Authorized, None) => r.flag(
-                    "P2",
-                    format!(
-                        "the provider authorized {} which the ledger never recorded",
-                        p.order
-                    ),
-                ),
-                _ => {}
+            if let Some(problem) = mismatch(p.state, ours) {
+                r.flag("P2", format!("order {}: {problem}", p.order));
             }
         }
         for (id, state, _) in orders {
@@ -150,5 +127,30 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// What is wrong when the provider's state of a payment meets the ledger's state of its
+/// order, if anything. Orders still in flight are not judged: the sweep is on them.
+fn mismatch(provider: ProviderState, ours: Option<OrderState>) -> Option<String> {
+    use ProviderState as P;
+    let Some(s) = ours else {
+        return matches!(provider, P::Authorized | P::Captured)
+            .then(|| format!("the provider holds {provider:?} money the ledger never recorded"));
+    };
+    if !s.is_final() {
+        return None;
+    }
+    match provider {
+        P::Captured if !s.holds_seats() => Some(format!(
+            "charged but has no ticket (ledger: {})",
+            s.as_str()
+        )),
+        P::Authorized if !s.holds_seats() => Some(format!(
+            "ended {} but its authorization is still open",
+            s.as_str()
+        )),
+        // A confirmed order without a capture is flagged from the ledger's side.
+        _ => None,
     }
 }

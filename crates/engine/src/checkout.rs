@@ -3,68 +3,15 @@
 //! a race at any point leaves a state that `recovery` can finish, and nobody is charged
 //! for a seat they did not get.
 
-use boxoffice_domain::{
-    EventId, HoldId, HoldState, Millis, Money, OrderEvent, OrderId, OrderState,
-};
-use serde::Serialize;
+use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState};
 
 use crate::buyers::BuyerSession;
+use crate::order_view::OrderView;
 use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder,
-    LedgerError, Order, OrderSeat, PaymentError,
+    LedgerError, NextAction, Order, OrderSeat, PaymentError,
 };
 use crate::{Engine, EngineError};
-
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct Ticket {
-    pub ticket_id: String,
-    pub seat_id: String,
-    pub price: Money,
-}
-
-/// An order as the buyer sees it.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct OrderView {
-    pub order_id: OrderId,
-    pub event_id: EventId,
-    pub hold_id: HoldId,
-    pub status: OrderState,
-    pub seat_ids: Vec<String>,
-    pub tickets: Vec<Ticket>,
-    pub total: Money,
-    pub currency: String,
-    pub created_at: Millis,
-    pub updated_at: Millis,
-}
-
-impl From<&Order> for OrderView {
-    fn from(o: &Order) -> OrderView {
-        let tickets = if o.state.holds_seats() {
-            o.seats
-                .iter()
-                .map(|s| Ticket {
-                    ticket_id: format!("{}:{}", o.id, s.seat_id),
-                    seat_id: s.seat_id.clone(),
-                    price: s.price,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        OrderView {
-            order_id: o.id,
-            event_id: o.event,
-            hold_id: o.hold,
-            status: o.state,
-            seat_ids: o.seats.iter().map(|s| s.seat_id.clone()).collect(),
-            tickets,
-            total: o.total,
-            currency: o.currency.clone(),
-            created_at: o.created_at,
-            updated_at: o.updated_at,
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckoutOutcome {
@@ -72,6 +19,8 @@ pub enum CheckoutOutcome {
     Confirmed(OrderView),
     /// The provider has not answered; the hold stays pinned while recovery asks.
     Pending(OrderView),
+    /// The buyer must act (3-D Secure); the provider's webhook completes the order.
+    ActionRequired(OrderView, NextAction),
 }
 
 impl Engine {
@@ -172,11 +121,14 @@ impl Engine {
         };
         let reference = match self.ports.payments.authorize(&req).await {
             Ok(AuthorizeOutcome::Approved { reference }) => reference,
+            Ok(AuthorizeOutcome::ActionRequired { next_action, .. }) => {
+                // Nothing is decided: the hold stays pinned for the grace period and the
+                // webhook (or the recovery sweep, asking) finishes the order.
+                let view = OrderView::from(order);
+                return Ok(CheckoutOutcome::ActionRequired(view, next_action));
+            }
             Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
-                self.ports
-                    .ledger
-                    .apply(order.id, OrderEvent::Declined, None, self.now())
-                    .await?;
+                self.try_move(order.id, OrderEvent::Declined, None).await?;
                 self.release_quietly(order.hold).await;
                 metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);
                 return Err(EngineError::PaymentDeclined(reason));
@@ -189,27 +141,40 @@ impl Engine {
                 return self.current(order.id).await;
             }
         };
+        let moved = self
+            .try_move(order.id, OrderEvent::Authorized, Some(&reference))
+            .await?;
+        let Some(authorized) = moved else {
+            // A webhook or the recovery sweep moved the order while the provider was
+            // answering: let the same settling logic finish it from where it is.
+            if let Some(now) = self.ports.ledger.order(order.id).await? {
+                self.settle(&now).await?;
+            }
+            return self.current(order.id).await;
+        };
+        self.commit_and_capture(&authorized, &reference, max_per_buyer)
+            .await
+    }
+
+    /// Applies a move if the order's state still allows it. `None` means another path
+    /// (a webhook, the sweep, a retry) moved the order first; every caller treats that
+    /// as "someone else is on it" rather than as an error.
+    pub(crate) async fn try_move(
+        &self,
+        order: OrderId,
+        event: OrderEvent,
+        payment_ref: Option<&str>,
+    ) -> Result<Option<Order>, EngineError> {
         match self
             .ports
             .ledger
-            .apply(
-                order.id,
-                OrderEvent::Authorized,
-                Some(&reference),
-                self.now(),
-            )
+            .apply(order, event, payment_ref, self.now())
             .await
         {
-            Ok(_) => {}
-            // Recovery voided the order while the provider was slow: undo the authorization.
-            Err(LedgerError::Conflict(_)) => {
-                self.void_quietly(order.id, &reference).await;
-                return self.current(order.id).await;
-            }
-            Err(e) => return Err(e.into()),
+            Ok(o) => Ok(Some(o)),
+            Err(LedgerError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e.into()),
         }
-        self.commit_and_capture(order, &reference, max_per_buyer)
-            .await
     }
 
     /// The commit point, then capture. Shared by checkout and the recovery sweep.
@@ -259,11 +224,9 @@ impl Engine {
                 OrderEvent::CaptureFailed
             }
         };
-        let after = self
-            .ports
-            .ledger
-            .apply(order.id, event, None, self.now())
-            .await?;
+        let Some(after) = self.try_move(order.id, event, None).await? else {
+            return self.current(order.id).await;
+        };
         metrics::counter!("boxoffice_orders_total", "outcome" => after.state.as_str()).increment(1);
         outcome_of(&after)
     }
@@ -274,9 +237,7 @@ impl Engine {
         self.release_quietly(order.hold).await;
         match self.ports.payments.void(order.id, reference).await {
             Ok(()) => {
-                self.ports
-                    .ledger
-                    .apply(order.id, OrderEvent::CommitLost, None, self.now())
+                self.try_move(order.id, OrderEvent::CommitLost, None)
                     .await?;
                 metrics::counter!("boxoffice_orders_total", "outcome" => "lost").increment(1);
             }
@@ -293,13 +254,7 @@ impl Engine {
         }
     }
 
-    pub(crate) async fn void_quietly(&self, order: OrderId, reference: &str) {
-        if let Err(e) = self.ports.payments.void(order, reference).await {
-            tracing::warn!(order = %order, error = %e, "void failed; the audit lists open authorizations");
-        }
-    }
-
-    async fn current(&self, order: OrderId) -> Result<CheckoutOutcome, EngineError> {
+    pub(crate) async fn current(&self, order: OrderId) -> Result<CheckoutOutcome, EngineError> {
         let order = self
             .ports
             .ledger
@@ -341,6 +296,8 @@ fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {
         OrderState::PendingPayment | OrderState::Authorized => Ok(CheckoutOutcome::Pending(view)),
         OrderState::Declined => Err(EngineError::PaymentDeclined("declined".into())),
         OrderState::Lost => Err(EngineError::SeatSold),
-        OrderState::Voided | OrderState::Refunded => Err(EngineError::HoldExpired),
+        OrderState::Voided | OrderState::Refunded | OrderState::Voiding | OrderState::Refunding => {
+            Err(EngineError::HoldExpired)
+        }
     }
 }

@@ -10,10 +10,13 @@ mod drift;
 mod error;
 mod expiry;
 mod holds;
+mod order_view;
 pub mod ports;
 mod queue;
 mod recovery;
+mod settle;
 pub mod waiting;
+mod webhooks;
 pub mod worker;
 
 use std::sync::Arc;
@@ -24,7 +27,9 @@ use serde::Deserialize;
 pub use audit::AuditReport;
 pub use buyers::BuyerSession;
 pub use catalog::EventEntry;
-pub use checkout::{CheckoutOutcome, OrderView, Ticket};
+pub use checkout::CheckoutOutcome;
+pub use order_view::{OrderView, Ticket};
+pub use webhooks::{WebhookReceipt, WebhookRejected};
 pub use error::EngineError;
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use queue::{JoinOutcome, Joiner, PowSolution, QueueStatus, WaitStatus};
@@ -60,6 +65,9 @@ pub struct EngineConfig {
     pub poll_after_ms: u64,
     /// The waiting room: default rules, rate limits, the public document's lifetime.
     pub waiting: waiting::WaitingConfig,
+    /// Longest wait between two capture retries of an order in `pending_capture`; the
+    /// wait doubles from `recovery_after_s` up to this.
+    pub capture_retry_max_s: u64,
 }
 
 impl Default for EngineConfig {
@@ -72,6 +80,7 @@ impl Default for EngineConfig {
             admission_interval_ms: 2_000,
             poll_after_ms: 3_000,
             waiting: waiting::WaitingConfig::default(),
+            capture_retry_max_s: 3_600,
         }
     }
 }

@@ -1,126 +1,93 @@
 //! The recovery sweep: drives every order left mid-checkout (a crash, a provider
-//! timeout, a failed capture) to a final state by asking the provider what happened,
-//! then committing or voiding. It only touches orders idle for `recovery_after_s`, so
-//! it never races a checkout that is still running.
+//! timeout, a buyer who never finished 3-D Secure, a failed capture, a void or refund
+//! that did not go through) to a final state by asking the provider what happened
+//! (`settle`). It only touches orders idle for `recovery_after_s`, so it rarely races
+//! a checkout that is still running, and it is safe when it does.
+//!
+//! Failed captures back off: an order in `pending_capture` is retried once it has been
+//! idle as long as it has been alive (so the wait doubles each attempt), between
+//! `recovery_after_s` and `capture_retry_max_s`. No counter is needed: every failed
+//! attempt rewrites `updated_at`.
 
-use boxoffice_domain::{HoldState, Millis, OrderEvent, OrderState};
+use boxoffice_domain::{Millis, OrderState};
 
-use crate::ports::{Order, ProviderState};
+use crate::ports::Order;
 use crate::worker::Outcome;
 use crate::{Engine, EngineError};
+
+/// Orders looked at per state per step. One query per state, so orders that must wait
+/// (a buyer still at their bank) cannot starve the others of a batch.
+const BATCH: usize = 200;
 
 impl Engine {
     pub async fn recovery_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
         let before = Millis(now.0 - (self.config.recovery_after_s as i64) * 1000);
-        let orders = self
-            .ports
-            .ledger
-            .orders_in(&OrderState::UNFINISHED, before, 100)
-            .await?;
         let mut done = 0;
-        for order in &orders {
-            match self.recover(order).await {
-                Ok(true) => done += 1,
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(order = %order.id, error = %e, "recovery of order failed; will retry")
+        for state in OrderState::UNFINISHED {
+            let orders = self.ports.ledger.orders_in(&[state], before, BATCH).await?;
+            for order in orders.iter().filter(|o| self.due(o, now)) {
+                match self.settle(order).await {
+                    Ok(true) => done += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(order = %order.id, error = %e, "recovery of order failed; will retry")
+                    }
                 }
             }
         }
         Ok(Outcome { done })
     }
 
-    /// Moves one order on; returns whether it changed.
-    async fn recover(&self, order: &Order) -> Result<bool, EngineError> {
-        match order.state {
-            OrderState::PendingPayment => self.recover_unpaid(order).await,
-            OrderState::Authorized => {
-                self.finish_authorized(order, order.payment_ref.as_deref().unwrap_or_default())
-                    .await
-            }
-            OrderState::Committed | OrderState::PendingCapture => {
-                let before = order.state;
-                let after = self
-                    .capture(order, order.payment_ref.as_deref().unwrap_or_default())
-                    .await;
-                Ok(
-                    !matches!(after, Ok(crate::CheckoutOutcome::Confirmed(ref v)) if v.status == before),
-                )
-            }
-            _ => Ok(false),
+    /// Whether the sweep should try this order now (capture retries back off).
+    fn due(&self, order: &Order, now: Millis) -> bool {
+        if order.state != OrderState::PendingCapture {
+            return true;
+        }
+        let wait = capture_backoff_ms(
+            order,
+            self.config.recovery_after_s,
+            self.config.capture_retry_max_s,
+        );
+        now.0 - order.updated_at.0 >= wait
+    }
+}
+
+/// Idle time required before the next capture attempt: the order's age at its last
+/// attempt, clamped to [`min_s`, `max_s`].
+fn capture_backoff_ms(order: &Order, min_s: u64, max_s: u64) -> i64 {
+    let age = order.updated_at.0 - order.created_at.0;
+    age.clamp(min_s as i64 * 1000, (max_s.max(min_s)) as i64 * 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boxoffice_domain::{BuyerId, EventId, HoldId, Money, OrderId};
+
+    fn order(created: i64, updated: i64) -> Order {
+        Order {
+            id: OrderId::random(),
+            event: EventId(1),
+            buyer: BuyerId::random(),
+            hold: HoldId::random(EventId(1)),
+            seats: vec![],
+            total: Money(1),
+            currency: "EUR".into(),
+            state: OrderState::PendingCapture,
+            payment_ref: None,
+            created_at: Millis(created),
+            updated_at: Millis(updated),
         }
     }
 
-    /// The provider was called (or about to be) when things stopped: ask it.
-    async fn recover_unpaid(&self, order: &Order) -> Result<bool, EngineError> {
-        let now = self.now();
-        let Ok(found) = self.ports.payments.inquire(order.id).await else {
-            return Ok(false);
-        };
-        match found {
-            Some(p) if matches!(p.state, ProviderState::Authorized | ProviderState::Captured) => {
-                let authorized = self
-                    .ports
-                    .ledger
-                    .apply(order.id, OrderEvent::Authorized, Some(&p.reference), now)
-                    .await?;
-                self.finish_authorized(&authorized, &p.reference).await
-            }
-            Some(p) if p.state == ProviderState::Declined => {
-                self.ports
-                    .ledger
-                    .apply(order.id, OrderEvent::Declined, None, now)
-                    .await?;
-                self.release_quietly(order.hold).await;
-                Ok(true)
-            }
-            // Never charged (no record, or voided): the order ends here.
-            _ => {
-                self.ports
-                    .ledger
-                    .apply(order.id, OrderEvent::Voided, None, now)
-                    .await?;
-                self.release_quietly(order.hold).await;
-                Ok(true)
-            }
-        }
-    }
-
-    /// Funds are reserved. Commit only while the hold is still pinned for this order;
-    /// once the pin's grace has passed the seats may be someone else's, so void.
-    async fn finish_authorized(&self, order: &Order, reference: &str) -> Result<bool, EngineError> {
-        let now = self.now();
-        let hold = self.ports.arbiter.get(order.hold).await?;
-        let pinned = hold.is_some_and(|h| {
-            matches!(h.state, HoldState::CheckingOut | HoldState::PaymentPending)
-                && h.order == Some(order.id)
-                && h.expires_at > now
-        });
-        if pinned {
-            let max = self
-                .event(order.event)
-                .await?
-                .event
-                .sale
-                .max_tickets_per_buyer;
-            // A lost race or a limit ends the order too; either way it moved.
-            let _ = self.commit_and_capture(order, reference, max).await;
-            return Ok(true);
-        }
-        match self.ports.payments.void(order.id, reference).await {
-            Ok(()) => {
-                self.ports
-                    .ledger
-                    .apply(order.id, OrderEvent::Voided, None, now)
-                    .await?;
-                self.release_quietly(order.hold).await;
-                Ok(true)
-            }
-            Err(e) => {
-                tracing::warn!(order = %order.id, error = %e, "void failed; will retry");
-                Ok(false)
-            }
-        }
+    #[test]
+    fn capture_retries_wait_as_long_as_the_order_has_lived_within_bounds() {
+        assert_eq!(capture_backoff_ms(&order(0, 1_000), 30, 3_600), 30_000);
+        assert_eq!(capture_backoff_ms(&order(0, 100_000), 30, 3_600), 100_000);
+        assert_eq!(
+            capture_backoff_ms(&order(0, 10_000_000), 30, 3_600),
+            3_600_000
+        );
     }
 }

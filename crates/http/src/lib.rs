@@ -73,6 +73,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/events/{id}/holds", post(holds::create))
         .route("/v1/holds/{id}", get(holds::get).delete(holds::release))
         .route("/v1/holds/{id}/checkout", post(orders::checkout))
+        .route("/v1/payments/webhook", post(payments::webhook))
         .route("/v1/orders/{id}", get(orders::get))
         .route("/v1/me/orders", get(orders::mine))
         .route("/healthz", get(ops::healthz))

@@ -21,9 +21,22 @@ pub struct FakeGatewayConfig {
     /// because a real timeout does not say which happened and the engine must cope with
     /// both.
     pub timeout_rate: f64,
-    /// Seed of the random draws behind the two rates (default 0), so a soak that found
+    /// Seed of the random draws behind the rates (default 0), so a soak that found
     /// a bug can be replayed.
     pub seed: u64,
+    /// Share (0.0–1.0) of webhooks written to the outbox twice under the same event id,
+    /// as a provider retrying a delivery it thinks failed (default 0.0).
+    pub duplicate_webhook_rate: f64,
+    /// The secret webhooks are signed with (default `whsec_fake_boxoffice`). Not a real
+    /// secret: the fake exists for tests and rehearsals.
+    pub webhook_secret: String,
+    /// How old (or how far in the future) a webhook signature may be, in seconds, before
+    /// it is refused as a replay (default 300, Stripe's own default).
+    pub webhook_tolerance_s: u64,
+    /// The first `n` captures after start fail as if the provider were down (default 0),
+    /// to rehearse a capture outage: orders wait in `pending_capture` and the sweep
+    /// retries them with backoff.
+    pub capture_failures: u32,
 }
 
 impl Default for FakeGatewayConfig {
@@ -33,6 +46,10 @@ impl Default for FakeGatewayConfig {
             decline_rate: 0.0,
             timeout_rate: 0.0,
             seed: 0,
+            duplicate_webhook_rate: 0.0,
+            webhook_secret: "whsec_fake_boxoffice".into(),
+            webhook_tolerance_s: 300,
+            capture_failures: 0,
         }
     }
 }
@@ -56,6 +73,7 @@ impl FakeGatewayConfig {
         for (field, value) in [
             ("decline_rate", self.decline_rate),
             ("timeout_rate", self.timeout_rate),
+            ("duplicate_webhook_rate", self.duplicate_webhook_rate),
         ] {
             // Written so that NaN fails too.
             if !(0.0..=1.0).contains(&value) {

@@ -5,9 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::OrderId;
+use boxoffice_domain::{Millis, OrderId};
 use boxoffice_engine::ports::{
     AuthorizeOutcome, AuthorizeRequest, PaymentError, PaymentGateway, ProviderPayment,
+    ProviderState, WebhookError, WebhookEvent,
 };
 use parking_lot::Mutex;
 use rand::SeedableRng;
@@ -20,6 +21,8 @@ use crate::ops::{self, storage};
 use crate::records::{self, Record};
 use crate::script::Script;
 use crate::transitions::Move;
+use crate::webhooks::{self, FakeWebhook};
+use crate::{signature, webhooks as outbox};
 
 /// Why the fake could not start.
 #[derive(Debug, thiserror::Error)]
@@ -57,11 +60,13 @@ impl FakeGateway {
 
     fn with_connection(conn: Connection, config: FakeGatewayConfig) -> Self {
         let rng = Mutex::new(StdRng::seed_from_u64(config.seed));
+        let faults = Faults::default();
+        faults.set_unavailable(Op::Capture, config.capture_failures);
         FakeGateway {
             conn: Arc::new(Mutex::new(conn)),
             config,
             rng,
-            faults: Faults::default(),
+            faults,
         }
     }
 
@@ -86,6 +91,49 @@ impl FakeGateway {
     pub async fn record(&self, order: OrderId) -> Result<Option<Record>, PaymentError> {
         self.blocking(move |c| records::get(c, order).map_err(storage))
             .await
+    }
+
+    /// The buyer finishes the bank's step (3-D Secure, a bank redirect) of a payment
+    /// waiting for them: approved or not. Writes the webhook that reports it. For tests
+    /// and rehearsals: no latency, no injected faults.
+    pub async fn complete_action(
+        &self,
+        order: OrderId,
+        approve: bool,
+    ) -> Result<ProviderState, PaymentError> {
+        let copies = self.copies();
+        self.blocking(move |c| ops::complete_action(c, order, approve, copies))
+            .await
+    }
+
+    /// Up to `limit` webhooks not yet delivered, oldest first.
+    pub async fn undelivered_webhooks(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<FakeWebhook>, PaymentError> {
+        self.blocking(move |c| outbox::undelivered(c, limit).map_err(storage))
+            .await
+    }
+
+    /// Marks a webhook delivered (the receiver answered 2xx).
+    pub async fn mark_delivered(&self, seq: i64) -> Result<(), PaymentError> {
+        self.blocking(move |c| outbox::mark_delivered(c, seq).map_err(storage))
+            .await
+    }
+
+    /// The `Stripe-Signature` header for `payload` signed at `at`.
+    pub fn sign(&self, payload: &[u8], at: Millis) -> String {
+        signature::sign(&self.config.webhook_secret, payload, at.0 / 1000)
+    }
+
+    /// How many copies of the next webhook go to the outbox.
+    fn copies(&self) -> u32 {
+        let rate = self.config.duplicate_webhook_rate;
+        if rate > 0.0 && rand::Rng::random::<f64>(&mut *self.rng.lock()) < rate {
+            2
+        } else {
+            1
+        }
     }
 
     /// Runs one provider call: latency first (a slow provider is slow even when it
@@ -137,7 +185,8 @@ impl FakeGateway {
         mv: Move,
     ) -> Result<(), PaymentError> {
         let reference = reference.to_owned();
-        self.call(op, move |c| ops::apply(c, order, &reference, mv))
+        let copies = self.copies();
+        self.call(op, move |c| ops::apply(c, order, &reference, mv, copies))
             .await
     }
 }
@@ -147,8 +196,11 @@ impl PaymentGateway for FakeGateway {
     async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError> {
         let script = self.script_for(&req.payment_method);
         let req = req.clone();
-        self.call(Op::Authorize, move |c| ops::authorize(c, &req, script))
-            .await
+        let copies = self.copies();
+        self.call(Op::Authorize, move |c| {
+            ops::authorize(c, &req, script, copies)
+        })
+        .await
     }
 
     async fn capture(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
@@ -167,6 +219,32 @@ impl PaymentGateway for FakeGateway {
     async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError> {
         let found = move |c: &mut Connection| records::get(c, order).map_err(storage);
         Ok(self.call(Op::Inquire, found).await?.map(|r| r.to_port()))
+    }
+
+    async fn inquire_reference(
+        &self,
+        reference: &str,
+    ) -> Result<Option<ProviderPayment>, PaymentError> {
+        let reference = reference.to_owned();
+        let found = move |c: &mut Connection| records::by_reference(c, &reference).map_err(storage);
+        Ok(self.call(Op::Inquire, found).await?.map(|r| r.to_port()))
+    }
+
+    fn verify_webhook(
+        &self,
+        payload: &[u8],
+        header: &str,
+        now: Millis,
+    ) -> Result<WebhookEvent, WebhookError> {
+        let secret = &self.config.webhook_secret;
+        signature::verify(
+            secret,
+            payload,
+            header,
+            now,
+            self.config.webhook_tolerance_s,
+        )?;
+        webhooks::parse(payload)
     }
 
     async fn all_payments(&self) -> Result<Vec<ProviderPayment>, PaymentError> {

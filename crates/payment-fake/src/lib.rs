@@ -6,6 +6,12 @@
 //! Behaviour is chosen per call by the payment method (see [`methods`]), by the soak
 //! rates and latency of [`FakeGatewayConfig`], and by faults a test programs with
 //! [`FakeGateway::fail_next`] and [`FakeGateway::time_out_next`].
+//!
+//! Webhooks: every change of a payment writes a Stripe-shaped, Stripe-signed webhook
+//! to an outbox in the same file ([`FakeGateway::undelivered_webhooks`]); tests deliver
+//! them in any order, duplicated as `duplicate_webhook_rate` draws or by hand. Payments
+//! that wait for the buyer (3-D Secure, bank redirect) are finished by
+//! [`FakeGateway::complete_action`], which can run in another process on the same file.
 
 mod config;
 mod faults;
@@ -13,10 +19,13 @@ mod gateway;
 mod ops;
 mod records;
 mod script;
+pub mod signature;
 mod transitions;
+mod webhooks;
 
 pub use config::{ConfigError, FakeGatewayConfig};
 pub use faults::Op;
 pub use gateway::{FakeGateway, OpenError};
 pub use records::Record;
 pub use script::{CARD_DECLINED, INSUFFICIENT_FUNDS, methods};
+pub use webhooks::FakeWebhook;

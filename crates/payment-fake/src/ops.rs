@@ -10,6 +10,17 @@ use uuid::Uuid;
 use crate::records::{self, Record};
 use crate::script::{CARD_DECLINED, Script};
 use crate::transitions::{self, Move, Step};
+use crate::webhooks;
+
+/// Webhook types of a first authorization, by the state it left.
+fn authorize_kind(state: ProviderState) -> &'static str {
+    match state {
+        ProviderState::Declined => "payment_intent.payment_failed",
+        ProviderState::RequiresAction => "payment_intent.requires_action",
+        ProviderState::Captured => "payment_intent.succeeded",
+        _ => "payment_intent.amount_capturable_updated",
+    }
+}
 
 /// Authorizes an order at most once. A repeat of a known order answers what the first
 /// call decided, whatever the script says now, as a provider replays a stored response
@@ -18,6 +29,7 @@ pub fn authorize(
     conn: &mut Connection,
     req: &AuthorizeRequest,
     script: Script,
+    copies: u32,
 ) -> Result<AuthorizeOutcome, PaymentError> {
     let tx = begin(conn)?;
     if let Some(first) = records::get(&tx, req.order).map_err(storage)? {
@@ -27,6 +39,7 @@ pub fn authorize(
         Script::TimeoutBeforeCharge => return Err(PaymentError::Timeout),
         Script::Approve | Script::TimeoutAfterCharge => (ProviderState::Authorized, None),
         Script::Decline(reason) => (ProviderState::Declined, Some(reason.to_owned())),
+        Script::RequiresAction { .. } => (ProviderState::RequiresAction, None),
     };
     let now = records::now_ms();
     let record = Record {
@@ -41,6 +54,7 @@ pub fn authorize(
         updated_at_ms: now,
     };
     records::insert(&tx, &record).map_err(storage)?;
+    webhooks::enqueue(&tx, &record, authorize_kind(state), copies).map_err(storage)?;
     tx.commit().map_err(storage)?;
     if script == Script::TimeoutAfterCharge {
         // The charge is on the provider's book; only the answer is lost.
@@ -55,6 +69,7 @@ pub fn apply(
     order: OrderId,
     reference: &str,
     mv: Move,
+    copies: u32,
 ) -> Result<(), PaymentError> {
     let tx = begin(conn)?;
     let Some(record) = records::get(&tx, order).map_err(storage)? else {
@@ -72,9 +87,57 @@ pub fn apply(
         .map_err(|why| PaymentError::Rejected(format!("order {order}: {why}")))?;
     if let Step::Go(to) = step {
         records::set_state(&tx, order, to).map_err(storage)?;
+        let after = Record {
+            state: to,
+            ..record
+        };
+        webhooks::enqueue(&tx, &after, mv.webhook_kind(), copies).map_err(storage)?;
         tx.commit().map_err(storage)?;
     }
     Ok(())
+}
+
+/// The buyer finished (or abandoned) the bank's step of a payment waiting for them:
+/// it becomes authorized (captured, for a bank redirect) or declined, with its webhook.
+pub fn complete_action(
+    conn: &mut Connection,
+    order: OrderId,
+    approve: bool,
+    copies: u32,
+) -> Result<ProviderState, PaymentError> {
+    let tx = begin(conn)?;
+    let Some(record) = records::get(&tx, order).map_err(storage)? else {
+        return Err(PaymentError::Rejected(format!(
+            "no payment for order {order}"
+        )));
+    };
+    if record.state != ProviderState::RequiresAction {
+        return Err(PaymentError::Rejected(format!(
+            "order {order}: the payment is {}, not waiting for the buyer",
+            transitions::state_name(record.state)
+        )));
+    }
+    // Which kind of wait this is was decided by the method at authorization.
+    let captures =
+        Script::for_method(&record.payment_method) == (Script::RequiresAction { captures: true });
+    let (to, reason) = match (approve, captures) {
+        (false, _) => (ProviderState::Declined, Some(CARD_DECLINED.to_owned())),
+        (true, true) => (ProviderState::Captured, None),
+        (true, false) => (ProviderState::Authorized, None),
+    };
+    records::set_state(&tx, order, to).map_err(storage)?;
+    tx.execute(
+        "UPDATE payments SET decline_reason = ?2 WHERE order_id = ?1",
+        rusqlite::params![order.to_string(), reason],
+    )
+    .map_err(storage)?;
+    let after = Record {
+        state: to,
+        ..record
+    };
+    webhooks::enqueue(&tx, &after, authorize_kind(to), copies).map_err(storage)?;
+    tx.commit().map_err(storage)?;
+    Ok(to)
 }
 
 /// A storage failure looks to the engine like a provider outage: the call may be
@@ -104,6 +167,13 @@ fn replay(first: &Record, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, Pa
 
 fn outcome_of(r: &Record) -> AuthorizeOutcome {
     match r.state {
+        ProviderState::RequiresAction => AuthorizeOutcome::ActionRequired {
+            reference: r.reference.clone(),
+            next_action: boxoffice_engine::ports::NextAction {
+                kind: "redirect_to_url".into(),
+                url: Some(format!("https://fake-provider.invalid/3ds/{}", r.reference)),
+            },
+        },
         ProviderState::Declined => AuthorizeOutcome::Declined {
             reason: r
                 .decline_reason

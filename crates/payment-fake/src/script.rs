@@ -11,6 +11,12 @@ pub mod methods {
     pub const INSUFFICIENT_FUNDS: &str = "pm_card_insufficient_funds";
     pub const TIMEOUT_AFTER_CHARGE: &str = "pm_timeout_after_charge";
     pub const TIMEOUT_BEFORE_CHARGE: &str = "pm_timeout_before_charge";
+    /// 3-D Secure: the buyer must confirm at the bank; an authorization follows (or a
+    /// decline) when a test calls `FakeGateway::complete_action`.
+    pub const THREE_D_SECURE: &str = "pm_card_threeDSecure";
+    /// A bank redirect: like 3-D Secure, but the money is captured the moment the buyer
+    /// approves, as with payment methods that do not support a separate capture.
+    pub const BANK_REDIRECT: &str = "pm_bank_redirect";
 }
 
 /// The decline reason of a card declined for no stated cause.
@@ -26,6 +32,11 @@ pub enum Script {
     TimeoutAfterCharge,
     /// Fails to answer without having done anything.
     TimeoutBeforeCharge,
+    /// Waits for the buyer; approval leaves an authorization (or, with
+    /// `captures`, a capture).
+    RequiresAction {
+        captures: bool,
+    },
 }
 
 impl Script {
@@ -36,6 +47,8 @@ impl Script {
             methods::INSUFFICIENT_FUNDS => Script::Decline(INSUFFICIENT_FUNDS),
             methods::TIMEOUT_AFTER_CHARGE => Script::TimeoutAfterCharge,
             methods::TIMEOUT_BEFORE_CHARGE => Script::TimeoutBeforeCharge,
+            methods::THREE_D_SECURE => Script::RequiresAction { captures: false },
+            methods::BANK_REDIRECT => Script::RequiresAction { captures: true },
             _ => Script::Approve,
         }
     }
@@ -92,7 +105,7 @@ mod tests {
             match Script::Approve.with_rates(0.2, 0.1, &mut rng) {
                 Script::Decline(_) => declined += 1,
                 Script::TimeoutAfterCharge | Script::TimeoutBeforeCharge => timed_out += 1,
-                Script::Approve => {}
+                Script::Approve | Script::RequiresAction { .. } => {}
             }
         }
         assert!((1_800..2_200).contains(&declined), "{declined}");

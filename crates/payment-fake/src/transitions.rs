@@ -20,12 +20,27 @@ impl Move {
         }
     }
 
-    /// The only state this move may start from, and the state it ends in.
+    /// The state this move starts from, and the state it ends in.
     fn edge(self) -> (ProviderState, ProviderState) {
         match self {
             Move::Capture => (ProviderState::Authorized, ProviderState::Captured),
             Move::Void => (ProviderState::Authorized, ProviderState::Voided),
             Move::Refund => (ProviderState::Captured, ProviderState::Refunded),
+        }
+    }
+
+    /// A payment still waiting for the buyer can be cancelled too, like a Stripe
+    /// PaymentIntent in `requires_action`.
+    fn starts_from(self, from: ProviderState) -> bool {
+        from == self.edge().0 || (self == Move::Void && from == ProviderState::RequiresAction)
+    }
+
+    /// The webhook type a provider sends after this move.
+    pub fn webhook_kind(self) -> &'static str {
+        match self {
+            Move::Capture => "payment_intent.succeeded",
+            Move::Void => "payment_intent.canceled",
+            Move::Refund => "charge.refunded",
         }
     }
 }
@@ -43,7 +58,7 @@ pub enum Step {
 /// Decides a move, or explains in plain words why the provider refuses it.
 pub fn decide(mv: Move, from: ProviderState) -> Result<Step, String> {
     let (start, end) = mv.edge();
-    if from == start {
+    if mv.starts_from(from) {
         Ok(Step::Go(end))
     } else if from == end {
         Ok(Step::AlreadyDone)
@@ -60,6 +75,7 @@ pub fn decide(mv: Move, from: ProviderState) -> Result<Step, String> {
 /// The text form of a state, both in messages and in the provider's table.
 pub fn state_name(s: ProviderState) -> &'static str {
     match s {
+        ProviderState::RequiresAction => "requires_action",
         ProviderState::Authorized => "authorized",
         ProviderState::Captured => "captured",
         ProviderState::Voided => "voided",
@@ -70,6 +86,7 @@ pub fn state_name(s: ProviderState) -> &'static str {
 
 pub fn parse_state(s: &str) -> Option<ProviderState> {
     Some(match s {
+        "requires_action" => ProviderState::RequiresAction,
         "authorized" => ProviderState::Authorized,
         "captured" => ProviderState::Captured,
         "voided" => ProviderState::Voided,
@@ -90,6 +107,7 @@ mod tests {
         assert_eq!(decide(Move::Capture, Captured), Ok(Step::AlreadyDone));
         assert_eq!(decide(Move::Void, Authorized), Ok(Step::Go(Voided)));
         assert_eq!(decide(Move::Void, Voided), Ok(Step::AlreadyDone));
+        assert_eq!(decide(Move::Void, RequiresAction), Ok(Step::Go(Voided)));
         assert_eq!(decide(Move::Refund, Captured), Ok(Step::Go(Refunded)));
         assert_eq!(decide(Move::Refund, Refunded), Ok(Step::AlreadyDone));
     }
@@ -108,6 +126,8 @@ mod tests {
             (Move::Void, Declined),
             (Move::Refund, Authorized),
             (Move::Refund, Voided),
+            (Move::Capture, RequiresAction),
+            (Move::Refund, RequiresAction),
         ] {
             assert!(decide(mv, from).is_err(), "{mv:?} from {from:?}");
         }
@@ -115,7 +135,14 @@ mod tests {
 
     #[test]
     fn state_names_round_trip() {
-        for s in [Authorized, Captured, Voided, Declined, Refunded] {
+        for s in [
+            RequiresAction,
+            Authorized,
+            Captured,
+            Voided,
+            Declined,
+            Refunded,
+        ] {
             assert_eq!(parse_state(state_name(s)), Some(s));
         }
     }

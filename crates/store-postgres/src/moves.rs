@@ -20,6 +20,8 @@ pub(crate) fn event_name(event: OrderEvent) -> &'static str {
         OrderEvent::Captured => "captured",
         OrderEvent::CaptureFailed => "capture_failed",
         OrderEvent::Refunded => "refunded",
+        OrderEvent::Abandoned => "abandoned",
+        OrderEvent::RefundDue => "refund_due",
     }
 }
 

@@ -1,5 +1,10 @@
+//! The payment provider port. Every call is idempotent at the provider, keyed by our
+//! order id, and every answer may be lost: the engine never trusts a single answer
+//! (or a single webhook) and always asks `inquire` before it commits or gives money
+//! back. A webhook is only a hint that something changed.
+
 use async_trait::async_trait;
-use boxoffice_domain::{Money, OrderId};
+use boxoffice_domain::{Millis, Money, OrderId};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -11,15 +16,36 @@ pub struct AuthorizeRequest {
     pub payment_method: String,
 }
 
+/// What the buyer must do before the provider can decide (3-D Secure and the like).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextAction {
+    /// `redirect_to_url` for a bank page; the provider's own word otherwise.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub url: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AuthorizeOutcome {
-    Approved { reference: String },
-    Declined { reason: String },
+    Approved {
+        reference: String,
+    },
+    /// Nothing is decided yet: the buyer must act, and the provider's webhook (or an
+    /// inquiry) tells us how it ended.
+    ActionRequired {
+        reference: String,
+        next_action: NextAction,
+    },
+    Declined {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderState {
+    /// Waiting for the buyer (3-D Secure); no funds reserved yet.
+    RequiresAction,
     Authorized,
     Captured,
     Voided,
@@ -47,15 +73,54 @@ pub enum PaymentError {
     Rejected(String),
 }
 
+/// A webhook that passed the signature check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookEvent {
+    /// The provider's event id (duplicates share it).
+    pub id: String,
+    /// The provider's event type, e.g. `payment_intent.succeeded`; informative only.
+    pub kind: String,
+    /// Our order, from the metadata we attached at authorization; `None` for payments
+    /// that are not ours.
+    pub order: Option<OrderId>,
+    pub reference: String,
+}
+
+/// Why a webhook is refused. Each maps to a stable 400 code.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum WebhookError {
+    #[error("the webhook signature header is missing or malformed")]
+    MissingSignature,
+    #[error("the webhook signature does not match")]
+    BadSignature,
+    #[error("the webhook was signed too long ago (or in the future)")]
+    Stale,
+    #[error("the webhook body is not an event we understand: {0}")]
+    Malformed(String),
+}
+
 /// The payment provider. Every call is idempotent at the provider, keyed by our order.
 #[async_trait]
 pub trait PaymentGateway: Send + Sync {
     async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError>;
     async fn capture(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
+    /// Cancels an authorization, or a payment still waiting for the buyer.
     async fn void(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
     async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
-    /// Asks what the provider did for this order, if anything.
+    /// Asks what the provider did for this order (by our key), if anything.
     async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError>;
+    /// Asks about one payment by the provider's own reference.
+    async fn inquire_reference(
+        &self,
+        reference: &str,
+    ) -> Result<Option<ProviderPayment>, PaymentError>;
     /// Everything the provider has on record, for payment reconciliation in the audit.
     async fn all_payments(&self) -> Result<Vec<ProviderPayment>, PaymentError>;
+    /// Checks a webhook's signature (and its age against `now`) and reads it.
+    fn verify_webhook(
+        &self,
+        payload: &[u8],
+        signature: &str,
+        now: Millis,
+    ) -> Result<WebhookEvent, WebhookError>;
 }

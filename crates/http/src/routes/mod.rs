@@ -4,5 +4,6 @@ pub mod events;
 pub mod holds;
 pub mod ops;
 pub mod orders;
+pub mod payments;
 pub mod queue;
 pub mod waiting;

@@ -88,11 +88,25 @@ pub async fn checkout(
         now: st.now(),
     };
     call.run(async {
-        match st.engine.checkout(&who, hold, &input.payment_method).await? {
+        match st
+            .engine
+            .checkout(&who, hold, &input.payment_method)
+            .await?
+        {
             CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
             CheckoutOutcome::Pending(order) => {
-                reply(StatusCode::ACCEPTED, &json!({"status": "payment_pending", "order": order, "next_action": {"poll": format!("/v1/orders/{}", order.order_id)}}))
+                let poll = format!("/v1/orders/{}", order.order_id);
+                let next = json!({"type": "poll", "url": poll});
+                reply(
+                    StatusCode::ACCEPTED,
+                    &json!({"status": "payment_pending", "order": order, "next_action": next}),
+                )
             }
+            // The buyer must finish at their bank; the provider's webhook completes it.
+            CheckoutOutcome::ActionRequired(order, next) => reply(
+                StatusCode::ACCEPTED,
+                &json!({"status": "payment_pending", "order": order, "next_action": next}),
+            ),
         }
     })
     .await

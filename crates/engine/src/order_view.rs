@@ -1,0 +1,113 @@
+//! An order as the buyer sees it: the tickets it owns and, in plain words, where the
+//! payment stands and what happens next. A buyer left waiting by a slow provider or a
+//! bank's 3-D Secure page reads this to know whether they paid and whether they have seats.
+
+use boxoffice_domain::{EventId, HoldId, Millis, Money, OrderId, OrderState};
+use serde::Serialize;
+
+use crate::ports::Order;
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Ticket {
+    pub ticket_id: String,
+    pub seat_id: String,
+    pub price: Money,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct OrderView {
+    pub order_id: OrderId,
+    pub event_id: EventId,
+    pub hold_id: HoldId,
+    pub status: OrderState,
+    /// Whether the buyer's card is charged, reserved or untouched: `none`, `reserved`,
+    /// `charged`, `being_returned` or `returned`.
+    pub payment: &'static str,
+    /// One sentence for the buyer about where things stand.
+    pub message: &'static str,
+    pub seat_ids: Vec<String>,
+    pub tickets: Vec<Ticket>,
+    pub total: Money,
+    pub currency: String,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+impl From<&Order> for OrderView {
+    fn from(o: &Order) -> OrderView {
+        let tickets = if o.state.holds_seats() {
+            o.seats
+                .iter()
+                .map(|s| Ticket {
+                    ticket_id: format!("{}:{}", o.id, s.seat_id),
+                    seat_id: s.seat_id.clone(),
+                    price: s.price,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (payment, message) = explain(o.state);
+        OrderView {
+            order_id: o.id,
+            event_id: o.event,
+            hold_id: o.hold,
+            status: o.state,
+            payment,
+            message,
+            seat_ids: o.seats.iter().map(|s| s.seat_id.clone()).collect(),
+            tickets,
+            total: o.total,
+            currency: o.currency.clone(),
+            created_at: o.created_at,
+            updated_at: o.updated_at,
+        }
+    }
+}
+
+/// (payment, message) for each state: what the buyer most needs to know.
+pub fn explain(state: OrderState) -> (&'static str, &'static str) {
+    use OrderState as S;
+    match state {
+        S::PendingPayment => (
+            "none",
+            "We are waiting for your payment provider. Your seats are kept for you meanwhile; you will not be charged unless the seats are yours.",
+        ),
+        S::Authorized => (
+            "reserved",
+            "Your payment is approved and your seats are being confirmed.",
+        ),
+        S::Committed | S::PendingCapture => (
+            "reserved",
+            "Your seats are yours. The charge is being completed with your payment provider.",
+        ),
+        S::Confirmed => (
+            "charged",
+            "Your seats are yours and your payment is complete.",
+        ),
+        S::Declined => (
+            "none",
+            "Your payment was declined; you were not charged and the seats were released.",
+        ),
+        S::Lost => (
+            "none",
+            "Those seats sold to another buyer first; your card was not charged.",
+        ),
+        S::Voiding => (
+            "being_returned",
+            "Your hold ended before the payment completed; the reservation on your card is being cancelled.",
+        ),
+        S::Voided => (
+            "none",
+            "Your hold ended before the payment completed; you were not charged.",
+        ),
+        S::Refunding => (
+            "being_returned",
+            "Your payment arrived after your hold ended; it is being refunded in full.",
+        ),
+        S::Refunded => (
+            "returned",
+            "Your payment arrived after your hold ended and was refunded in full.",
+        ),
+    }
+}

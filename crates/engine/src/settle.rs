@@ -1,0 +1,200 @@
+//! Settling an order: one function that looks at an order and at what the provider says
+//! it did, and makes the two agree. The recovery sweep, webhooks and a checkout that
+//! lost a race all call it, so it must be safe to run twice at once on one order:
+//! every ledger move is conditional ([`Engine::try_move`]), every provider call is
+//! idempotent, and money is given back only after the ledger has claimed the order
+//! (`voiding`, `refunding`), so a racing commit and a racing void cannot both win.
+
+use boxoffice_domain::{HoldState, OrderEvent, OrderState};
+
+use crate::ports::{Order, PaymentError, ProviderPayment, ProviderState};
+use crate::{Engine, EngineError};
+
+impl Engine {
+    /// Moves one order on as far as it can go now; returns whether anything changed.
+    pub(crate) async fn settle(&self, order: &Order) -> Result<bool, EngineError> {
+        use OrderState as S;
+        match order.state {
+            S::Authorized => self.finish_authorized(order, reference(order)).await,
+            // An attempt counts as work even when it fails: it moved `updated_at`,
+            // which is what spaces the next attempt (see recovery).
+            S::Committed | S::PendingCapture => {
+                self.capture(order, reference(order)).await?;
+                Ok(true)
+            }
+            S::Confirmed | S::Refunded => Ok(false),
+            S::PendingPayment | S::Voiding | S::Refunding | S::Declined | S::Voided | S::Lost => {
+                match self.ports.payments.inquire(order.id).await {
+                    Ok(found) => self.settle_with(order, found).await,
+                    Err(e) => {
+                        tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
+                        Ok(false)
+                    }
+                }
+            }
+        }
+    }
+
+    async fn settle_with(
+        &self,
+        order: &Order,
+        found: Option<ProviderPayment>,
+    ) -> Result<bool, EngineError> {
+        use OrderState as S;
+        use ProviderState as P;
+        let Some(p) = found else {
+            // The provider never heard of it: nothing was charged.
+            return match order.state {
+                S::PendingPayment => self.end_unpaid(order, OrderEvent::Voided).await,
+                S::Voiding => self.end_unpaid(order, OrderEvent::Voided).await,
+                _ => Ok(false),
+            };
+        };
+        match (order.state, p.state) {
+            (S::PendingPayment, P::RequiresAction) => {
+                if self.pinned(order).await? {
+                    return Ok(false); // the buyer still has time at their bank
+                }
+                self.cancel_then(order, &p, OrderEvent::Voided).await
+            }
+            (S::PendingPayment, P::Declined) => self.end_unpaid(order, OrderEvent::Declined).await,
+            (S::PendingPayment, P::Voided | P::Refunded) => {
+                self.end_unpaid(order, OrderEvent::Voided).await
+            }
+            (S::PendingPayment, P::Authorized | P::Captured) => {
+                match self
+                    .try_move(order.id, OrderEvent::Authorized, Some(&p.reference))
+                    .await?
+                {
+                    Some(a) => self.finish_authorized(&a, &p.reference).await,
+                    None => Ok(false),
+                }
+            }
+            (S::Voiding | S::Refunding, _) => self.give_back(order, &p).await,
+            // Money that arrived for an order that ended without seats: a late payment.
+            (S::Declined | S::Voided | S::Lost, P::Authorized | P::RequiresAction) => {
+                self.void_at_provider(order, &p.reference).await
+            }
+            (S::Declined | S::Voided | S::Lost, P::Captured) => {
+                match self.try_move(order.id, OrderEvent::RefundDue, None).await? {
+                    Some(claimed) => self.give_back(&claimed, &p).await,
+                    None => Ok(false),
+                }
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Funds are reserved. Commit only while the hold is still pinned for this order;
+    /// once the pin's grace has passed the seats may be someone else's, so give back.
+    pub(crate) async fn finish_authorized(
+        &self,
+        order: &Order,
+        reference: &str,
+    ) -> Result<bool, EngineError> {
+        if self.pinned(order).await? {
+            let max = self
+                .event(order.event)
+                .await?
+                .event
+                .sale
+                .max_tickets_per_buyer;
+            // A lost race or a limit ends the order too; either way it moved.
+            let _ = self.commit_and_capture(order, reference, max).await;
+            return Ok(true);
+        }
+        let Some(claimed) = self.try_move(order.id, OrderEvent::Abandoned, None).await? else {
+            return Ok(false); // a racing commit won; it will capture
+        };
+        match self.ports.payments.inquire(order.id).await {
+            Ok(Some(p)) => self.give_back(&claimed, &p).await,
+            Ok(None) => self.end_unpaid(&claimed, OrderEvent::Voided).await,
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
+                Ok(true)
+            }
+        }
+    }
+
+    /// An order claimed `voiding` or `refunding`: void an authorization, refund a
+    /// capture, then record how it ended.
+    async fn give_back(&self, order: &Order, p: &ProviderPayment) -> Result<bool, EngineError> {
+        let (call, event) = match p.state {
+            ProviderState::Captured => (
+                self.ports.payments.refund(order.id, &p.reference).await,
+                OrderEvent::Refunded,
+            ),
+            ProviderState::Refunded => (Ok(()), OrderEvent::Refunded),
+            ProviderState::Authorized | ProviderState::RequiresAction => (
+                self.ports.payments.void(order.id, &p.reference).await,
+                OrderEvent::Voided,
+            ),
+            ProviderState::Voided | ProviderState::Declined => (Ok(()), OrderEvent::Voided),
+        };
+        if let Err(e) = call {
+            tracing::warn!(order = %order.id, error = %e, "giving money back failed; will retry");
+            return Ok(false);
+        }
+        // A `refunding` order refunded; a `voiding` one voided or refunded.
+        let event = if order.state == OrderState::Refunding {
+            OrderEvent::Refunded
+        } else {
+            event
+        };
+        if event == OrderEvent::Refunded {
+            metrics::counter!("boxoffice_late_payments_refunded_total").increment(1);
+        }
+        self.try_move(order.id, event, None).await?;
+        self.release_quietly(order.hold).await;
+        Ok(true)
+    }
+
+    /// Cancels a payment still waiting for the buyer, then ends the order unpaid. If the
+    /// cancel fails the buyer may have just approved: the next pass sees that.
+    async fn cancel_then(
+        &self,
+        order: &Order,
+        p: &ProviderPayment,
+        event: OrderEvent,
+    ) -> Result<bool, EngineError> {
+        match self.ports.payments.void(order.id, &p.reference).await {
+            Ok(()) => self.end_unpaid(order, event).await,
+            Err(e) => {
+                tracing::info!(order = %order.id, error = %e, "cancel refused; will ask again");
+                Ok(false)
+            }
+        }
+    }
+
+    async fn void_at_provider(&self, order: &Order, reference: &str) -> Result<bool, EngineError> {
+        match self.ports.payments.void(order.id, reference).await {
+            Ok(()) => Ok(true),
+            Err(PaymentError::Rejected(_)) => Ok(false),
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "void of a late payment failed");
+                Ok(false)
+            }
+        }
+    }
+
+    async fn end_unpaid(&self, order: &Order, event: OrderEvent) -> Result<bool, EngineError> {
+        let moved = self.try_move(order.id, event, None).await?.is_some();
+        self.release_quietly(order.hold).await;
+        Ok(moved)
+    }
+
+    /// Whether the hold is still pinned for this order and its grace has not run out.
+    pub(crate) async fn pinned(&self, order: &Order) -> Result<bool, EngineError> {
+        let now = self.now();
+        let hold = self.ports.arbiter.get(order.hold).await?;
+        Ok(hold.is_some_and(|h| {
+            matches!(h.state, HoldState::CheckingOut | HoldState::PaymentPending)
+                && h.order == Some(order.id)
+                && h.expires_at > now
+        }))
+    }
+}
+
+fn reference(order: &Order) -> &str {
+    order.payment_ref.as_deref().unwrap_or_default()
+}

@@ -1,0 +1,43 @@
+//! The payment provider's webhook. Signed by the provider (`Stripe-Signature`), so it
+//! takes no bearer token and no `Idempotency-Key`: duplicates are harmless because the
+//! engine settles from the provider's current state, not from the webhook's content.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use boxoffice_engine::ports::WebhookError;
+use boxoffice_engine::{WebhookReceipt, WebhookRejected};
+use serde_json::json;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The header providers sign with (Stripe's name; the fake uses the same format).
+const SIGNATURE_HEADER: &str = "stripe-signature";
+
+pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(signature) = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()) else {
+        return rejected(WebhookError::MissingSignature).into_response();
+    };
+    match st.engine.handle_webhook(&body, signature).await {
+        Ok(WebhookReceipt::Settled { order, status }) => {
+            Json(json!({"received": true, "order_id": order, "status": status})).into_response()
+        }
+        Ok(WebhookReceipt::Ignored) => Json(json!({"received": true})).into_response(),
+        Err(WebhookRejected::Invalid(e)) => rejected(e).into_response(),
+        // A 5xx makes the provider deliver again later, which is what we want.
+        Err(WebhookRejected::Engine(e)) => ApiError::from(e).into_response(),
+    }
+}
+
+fn rejected(e: WebhookError) -> ApiError {
+    let code = match e {
+        WebhookError::MissingSignature => "missing_signature",
+        WebhookError::BadSignature => "invalid_signature",
+        WebhookError::Stale => "stale_webhook",
+        WebhookError::Malformed(_) => "malformed_webhook",
+    };
+    ApiError::new(StatusCode::BAD_REQUEST, code, e.to_string())
+}
