@@ -85,6 +85,8 @@ impl Engine {
                 let to = state.serving_up_to.saturating_add(batch);
                 let after = self.ports.queue.advance(event, to, now).await?;
                 moved = after.serving_up_to > state.serving_up_to;
+                self.waiting
+                    .mark(event, now, after.serving_up_to, after.finished);
             }
         }
         self.store_rate(event, &settings, rate).await?;

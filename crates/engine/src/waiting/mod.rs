@@ -43,10 +43,25 @@ pub struct WaitingRoom {
     log: Mutex<HashMap<EventId, VecDeque<Mark>>>,
 }
 
+/// Marks kept per event: far more than one token lifetime of ticks.
+const MAX_MARKS: usize = 4_096;
+
 /// (when, serving_up_to, finished) as one tick saw them.
 type Mark = (Millis, u64, u64);
 
 impl WaitingRoom {
+    /// Records the line right after a batch, so the batch ages out of the window as a
+    /// whole once its admission tokens have expired.
+    pub(crate) fn mark(&self, event: EventId, now: Millis, serving: u64, finished: u64) {
+        let mut log = self.log.lock();
+        let entries = log.entry(event).or_default();
+        // Events without a cap never trim by age; keep the log bounded anyway.
+        if entries.len() >= MAX_MARKS {
+            entries.pop_front();
+        }
+        entries.push_back((now, serving, finished));
+    }
+
     /// Shoppers admitted within `window_ms` before `now` who have not finished.
     pub(crate) fn active_shoppers(
         &self,
