@@ -29,6 +29,38 @@ pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     }
 }
 
+/// The bearer token of a request, taken without copying the other headers; a missing
+/// token is reported by whoever needs it, so errors keep their order.
+pub struct BearerToken(Option<String>);
+
+impl BearerToken {
+    pub fn get(&self) -> Result<&str, ApiError> {
+        self.0.as_deref().ok_or_else(missing_token)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for BearerToken {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(BearerToken(bearer(&parts.headers).ok().map(str::to_owned)))
+    }
+}
+
+/// The buyer's session token sent beside an admission token (`X-Buyer-Session`), if any.
+pub struct BuyerSessionHeader(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for BuyerSessionHeader {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let value = parts.headers.get("x-buyer-session").and_then(|v| v.to_str().ok());
+        Ok(BuyerSessionHeader(value.map(str::to_owned)))
+    }
+}
+
+fn missing_token() -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "missing_token", "send the token as Authorization: Bearer <token>")
+}
+
 /// A buyer authenticated by their session token.
 pub struct Buyer(pub BuyerSession);
 

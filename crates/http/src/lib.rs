@@ -4,17 +4,16 @@
 mod error;
 mod extract;
 mod idempotency;
+mod observe;
 mod routes;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::middleware;
 use axum::routing::{get, post, put};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::IdempotencyStore;
@@ -25,7 +24,7 @@ pub use error::ApiError;
 pub const OPENAPI: &str = include_str!("openapi.json");
 
 /// Largest request body accepted; an event spec of a big stadium fits many times over.
-const MAX_BODY: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// Renders the metrics registry in the Prometheus text format.
 pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;
@@ -83,7 +82,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(middleware::from_fn_with_state(state.clone(), observe::observe))
         .with_state(state)
 }
 
@@ -97,49 +96,4 @@ async fn method_not_allowed() -> ApiError {
         "method_not_allowed",
         "this route does not take that method",
     )
-}
-
-/// Latency per route and status, and a JSON body for rejections axum makes itself
-/// (e.g. a body over the limit), so every error a client sees has a code.
-async fn observe(State(_st): State<AppState>, req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".into());
-    let method = req.method().as_str().to_owned();
-    let res = next.run(req).await;
-    let status = res.status();
-    waiting_health(&_st, &route, &method, status, started);
-    metrics::histogram!("boxoffice_http_request_duration_seconds", "route" => route, "method" => method, "status" => status.as_str().to_owned())
-        .record(started.elapsed().as_secs_f64());
-    let is_json = res
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
-        return ApiError::new(
-            status,
-            "payload_too_large",
-            format!("request bodies are limited to {MAX_BODY} bytes"),
-        )
-        .into_response();
-    }
-    res
-}
-
-/// Feeds the adaptive admission mode: hold latency, and checkout latency with whether
-/// the payment provider failed or did not answer (5xx, or 202 payment pending).
-fn waiting_health(st: &AppState, route: &str, method: &str, status: StatusCode, at: Instant) {
-    use boxoffice_engine::waiting::Signal;
-    let ms = at.elapsed().as_secs_f64() * 1000.0;
-    match (method, route) {
-        ("POST", "/v1/events/{id}/holds") => st.engine.record_health(Signal::Hold { ms }),
-        ("POST", "/v1/holds/{id}/checkout") => st.engine.record_health(Signal::Checkout {
-            ms,
-            provider_failed: status.is_server_error() || status == StatusCode::ACCEPTED,
-        }),
-        _ => {}
-    }
 }

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
 use boxoffice_engine::ports::HoldView;
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Buyer, IdempotencyKey, bearer, json, parse_id};
+use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
 
 #[derive(Deserialize)]
@@ -84,7 +84,8 @@ async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
 
 pub async fn create(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    token: BearerToken,
+    session: BuyerSessionHeader,
     key: IdempotencyKey,
     Path(id): Path<String>,
     body: Bytes,
@@ -92,10 +93,7 @@ pub async fn create(
     let prepared = (|| {
         let id: EventId = parse_id(&id, "event")?;
         // The buyer's own session token, when sent, must match the admission token's.
-        let session = headers.get("x-buyer-session").and_then(|v| v.to_str().ok());
-        let admitted = st
-            .engine
-            .admitted_in_session(id, bearer(&headers)?, session)?;
+        let admitted = st.engine.admitted_in_session(id, token.get()?, session.0.as_deref())?;
         let input = json::<HoldBody>(&body)?.into_input()?;
         Ok::<_, ApiError>((admitted, input))
     })();

@@ -1,0 +1,80 @@
+//! 100,000 buyers racing to join one line through three API nodes (three separate
+//! connections to the machine's Redis, as three `boxoffice serve` would hold): every
+//! buyer gets one place, positions are unique and dense, and a pre-opening pool drawn
+//! through one node is seen identically through the others.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use boxoffice_domain::fairness::{Seed, order_pool};
+use boxoffice_domain::{BuyerId, EventId};
+use boxoffice_engine::ports::QueueStore;
+use boxoffice_store_redis::{Prefix, RedisQueue};
+use common::{PREFIX, Tracked, connect, redis_url};
+
+async fn nodes() -> Vec<Arc<dyn QueueStore>> {
+    let url = redis_url();
+    let mut out: Vec<Arc<dyn QueueStore>> = Vec::new();
+    for _ in 0..3 {
+        let prefix = Prefix::new(PREFIX.as_str()).expect("the test prefix is valid");
+        out.push(Arc::new(Tracked::new(
+            RedisQueue::new(connect(&url).await, prefix),
+            &url,
+        )));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_joins_through_three_nodes_get_unique_dense_positions() {
+    const N: usize = 100_000;
+    const TASKS: usize = 48;
+    let nodes = nodes().await;
+    let event = EventId(900_000_000 + (std::process::id() as i64 % 1_000_000));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let q = nodes[i % 3].clone();
+            tokio::spawn(async move {
+                let mut mine = Vec::with_capacity(N / TASKS + 1);
+                for _ in 0..N / TASKS + usize::from(i < N % TASKS) {
+                    let place = q.join(event, BuyerId::random(), true).await.expect("join");
+                    mine.push(place.position.expect("an open line places at once"));
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut all = HashSet::with_capacity(N);
+    for t in tasks {
+        for p in t.await.expect("task") {
+            assert!(all.insert(p), "position {p} given twice");
+        }
+    }
+    assert_eq!(all.len(), N);
+    assert_eq!(all, (1..=N as u64).collect::<HashSet<_>>());
+    nodes[0].drop_event(event).await.expect("drop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_drawn_through_one_node_reads_the_same_through_the_others() {
+    let nodes = nodes().await;
+    let event = EventId(910_000_000 + (std::process::id() as i64 % 1_000_000));
+    let buyers: Vec<BuyerId> = (0..3_000).map(|_| BuyerId::random()).collect();
+    for (i, &b) in buyers.iter().enumerate() {
+        nodes[i % 3].join(event, b, false).await.expect("join");
+    }
+    let seed = Seed([9; 32]);
+    let pool = nodes[1].seal_pool(event).await.expect("seal");
+    let ordered = order_pool(&seed, &pool);
+    nodes[1]
+        .place_pool(event, &ordered)
+        .await
+        .expect("place in chunks");
+    for (i, &b) in ordered.iter().enumerate().step_by(37) {
+        let place = nodes[(i + 2) % 3].place(event, b).await.expect("read");
+        assert_eq!(place.and_then(|p| p.position), Some(i as u64 + 1));
+    }
+    nodes[0].drop_event(event).await.expect("drop");
+}
