@@ -6,22 +6,24 @@ cd "$(dirname "$0")/.."
 secs="${1:-5}"
 cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 printf 'operator_key = "%s"\n[engine]\nadmission_interval_ms = 100\n' "$key" > "$work/boxoffice.toml"
 
-start() { # command... -> prints base URL
-  "$@" > "$work/out.$$" 2>/dev/null &
+start() { # name command... -> prints base URL; the server runs in the background
+  local name=$1; shift
+  "$@" > "$work/$name.out" 2>/dev/null &
+  echo $! > "$work/$name.pid"
   for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[0-9.:]*' "$work/out.$$" 2>/dev/null | head -1 | cut -d' ' -f3) || true
+    addr=$(grep -o 'listening on http://[0-9.:]*' "$work/$name.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true
     [ -n "${addr:-}" ] && { echo "$addr"; return; }
     sleep 0.1
   done
   echo "server did not start" >&2; exit 1
 }
 
-BOX=$(BOXOFFICE_LOG=warn start target/release/boxoffice serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
-BARE=$(start target/release/examples/bare_axum 127.0.0.1:0)
+BOX=$(BOXOFFICE_LOG=warn start boxoffice target/release/boxoffice serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
+BARE=$(start bare target/release/examples/bare_axum 127.0.0.1:0)
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for conns in 256 2000; do
   event=$(python3 bench/prepare.py "$BOX" "$key" 250000 6000 "$work/tokens")
