@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod secrets;
 pub mod telemetry;
+pub mod verify;
 
 pub use app::Application;
 pub use config::{Config, Overrides};

@@ -57,6 +57,14 @@ enum Command {
         #[arg(long)]
         event: boxoffice_domain::EventId,
     },
+    /// Recompute a buyer's drawn position from the published fairness document (each
+    /// page of GET /v1/events/{id}/queue/fairness saved to a file); no server needed.
+    VerifyPosition {
+        #[arg(long)]
+        buyer: boxoffice_domain::BuyerId,
+        #[arg(long = "file", required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[tokio::main]
@@ -73,6 +81,11 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::VerifyPosition { buyer, files } = &cli.command {
+        let v = boxoffice_server::verify::verify(files, *buyer)?;
+        println!("buyer {buyer}: position {} of {} in the pre-opening pool (seed matches the commitment)", v.position, v.pool_size);
+        return Ok(ExitCode::SUCCESS);
+    }
     let listen = match &cli.command {
         Command::Serve { listen, .. } => *listen,
         _ => None,
@@ -99,6 +112,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Migrate => commands::migrate(&config).await.map(|_| ExitCode::SUCCESS),
         Command::Rebuild { event } => commands::rebuild(&config, event).await.map(|_| ExitCode::SUCCESS),
+        // Answered above, before any config is needed.
+        Command::VerifyPosition { .. } => Ok(ExitCode::SUCCESS),
     }
 }
 
