@@ -1,0 +1,330 @@
+//! kill -9 at the payment's weak points, then restart: between authorize and commit,
+//! between commit and capture, and while webhooks are being handled. After restart
+//! the recovery sweep (and the provider delivering its webhooks again) converge to P2
+//! with no human action: the audit is clean and every order ends where its money is.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use boxoffice_domain::Millis;
+use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
+use common::uuid;
+use futures::future::join_all;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const OPERATOR: &str = "payments-crash-operator-key-01";
+
+fn config(dir: &Path, recovery_after_s: u64, extra: &str) -> PathBuf {
+    let file = dir.join(format!("boxoffice-{}.toml", uuid()));
+    let text = format!(
+        "operator_key = \"{OPERATOR}\"\n[engine]\nrecovery_after_s = {recovery_after_s}\nadmission_interval_ms = 50\n\
+         [workers]\nrecovery_interval_ms = 200\nexpiry_interval_ms = 200\n[fake_payments]\n{extra}\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+async fn start(dir: &Path, config: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .env("BOXOFFICE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                return addr.trim().to_string();
+            }
+        }
+        panic!("the server never said where it listens")
+    })
+    .await
+    .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+async fn call(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    body: Value,
+) -> (u16, Value) {
+    let res = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(token)
+        .header("Idempotency-Key", uuid())
+        .json(&body)
+        .send()
+        .await;
+    match res {
+        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
+        Err(_) => (0, Value::Null),
+    }
+}
+
+/// An open event of 100 seats and `n` buyers each holding one: (token, hold id).
+async fn holders(base: &str, n: usize) -> Vec<(String, String)> {
+    let spec = serde_json::to_value(common::spec(10, 10, 0, 4)).unwrap();
+    let (_, e) = call(base, reqwest::Method::POST, "/v1/events", OPERATOR, spec).await;
+    let event = e["event_id"].as_i64().unwrap();
+    call(
+        base,
+        reqwest::Method::POST,
+        &format!("/v1/events/{event}/open"),
+        OPERATOR,
+        json!({}),
+    )
+    .await;
+    join_all((0..n).map(|_| async move {
+        let (_, b) = call(base, reqwest::Method::POST, "/v1/buyers", "", json!({})).await;
+        let token = b["token"].as_str().unwrap().to_string();
+        let (_, j) = call(
+            base,
+            reqwest::Method::POST,
+            &format!("/v1/events/{event}/queue"),
+            &token,
+            json!({}),
+        )
+        .await;
+        let ticket = j["queue_ticket"].as_str().unwrap().to_string();
+        let admission = loop {
+            let (_, s) = call(
+                base,
+                reqwest::Method::GET,
+                "/v1/queue/status",
+                &ticket,
+                Value::Null,
+            )
+            .await;
+            if let Some(a) = s["admission_token"].as_str() {
+                break a.to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        };
+        let body = json!({"best_available": {"section": "A", "quantity": 1}});
+        let (s, h) = call(
+            base,
+            reqwest::Method::POST,
+            &format!("/v1/events/{event}/holds"),
+            &admission,
+            body,
+        )
+        .await;
+        assert_eq!(s, 201, "{h}");
+        (token, h["hold_id"].as_str().unwrap().to_string())
+    }))
+    .await
+}
+
+async fn checkout(base: &str, token: &str, hold: &str, method: &str) -> (u16, Value) {
+    let path = format!("/v1/holds/{hold}/checkout");
+    call(
+        base,
+        reqwest::Method::POST,
+        &path,
+        token,
+        json!({"payment_method": method}),
+    )
+    .await
+}
+
+/// Runs `boxoffice audit` until no order is in flight; returns the clean report.
+async fn settled_audit(dir: &Path, config: &Path) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+            .args(["audit", "--json", "--data-dir"])
+            .arg(dir)
+            .arg("--config")
+            .arg(config)
+            .output()
+            .await
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if report["orders_in_flight"] == json!(0) {
+            assert!(out.status.success(), "audit after recovery: {report}");
+            return report;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "recovery did not finish: {report}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+fn provider(dir: &Path) -> FakeGateway {
+    FakeGateway::open(dir.join("fake-provider.db"), FakeGatewayConfig::default()).unwrap()
+}
+
+/// Every order of the provider's book is where the ledger says: charged ⇔ confirmed.
+async fn every_order_matches_its_money(base: &str, dir: &Path, buyers: &[(String, String)]) {
+    let book = provider(dir);
+    for (token, _) in buyers {
+        let (_, v) = call(
+            base,
+            reqwest::Method::GET,
+            "/v1/me/orders",
+            token,
+            Value::Null,
+        )
+        .await;
+        for o in v["orders"].as_array().unwrap() {
+            let id = o["order_id"].as_str().unwrap().parse().unwrap();
+            let paid = book.inquire(id).await.unwrap().map(|p| p.state);
+            let ok = match o["status"].as_str().unwrap() {
+                "confirmed" => paid == Some(ProviderState::Captured),
+                "voided" | "declined" | "lost" => {
+                    paid != Some(ProviderState::Captured) && paid != Some(ProviderState::Authorized)
+                }
+                "refunded" => paid == Some(ProviderState::Refunded),
+                _ => false,
+            };
+            assert!(ok, "order {o} but the provider says {paid:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_between_authorize_and_commit_the_authorization_is_voided_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    // The sweep waits an hour, so the orders are still uncommitted at the kill.
+    let slow = config(dir.path(), 3_600, "");
+    let (mut server, base) = start(dir.path(), &slow).await;
+    let buyers = holders(&base, 20).await;
+    for (token, hold) in &buyers {
+        let (s, b) = checkout(&base, token, hold, methods::TIMEOUT_AFTER_CHARGE).await;
+        assert_eq!(s, 202, "{b}");
+    }
+    let book = provider(dir.path());
+    let open = book.all_payments().await.unwrap();
+    assert!(open.iter().all(|p| p.state == ProviderState::Authorized) && open.len() == 20);
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+
+    let normal = config(dir.path(), 1, "");
+    let (_server, base) = start(dir.path(), &normal).await;
+    let report = settled_audit(dir.path(), &normal).await;
+    assert_eq!(
+        report["seats_sold"],
+        json!(0),
+        "the holds died with the hot store"
+    );
+    every_order_matches_its_money(&base, dir.path(), &buyers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let outage = config(dir.path(), 1, "capture_failures = 1000");
+    let (mut server, base) = start(dir.path(), &outage).await;
+    let buyers = holders(&base, 20).await;
+    for (token, hold) in &buyers {
+        let (s, b) = checkout(&base, token, hold, methods::VISA).await;
+        assert_eq!(
+            (s, b["status"].as_str()),
+            (201, Some("pending_capture")),
+            "{b}"
+        );
+    }
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+
+    let normal = config(dir.path(), 1, "");
+    let (_server, base) = start(dir.path(), &normal).await;
+    let report = settled_audit(dir.path(), &normal).await;
+    assert_eq!(report["seats_sold"], json!(20));
+    every_order_matches_its_money(&base, dir.path(), &buyers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = config(dir.path(), 1, "latency_ms = 40");
+    let (mut server, base) = start(dir.path(), &slow).await;
+    let buyers = holders(&base, 60).await;
+    let book = provider(dir.path());
+    for (token, hold) in &buyers {
+        let (s, b) = checkout(&base, token, hold, methods::THREE_D_SECURE).await;
+        assert_eq!(s, 202, "{b}");
+        book.complete_action(
+            b["order"]["order_id"].as_str().unwrap().parse().unwrap(),
+            true,
+        )
+        .await
+        .unwrap();
+    }
+    let hooks = book.undelivered_webhooks(1_000).await.unwrap();
+    let deliver = |base: String, payload: String| async move {
+        let now = Millis(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64,
+        );
+        let sig = provider_sig(&payload, now);
+        reqwest::Client::new()
+            .post(format!("{base}/v1/payments/webhook"))
+            .header("Stripe-Signature", sig)
+            .body(payload)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
+    };
+    let load = tokio::spawn(join_all(
+        hooks
+            .iter()
+            .map(|w| deliver(base.clone(), w.payload.clone())),
+    ));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    let answered = load.await.unwrap();
+    let ok = answered.iter().filter(|s| **s == 200).count();
+    assert!(
+        ok < hooks.len(),
+        "the kill landed after every webhook was handled"
+    );
+    for (w, status) in hooks.iter().zip(&answered) {
+        if *status == 200 {
+            book.mark_delivered(w.seq).await.unwrap();
+        }
+    }
+
+    // The provider delivers what was not acknowledged again, after the restart.
+    let normal = config(dir.path(), 1, "");
+    let (_server, base) = start(dir.path(), &normal).await;
+    for w in book.undelivered_webhooks(1_000).await.unwrap() {
+        assert_eq!(deliver(base.clone(), w.payload.clone()).await, 200);
+        book.mark_delivered(w.seq).await.unwrap();
+    }
+    let report = settled_audit(dir.path(), &normal).await;
+    eprintln!(
+        "{ok} of {} webhooks answered before the kill; after: {report}",
+        hooks.len()
+    );
+    every_order_matches_its_money(&base, dir.path(), &buyers).await;
+}
+
+fn provider_sig(payload: &str, now: Millis) -> String {
+    boxoffice_payment_fake::signature::sign(
+        "whsec_fake_boxoffice",
+        payload.as_bytes(),
+        now.0 / 1000,
+    )
+}
