@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, PaymentGateway};
 use boxoffice_payment_fake::FakeGateway;
+use boxoffice_payment_stripe::StripeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
 use boxoffice_store_redis::{Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue};
@@ -34,10 +35,24 @@ pub struct Backends {
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
     std::fs::create_dir_all(&config.data_dir).with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let (ledger, idempotency) = open_ledger(config).await?;
-    let payments = FakeGateway::open(config.data_dir.join(PROVIDER_FILE), config.fake_payments.clone()).context("opening the fake provider's book")?;
+    let payments = open_payments(config)?;
     let (hot, hot_is_shared) = open_hot(config).await?;
-    let ports = Ports { arbiter: hot.arbiter, queue: hot.queue, ledger, payments: Arc::new(payments), clock };
+    let ports = Ports { arbiter: hot.arbiter, queue: hot.queue, ledger, payments, clock };
     Ok(Backends { ports, idempotency, hold_idempotency: hot.idempotency, hot_is_shared })
+}
+
+fn open_payments(config: &Config) -> anyhow::Result<Arc<dyn PaymentGateway>> {
+    match config.payments.as_str() {
+        "fake" => {
+            let fake = FakeGateway::open(config.data_dir.join(PROVIDER_FILE), config.fake_payments.clone()).context("opening the fake provider's book")?;
+            Ok(Arc::new(fake))
+        }
+        "stripe" => {
+            anyhow::ensure!(!config.stripe.secret_key.is_empty(), "payments = \"stripe\" needs stripe.secret_key");
+            Ok(Arc::new(StripeGateway::new(config.stripe.clone()).context("building the Stripe client")?))
+        }
+        other => anyhow::bail!("payments must be \"fake\" or \"stripe\", not {other:?}"),
+    }
 }
 
 async fn open_ledger(config: &Config) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {

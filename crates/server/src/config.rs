@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use boxoffice_engine::EngineConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
+use boxoffice_payment_stripe::StripeConfig;
 use boxoffice_store_postgres::PostgresOptions;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
@@ -32,8 +33,13 @@ pub struct Config {
     pub postgres: PostgresOptions,
     pub engine: EngineConfig,
     pub sqlite: SqliteConfig,
-    /// The stand-in payment provider (the only provider of the embedded mode).
+    /// The payment provider: "fake" (the stand-in with its own book in `data_dir`) or
+    /// "stripe" (a Stripe-compatible API, settings in `stripe`). Default "fake".
+    pub payments: String,
+    /// The stand-in payment provider's behaviour.
     pub fake_payments: FakeGatewayConfig,
+    /// The Stripe-compatible provider: base URL, secret key, webhook secret, timeouts.
+    pub stripe: StripeConfig,
     pub workers: WorkerConfig,
 }
 
@@ -99,7 +105,9 @@ impl Default for Config {
             postgres: PostgresOptions::default(),
             engine: EngineConfig::default(),
             sqlite: SqliteConfig::default(),
+            payments: "fake".into(),
             fake_payments: FakeGatewayConfig::default(),
+            stripe: StripeConfig::default(),
             workers: WorkerConfig::default(),
         }
     }
@@ -133,8 +141,9 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 11] =
-    ["listen", "data_dir", "operator_key", "ledger", "hot", "redis_prefix", "postgres", "engine", "sqlite", "fake_payments", "workers"];
+const TOP_LEVEL: [&str; 13] = [
+    "listen", "data_dir", "operator_key", "ledger", "hot", "redis_prefix", "postgres", "engine", "sqlite", "payments", "fake_payments", "stripe", "workers",
+];
 
 fn is_config_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();

@@ -114,3 +114,39 @@ impl Drop for RedisPrefix {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")
 }
+
+/// localstripe (a fake Stripe server) on a free loopback port, killed on drop. Its CLI
+/// binds every interface, so it is started from Python bound to 127.0.0.1.
+pub struct LocalStripe {
+    pub base: String,
+    child: std::process::Child,
+}
+
+impl LocalStripe {
+    pub fn start() -> LocalStripe {
+        let setup = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/test-payments-setup.sh");
+        let ok = std::process::Command::new("sh").arg(setup).status().expect("sh runs");
+        assert!(ok.success(), "localstripe could not be installed");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let code = format!("from aiohttp import web; import localstripe.server as s; web.run_app(s.app, host='127.0.0.1', port={port}, print=None)");
+        let child = std::process::Command::new("python3")
+            .args(["-c", &code])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 starts");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "localstripe did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        LocalStripe { base: format!("http://127.0.0.1:{port}"), child }
+    }
+}
+
+impl Drop for LocalStripe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
