@@ -6,6 +6,7 @@ use boxoffice_domain::{EventId, HoldId, HoldState, SaleStatus, SeatIndex};
 use crate::buyers::BuyerSession;
 use crate::catalog::EventEntry;
 use crate::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
+use crate::verified::Verified;
 use crate::{Engine, EngineError};
 
 /// What the buyer asked for, still in public terms (labels, section keys).
@@ -33,18 +34,20 @@ pub struct Admitted {
 }
 
 impl Engine {
-    /// Verifies an admission token for `event`.
+    /// Verifies an admission token for `event` (a token verified before is taken from
+    /// the cache of verified tokens, checked again only for expiry and event).
     pub fn admitted(&self, event: EventId, admission_token: &str) -> Result<Admitted, EngineError> {
-        let claims =
-            self.keys
-                .verify_for_event(admission_token, TokenKind::Admission, event, self.now())?;
-        Ok(Admitted {
-            event,
-            who: BuyerSession {
-                buyer: claims.buyer,
-                session: claims.sid,
-            },
-        })
+        let now = self.now();
+        if let Some(v) = self.verified.get(admission_token, now) {
+            if v.event != event {
+                return Err(EngineError::BadToken(boxoffice_domain::token::TokenError::WrongEvent));
+            }
+            return Ok(Admitted { event, who: BuyerSession { buyer: v.buyer, session: v.session } });
+        }
+        let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, now)?;
+        let verified = Verified { event, buyer: claims.buyer, session: claims.sid.clone(), exp: claims.exp };
+        self.verified.insert(admission_token, verified);
+        Ok(Admitted { event, who: BuyerSession { buyer: claims.buyer, session: claims.sid } })
     }
 
     /// Holds the seats for an admitted buyer, all or none.

@@ -17,6 +17,7 @@ mod recovery;
 mod settle;
 pub mod waiting;
 mod webhooks;
+mod verified;
 pub mod worker;
 
 use std::sync::Arc;
@@ -92,6 +93,7 @@ pub struct Engine {
     config: EngineConfig,
     catalog: catalog::CatalogCache,
     waiting: waiting::WaitingRoom,
+    verified: verified::VerifiedTokens,
 }
 
 impl Engine {
@@ -102,6 +104,7 @@ impl Engine {
             config,
             catalog: catalog::CatalogCache::default(),
             waiting: waiting::WaitingRoom::default(),
+            verified: verified::VerifiedTokens::default(),
         }
     }
 
