@@ -3,6 +3,7 @@
 
 mod admission;
 mod audit;
+mod availability;
 mod buyers;
 mod catalog;
 mod checkout;
@@ -15,9 +16,9 @@ pub mod ports;
 mod queue;
 mod recovery;
 mod settle;
+mod verified;
 pub mod waiting;
 mod webhooks;
-mod verified;
 pub mod worker;
 
 use std::sync::Arc;
@@ -26,14 +27,15 @@ use boxoffice_domain::token::KeyRing;
 use serde::Deserialize;
 
 pub use audit::AuditReport;
+pub use availability::{AvailabilitySnapshot, availability_delta};
 pub use buyers::BuyerSession;
 pub use catalog::EventEntry;
 pub use checkout::CheckoutOutcome;
-pub use order_view::{OrderView, Ticket};
-pub use webhooks::{WebhookReceipt, WebhookRejected};
 pub use error::EngineError;
 pub use holds::{Admitted, HoldInput, SeatSelection};
+pub use order_view::{OrderView, Ticket};
 pub use queue::{JoinOutcome, Joiner, PowSolution, QueueStatus, WaitStatus};
+pub use webhooks::{WebhookReceipt, WebhookRejected};
 
 use ports::{Clock, Ledger, PaymentGateway, QueueStore, SeatArbiter};
 
@@ -94,6 +96,7 @@ pub struct Engine {
     catalog: catalog::CatalogCache,
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
+    snapshots: availability::Snapshots,
 }
 
 impl Engine {
@@ -105,6 +108,7 @@ impl Engine {
             catalog: catalog::CatalogCache::default(),
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
+            snapshots: availability::Snapshots::default(),
         }
     }
 

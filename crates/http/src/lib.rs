@@ -57,7 +57,11 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/events/{id}/close", post(events::close))
         .route("/v1/events/{id}/stats", get(events::stats))
         .route("/v1/events/{id}/seatmap", get(events::seatmap))
-        .route("/v1/events/{id}/availability", get(events::availability))
+        .route("/v1/events/{id}/availability", get(availability::get))
+        .route(
+            "/v1/events/{id}/availability/stream",
+            get(availability::stream),
+        )
         .route(
             "/v1/events/{id}/queue",
             post(queue::join).get(queue::public),
@@ -82,7 +86,10 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), observe::observe))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
+        ))
         .with_state(state)
 }
 

@@ -3,15 +3,13 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
 use boxoffice_domain::{EventId, EventSpec};
 use boxoffice_engine::EventEntry;
 use boxoffice_engine::ports::SeatCounts;
 use serde::Serialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -186,44 +184,4 @@ pub async fn seatmap(
         Json(body),
     )
         .into_response())
-}
-
-/// One bit per seat, in seat-index order (the `index` of the seat map), most
-/// significant bit first, 1 = free. Advisory: the hold is the only check that counts.
-pub async fn availability(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
-    let entry = st.engine.event(id).await?;
-    let bits = st
-        .engine
-        .ports()
-        .arbiter
-        .availability(id)
-        .await
-        .map_err(boxoffice_engine::EngineError::from)?;
-    let etag = format!("\"{}\"", hex16(&Sha256::digest(&bits)));
-    let cache = [(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=1"),
-    )];
-    if headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        == Some(etag.as_str())
-    {
-        return Ok((StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
-    }
-    let free: u32 = bits.iter().map(|b| b.count_ones()).sum();
-    let body = json!({
-        "event_id": id, "seats": entry.event.capacity(), "free": free, "encoding": "bitmap-msb-first-base64",
-        "bitmap": base64::engine::general_purpose::STANDARD.encode(&bits),
-    });
-    Ok((cache, [(header::ETAG, etag)], Json(body)).into_response())
-}
-
-fn hex16(digest: &[u8]) -> String {
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

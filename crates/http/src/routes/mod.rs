@@ -1,5 +1,6 @@
 //! Route handlers, one module per resource.
 
+pub mod availability;
 pub mod events;
 pub mod holds;
 pub mod ops;

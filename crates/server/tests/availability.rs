@@ -1,0 +1,125 @@
+//! The seat map's live layer: the availability bitmap (ETag, 304) and its SSE stream of
+//! deltas, both from the node's one-second snapshot.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{spawn, spec};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// Reads server-sent events until one named `name` arrives; returns its data.
+async fn next_event(
+    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    buf: &mut String,
+    name: &str,
+) -> Value {
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            if block.lines().any(|l| l == format!("event: {name}")) {
+                let data = block
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .expect("an event has data");
+                return serde_json::from_str(data).unwrap();
+            }
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
+            .await
+            .expect("an event within 5 s")
+            .unwrap()
+            .unwrap();
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+#[tokio::test]
+async fn the_availability_stream_sends_a_snapshot_then_the_seats_that_were_taken_and_freed() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let res = app
+        .client
+        .get(app.url(&format!("/v1/events/{event}/availability/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let (mut body, mut buf) = (res.bytes_stream(), String::new());
+    let snapshot = next_event(&mut body, &mut buf, "snapshot").await;
+    assert_eq!(
+        (snapshot["seats"].clone(), snapshot["free"].clone()),
+        (json!(10), json!(10))
+    );
+
+    let (token, admission) = app.admitted_buyer(event).await;
+    let hold: Value = app
+        .hold(event, &admission, json!({"seat_ids": ["A-1-3", "A-1-4"]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    app.clock.advance_secs(2);
+    let delta = next_event(&mut body, &mut buf, "delta").await;
+    assert_eq!(
+        (
+            delta["taken"].clone(),
+            delta["free"].clone(),
+            delta["free_count"].clone()
+        ),
+        (json!([2, 3]), json!([]), json!(8))
+    );
+
+    let path = format!("/v1/holds/{}", hold["hold_id"].as_str().unwrap());
+    let res = app
+        .client
+        .delete(app.url(&path))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", common::uuid())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    app.clock.advance_secs(2);
+    let delta = next_event(&mut body, &mut buf, "delta").await;
+    assert_eq!(
+        (delta["free"].clone(), delta["taken"].clone()),
+        (json!([2, 3]), json!([]))
+    );
+}
+
+#[tokio::test]
+async fn the_availability_bitmap_revalidates_with_its_etag() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let url = app.url(&format!("/v1/events/{event}/availability"));
+    let res = app.client.get(&url).send().await.unwrap();
+    let etag = res.headers()["etag"].to_str().unwrap().to_string();
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(
+        (v["free"].clone(), v["bitmap"].clone()),
+        (json!(10), json!("/8A="))
+    );
+    let res = app
+        .client
+        .get(&url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 304);
+    let (_, admission) = app.admitted_buyer(event).await;
+    app.hold(event, &admission, json!({"seat_ids": ["A-1-1"]}))
+        .await;
+    app.clock.advance_secs(2);
+    let res = app
+        .client
+        .get(&url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "a changed map is sent again");
+    assert_eq!(res.json::<Value>().await.unwrap()["bitmap"], json!("f8A="));
+}
