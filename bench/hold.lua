@@ -1,9 +1,11 @@
 -- wrk script for the hold path: each request holds one unit with the next admitted
 -- buyer's token (round robin) and a fresh Idempotency-Key.
--- Env: TOKENS (file, one admission token per line), EVENT, SECTION.
+-- Env: TOKENS (file, one admission token per line), EVENT, SECTION, SALT (optional).
 local tokens = {}
 local counter = 0
 local thread_id = 0
+-- Distinguishes the keys of concurrent wrk processes sharing one idempotency store.
+local salt = os.getenv("SALT") or "0"
 local threads = {}
 
 function setup(thread)
@@ -27,7 +29,7 @@ function request()
   local headers = {
     ["Content-Type"] = "application/json",
     ["Authorization"] = "Bearer " .. token,
-    ["Idempotency-Key"] = "k-" .. thread_id .. "-" .. counter,
+    ["Idempotency-Key"] = "k-" .. salt .. "-" .. thread_id .. "-" .. counter,
   }
   return wrk.format(nil, nil, headers)
 end
