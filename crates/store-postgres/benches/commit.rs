@@ -1,9 +1,14 @@
-//! Commit throughput on the machine's PostgreSQL (`synchronous_commit = on`), three ways,
+//! Commit throughput on the machine's PostgreSQL (`synchronous_commit = on`), five ways,
 //! in one run on one throw-away database:
 //!
-//! 1. the ledger with group commit (one writer, a savepoint per order),
-//! 2. the ledger with one transaction per order, concurrently on its pool,
-//! 3. the seeds' approach: per order, in its own transaction, a conditional
+//! 1. the ledger with group commit as configured by default (two writers, each sending
+//!    its batch to `ledger_commit_batch` in one call),
+//! 2. the same with one writer,
+//! 3. the ledger with one transaction per order (BEGIN, the function, COMMIT),
+//!    concurrently on its pool,
+//! 4. the cheapest per-order form: the function called alone, as its own implicit
+//!    transaction (one round trip per order), on a pool of the same size,
+//! 5. the seeds' approach: per order, in its own transaction, a conditional
 //!    `UPDATE … SET remaining = remaining - 1 WHERE id = $1 AND remaining > 0` on one
 //!    hot row plus an insert of the sale.
 //!
@@ -46,21 +51,34 @@ async fn main() {
         .copied()
         .unwrap_or(if full { 256 } else { 32 });
     let db = common::TestDatabase::create();
-    let options = PostgresOptions::default();
+    let defaults = PostgresOptions::default();
     println!(
-        "commit bench: {orders} orders, {committers} concurrent committers, pool {} + 1 writer, \
+        "commit bench: {orders} orders, {committers} concurrent committers, pool {} + {} writers, \
          max batch {}, synchronous_commit=on",
-        options.pool_size, options.max_batch
+        defaults.pool_size, defaults.writers, defaults.max_batch
     );
-    let grouped = run_ledger(&db.url, true, orders, committers).await;
-    let single = run_ledger(&db.url, false, orders, committers).await;
+    let one_writer = PostgresOptions {
+        writers: 1,
+        ..PostgresOptions::default()
+    };
+    let per_order = PostgresOptions {
+        group_commit: false,
+        ..PostgresOptions::default()
+    };
+    let grouped = run_ledger(&db.url, defaults, orders, committers).await;
+    let grouped_one = run_ledger(&db.url, one_writer, orders, committers).await;
+    let single = run_ledger(&db.url, per_order, orders, committers).await;
+    let statement = run_statement(&db.url, orders, committers).await;
     let hot = run_hot_row(&db.url, orders, committers).await;
     report("group commit", &grouped);
+    report("group commit, 1 writer", &grouped_one);
     report("one transaction per order", &single);
+    report("one statement per order", &statement);
     report("hot-row UPDATE per order", &hot);
     println!(
-        "ratios: group / per-order {:.1}x, group / hot-row {:.1}x",
+        "ratios: group / per-order {:.1}x, group / per-statement {:.1}x, group / hot-row {:.1}x",
         grouped.per_sec / single.per_sec,
+        grouped.per_sec / statement.per_sec,
         grouped.per_sec / hot.per_sec
     );
 }
@@ -75,11 +93,9 @@ fn report(name: &str, r: &Run) {
     );
 }
 
-async fn run_ledger(url: &str, group_commit: bool, orders: usize, committers: usize) -> Run {
-    // Orders are prepared through a grouped ledger so setup stays short in both modes.
-    let setup: Arc<dyn Ledger> = Arc::new(connect(url, true).await);
-    let prepared = Arc::new(prepare(&setup, orders).await);
-    let pg = Arc::new(connect(url, group_commit).await);
+async fn run_ledger(url: &str, options: PostgresOptions, orders: usize, committers: usize) -> Run {
+    let prepared = Arc::new(prepare(url, orders).await);
+    let pg = Arc::new(connect(url, options).await);
     let ledger: Arc<dyn Ledger> = pg.clone();
     let (elapsed, latencies) = timed(committers, prepared.len(), move |i| {
         let (ledger, prepared) = (ledger.clone(), prepared.clone());
@@ -93,17 +109,45 @@ async fn run_ledger(url: &str, group_commit: bool, orders: usize, committers: us
     summarize(elapsed, latencies, jobs as f64 / transactions.max(1) as f64)
 }
 
-async fn connect(url: &str, group_commit: bool) -> PostgresLedger {
-    let options = PostgresOptions {
-        group_commit,
-        ..PostgresOptions::default()
-    };
+async fn connect(url: &str, options: PostgresOptions) -> PostgresLedger {
     PostgresLedger::connect(url, options)
         .await
         .expect("connect to the bench database")
 }
 
-async fn prepare(ledger: &Arc<dyn Ledger>, orders: usize) -> Vec<Order> {
+/// Each order alone in `ledger_commit_batch`, without BEGIN/COMMIT: the server commits
+/// the implicit transaction before it answers.
+async fn run_statement(url: &str, orders: usize, committers: usize) -> Run {
+    let prepared = Arc::new(prepare(url, orders).await);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(PostgresOptions::default().pool_size)
+        .connect(url)
+        .await
+        .expect("the per-statement pool");
+    let (elapsed, latencies) = timed(committers, prepared.len(), move |i| {
+        let (pool, prepared) = (pool.clone(), prepared.clone());
+        async move {
+            let c = commit_of(&prepared[i], 4);
+            let outcome: Vec<String> = sqlx::query_scalar(
+                "SELECT outcome FROM ledger_commit_batch(ARRAY[$1], ARRAY[$2], ARRAY[$3])",
+            )
+            .bind(c.order.to_string())
+            .bind(4_i32)
+            .bind(c.now.0)
+            .fetch_all(&pool)
+            .await
+            .expect("commit one order");
+            assert_eq!(outcome, ["committed"]);
+        }
+    })
+    .await;
+    summarize(elapsed, latencies, 1.0)
+}
+
+/// `orders` authorized one-seat orders on a fresh event, written through a grouped
+/// ledger so setup stays short whatever is measured next.
+async fn prepare(url: &str, orders: usize) -> Vec<Order> {
+    let ledger: Arc<dyn Ledger> = Arc::new(connect(url, PostgresOptions::default()).await);
     let per_row = 500;
     let rows = orders.div_ceil(per_row as usize) as u32;
     let event = Arc::new(

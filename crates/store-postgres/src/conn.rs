@@ -17,12 +17,6 @@ pub(crate) fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::new(format_args!("postgres: unreadable {what}: {e}"))
 }
 
-/// The name of the constraint that refused a statement, if one did. Business refusals
-/// (a sold seat, a buyer over the limit) are recognised by these names only.
-pub(crate) fn constraint(e: &sqlx::Error) -> Option<&str> {
-    e.as_database_error().and_then(|d| d.constraint())
-}
-
 /// The connection settings for `url` under `options`.
 pub(crate) fn connect_options(
     url: &str,

@@ -19,7 +19,7 @@ use sqlx::postgres::PgPoolOptions;
 use crate::idempotency::PostgresIdempotency;
 use crate::options::PostgresOptions;
 use crate::writer::Writer;
-use crate::{audit, commit, conn, events, migrate, moves, orders};
+use crate::{audit, conn, events, migrate, moves, orders};
 
 /// Things that must live as long as the database is in use, such as a test's
 /// throw-away database (dropped with the last ledger or idempotency store).
@@ -48,15 +48,21 @@ impl PostgresLedger {
         drop(probe.await?);
         migrate::run(&pool).await?;
         let writer = if options.group_commit {
-            // The writer's own connection, so reads can never starve the commit path.
-            // It is not tested before each batch (a round trip per batch); a batch that
-            // finds it broken closes it and the next batch reconnects.
+            // The writers' own connections, so reads can never starve the commit path.
+            // They are not tested before each batch (a round trip per batch); a batch
+            // that finds its connection broken closes it and the next one reconnects.
+            let writers = options.writers.max(1);
             let write_pool = PgPoolOptions::new()
-                .max_connections(1)
+                .max_connections(u32::try_from(writers).unwrap_or(u32::MAX))
                 .acquire_timeout(options.acquire_timeout())
                 .test_before_acquire(false)
                 .connect_lazy_with(connect);
-            Writer::group(write_pool, options.max_batch, options.queue_capacity)
+            Writer::group(
+                write_pool,
+                writers,
+                options.max_batch,
+                options.queue_capacity,
+            )
         } else {
             Writer::single(pool.clone())
         };
@@ -177,10 +183,7 @@ impl Ledger for PostgresLedger {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
-        let commit = commit.clone();
-        self.writer
-            .submit(move |c| Box::pin(async move { commit::commit(c, &commit).await }))
-            .await
+        self.writer.commit(commit.clone()).await
     }
 
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {

@@ -1,9 +1,11 @@
 //! The cluster ledger: the `Ledger` and `IdempotencyStore` ports over PostgreSQL, shared
 //! by every `boxoffice serve` node, with `synchronous_commit` left on.
 //!
-//! Every write goes to one writer task per node that groups whatever is queued into
-//! one transaction (group commit: one WAL flush serves the batch), each write in its
-//! own savepoint so a refused sale undoes only itself. Reads use a small pool.
+//! Every write goes to the node's writer tasks (two by default, one connection each),
+//! which group whatever is queued into one transaction (group commit: one WAL flush
+//! serves the batch), each write in its own subtransaction so a refused sale undoes
+//! only itself. A batch's commits go to the server in one call of a PL/pgSQL function
+//! (`ledger_commit_batch`). Reads use a small pool.
 //! Conflicts between nodes are settled by the same constraints (`sold_seats_pkey`,
 //! `buyer_within_limit`, `one_order_per_hold`) that settle them within a node.
 //! Migrations are embedded from `migrations/postgres`.

@@ -11,11 +11,18 @@ use crate::conn::{self, db};
 use crate::options::PostgresOptions;
 
 /// (version, name, SQL), in the order they must run.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "ledger",
-    include_str!("../../../migrations/postgres/0001_ledger.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "ledger",
+        include_str!("../../../migrations/postgres/0001_ledger.sql"),
+    ),
+    (
+        2,
+        "commit_batch",
+        include_str!("../../../migrations/postgres/0002_commit_batch.sql"),
+    ),
+];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.
 const MIGRATION_LOCK: i64 = 0x626f_786f_6666_6963; // "boxoffic"

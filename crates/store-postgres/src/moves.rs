@@ -2,7 +2,7 @@
 //! conditional state moves of the order state machine. Each write and its history line
 //! (and payment row) go in one statement: one round trip on the commit path.
 
-use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderState};
+use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError};
 use sqlx::PgConnection;
 
@@ -130,13 +130,4 @@ pub(crate) async fn apply(
     Err(StoreError::new(format_args!(
         "postgres: order {key} keeps changing under the writer"
     )))
-}
-
-/// The history line of an order's move, for the commit's own statement.
-pub(crate) fn committed_names() -> (&'static str, &'static str, &'static str) {
-    (
-        OrderState::Authorized.as_str(),
-        OrderState::Committed.as_str(),
-        event_name(OrderEvent::Committed),
-    )
 }

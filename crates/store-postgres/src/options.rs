@@ -28,6 +28,13 @@ pub struct PostgresOptions {
     /// the same time. Off runs each write in its own transaction on the pool: only for
     /// comparison. Default on.
     pub group_commit: bool,
+    /// Writer connections, each running its own batches: while one waits for its
+    /// COMMIT, the next gathers what queued meanwhile, so the server works on two
+    /// batches at once. Default 2 (about 1.5× one writer in `benches/commit.rs`). The
+    /// price: a commit may wait for another batch's COMMIT on a shared seat or buyer
+    /// row; one that waits too long (e.g. two batches each waiting for the other) is
+    /// undone and runs again in the writer's next batch.
+    pub writers: usize,
     /// Most writes one transaction may carry. Default 64: each write is a savepoint
     /// with its own subtransaction id, and PostgreSQL caches 64 of them per backend;
     /// beyond that every other session's snapshot pays for `pg_subtrans` lookups.
@@ -47,6 +54,7 @@ impl Default for PostgresOptions {
             acquire_timeout_ms: 5_000,
             statement_timeout_ms: 10_000,
             group_commit: true,
+            writers: 2,
             max_batch: 64,
             queue_capacity: 8_192,
             statement_cache_capacity: 100,

@@ -28,7 +28,7 @@ async fn migrating_twice_applies_each_migration_once() {
     // A database of its own: the shared one is migrated by whichever test came first.
     let db = common::TestDatabase::create();
     let options = common::test_options(true);
-    assert_eq!(migrate(&db.url, &options).await.unwrap(), vec![1]);
+    assert_eq!(migrate(&db.url, &options).await.unwrap(), vec![1, 2]);
     assert_eq!(migrate(&db.url, &options).await.unwrap(), Vec::<i64>::new());
     let ledger = PostgresLedger::connect(&db.url, options).await.unwrap();
     assert_eq!(ledger.migrate().await.unwrap(), Vec::<i64>::new());
@@ -126,4 +126,69 @@ async fn the_audit_reports_violations_seeded_behind_the_ports_back() {
         .apply(o.id, OrderEvent::Captured, Some("cap_1"), T0.plus_secs(3))
         .await
         .unwrap();
+}
+
+/// `ledger_commit_batch` in one open transaction; the outcome of each commit.
+async fn call_batch(conn: &mut sqlx::PgConnection, orders: &[&Order]) -> Vec<(String, String)> {
+    let ids: Vec<String> = orders.iter().map(|o| o.id.to_string()).collect();
+    sqlx::query_as(
+        "SELECT outcome, coalesce(detail, '') FROM ledger_commit_batch($1, array_fill(4, ARRAY[cardinality($1)]), array_fill(0::bigint, ARRAY[cardinality($1)]))",
+    )
+    .bind(&ids)
+    .fetch_all(conn)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn two_batches_waiting_for_each_other_undo_a_commit_for_a_retry() {
+    use sqlx::{Connection, PgConnection};
+    let db = common::shared_database();
+    let pg = common::ledger(true).await;
+    let ledger: Arc<dyn Ledger> = Arc::new(pg);
+    let e = event(&ledger, 4, 4).await;
+    let mut o = Vec::new();
+    for seat in [0, 1, 1, 0] {
+        o.push(authorized(&ledger, &e, BuyerId::random(), &[seat]).await);
+    }
+    let (mut one, mut two) = (
+        PgConnection::connect(&db.url).await.unwrap(),
+        PgConnection::connect(&db.url).await.unwrap(),
+    );
+    // Each batch sells one seat, then wants the seat the other batch sold.
+    for conn in [&mut one, &mut two] {
+        sqlx::raw_sql("BEGIN").execute(conn).await.unwrap();
+    }
+    assert_eq!(call_batch(&mut one, &[&o[0]]).await[0].0, "committed");
+    assert_eq!(call_batch(&mut two, &[&o[2]]).await[0].0, "committed");
+    let (o1, o3) = (o[1].clone(), o[3].clone());
+    let first = tokio::spawn(async move {
+        let out = call_batch(&mut one, &[&o1]).await;
+        (one, out)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let second = tokio::spawn(async move {
+        let out = call_batch(&mut two, &[&o3]).await;
+        (two, out)
+    });
+    // The first wait runs out (lock_timeout) long before PostgreSQL would look for a
+    // deadlock; that batch goes on and commits, and the other commit then finds its
+    // seat sold.
+    let (victim, survivor) = match futures::future::select(first, second).await {
+        futures::future::Either::Left((v, other)) => (v.unwrap(), other),
+        futures::future::Either::Right((v, other)) => (v.unwrap(), other),
+    };
+    let (mut victim_conn, victim_out) = victim;
+    assert_eq!(victim_out[0].0, "retry");
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut victim_conn)
+        .await
+        .unwrap();
+    let (mut survivor_conn, survivor_out) = survivor.await.unwrap();
+    assert_eq!(survivor_out[0].0, "refused", "{survivor_out:?}");
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut survivor_conn)
+        .await
+        .unwrap();
+    assert_eq!(ledger.sold_seats(e.id).await.unwrap().len(), 2);
 }
