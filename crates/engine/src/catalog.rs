@@ -80,7 +80,12 @@ impl Engine {
     /// The event as the ledger has it now, refreshing the cache (another node may have
     /// opened or closed the sale since this node cached it).
     pub async fn reload_event(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
-        let event = self.ports.ledger.event(id).await?.ok_or(EngineError::NotFound("event"))?;
+        let event = self
+            .ports
+            .ledger
+            .event(id)
+            .await?
+            .ok_or(EngineError::NotFound("event"))?;
         Ok(self.cache(event))
     }
 

@@ -66,7 +66,13 @@ impl Engine {
         if let InsertOrder::Exists(existing) = self.ports.ledger.insert_order(&order).await? {
             return outcome_of(&existing);
         }
-        let outcome = self.pay(&order, payment_method, entry.event.sale.max_tickets_per_buyer).await;
+        let outcome = self
+            .pay(
+                &order,
+                payment_method,
+                entry.event.sale.max_tickets_per_buyer,
+            )
+            .await;
         if matches!(outcome, Ok(CheckoutOutcome::Confirmed(_))) {
             // A buyer who has paid leaves the shop: the next batch may come in sooner.
             // Best effort, as for a release.

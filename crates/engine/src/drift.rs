@@ -15,10 +15,18 @@ impl Engine {
     /// the ledger on open events. Events not loaded in the hot store are skipped: they
     /// are rebuilt from the ledger on first use.
     pub async fn audit_hot_store(&self, report: &mut AuditReport) -> Result<(), EngineError> {
-        for event in self.ports.ledger.events_with_status(SaleStatus::Open).await? {
+        for event in self
+            .ports
+            .ledger
+            .events_with_status(SaleStatus::Open)
+            .await?
+        {
             if self.ports.arbiter.is_loaded(event).await? {
                 for detail in self.drift_of(event).await? {
-                    report.violations.push(Violation { promise: "P5", detail });
+                    report.violations.push(Violation {
+                        promise: "P5",
+                        detail,
+                    });
                 }
             }
         }
@@ -29,16 +37,33 @@ impl Engine {
         let entry = self.event(event).await?;
         let mut ledger = BTreeSet::new();
         for (label, _) in self.ports.ledger.sold_seats(event).await? {
-            ledger.insert(*entry.seat_index.get(&label).ok_or_else(|| EngineError::Internal(format!("unknown seat {label}")))?);
+            ledger.insert(
+                *entry
+                    .seat_index
+                    .get(&label)
+                    .ok_or_else(|| EngineError::Internal(format!("unknown seat {label}")))?,
+            );
         }
-        let hot: BTreeSet<SeatIndex> = self.ports.arbiter.sold_seats(event).await?.into_iter().collect();
+        let hot: BTreeSet<SeatIndex> = self
+            .ports
+            .arbiter
+            .sold_seats(event)
+            .await?
+            .into_iter()
+            .collect();
         let label = |i: &SeatIndex| entry.event.seats[*i as usize].label.clone();
         let mut out = Vec::new();
         for seat in ledger.difference(&hot) {
-            out.push(format!("event {event}: seat {} is sold in the ledger but not in the hot store", label(seat)));
+            out.push(format!(
+                "event {event}: seat {} is sold in the ledger but not in the hot store",
+                label(seat)
+            ));
         }
         for seat in hot.difference(&ledger) {
-            out.push(format!("event {event}: seat {} is sold in the hot store but not in the ledger", label(seat)));
+            out.push(format!(
+                "event {event}: seat {} is sold in the hot store but not in the ledger",
+                label(seat)
+            ));
         }
         let c = self.ports.arbiter.counts(event).await?;
         if c.capacity != entry.event.capacity() || c.free + c.held + c.sold != c.capacity {

@@ -40,14 +40,35 @@ impl Engine {
         let now = self.now();
         if let Some(v) = self.verified.get(admission_token, now) {
             if v.event != event {
-                return Err(EngineError::BadToken(boxoffice_domain::token::TokenError::WrongEvent));
+                return Err(EngineError::BadToken(
+                    boxoffice_domain::token::TokenError::WrongEvent,
+                ));
             }
-            return Ok(Admitted { event, who: BuyerSession { buyer: v.buyer, session: v.session } });
+            return Ok(Admitted {
+                event,
+                who: BuyerSession {
+                    buyer: v.buyer,
+                    session: v.session,
+                },
+            });
         }
-        let claims = self.keys.verify_for_event(admission_token, TokenKind::Admission, event, now)?;
-        let verified = Verified { event, buyer: claims.buyer, session: claims.sid.clone(), exp: claims.exp };
+        let claims =
+            self.keys
+                .verify_for_event(admission_token, TokenKind::Admission, event, now)?;
+        let verified = Verified {
+            event,
+            buyer: claims.buyer,
+            session: claims.sid.clone(),
+            exp: claims.exp,
+        };
         self.verified.insert(admission_token, verified);
-        Ok(Admitted { event, who: BuyerSession { buyer: claims.buyer, session: claims.sid } })
+        Ok(Admitted {
+            event,
+            who: BuyerSession {
+                buyer: claims.buyer,
+                session: claims.sid,
+            },
+        })
     }
 
     /// Holds the seats for an admitted buyer, all or none.

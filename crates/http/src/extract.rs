@@ -52,13 +52,20 @@ pub struct BuyerSessionHeader(pub Option<String>);
 impl<S: Send + Sync> FromRequestParts<S> for BuyerSessionHeader {
     type Rejection = std::convert::Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let value = parts.headers.get("x-buyer-session").and_then(|v| v.to_str().ok());
+        let value = parts
+            .headers
+            .get("x-buyer-session")
+            .and_then(|v| v.to_str().ok());
         Ok(BuyerSessionHeader(value.map(str::to_owned)))
     }
 }
 
 fn missing_token() -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "missing_token", "send the token as Authorization: Bearer <token>")
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "missing_token",
+        "send the token as Authorization: Bearer <token>",
+    )
 }
 
 /// A buyer authenticated by their session token.

@@ -25,15 +25,27 @@ fn handles() -> &'static RwLock<Handles> {
 }
 
 fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
-    if let Some(h) = handles().read().get(route).and_then(|m| m.get(&(method.clone(), status))) {
+    if let Some(h) = handles()
+        .read()
+        .get(route)
+        .and_then(|m| m.get(&(method.clone(), status)))
+    {
         h.record(seconds);
         return;
     }
-    let labels = [("route", route.to_owned()), ("method", method.as_str().to_owned()), ("status", status.as_str().to_owned())];
+    let labels = [
+        ("route", route.to_owned()),
+        ("method", method.as_str().to_owned()),
+        ("status", status.as_str().to_owned()),
+    ];
     let h = metrics::histogram!("boxoffice_http_request_duration_seconds", &labels);
     h.record(seconds);
     // Bounded: routes are the router's, methods and statuses are few.
-    handles().write().entry(route.to_owned()).or_default().insert((method.clone(), status), h);
+    handles()
+        .write()
+        .entry(route.to_owned())
+        .or_default()
+        .insert((method.clone(), status), h);
 }
 
 /// Latency per route and status, and a JSON body for rejections axum makes itself
@@ -47,9 +59,17 @@ pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Re
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     waiting_health(&st, route, &method, status, started);
     record(route, &method, status, started.elapsed().as_secs_f64());
-    let is_json = res.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let is_json = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
-        return ApiError::new(status, "payload_too_large", format!("request bodies are limited to {} bytes", crate::MAX_BODY)).into_response();
+        return ApiError::new(
+            status,
+            "payload_too_large",
+            format!("request bodies are limited to {} bytes", crate::MAX_BODY),
+        )
+        .into_response();
     }
     res
 }

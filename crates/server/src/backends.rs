@@ -11,7 +11,9 @@ use boxoffice_payment_fake::FakeGateway;
 use boxoffice_payment_stripe::StripeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
-use boxoffice_store_redis::{Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue};
+use boxoffice_store_redis::{
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue,
+};
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
 use crate::config::Config;
@@ -33,42 +35,72 @@ pub struct Backends {
 }
 
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
-    std::fs::create_dir_all(&config.data_dir).with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let (ledger, idempotency) = open_ledger(config).await?;
     let payments = open_payments(config)?;
     let (hot, hot_is_shared) = open_hot(config).await?;
-    let ports = Ports { arbiter: hot.arbiter, queue: hot.queue, ledger, payments, clock };
-    Ok(Backends { ports, idempotency, hold_idempotency: hot.idempotency, hot_is_shared })
+    let ports = Ports {
+        arbiter: hot.arbiter,
+        queue: hot.queue,
+        ledger,
+        payments,
+        clock,
+    };
+    Ok(Backends {
+        ports,
+        idempotency,
+        hold_idempotency: hot.idempotency,
+        hot_is_shared,
+    })
 }
 
 fn open_payments(config: &Config) -> anyhow::Result<Arc<dyn PaymentGateway>> {
     match config.payments.as_str() {
         "fake" => {
-            let fake = FakeGateway::open(config.data_dir.join(PROVIDER_FILE), config.fake_payments.clone()).context("opening the fake provider's book")?;
+            let fake = FakeGateway::open(
+                config.data_dir.join(PROVIDER_FILE),
+                config.fake_payments.clone(),
+            )
+            .context("opening the fake provider's book")?;
             Ok(Arc::new(fake))
         }
         "stripe" => {
-            anyhow::ensure!(!config.stripe.secret_key.is_empty(), "payments = \"stripe\" needs stripe.secret_key");
-            Ok(Arc::new(StripeGateway::new(config.stripe.clone()).context("building the Stripe client")?))
+            anyhow::ensure!(
+                !config.stripe.secret_key.is_empty(),
+                "payments = \"stripe\" needs stripe.secret_key"
+            );
+            Ok(Arc::new(
+                StripeGateway::new(config.stripe.clone()).context("building the Stripe client")?,
+            ))
         }
         other => anyhow::bail!("payments must be \"fake\" or \"stripe\", not {other:?}"),
     }
 }
 
-async fn open_ledger(config: &Config) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {
+async fn open_ledger(
+    config: &Config,
+) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {
     if is_postgres(&config.ledger) {
-        let ledger = PostgresLedger::connect(&config.ledger, config.postgres.clone()).await.context("connecting to the PostgreSQL ledger")?;
+        let ledger = PostgresLedger::connect(&config.ledger, config.postgres.clone())
+            .await
+            .context("connecting to the PostgreSQL ledger")?;
         let idempotency = Arc::new(ledger.idempotency());
         return Ok((Arc::new(ledger), idempotency));
     }
-    anyhow::ensure!(config.ledger == "sqlite", "ledger must be \"sqlite\" or a postgres:// URL, not {:?}", config.ledger);
+    anyhow::ensure!(
+        config.ledger == "sqlite",
+        "ledger must be \"sqlite\" or a postgres:// URL, not {:?}",
+        config.ledger
+    );
     let options = SqliteOptions {
         group_commit: config.sqlite.group_commit,
         max_batch: config.sqlite.max_batch,
         read_connections: config.sqlite.read_connections,
         ..SqliteOptions::default()
     };
-    let ledger = SqliteLedger::open(config.data_dir.join(LEDGER_FILE), options).context("opening the SQLite ledger")?;
+    let ledger = SqliteLedger::open(config.data_dir.join(LEDGER_FILE), options)
+        .context("opening the SQLite ledger")?;
     let idempotency = Arc::new(ledger.idempotency());
     Ok((Arc::new(ledger), idempotency))
 }
@@ -81,14 +113,28 @@ struct Hot {
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
     if config.hot == "memory" {
-        let hot = Hot { arbiter: Arc::new(InMemoryArbiter::new()), queue: Arc::new(InMemoryQueue::new()), idempotency: Arc::new(MemoryIdempotency::new()) };
+        let hot = Hot {
+            arbiter: Arc::new(InMemoryArbiter::new()),
+            queue: Arc::new(InMemoryQueue::new()),
+            idempotency: Arc::new(MemoryIdempotency::new()),
+        };
         return Ok((hot, false));
     }
-    anyhow::ensure!(config.hot.starts_with("redis://"), "hot must be \"memory\" or redis:// URL(s), not {:?}", config.hot);
-    let conn = RedisConn::connect(&config.hot).await.context("connecting to Redis")?;
+    anyhow::ensure!(
+        config.hot.starts_with("redis://"),
+        "hot must be \"memory\" or redis:// URL(s), not {:?}",
+        config.hot
+    );
+    let conn = RedisConn::connect(&config.hot)
+        .await
+        .context("connecting to Redis")?;
     let prefix = Prefix::new(config.redis_prefix.clone()).context("redis_prefix")?;
     let hot = Hot {
-        arbiter: Arc::new(RedisArbiter::new(conn.clone(), prefix.clone(), RedisArbiterConfig::default())),
+        arbiter: Arc::new(RedisArbiter::new(
+            conn.clone(),
+            prefix.clone(),
+            RedisArbiterConfig::default(),
+        )),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
         idempotency: Arc::new(RedisIdempotency::new(conn, prefix)),
     };
@@ -102,8 +148,13 @@ fn is_postgres(url: &str) -> bool {
 /// Creates or upgrades the ledger's schema.
 pub async fn migrate(config: &Config) -> anyhow::Result<String> {
     if is_postgres(&config.ledger) {
-        let applied = boxoffice_store_postgres::migrate(&config.ledger, &config.postgres).await.context("migrating the PostgreSQL ledger")?;
-        return Ok(format!("PostgreSQL ledger is up to date ({} migrations applied now)", applied.len()));
+        let applied = boxoffice_store_postgres::migrate(&config.ledger, &config.postgres)
+            .await
+            .context("migrating the PostgreSQL ledger")?;
+        return Ok(format!(
+            "PostgreSQL ledger is up to date ({} migrations applied now)",
+            applied.len()
+        ));
     }
     std::fs::create_dir_all(&config.data_dir)?;
     let path = config.data_dir.join(LEDGER_FILE);

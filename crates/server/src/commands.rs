@@ -16,7 +16,10 @@ use crate::config::Config;
 async fn one_off_engine(config: &Config) -> anyhow::Result<(Engine, bool)> {
     let b = backends::open(config, Arc::new(SystemClock)).await?;
     let keys = KeyRing::new(vec![("cli".into(), vec![0; 32])]).map_err(anyhow::Error::msg)?;
-    Ok((Engine::new(b.ports, keys, config.engine.clone()), b.hot_is_shared))
+    Ok((
+        Engine::new(b.ports, keys, config.engine.clone()),
+        b.hot_is_shared,
+    ))
 }
 
 /// Checks P1, P2 and P6 on the ledger against the provider's book and, when the hot
@@ -29,22 +32,34 @@ pub async fn audit(config: &Config) -> anyhow::Result<AuditReport> {
     let (engine, hot_is_shared) = one_off_engine(config).await?;
     let mut report = engine.audit().await.context("auditing the ledger")?;
     if hot_is_shared {
-        engine.audit_hot_store(&mut report).await.context("comparing the hot store with the ledger")?;
+        engine
+            .audit_hot_store(&mut report)
+            .await
+            .context("comparing the hot store with the ledger")?;
     }
     Ok(report)
 }
 
 pub fn print_audit(report: &AuditReport, as_json: bool) {
     if as_json {
-        println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
         return;
     }
     println!(
         "audited {} events, {} seats sold, {} orders ({} in flight), {} provider payments",
-        report.events, report.seats_sold, report.orders, report.orders_in_flight, report.provider_payments
+        report.events,
+        report.seats_sold,
+        report.orders,
+        report.orders_in_flight,
+        report.provider_payments
     );
     if report.clean() {
-        println!("clean: P1 (no seat sold twice, none over capacity), P2 (no charge without a ticket and none the other way), P6 (per-buyer limits) hold");
+        println!(
+            "clean: P1 (no seat sold twice, none over capacity), P2 (no charge without a ticket and none the other way), P6 (per-buyer limits) hold"
+        );
     }
     for v in &report.violations {
         println!("VIOLATION {}: {}", v.promise, v.detail);
@@ -61,16 +76,33 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
 /// free; holds are dropped and their buyers retry.
 pub async fn rebuild(config: &Config, event: EventId) -> anyhow::Result<()> {
     let (engine, _) = one_off_engine(config).await?;
-    engine.rebuild(event).await.with_context(|| format!("rebuilding event {event}"))?;
-    let counts = engine.ports().arbiter.counts(event).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    println!("event {event} rebuilt: {} sold, {} free of {}", counts.sold, counts.free, counts.capacity);
+    engine
+        .rebuild(event)
+        .await
+        .with_context(|| format!("rebuilding event {event}"))?;
+    let counts = engine
+        .ports()
+        .arbiter
+        .counts(event)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!(
+        "event {event} rebuilt: {} sold, {} free of {}",
+        counts.sold, counts.free, counts.capacity
+    );
     Ok(())
 }
 
 /// Creates and opens the demo stadium; returns its event id.
 pub async fn create_demo(engine: &Engine) -> anyhow::Result<EventId> {
-    let entry = engine.create_event(&crate::demo::stadium_spec()).await.context("creating the demo event")?;
+    let entry = engine
+        .create_event(&crate::demo::stadium_spec())
+        .await
+        .context("creating the demo event")?;
     let id = entry.event.id;
-    engine.open_sale(id).await.context("opening the demo sale")?;
+    engine
+        .open_sale(id)
+        .await
+        .context("opening the demo sale")?;
     Ok(id)
 }

@@ -132,22 +132,43 @@ impl Config {
         if let Some(f) = file {
             fig = fig.merge(Toml::file_exact(f));
         }
-        fig.merge(Env::prefixed("BOXOFFICE_").filter(|k| is_config_key(k.as_str())).split("__"))
-            .merge(Serialized::defaults(overrides))
-            .extract()
-            .map_err(Box::new)
+        fig.merge(
+            Env::prefixed("BOXOFFICE_")
+                .filter(|k| is_config_key(k.as_str()))
+                .split("__"),
+        )
+        .merge(Serialized::defaults(overrides))
+        .extract()
+        .map_err(Box::new)
     }
 }
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
 const TOP_LEVEL: [&str; 13] = [
-    "listen", "data_dir", "operator_key", "ledger", "hot", "redis_prefix", "postgres", "engine", "sqlite", "payments", "fake_payments", "stripe", "workers",
+    "listen",
+    "data_dir",
+    "operator_key",
+    "ledger",
+    "hot",
+    "redis_prefix",
+    "postgres",
+    "engine",
+    "sqlite",
+    "payments",
+    "fake_payments",
+    "stripe",
+    "workers",
 ];
 
 fn is_config_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    TOP_LEVEL.iter().any(|t| key == *t || key.strip_prefix(t).is_some_and(|rest| rest.starts_with("__")))
+    TOP_LEVEL.iter().any(|t| {
+        key == *t
+            || key
+                .strip_prefix(t)
+                .is_some_and(|rest| rest.starts_with("__"))
+    })
 }
 
 #[cfg(test)]
@@ -176,8 +197,17 @@ mod tests {
 
     #[test]
     fn only_configuration_variables_are_read_from_the_environment() {
-        assert!(is_config_key("ENGINE__POLL_AFTER_MS") && is_config_key("operator_key") && is_config_key("LEDGER"));
-        assert!(!is_config_key("LOG") && !is_config_key("CONFIG") && !is_config_key("TEST_POSTGRES_URL") && !is_config_key("ledgerx"));
+        assert!(
+            is_config_key("ENGINE__POLL_AFTER_MS")
+                && is_config_key("operator_key")
+                && is_config_key("LEDGER")
+        );
+        assert!(
+            !is_config_key("LOG")
+                && !is_config_key("CONFIG")
+                && !is_config_key("TEST_POSTGRES_URL")
+                && !is_config_key("ledgerx")
+        );
     }
 
     #[test]

@@ -83,7 +83,10 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::VerifyPosition { buyer, files } = &cli.command {
         let v = boxoffice_server::verify::verify(files, *buyer)?;
-        println!("buyer {buyer}: position {} of {} in the pre-opening pool (seed matches the commitment)", v.position, v.pool_size);
+        println!(
+            "buyer {buyer}: position {} of {} in the pre-opening pool (seed matches the commitment)",
+            v.position, v.pool_size
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let listen = match &cli.command {
@@ -111,7 +114,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Migrate => commands::migrate(&config).await.map(|_| ExitCode::SUCCESS),
-        Command::Rebuild { event } => commands::rebuild(&config, event).await.map(|_| ExitCode::SUCCESS),
+        Command::Rebuild { event } => commands::rebuild(&config, event)
+            .await
+            .map(|_| ExitCode::SUCCESS),
         // Answered above, before any config is needed.
         Command::VerifyPosition { .. } => Ok(ExitCode::SUCCESS),
     }

@@ -393,7 +393,9 @@ async fn an_expired_admission_token_is_refused() {
     let event = app.create_event(&spec(1, 5, 0, 4)).await;
     let (_, admission) = app.admitted_buyer(event).await;
     // Used once while valid (so the engine has seen and verified it), then it expires.
-    let res = app.hold(event, &admission, json!({"seat_ids": ["A-1-2"]})).await;
+    let res = app
+        .hold(event, &admission, json!({"seat_ids": ["A-1-2"]}))
+        .await;
     assert_eq!(res.status().as_u16(), 201);
     app.clock
         .advance_secs(app.engine.config().admission_token_ttl_s as i64 + 1);

@@ -27,18 +27,37 @@ impl Cluster {
     pub async fn start(n: usize) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let db = TestDatabase::create();
-        let redis = RedisPrefix::new(&std::env::var("BOXOFFICE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()));
+        let redis = RedisPrefix::new(
+            &std::env::var("BOXOFFICE_TEST_REDIS_URL")
+                .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+        );
         let config = dir.path().join("boxoffice.toml");
         std::fs::write(
             &config,
             format!("operator_key = \"{OPERATOR}\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\n", redis.prefix),
         )
         .unwrap();
-        let args: Vec<String> =
-            ["--data-dir", path_str(dir.path()), "--config", path_str(&config), "--ledger", &db.url, "--hot", &redis.url].map(String::from).to_vec();
+        let args: Vec<String> = [
+            "--data-dir",
+            path_str(dir.path()),
+            "--config",
+            path_str(&config),
+            "--ledger",
+            &db.url,
+            "--hot",
+            &redis.url,
+        ]
+        .map(String::from)
+        .to_vec();
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let nodes = join_all((0..n).map(|_| start_server(&argv))).await;
-        Cluster { nodes, args, db, redis, dir }
+        Cluster {
+            nodes,
+            args,
+            db,
+            redis,
+            dir,
+        }
     }
 
     pub fn url(&self, i: usize) -> &str {
@@ -53,13 +72,43 @@ impl Cluster {
 }
 
 /// A buyer admitted through three different nodes: (buyer token, admission token).
-async fn admitted(c: &reqwest::Client, cluster: &Cluster, event: i64, i: usize) -> (String, String) {
-    let (_, b) = call(c, Method::POST, format!("{}/v1/buyers", cluster.url(i)), "", json!({})).await;
+async fn admitted(
+    c: &reqwest::Client,
+    cluster: &Cluster,
+    event: i64,
+    i: usize,
+) -> (String, String) {
+    let (_, b) = call(
+        c,
+        Method::POST,
+        format!("{}/v1/buyers", cluster.url(i)),
+        "",
+        json!({}),
+    )
+    .await;
     let token = b["token"].as_str().expect("a buyer").to_string();
-    let (_, j) = call(c, Method::POST, format!("{}/v1/events/{event}/queue", cluster.url(i + 1)), &token, json!({})).await;
-    let ticket = j["queue_ticket"].as_str().expect("a queue ticket").to_string();
+    let (_, j) = call(
+        c,
+        Method::POST,
+        format!("{}/v1/events/{event}/queue", cluster.url(i + 1)),
+        &token,
+        json!({}),
+    )
+    .await;
+    let ticket = j["queue_ticket"]
+        .as_str()
+        .expect("a queue ticket")
+        .to_string();
     loop {
-        let s: Value = c.get(format!("{}/v1/queue/status", cluster.url(i + 2))).bearer_auth(&ticket).send().await.unwrap().json().await.unwrap();
+        let s: Value = c
+            .get(format!("{}/v1/queue/status", cluster.url(i + 2)))
+            .bearer_auth(&ticket)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if let Some(a) = s["admission_token"].as_str() {
             return (token, a.to_string());
         }
@@ -68,42 +117,99 @@ async fn admitted(c: &reqwest::Client, cluster: &Cluster, event: i64, i: usize) 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_nodes_sharing_postgres_and_redis_sell_exactly_one_hundred_seats_to_two_thousand_buyers() {
+async fn three_nodes_sharing_postgres_and_redis_sell_exactly_one_hundred_seats_to_two_thousand_buyers()
+ {
     let cluster = Arc::new(Cluster::start(3).await);
     let c = reqwest::Client::new();
     let spec = serde_json::to_value(common::spec(10, 10, 0, 4)).unwrap();
-    let (status, e) = call(&c, Method::POST, format!("{}/v1/events", cluster.url(0)), OPERATOR, spec).await;
+    let (status, e) = call(
+        &c,
+        Method::POST,
+        format!("{}/v1/events", cluster.url(0)),
+        OPERATOR,
+        spec,
+    )
+    .await;
     assert_eq!(status, 201, "{e}");
     let event = e["event_id"].as_i64().unwrap();
-    let (status, _) = call(&c, Method::POST, format!("{}/v1/events/{event}/open", cluster.url(1)), OPERATOR, json!({})).await;
+    let (status, _) = call(
+        &c,
+        Method::POST,
+        format!("{}/v1/events/{event}/open", cluster.url(1)),
+        OPERATOR,
+        json!({}),
+    )
+    .await;
     assert_eq!(status, 200);
     let mut buyers = Vec::new();
     for chunk in (0..BUYERS).collect::<Vec<_>>().chunks(200) {
         buyers.extend(join_all(chunk.iter().map(|&i| admitted(&c, &cluster, event, i))).await);
     }
     let barrier = Arc::new(Barrier::new(BUYERS));
-    let holds = buyers.into_iter().enumerate().map(|(i, (token, admission))| {
-        let (c, cluster, barrier) = (c.clone(), cluster.clone(), barrier.clone());
-        tokio::spawn(async move {
-            barrier.wait().await;
-            let body = json!({"best_available": {"section": "A", "quantity": 1}});
-            let (status, hold) = call(&c, Method::POST, format!("{}/v1/events/{event}/holds", cluster.url(i)), &admission, body).await;
-            (i, token, status, hold)
-        })
-    });
-    let results: Vec<_> = join_all(holds).await.into_iter().map(Result::unwrap).collect();
+    let holds = buyers
+        .into_iter()
+        .enumerate()
+        .map(|(i, (token, admission))| {
+            let (c, cluster, barrier) = (c.clone(), cluster.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let body = json!({"best_available": {"section": "A", "quantity": 1}});
+                let (status, hold) = call(
+                    &c,
+                    Method::POST,
+                    format!("{}/v1/events/{event}/holds", cluster.url(i)),
+                    &admission,
+                    body,
+                )
+                .await;
+                (i, token, status, hold)
+            })
+        });
+    let results: Vec<_> = join_all(holds)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     let winners: Vec<_> = results.iter().filter(|r| r.2 == 201).collect();
     assert_eq!(winners.len(), 100, "exactly as many holds as seats");
-    assert!(results.iter().all(|r| r.2 == 201 || r.2 == 409), "only wins and clean losses");
+    assert!(
+        results.iter().all(|r| r.2 == 201 || r.2 == 409),
+        "only wins and clean losses"
+    );
     let checkouts = winners.iter().map(|(i, token, _, hold)| {
-        let url = format!("{}/v1/holds/{}/checkout", cluster.url(i + 1), hold["hold_id"].as_str().unwrap());
+        let url = format!(
+            "{}/v1/holds/{}/checkout",
+            cluster.url(i + 1),
+            hold["hold_id"].as_str().unwrap()
+        );
         let c = c.clone();
-        async move { call(&c, Method::POST, url, token, json!({"payment_method": "pm_card_visa"})).await.0 }
+        async move {
+            call(
+                &c,
+                Method::POST,
+                url,
+                token,
+                json!({"payment_method": "pm_card_visa"}),
+            )
+            .await
+            .0
+        }
     });
     assert!(join_all(checkouts).await.iter().all(|s| *s == 201));
     for node in 0..3 {
-        let ev: Value = c.get(format!("{}/v1/events/{event}", cluster.url(node))).send().await.unwrap().json().await.unwrap();
-        assert_eq!(ev["counts"]["sold"], json!(100), "node {node} sees every sale");
+        let ev: Value = c
+            .get(format!("{}/v1/events/{event}", cluster.url(node)))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            ev["counts"]["sold"],
+            json!(100),
+            "node {node} sees every sale"
+        );
     }
     let (clean, report) = cluster.audit().await;
     assert!(clean, "{report}");

@@ -76,8 +76,17 @@ impl Inner {
     }
 
     fn claim(&mut self, id: Id, fingerprint: [u8; 32], now: Millis, lease_ms: i64) {
-        let state = Claim::Running { lease_until: now.plus_millis(lease_ms) };
-        self.records.insert(id, Record { fingerprint, claimed_at: now, state });
+        let state = Claim::Running {
+            lease_until: now.plus_millis(lease_ms),
+        };
+        self.records.insert(
+            id,
+            Record {
+                fingerprint,
+                claimed_at: now,
+                state,
+            },
+        );
         self.claims.push_back((now, id));
     }
 }
@@ -132,7 +141,11 @@ impl IdempotencyStore for MemoryIdempotency {
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
         let id = id_of(scope, key);
         let mut inner = self.inner.lock();
-        if inner.records.get(&id).is_some_and(|r| matches!(r.state, Claim::Running { .. })) {
+        if inner
+            .records
+            .get(&id)
+            .is_some_and(|r| matches!(r.state, Claim::Running { .. }))
+        {
             inner.records.remove(&id);
         }
         Ok(())

@@ -93,7 +93,9 @@ pub async fn create(
     let prepared = (|| {
         let id: EventId = parse_id(&id, "event")?;
         // The buyer's own session token, when sent, must match the admission token's.
-        let admitted = st.engine.admitted_in_session(id, token.get()?, session.0.as_deref())?;
+        let admitted = st
+            .engine
+            .admitted_in_session(id, token.get()?, session.0.as_deref())?;
         let input = json::<HoldBody>(&body)?.into_input()?;
         Ok::<_, ApiError>((admitted, input))
     })();

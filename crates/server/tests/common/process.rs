@@ -37,13 +37,33 @@ pub async fn start_server(args: &[&str]) -> (Child, String) {
 
 /// Runs a `boxoffice` subcommand; returns (success, stdout parsed as JSON or Null).
 pub async fn run_command(args: &[&str]) -> (bool, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice")).args(args).env("BOXOFFICE_LOG", "error").output().await.expect("the binary runs");
-    (out.status.success(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+        .args(args)
+        .env("BOXOFFICE_LOG", "error")
+        .output()
+        .await
+        .expect("the binary runs");
+    (
+        out.status.success(),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    )
 }
 
 /// One request with a fresh Idempotency-Key; a transport error is status 0.
-pub async fn call(c: &reqwest::Client, method: reqwest::Method, url: String, token: &str, body: Value) -> (u16, Value) {
-    let res = c.request(method, url).bearer_auth(token).header("Idempotency-Key", super::uuid()).json(&body).send().await;
+pub async fn call(
+    c: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Value,
+) -> (u16, Value) {
+    let res = c
+        .request(method, url)
+        .bearer_auth(token)
+        .header("Idempotency-Key", super::uuid())
+        .json(&body)
+        .send()
+        .await;
     match res {
         Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
         Err(_) => (0, Value::Null),
@@ -51,11 +71,18 @@ pub async fn call(c: &reqwest::Client, method: reqwest::Method, url: String, tok
 }
 
 fn psql(sql: &str) {
-    let url = std::env::var("BOXOFFICE_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let out = std::process::Command::new("psql").arg(&url).args(["-v", "ON_ERROR_STOP=1", "-qc", sql]).output();
+    let url = std::env::var("BOXOFFICE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let out = std::process::Command::new("psql")
+        .arg(&url)
+        .args(["-v", "ON_ERROR_STOP=1", "-qc", sql])
+        .output();
     match out {
         Ok(o) if o.status.success() => {}
-        Ok(o) => panic!("PostgreSQL refused {sql:?}: {} (these tests need PostgreSQL and never skip)", String::from_utf8_lossy(&o.stderr)),
+        Ok(o) => panic!(
+            "PostgreSQL refused {sql:?}: {} (these tests need PostgreSQL and never skip)",
+            String::from_utf8_lossy(&o.stderr)
+        ),
         Err(e) => panic!("psql could not run ({e}); these tests need PostgreSQL and never skip"),
     }
 }
@@ -70,18 +97,27 @@ impl TestDatabase {
     pub fn create() -> TestDatabase {
         let name = format!("boxoffice_test_{}", uuid::Uuid::new_v4().simple());
         psql(&format!("CREATE DATABASE {name}"));
-        TestDatabase { url: format!("postgres://postgres@127.0.0.1:5432/{name}"), name }
+        TestDatabase {
+            url: format!("postgres://postgres@127.0.0.1:5432/{name}"),
+            name,
+        }
     }
 
     /// Ends every connection to this database (a failover, a pooler restart).
     pub fn terminate_connections(&self) {
-        psql(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()", self.name));
+        psql(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()",
+            self.name
+        ));
     }
 }
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
-        psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        psql(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        ));
     }
 }
 
@@ -93,15 +129,29 @@ pub struct RedisPrefix {
 
 impl RedisPrefix {
     pub fn new(url: &str) -> RedisPrefix {
-        let ok = std::process::Command::new("redis-cli").args(["-u", url, "ping"]).output().is_ok_and(|o| o.stdout.starts_with(b"PONG"));
-        assert!(ok, "Redis at {url} is not reachable; these tests need Redis and never skip");
-        RedisPrefix { prefix: format!("bt{}", &uuid::Uuid::new_v4().simple().to_string()[..12]), url: url.into() }
+        let ok = std::process::Command::new("redis-cli")
+            .args(["-u", url, "ping"])
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"PONG"));
+        assert!(
+            ok,
+            "Redis at {url} is not reachable; these tests need Redis and never skip"
+        );
+        RedisPrefix {
+            prefix: format!("bt{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+            url: url.into(),
+        }
     }
 
     /// Deletes every key of this prefix (also used as a fault: the hot store is lost).
     pub fn delete_keys(&self) {
-        let script = format!("redis-cli -u {0} --scan --pattern '*{1}*' | xargs -r -n 500 redis-cli -u {0} del > /dev/null", self.url, self.prefix);
-        let _ = std::process::Command::new("sh").args(["-c", &script]).status();
+        let script = format!(
+            "redis-cli -u {0} --scan --pattern '*{1}*' | xargs -r -n 500 redis-cli -u {0} del > /dev/null",
+            self.url, self.prefix
+        );
+        let _ = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .status();
     }
 }
 
@@ -124,11 +174,23 @@ pub struct LocalStripe {
 
 impl LocalStripe {
     pub fn start() -> LocalStripe {
-        let setup = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/test-payments-setup.sh");
-        let ok = std::process::Command::new("sh").arg(setup).status().expect("sh runs");
+        let setup = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/test-payments-setup.sh"
+        );
+        let ok = std::process::Command::new("sh")
+            .arg(setup)
+            .status()
+            .expect("sh runs");
         assert!(ok.success(), "localstripe could not be installed");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let code = format!("from aiohttp import web; import localstripe.server as s; web.run_app(s.app, host='127.0.0.1', port={port}, print=None)");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let code = format!(
+            "from aiohttp import web; import localstripe.server as s; web.run_app(s.app, host='127.0.0.1', port={port}, print=None)"
+        );
         let child = std::process::Command::new("python3")
             .args(["-c", &code])
             .stdout(Stdio::null())
@@ -137,10 +199,16 @@ impl LocalStripe {
             .expect("python3 starts");
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "localstripe did not start");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "localstripe did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        LocalStripe { base: format!("http://127.0.0.1:{port}"), child }
+        LocalStripe {
+            base: format!("http://127.0.0.1:{port}"),
+            child,
+        }
     }
 }
 
