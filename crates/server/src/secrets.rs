@@ -1,5 +1,6 @@
-//! Keys kept in the data directory: the token signing key (so tokens outlive restarts)
-//! and, unless configured, the operator key. Created on first start, mode 0600.
+//! Keys kept in the data directory: the token signing key (so tokens outlive restarts,
+//! and every node sharing the directory signs alike) and, unless configured, the
+//! operator key. Created on first start, mode 0600.
 
 use std::io::Write;
 use std::path::Path;
@@ -18,21 +19,36 @@ fn random_hex(bytes16: usize) -> String {
         .collect()
 }
 
+/// Reads the file, or creates it with `make()`. Several nodes may start at once on one
+/// data directory: the file is written whole under a private name and then linked into
+/// place, so a reader never sees it half written and exactly one writer wins.
 fn read_or_create(path: &Path, make: impl FnOnce() -> String) -> anyhow::Result<(String, bool)> {
     if let Ok(s) = std::fs::read_to_string(path) {
         return Ok((s.trim().to_string(), false));
     }
     let value = make();
+    let tmp = path.with_extension(format!("tmp-{}", Uuid::new_v4().simple()));
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     let mut f = opts
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
     f.write_all(value.as_bytes())?;
     f.sync_all()?;
-    Ok((value, true))
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok((value.trim().to_string(), true)),
+        // Another node won the race: use its key.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let s = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Ok((s.trim().to_string(), false))
+        }
+        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    }
 }
 
 /// The signing key ring: `kid:hex` lines, current first.
@@ -77,4 +93,36 @@ pub fn operator_key(config: &Config) -> anyhow::Result<(String, bool)> {
     read_or_create(&config.data_dir.join(OPERATOR_FILE), || {
         format!("op_{}", random_hex(1))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_starting_together_on_one_directory_agree_on_one_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("signing.key");
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || read_or_create(&path, || format!("k1:{i:064}")).unwrap())
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(
+            results.iter().filter(|(_, created)| *created).count(),
+            1,
+            "exactly one writer wins"
+        );
+        assert!(
+            results.iter().all(|(k, _)| *k == results[0].0),
+            "everyone reads the winner's key"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary files left"
+        );
+    }
 }
