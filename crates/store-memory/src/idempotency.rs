@@ -50,14 +50,29 @@ struct Inner {
     claims: VecDeque<(Millis, Id)>,
 }
 
-#[derive(Default)]
+/// Independent shards, so that when one shard's map grows (and copies itself) only the
+/// requests of that shard wait, not every write in the process.
+const SHARDS: usize = 16;
+
 pub struct MemoryIdempotency {
-    inner: Mutex<Inner>,
+    shards: [Mutex<Inner>; SHARDS],
+}
+
+impl Default for MemoryIdempotency {
+    fn default() -> Self {
+        MemoryIdempotency {
+            shards: std::array::from_fn(|_| Mutex::default()),
+        }
+    }
 }
 
 impl MemoryIdempotency {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn shard(&self, id: &Id) -> &Mutex<Inner> {
+        &self.shards[id[0] as usize % SHARDS]
     }
 }
 
@@ -102,7 +117,7 @@ impl IdempotencyStore for MemoryIdempotency {
         lease_ms: i64,
     ) -> Result<Begin, StoreError> {
         let id = id_of(scope, key);
-        let mut inner = self.inner.lock();
+        let mut inner = self.shard(&id).lock();
         inner.forget_before(now);
         let found = inner.records.get(&id);
         let answer = match found {
@@ -130,7 +145,7 @@ impl IdempotencyStore for MemoryIdempotency {
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
         let id = id_of(scope, key);
-        let mut inner = self.inner.lock();
+        let mut inner = self.shard(&id).lock();
         // No record means it was forgotten or abandoned: nothing to replay it against.
         if let Some(rec) = inner.records.get_mut(&id) {
             rec.state = Claim::Done(response.clone());
@@ -140,7 +155,7 @@ impl IdempotencyStore for MemoryIdempotency {
 
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
         let id = id_of(scope, key);
-        let mut inner = self.inner.lock();
+        let mut inner = self.shard(&id).lock();
         if inner
             .records
             .get(&id)
