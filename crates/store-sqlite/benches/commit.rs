@@ -25,12 +25,12 @@ struct Run {
 
 #[tokio::main]
 async fn main() {
-    // `cargo bench` passes `--bench`; only bare numbers are ours.
-    let numbers: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let orders = numbers.first().copied().unwrap_or(10_000);
+    // `cargo bench` passes `--bench`; only bare numbers are ours. Without `--bench`
+    // (`cargo test --all-targets`) it is a quick smoke run that proves the bench works.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let numbers: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let full = args.iter().any(|a| a == "--bench");
+    let orders = numbers.first().copied().unwrap_or(if full { 10_000 } else { 500 });
     let committers = numbers.get(1).copied().unwrap_or(256);
     println!(
         "commit bench: {orders} orders, {committers} concurrent committers, WAL + synchronous=FULL"
