@@ -55,6 +55,10 @@ pub struct SaleSettings {
     pub payment_grace_s: u32,
     /// Buyers admitted from the queue per second.
     pub admission_rate_per_s: u32,
+    /// A payment that arrives after the hold's pin ran out is fulfilled when every seat
+    /// of its order is still free, instead of being returned. Off unless set.
+    #[serde(default)]
+    pub honour_late_payments: bool,
 }
 
 impl Default for SaleSettings {
@@ -64,6 +68,7 @@ impl Default for SaleSettings {
             hold_ttl_s: 480,
             payment_grace_s: 120,
             admission_rate_per_s: 500,
+            honour_late_payments: false,
         }
     }
 }
@@ -250,6 +255,7 @@ impl EventSpec {
         if !(1..=1_000_000).contains(&s.admission_rate_per_s) {
             return invalid("admission_rate_per_s must be 1-1000000");
         }
+        // `honour_late_payments` is a bool: every value is valid.
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ mod drift;
 mod error;
 mod expiry;
 mod holds;
+mod late;
 mod order_view;
 pub mod ports;
 mod queue;

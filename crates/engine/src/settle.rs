@@ -86,13 +86,14 @@ impl Engine {
     }
 
     /// Funds are reserved. Commit only while the hold is still pinned for this order;
-    /// once the pin's grace has passed the seats may be someone else's, so give back.
+    /// once the pin's grace has passed the seats may be someone else's, so give back,
+    /// unless the event honours late payments and the same seats could be retaken.
     pub(crate) async fn finish_authorized(
         &self,
         order: &Order,
         reference: &str,
     ) -> Result<bool, EngineError> {
-        if self.pinned(order).await? {
+        if self.pinned(order).await? || self.retake_for_late_payment(order).await? {
             let max = self
                 .event(order.event)
                 .await?

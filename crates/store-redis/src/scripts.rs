@@ -25,6 +25,7 @@ macro_rules! plain_script {
 
 pub(crate) static HOLD: LazyLock<Script> = arbiter_script!("best.lua", "hold.lua");
 pub(crate) static PIN: LazyLock<Script> = arbiter_script!("pin.lua");
+pub(crate) static RETAKE: LazyLock<Script> = arbiter_script!("retake.lua");
 pub(crate) static MOVE: LazyLock<Script> = arbiter_script!("move.lua");
 pub(crate) static EXPIRE_DUE: LazyLock<Script> = arbiter_script!("expire_due.lua");
 pub(crate) static READ: LazyLock<Script> = arbiter_script!("read.lua");

@@ -21,6 +21,7 @@ mod fixtures;
 mod lifecycle;
 mod limits;
 mod moves;
+mod retake;
 
 pub use basics::*;
 pub use concurrent::*;
@@ -28,6 +29,7 @@ pub use fixtures::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use moves::*;
+pub use retake::*;
 
 /// For the macros: the port, reachable as `$crate::arbiter::SeatArbiter`.
 #[doc(hidden)]
@@ -68,6 +70,10 @@ macro_rules! arbiter_conformance {
                 releasing_returns_the_seats_and_a_second_release_changes_nothing,
                 moves_out_of_order_are_refused,
                 retried_moves_answer_with_the_hold_as_it_is,
+                an_expired_hold_retaken_for_its_order_gets_its_seats_back_and_can_be_sold,
+                a_retake_takes_nothing_when_any_seat_was_taken_meanwhile,
+                a_retake_is_refused_for_a_live_hold_and_allowed_for_a_forgotten_one,
+                a_retake_keeps_the_buyer_limit,
                 many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
                 many_buyers_racing_for_best_available_pairs_exactly_k_win,
                 many_buyers_racing_for_general_admission_exactly_k_win,

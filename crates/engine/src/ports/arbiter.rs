@@ -57,6 +57,17 @@ pub struct HoldRequest {
     pub expires_at: Millis,
 }
 
+/// A late payment an event honours: the order's exact seats, to be taken again under
+/// its ended hold's id (so `mark_sold` and the audit find them where they expect).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retake {
+    pub hold: HoldId,
+    pub buyer: BuyerId,
+    pub order: OrderId,
+    pub seats: Vec<SeatIndex>,
+    pub pinned_until: Millis,
+}
+
 /// A hold as the hot store knows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HoldView {
@@ -144,6 +155,13 @@ pub trait SeatArbiter: Send + Sync {
         pinned_until: Millis,
         now: Millis,
     ) -> Result<HoldView, ArbiterError>;
+    /// Takes `req.seats` again, all or none, as hold `req.hold` checking out for
+    /// `req.order` until `req.pinned_until`: for a payment that arrived after its hold
+    /// ended. Allowed when that hold is released, expired or forgotten; a hold still
+    /// live or sold for the same order answers as it is (a retry), any other live hold
+    /// is `WrongState`. Holds due at `now` are expired first; the seats must be free
+    /// and within the buyer's limit, as for `hold`.
+    async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError>;
     /// checking_out → payment_pending, keeping the pin.
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
     /// The ledger committed: the hold's seats become sold for good.

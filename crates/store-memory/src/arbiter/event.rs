@@ -123,7 +123,7 @@ impl EventState {
     }
 
     /// Named seats: at most the buyer limit, no repeats, all existing. Returns how many.
-    fn check_named(&self, seats: &[SeatIndex]) -> Result<u32, ArbiterError> {
+    pub(super) fn check_named(&self, seats: &[SeatIndex]) -> Result<u32, ArbiterError> {
         if seats.is_empty() || seats.len() > self.max_per_buyer as usize {
             return Err(ArbiterError::BadQuantity);
         }

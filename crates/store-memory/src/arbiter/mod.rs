@@ -10,14 +10,15 @@ mod freeset;
 mod inventory;
 mod lifecycle;
 mod pick;
+mod retake;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatArbiter, SeatCounts, SoldSeat,
-    StoreError,
+    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, Retake, SeatArbiter, SeatCounts,
+    SoldSeat, StoreError,
 };
 use parking_lot::{Mutex, RwLock};
 
@@ -126,6 +127,10 @@ impl SeatArbiter for InMemoryArbiter {
         now: Millis,
     ) -> Result<HoldView, ArbiterError> {
         self.on_hold(hold, |s| s.pin(hold, order, pinned_until, now))
+    }
+
+    async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
+        self.on_event(req.hold.event, |s| s.retake(req, now))
     }
 
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {

@@ -28,7 +28,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatArbiter, SeatChoice,
+    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, Retake, SeatArbiter, SeatChoice,
     SeatCounts, SoldSeat, StoreError,
 };
 use redis::{FromRedisValue, Script, ScriptInvocation};
@@ -36,7 +36,7 @@ use redis::{FromRedisValue, Script, ScriptInvocation};
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{Prefix, event_keys, hold_field};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
-use crate::scripts::{EXPIRE_DUE, HOLD, MOVE, PIN, READ, UNLOAD};
+use crate::scripts::{EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, UNLOAD};
 
 /// Tunables of the Redis arbiter.
 #[derive(Clone, Copy, Debug)]
@@ -223,6 +223,21 @@ impl SeatArbiter for RedisArbiter {
             })
             .await?;
         one_hold(hold, ok_or_arbiter_error(reply)?)
+    }
+
+    async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
+        let reply: Reply = self
+            .eval(&RETAKE, req.hold.event, |inv| {
+                inv.arg(hold_field(req.hold))
+                    .arg(req.buyer.to_string())
+                    .arg(req.order.to_string())
+                    .arg(req.pinned_until.0)
+                    .arg(now.0)
+                    .arg(self.config.keep_finished)
+                    .arg(req.seats.as_slice());
+            })
+            .await?;
+        one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
 
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {

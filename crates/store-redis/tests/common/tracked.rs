@@ -52,6 +52,9 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
     ) -> Result<HoldView, ArbiterError> {
         self.inner.pin(hold, order, until, now).await
     }
+    async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
+        self.inner.retake(req, now).await
+    }
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.inner.mark_uncertain(hold).await
     }
