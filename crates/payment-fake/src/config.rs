@@ -1,6 +1,7 @@
 //! How the fake provider behaves: its latency and how often it misbehaves on its own.
 //! Read by the binary from its config file, so every field has a documented default.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -37,6 +38,21 @@ pub struct FakeGatewayConfig {
     /// to rehearse a capture outage: orders wait in `pending_capture` and the sweep
     /// retries them with backoff.
     pub capture_failures: u32,
+    /// Where the fake POSTs its own webhooks (default none: they wait in the outbox for
+    /// a test or a script). An http(s):// URL, or a path such as
+    /// `/v1/payments/webhook` meaning the server that opened the fake.
+    pub webhook_url: Option<String>,
+    /// How often the outbox is read when nothing is waiting, in milliseconds (default 200).
+    pub webhook_poll_ms: u64,
+    /// The wait after a first failed delivery, in milliseconds, doubling with each
+    /// further failure of that webhook (default 500).
+    pub webhook_retry_min_ms: u64,
+    /// The longest wait between two attempts at one webhook, in milliseconds (default
+    /// 60,000).
+    pub webhook_retry_max_ms: u64,
+    /// How long one delivery may take before it counts as failed, in milliseconds
+    /// (default 5,000).
+    pub webhook_timeout_ms: u64,
 }
 
 impl Default for FakeGatewayConfig {
@@ -50,6 +66,11 @@ impl Default for FakeGatewayConfig {
             webhook_secret: "whsec_fake_boxoffice".into(),
             webhook_tolerance_s: 300,
             capture_failures: 0,
+            webhook_url: None,
+            webhook_poll_ms: 200,
+            webhook_retry_min_ms: 500,
+            webhook_retry_max_ms: 60_000,
+            webhook_timeout_ms: 5_000,
         }
     }
 }
@@ -61,6 +82,8 @@ pub enum ConfigError {
     RateOutOfRange { field: &'static str, value: f64 },
     #[error("decline_rate + timeout_rate must not exceed 1.0, got {0}")]
     RatesTooHigh(f64),
+    #[error("webhook_url must be an http(s):// URL or a path starting with /, got {0:?}")]
+    BadWebhookUrl(String),
 }
 
 impl FakeGatewayConfig {
@@ -84,7 +107,31 @@ impl FakeGatewayConfig {
         if total > 1.0 {
             return Err(ConfigError::RatesTooHigh(total));
         }
+        if let Some(url) = &self.webhook_url {
+            let ok = ["http://", "https://", "/"]
+                .iter()
+                .any(|p| url.starts_with(p));
+            if !ok {
+                return Err(ConfigError::BadWebhookUrl(url.clone()));
+            }
+        }
         Ok(())
+    }
+
+    /// Where webhooks go, if anywhere: `webhook_url` with a bare path resolved against
+    /// `own`, the address of the server that opened the fake (a wildcard address is
+    /// reached on loopback).
+    pub fn webhook_target(&self, own: SocketAddr) -> Option<String> {
+        let url = self.webhook_url.as_deref()?;
+        if !url.starts_with('/') {
+            return Some(url.to_owned());
+        }
+        let host = match own.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        Some(format!("http://{}{url}", SocketAddr::new(host, own.port())))
     }
 }
 
@@ -111,5 +158,22 @@ mod tests {
         };
         assert_eq!(sum.validate(), Err(ConfigError::RatesTooHigh(1.2)));
         assert!(FakeGatewayConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn a_webhook_path_is_resolved_against_the_server_that_opened_the_fake() {
+        let at = |url: &str| FakeGatewayConfig {
+            webhook_url: Some(url.into()),
+            ..Default::default()
+        };
+        let own: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert_eq!(
+            at("/v1/payments/webhook").webhook_target(own).as_deref(),
+            Some("http://127.0.0.1:8080/v1/payments/webhook")
+        );
+        let remote = "https://shop.example/hook";
+        assert_eq!(at(remote).webhook_target(own).as_deref(), Some(remote));
+        assert_eq!(FakeGatewayConfig::default().webhook_target(own), None);
+        assert!(at("ftp://x").validate().is_err());
     }
 }

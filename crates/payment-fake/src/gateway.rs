@@ -70,6 +70,10 @@ impl FakeGateway {
         }
     }
 
+    pub fn config(&self) -> &FakeGatewayConfig {
+        &self.config
+    }
+
     /// The next `n` calls of `op` fail with `Unavailable` without doing anything.
     pub fn fail_next(&self, op: Op, n: u32) {
         self.faults.set_unavailable(op, n);
@@ -112,6 +116,16 @@ impl FakeGateway {
         limit: usize,
     ) -> Result<Vec<FakeWebhook>, PaymentError> {
         self.blocking(move |c| outbox::undelivered(c, limit).map_err(storage))
+            .await
+    }
+
+    /// Up to `limit` webhooks not yet delivered with `seq` above `after`, oldest first.
+    pub async fn undelivered_webhooks_after(
+        &self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<FakeWebhook>, PaymentError> {
+        self.blocking(move |c| outbox::undelivered_after(c, after, limit).map_err(storage))
             .await
     }
 

@@ -12,8 +12,11 @@
 //! them in any order, duplicated as `duplicate_webhook_rate` draws or by hand. Payments
 //! that wait for the buyer (3-D Secure, bank redirect) are finished by
 //! [`FakeGateway::complete_action`], which can run in another process on the same file.
+//! With `webhook_url` set, whoever opens the fake can also start a [`WebhookSender`]
+//! that delivers the outbox by itself, with retries and backoff.
 
 mod config;
+mod delivery;
 mod faults;
 mod gateway;
 mod ops;
@@ -24,6 +27,7 @@ mod transitions;
 mod webhooks;
 
 pub use config::{ConfigError, FakeGatewayConfig};
+pub use delivery::WebhookSender;
 pub use faults::Op;
 pub use gateway::{FakeGateway, OpenError};
 pub use records::Record;

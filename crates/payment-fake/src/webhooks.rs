@@ -1,8 +1,9 @@
 //! The fake's webhook outbox. Every change of a payment writes its webhook in the same
 //! SQLite transaction (as many copies as the duplicate rate draws), so a change is never
 //! without its webhook, even across a crash. Whoever delivers them (a test, a rehearsal
-//! script) reads the outbox, POSTs each payload with a fresh signature, and marks it
-//! delivered; delivering in any order, or twice, is part of what is being tested.
+//! script, or the fake itself with `webhook_url`, see `delivery`) reads the outbox,
+//! POSTs each payload with a fresh signature, and marks it delivered; delivering in any
+//! order, or twice, is part of what is being tested.
 
 use boxoffice_engine::ports::{WebhookError, WebhookEvent};
 use rusqlite::{Connection, params};
@@ -54,10 +55,20 @@ pub fn enqueue(
 }
 
 pub fn undelivered(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<FakeWebhook>> {
+    undelivered_after(conn, 0, limit)
+}
+
+/// Undelivered webhooks with `seq` above `after`, oldest first: the next page.
+pub fn undelivered_after(
+    conn: &Connection,
+    after: i64,
+    limit: usize,
+) -> rusqlite::Result<Vec<FakeWebhook>> {
     let mut stmt = conn.prepare(
-        "SELECT seq, event_id, payload FROM webhooks WHERE delivered = 0 ORDER BY seq LIMIT ?1",
+        "SELECT seq, event_id, payload FROM webhooks WHERE delivered = 0 AND seq > ?1 \
+         ORDER BY seq LIMIT ?2",
     )?;
-    let rows = stmt.query_map(params![limit as i64], |r| {
+    let rows = stmt.query_map(params![after, limit as i64], |r| {
         Ok(FakeWebhook {
             seq: r.get(0)?,
             event_id: r.get(1)?,

@@ -12,6 +12,7 @@ use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Clock, SystemClock};
 use boxoffice_engine::worker::run_every;
 use boxoffice_http::AppState;
+use boxoffice_payment_fake::{FakeGateway, WebhookSender};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -24,6 +25,8 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     config: Config,
+    /// The fake provider's own webhook delivery, when `fake_payments.webhook_url` is set.
+    webhooks: Option<WebhookSender>,
     pub operator_key: String,
     pub operator_key_generated: bool,
 }
@@ -38,7 +41,8 @@ impl Application {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Application> {
-        let backends = backends::open(&config, clock).await?;
+        let backends = backends::open(&config, clock.clone()).await?;
+        let fake = backends.fake.clone();
         let keys =
             KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
@@ -51,6 +55,7 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
+        let webhooks = webhook_sender(fake, &config, listener.local_addr()?, clock)?;
         let state = AppState {
             engine,
             idempotency: backends.idempotency,
@@ -63,6 +68,7 @@ impl Application {
             listener,
             state,
             config,
+            webhooks,
             operator_key,
             operator_key_generated: generated,
         })
@@ -84,7 +90,10 @@ impl Application {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let workers = spawn_workers(&self.state.engine, &self.config, stop_rx);
+        let mut workers = spawn_workers(&self.state.engine, &self.config, stop_rx.clone());
+        if let Some(sender) = self.webhooks {
+            workers.push(tokio::spawn(sender.run(stop_rx)));
+        }
         self.state.ready.store(true, Ordering::Release);
         let router = boxoffice_http::app(self.state);
         axum::serve(
@@ -100,6 +109,23 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// The fake provider's webhook delivery to `fake_payments.webhook_url` (a bare path
+/// means this server), or none.
+fn webhook_sender(
+    fake: Option<Arc<FakeGateway>>,
+    config: &Config,
+    own: SocketAddr,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Option<WebhookSender>> {
+    let Some(fake) = fake else { return Ok(None) };
+    let Some(url) = config.fake_payments.webhook_target(own) else {
+        return Ok(None);
+    };
+    tracing::info!(%url, "the fake provider delivers its own webhooks");
+    let sender = WebhookSender::new(fake, url, clock).context("starting webhook delivery")?;
+    Ok(Some(sender))
 }
 
 fn spawn_workers(

@@ -32,13 +32,16 @@ pub struct Backends {
     /// Whether the hot store outlives this process (Redis): only then can the audit
     /// compare it with the ledger.
     pub hot_is_shared: bool,
+    /// The fake provider when it is the one in use, so the wiring can start its own
+    /// webhook delivery.
+    pub fake: Option<Arc<FakeGateway>>,
 }
 
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let (ledger, idempotency) = open_ledger(config).await?;
-    let payments = open_payments(config)?;
+    let (payments, fake) = open_payments(config)?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let ports = Ports {
         arbiter: hot.arbiter,
@@ -52,10 +55,13 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         idempotency,
         hold_idempotency: hot.idempotency,
         hot_is_shared,
+        fake,
     })
 }
 
-fn open_payments(config: &Config) -> anyhow::Result<Arc<dyn PaymentGateway>> {
+type Payments = (Arc<dyn PaymentGateway>, Option<Arc<FakeGateway>>);
+
+fn open_payments(config: &Config) -> anyhow::Result<Payments> {
     match config.payments.as_str() {
         "fake" => {
             let fake = FakeGateway::open(
@@ -63,16 +69,17 @@ fn open_payments(config: &Config) -> anyhow::Result<Arc<dyn PaymentGateway>> {
                 config.fake_payments.clone(),
             )
             .context("opening the fake provider's book")?;
-            Ok(Arc::new(fake))
+            let fake = Arc::new(fake);
+            Ok((fake.clone(), Some(fake)))
         }
         "stripe" => {
             anyhow::ensure!(
                 !config.stripe.secret_key.is_empty(),
                 "payments = \"stripe\" needs stripe.secret_key"
             );
-            Ok(Arc::new(
-                StripeGateway::new(config.stripe.clone()).context("building the Stripe client")?,
-            ))
+            let stripe =
+                StripeGateway::new(config.stripe.clone()).context("building the Stripe client")?;
+            Ok((Arc::new(stripe), None))
         }
         other => anyhow::bail!("payments must be \"fake\" or \"stripe\", not {other:?}"),
     }

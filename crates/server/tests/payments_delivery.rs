@@ -1,0 +1,57 @@
+//! The fake provider delivering its own webhooks (`fake_payments.webhook_url`): a 3-D
+//! Secure checkout completes through the server's /v1/payments/webhook with no test
+//! code reading the outbox.
+
+mod common;
+mod payments_common;
+
+use std::time::Duration;
+
+use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use boxoffice_payment_fake::methods;
+use common::{spawn_with, spec};
+use payments_common::*;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_3ds_checkout_completes_when_the_fake_delivers_its_own_webhooks() {
+    let app = spawn_with(|c| {
+        c.fake_payments.webhook_url = Some("/v1/payments/webhook".into());
+        c.fake_payments.webhook_poll_ms = 20;
+    })
+    .await;
+    let fake = provider(&app);
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let (token, hold) = holder(&app, event).await;
+    let (status, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
+    assert_eq!(status, 202, "{body}");
+    let id = order_id(&body);
+
+    // The buyer approves at the bank; from here on only the fake and the server act.
+    fake.complete_action(id, true).await.unwrap();
+    let mut done = order(&app, &token, id).await;
+    for _ in 0..250 {
+        if done["status"] == "confirmed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        done = order(&app, &token, id).await;
+    }
+    assert_eq!(done["status"], "confirmed", "{done}");
+    assert_eq!(done["payment"], "charged");
+    assert_eq!(
+        fake.inquire(id).await.unwrap().unwrap().state,
+        ProviderState::Captured
+    );
+    assert_eq!(app.counts(event).await["sold"], json!(1));
+    // The capture's own webhook goes out too: the outbox drains.
+    for _ in 0..250 {
+        if fake.undelivered_webhooks(10).await.unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(fake.undelivered_webhooks(10).await.unwrap().is_empty());
+    let audit = app.engine.audit().await.unwrap();
+    assert!(audit.clean(), "{:?}", audit.violations);
+}
