@@ -16,6 +16,7 @@ mod order_view;
 pub mod ports;
 mod queue;
 mod recovery;
+mod seen_webhooks;
 mod settle;
 mod verified;
 pub mod waiting;
@@ -98,6 +99,7 @@ pub struct Engine {
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
     snapshots: availability::Snapshots,
+    seen_webhooks: seen_webhooks::SeenWebhooks,
 }
 
 impl Engine {
@@ -110,6 +112,7 @@ impl Engine {
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
             snapshots: availability::Snapshots::default(),
+            seen_webhooks: seen_webhooks::SeenWebhooks::default(),
         }
     }
 

@@ -2,7 +2,8 @@
 //! signature (and its age) is checked, the engine asks the provider for the payment's
 //! current state and settles the order from that. So a duplicate finds nothing left to
 //! do, a webhook arriving out of order cannot move an order backwards, and a forged or
-//! replayed one is refused before anything is read.
+//! replayed one is refused before anything is read. An event id already handled here is
+//! answered from the ledger alone (`seen_webhooks`), sparing the provider the inquiry.
 
 use boxoffice_domain::{OrderId, OrderState};
 
@@ -12,8 +13,13 @@ use crate::{Engine, EngineError};
 /// What a delivered webhook led to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WebhookReceipt {
-    /// The order it names, in the state it is in after settling.
-    Settled { order: OrderId, status: OrderState },
+    /// The order it names, in the state it is in after settling. `duplicate` when this
+    /// event id was handled before and the provider was not asked again.
+    Settled {
+        order: OrderId,
+        status: OrderState,
+        duplicate: bool,
+    },
     /// A payment that is not one of our orders; acknowledged so the provider stops.
     Ignored,
 }
@@ -52,6 +58,14 @@ impl Engine {
             tracing::info!(event = %event.id, order = %id, "webhook for an unknown order");
             return Ok(WebhookReceipt::Ignored);
         };
+        if self.seen_webhooks.contains(&event.id) {
+            metrics::counter!("boxoffice_payment_webhooks_duplicate_total").increment(1);
+            return Ok(WebhookReceipt::Settled {
+                order: id,
+                status: order.state,
+                duplicate: true,
+            });
+        }
         tracing::debug!(event = %event.id, kind = %event.kind, order = %id, "payment webhook");
         // Settle until the order stops moving: a webhook that authorizes an order may
         // also let it commit and capture in the same delivery.
@@ -71,9 +85,13 @@ impl Engine {
                 _ => break,
             }
         }
+        // Only once handled without error: a failure answers 5xx and the provider's
+        // retry must be handled in full.
+        self.seen_webhooks.insert(&event.id);
         Ok(WebhookReceipt::Settled {
             order: id,
             status: current.state,
+            duplicate: false,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Asynchronous payments and their webhooks: 3-D Secure completed by the webhook, the
-//! same webhook five times, out-of-order and forged webhooks, and late payments for a
-//! hold that already ended (refunded, or voided when only authorized).
+//! same webhook five times, a duplicate recognised by its event id, out-of-order and
+//! forged webhooks, and late payments for a hold that already ended (refunded, or
+//! voided when only authorized).
 
 mod common;
 mod payments_common;
@@ -65,6 +66,42 @@ async fn the_same_webhook_five_times_at_once_makes_one_order_and_one_charge() {
     let all = fake.all_payments().await.unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].state, ProviderState::Captured);
+    assert!(app.engine.audit().await.unwrap().clean());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_delivered_again_is_answered_from_the_ledger_as_a_duplicate() {
+    let app = spawn().await;
+    let fake = provider(&app);
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let (token, hold) = holder(&app, event).await;
+    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
+    let id = order_id(&body);
+    fake.complete_action(id, true).await.unwrap();
+    let approval = fake.undelivered_webhooks(100).await.unwrap().pop().unwrap();
+
+    let (s, first) = post_webhook(&app, &fake, &approval.payload).await;
+    assert_eq!(s, 200, "{first}");
+    assert_eq!(
+        (&first["status"], &first["duplicate"]),
+        (&json!("confirmed"), &json!(false))
+    );
+    let (s, again) = post_webhook(&app, &fake, &approval.payload).await;
+    assert_eq!(s, 200, "{again}");
+    assert_eq!(
+        (&again["status"], &again["duplicate"]),
+        (&json!("confirmed"), &json!(true))
+    );
+    // A different event about the same order is handled in full.
+    let capture = fake.undelivered_webhooks(100).await.unwrap().pop().unwrap();
+    assert!(
+        capture.payload.contains("payment_intent.succeeded"),
+        "{}",
+        capture.payload
+    );
+    let (_, other) = post_webhook(&app, &fake, &capture.payload).await;
+    assert_eq!(other["duplicate"], json!(false));
+    assert_eq!(app.counts(event).await["sold"], json!(1));
     assert!(app.engine.audit().await.unwrap().clean());
 }
 

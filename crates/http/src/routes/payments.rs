@@ -1,6 +1,7 @@
 //! The payment provider's webhook. Signed by the provider (`Stripe-Signature`), so it
 //! takes no bearer token and no `Idempotency-Key`: duplicates are harmless because the
-//! engine settles from the provider's current state, not from the webhook's content.
+//! engine settles from the provider's current state, not from the webhook's content
+//! (and an event id already handled is answered without asking the provider again).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -22,9 +23,17 @@ pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes
         return rejected(WebhookError::MissingSignature).into_response();
     };
     match st.engine.handle_webhook(&body, signature).await {
-        Ok(WebhookReceipt::Settled { order, status }) => {
-            Json(json!({"received": true, "order_id": order, "status": status})).into_response()
-        }
+        Ok(WebhookReceipt::Settled {
+            order,
+            status,
+            duplicate,
+        }) => Json(json!({
+            "received": true,
+            "order_id": order,
+            "status": status,
+            "duplicate": duplicate,
+        }))
+        .into_response(),
         Ok(WebhookReceipt::Ignored) => Json(json!({"received": true})).into_response(),
         Err(WebhookRejected::Invalid(e)) => rejected(e).into_response(),
         // A 5xx makes the provider deliver again later, which is what we want.
