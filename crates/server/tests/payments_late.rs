@@ -8,10 +8,18 @@ mod payments_common;
 use boxoffice_domain::{EventId, EventSpec};
 use boxoffice_engine::ports::{PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
-use common::{TestApp, spawn, spec};
+use common::process::RedisPrefix;
+use common::{TestApp, spawn, spawn_with, spec};
 use payments_common::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+
+/// The ledger audit and its comparison with the hot store both find nothing.
+async fn audit_clean(app: &TestApp) {
+    let mut audit = app.engine.audit().await.unwrap();
+    app.engine.audit_hot_store(&mut audit).await.unwrap();
+    assert!(audit.clean(), "{:?}", audit.violations);
+}
 
 fn honouring() -> EventSpec {
     let mut s = spec(1, 10, 0, 4);
@@ -49,7 +57,24 @@ async fn checkout_then_linger(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_capture_for_an_event_that_honours_it_is_confirmed_when_the_seats_are_free() {
-    let app = spawn().await;
+    confirmed_when_free(spawn().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_redis_hot_store_a_honoured_late_capture_sells_the_seats_there_too() {
+    let redis = RedisPrefix::new(
+        &std::env::var("BOXOFFICE_TEST_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+    );
+    let app = spawn_with(|c| {
+        c.hot = redis.url.clone();
+        c.redis_prefix = redis.prefix.clone();
+    })
+    .await;
+    confirmed_when_free(app).await;
+}
+
+async fn confirmed_when_free(app: TestApp) {
     let fake = provider(&app);
     let event = app.create_event(&honouring()).await;
     let (token, id) =
@@ -70,8 +95,7 @@ async fn a_late_capture_for_an_event_that_honours_it_is_confirmed_when_the_seats
     );
     let counts = app.counts(event).await;
     assert_eq!((&counts["sold"], &counts["held"]), (&json!(2), &json!(0)));
-    let audit = app.engine.audit().await.unwrap();
-    assert!(audit.clean(), "{:?}", audit.violations);
+    audit_clean(&app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,8 +118,7 @@ async fn a_late_3ds_approval_found_by_the_recovery_sweep_is_captured_when_the_se
         ProviderState::Captured
     );
     assert_eq!(app.counts(event).await["sold"], json!(1));
-    let audit = app.engine.audit().await.unwrap();
-    assert!(audit.clean(), "{:?}", audit.violations);
+    audit_clean(&app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,6 +146,5 @@ async fn a_late_capture_is_refunded_when_another_buyer_took_one_of_its_seats() {
         (&counts["free"], &counts["held"], &counts["sold"]),
         (&json!(9), &json!(1), &json!(0))
     );
-    let audit = app.engine.audit().await.unwrap();
-    assert!(audit.clean(), "{:?}", audit.violations);
+    audit_clean(&app).await;
 }
