@@ -17,10 +17,13 @@ use boxoffice_store_redis::{
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
 use crate::config::Config;
+use crate::kept_settings::KeptSettings;
 
 /// Files inside the data directory.
 pub const LEDGER_FILE: &str = "ledger.db";
 pub const PROVIDER_FILE: &str = "fake-provider.db";
+/// The operator's waiting-room settings when the queue is in-process.
+pub const WAITING_SETTINGS_FILE: &str = "waiting-settings.json";
 
 /// Everything the engine and the HTTP layer run on.
 pub struct Backends {
@@ -122,7 +125,14 @@ async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
     if config.hot == "memory" {
         let hot = Hot {
             arbiter: Arc::new(InMemoryArbiter::new()),
-            queue: Arc::new(InMemoryQueue::new()),
+            queue: Arc::new(
+                KeptSettings::open(
+                    InMemoryQueue::new(),
+                    config.data_dir.join(WAITING_SETTINGS_FILE),
+                )
+                .await
+                .context("reading the kept waiting-room settings")?,
+            ),
             idempotency: Arc::new(MemoryIdempotency::new()),
         };
         return Ok((hot, false));

@@ -6,6 +6,7 @@ pub mod backends;
 pub mod commands;
 pub mod config;
 pub mod demo;
+pub mod kept_settings;
 pub mod secrets;
 pub mod telemetry;
 pub mod verify;

@@ -28,7 +28,7 @@ pub use error::{Refusal, WaitingError};
 pub use fairness::FairnessView;
 pub use health::Signal;
 pub use public::PublicDoc;
-pub use settings::{AdmissionControl, AdmissionMode, CurrentRate, WaitingRules};
+pub use settings::{AdmissionControl, AdmissionMode, CurrentRate, OPERATOR_SETTINGS, WaitingRules};
 pub use stats::StatsView;
 pub use tokens::{BuyerGrant, Challenge};
 

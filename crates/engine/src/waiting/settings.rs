@@ -16,6 +16,10 @@ pub(crate) const CONTROL: &str = "admission";
 pub(crate) const RATE: &str = "rate";
 pub(crate) const SEED: &str = "seed";
 
+/// The settings an operator sets by hand (rules, admission control): a deployment
+/// whose queue store lives in-process keeps these on disk so a restart keeps them.
+pub const OPERATOR_SETTINGS: [&str; 2] = [RULES, CONTROL];
+
 /// Who may join, and what joining costs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
