@@ -30,7 +30,10 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let numbers: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let full = args.iter().any(|a| a == "--bench");
-    let orders = numbers.first().copied().unwrap_or(if full { 10_000 } else { 500 });
+    let orders = numbers
+        .first()
+        .copied()
+        .unwrap_or(if full { 10_000 } else { 500 });
     let committers = numbers.get(1).copied().unwrap_or(256);
     println!(
         "commit bench: {orders} orders, {committers} concurrent committers, WAL + synchronous=FULL"
