@@ -69,13 +69,33 @@ impl Record {
 /// crash of either process (what the fake exists to test); only an OS crash could lose
 /// the last ones, which no test simulates, and an fsync per call would make the fake,
 /// not the engine, the bottleneck of every soak.
+/// Opens the book. Several server processes may open one file at the same moment (nodes
+/// sharing a data directory): the busy timeout is set before anything takes a lock, and
+/// the switch to WAL — which SQLite may refuse at once while another connection holds
+/// the file — is retried for a while.
 pub fn open_file(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    conn.execute_batch(SCHEMA)?;
-    Ok(conn)
+    let mut tries = 0;
+    loop {
+        let step = conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
+            .and_then(|()| conn.execute_batch(SCHEMA));
+        match step {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if tries < 50
+                    && matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            other => return other.map(|()| conn),
+        }
+    }
 }
 
 /// A throwaway book for unit tests; same schema, nothing on disk.

@@ -118,3 +118,22 @@ async fn concurrent_authorizations_of_one_order_authorize_it_once() {
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
     assert_eq!(gw.all_payments().await.unwrap().len(), 1);
 }
+
+#[test]
+fn servers_opening_one_fresh_book_at_the_same_moment_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("book.db");
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                boxoffice_payment_fake::FakeGateway::open(&path, Default::default())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    for open in opens {
+        assert_eq!(open.join().unwrap(), Ok(()));
+    }
+}

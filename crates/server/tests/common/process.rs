@@ -16,9 +16,23 @@ pub async fn start_server(args: &[&str]) -> (Child, String) {
         .args(args)
         .env("BOXOFFICE_LOG", "warn")
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("the binary starts");
+    // Keep what the server says on stderr, to tell why it did not start.
+    let said = std::sync::Arc::new(parking_lot::Mutex::new(String::new()));
+    let mut errors = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+    let keep = said.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = errors.next_line().await {
+            let mut s = keep.lock();
+            if s.len() < 20_000 {
+                s.push_str(&line);
+                s.push('\n');
+            }
+        }
+    });
     let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
     let read = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.ok().flatten() {
@@ -32,7 +46,11 @@ pub async fn start_server(args: &[&str]) -> (Child, String) {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         return (child, addr);
     }
-    panic!("the server never said where it listens");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    panic!(
+        "the server never said where it listens; it said:\n{}",
+        said.lock()
+    );
 }
 
 /// Runs a `boxoffice` subcommand; returns (success, stdout parsed as JSON or Null).
