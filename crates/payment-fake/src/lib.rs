@@ -22,7 +22,8 @@ mod gateway;
 mod ops;
 mod records;
 mod script;
-pub mod signature;
+/// Webhooks are signed exactly as the Stripe-compatible adapter checks them.
+pub use boxoffice_payment_stripe::signature;
 mod transitions;
 mod webhooks;
 
