@@ -5,13 +5,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::uuid;
 use futures::future::join_all;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const OPERATOR: &str = "crash-test-operator-key-0123";
@@ -29,30 +27,11 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
 
 /// Starts `boxoffice serve` on port 0 and returns it with its base URL.
 async fn start(dir: &Path, config: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .arg("--config")
-        .arg(config)
-        .env("BOXOFFICE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let read = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                return Some(addr.trim().to_string());
-            }
-        }
-        None
-    });
-    if let Ok(Some(addr)) = read.await {
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        return (child, addr);
-    }
-    panic!("the server never said where it listens");
+    let (dir, config) = (
+        dir.to_str().expect("a UTF-8 path"),
+        config.to_str().expect("a UTF-8 path"),
+    );
+    common::process::start_server(&["--data-dir", dir, "--config", config]).await
 }
 
 async fn call(

@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use boxoffice_domain::Millis;
@@ -15,7 +14,6 @@ use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::uuid;
 use futures::future::join_all;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const OPERATOR: &str = "payments-crash-operator-key-01";
@@ -31,29 +29,11 @@ fn config(dir: &Path, recovery_after_s: u64, extra: &str) -> PathBuf {
 }
 
 async fn start(dir: &Path, config: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .arg("--config")
-        .arg(config)
-        .env("BOXOFFICE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                return addr.trim().to_string();
-            }
-        }
-        panic!("the server never said where it listens")
-    })
-    .await
-    .unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
+    let (dir, config) = (
+        dir.to_str().expect("a UTF-8 path"),
+        config.to_str().expect("a UTF-8 path"),
+    );
+    common::process::start_server(&["--data-dir", dir, "--config", config]).await
 }
 
 async fn call(
