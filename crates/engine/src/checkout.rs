@@ -201,9 +201,7 @@ impl Engine {
         match self.ports.ledger.commit(&commit).await? {
             CommitOutcome::Committed => {
                 metrics::counter!("boxoffice_seats_sold_total").increment(order.seats.len() as u64);
-                if let Err(e) = self.ports.arbiter.mark_sold(order.hold).await {
-                    tracing::warn!(order = %order.id, error = %e, "hot store missed a sale; the audit will show the drift");
-                }
+                self.record_sale_in_hot_store(order).await;
             }
             CommitOutcome::SeatTaken { seat_id } => {
                 tracing::info!(order = %order.id, seat = %seat_id, "lost at commit; voiding the authorization");

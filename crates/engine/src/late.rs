@@ -5,7 +5,7 @@
 //! `mark_sold` and the audit find them where they expect, and the ledger commit that
 //! follows still guards against a double sale.
 
-use crate::ports::{ArbiterError, Order, Retake};
+use crate::ports::{ArbiterError, Order, Retake, StoreError};
 use crate::{Engine, EngineError};
 
 impl Engine {
@@ -18,24 +18,7 @@ impl Engine {
         if !sale.honour_late_payments {
             return Ok(false);
         }
-        let seats: Option<Vec<_>> = order
-            .seats
-            .iter()
-            .map(|s| entry.seat_index.get(&s.seat_id).copied())
-            .collect();
-        let Some(seats) = seats else {
-            tracing::warn!(order = %order.id, "an order names a seat its event lacks");
-            return Ok(false);
-        };
-        let now = self.now();
-        let req = Retake {
-            hold: order.hold,
-            buyer: order.buyer,
-            order: order.id,
-            seats,
-            pinned_until: now.plus_secs(sale.payment_grace_s as u64),
-        };
-        match self.ports.arbiter.retake(&req, now).await {
+        match self.retake_seats(order, sale.payment_grace_s).await {
             Ok(_) => {
                 metrics::counter!("boxoffice_late_payments_honoured_total").increment(1);
                 Ok(true)
@@ -45,6 +28,51 @@ impl Engine {
             Err(e) => {
                 tracing::info!(order = %order.id, error = %e, "late payment not honoured; giving it back");
                 Ok(false)
+            }
+        }
+    }
+
+    /// Takes the order's exact seats again under its own hold id, pinned for `grace_s`.
+    async fn retake_seats(&self, order: &Order, grace_s: u32) -> Result<(), ArbiterError> {
+        let entry = self
+            .event(order.event)
+            .await
+            .map_err(|e| ArbiterError::Store(StoreError::new(e)))?;
+        let seats: Option<Vec<_>> = order
+            .seats
+            .iter()
+            .map(|s| entry.seat_index.get(&s.seat_id).copied())
+            .collect();
+        let seats = seats.ok_or(ArbiterError::UnknownHold)?;
+        let now = self.now();
+        let req = Retake {
+            hold: order.hold,
+            buyer: order.buyer,
+            order: order.id,
+            seats,
+            pinned_until: now.plus_secs(grace_s as u64),
+        };
+        self.ports.arbiter.retake(&req, now).await.map(|_| ())
+    }
+
+    /// After the ledger committed: the hot store marks the seats sold. If the hold is gone
+    /// (the hot store was rebuilt or lost meanwhile), the order's seats are taken again
+    /// and then marked sold, so the hot store does not keep offering seats the ledger has
+    /// sold; only if someone holds them now does the drift remain, for the audit to show.
+    pub(crate) async fn record_sale_in_hot_store(&self, order: &Order) {
+        if self.ports.arbiter.mark_sold(order.hold).await.is_ok() {
+            return;
+        }
+        let healed = match self.retake_seats(order, 60).await {
+            Ok(()) => self.ports.arbiter.mark_sold(order.hold).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        match healed {
+            Ok(()) => {
+                tracing::info!(order = %order.id, "hot store had lost the hold; sale recorded by retaking its seats")
+            }
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "hot store missed a sale; the audit will show the drift")
             }
         }
     }
