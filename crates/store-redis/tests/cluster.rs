@@ -103,48 +103,11 @@ macro_rules! run_cases {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_conformance_suites_pass_on_a_three_node_cluster() {
     let cluster = Cluster::start();
-    run_cases!(arbiter, arbiter_on(&cluster).await;
-        a_second_buyer_cannot_hold_a_seat_already_held,
-        a_named_hold_takes_all_its_seats_or_none,
-        best_available_gives_the_best_ranked_seats,
-        two_buyers_asking_for_the_best_seats_get_different_seats,
-        adjacent_best_available_keeps_a_party_together_in_one_row,
-        adjacent_best_available_falls_back_to_single_seats_when_no_run_is_left,
-        general_admission_hands_out_distinct_units_and_ignores_adjacency,
-        a_buyer_cannot_hold_more_than_the_limit_across_holds,
-        seats_sold_to_a_buyer_count_against_the_limit,
-        bad_quantities_are_refused,
-        unknown_events_holds_seats_and_sections_are_errors,
-        the_availability_bitmap_has_one_bit_per_seat_most_significant_first,
-        counts_follow_holds_and_sales,
-        the_quote_is_each_seats_price_at_hold_time,
-        a_rebuilt_event_comes_back_with_its_sold_seats_sold,
-        an_unloaded_event_is_forgotten,
-        a_hold_past_its_deadline_returns_its_seats_exactly_once,
-        the_sweep_expires_at_most_its_limit,
-        a_new_hold_first_expires_holds_that_are_due,
-        a_pinned_hold_does_not_expire_before_its_pinned_deadline,
-        an_expired_hold_cannot_be_pinned,
-        a_sold_hold_keeps_its_seats_for_good,
-        an_uncertain_payment_keeps_the_pin_and_can_still_sell,
-        releasing_returns_the_seats_and_a_second_release_changes_nothing,
-        moves_out_of_order_are_refused,
-        retried_moves_answer_with_the_hold_as_it_is,
-        many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
-        many_buyers_racing_for_best_available_pairs_exactly_k_win,
-        many_buyers_racing_for_general_admission_exactly_k_win,
-    );
+    boxoffice_testkit::__arbiter_cases!([run_cases] arbiter, arbiter_on(&cluster).await;);
     let q = || async {
         Arc::new(RedisQueue::new(cluster.conn().await, prefix())) as Arc<dyn QueueStore>
     };
-    run_cases!(queue, q().await;
-        concurrent_joins_get_unique_dense_positions,
-        a_buyer_who_joins_again_keeps_their_place,
-        admission_never_moves_backwards_nor_past_the_end_of_the_line,
-        each_event_has_its_own_line,
-        the_sold_out_flag_is_set_and_cleared,
-        a_dropped_event_starts_a_fresh_line,
-    );
+    boxoffice_testkit::__queue_cases!([run_cases] queue, q().await;);
     let i = || async {
         Arc::new(RedisIdempotency::new(cluster.conn().await, prefix())) as Arc<dyn IdempotencyStore>
     };

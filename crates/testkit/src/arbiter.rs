@@ -43,7 +43,34 @@ macro_rules! arbiter_conformance {
         mod arbiter {
             #[allow(unused_imports)]
             use super::*;
-            $crate::__conformance_cases!(arbiter, SeatArbiter, $make;
+            $crate::__arbiter_cases!([$crate::__conformance_cases] arbiter, SeatArbiter, $make;);
+        }
+    };
+}
+
+/// One `#[tokio::test]` per case on a two-worker runtime, so races are real.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($suite:ident, $port:ident, $make:expr; $($case:ident),+ $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let port: ::std::sync::Arc<dyn $crate::$suite::$port> = $make.await;
+                $crate::$suite::$case(port).await;
+            }
+        )+
+    };
+}
+
+/// The suite's case names, handed to the macro in brackets after the other arguments:
+/// the one list that every runner of the suite (per-case tests, a sequential run on a
+/// cluster) expands, so none of them can miss a case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __arbiter_cases {
+    ([$($cb:tt)*] $($args:tt)*) => {
+        $($cb)*!($($args)*
                 a_second_buyer_cannot_hold_a_seat_already_held,
                 a_named_hold_takes_all_its_seats_or_none,
                 best_available_gives_the_best_ranked_seats,
@@ -77,22 +104,6 @@ macro_rules! arbiter_conformance {
                 many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
                 many_buyers_racing_for_best_available_pairs_exactly_k_win,
                 many_buyers_racing_for_general_admission_exactly_k_win,
-            );
-        }
-    };
-}
-
-/// One `#[tokio::test]` per case on a two-worker runtime, so races are real.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __conformance_cases {
-    ($suite:ident, $port:ident, $make:expr; $($case:ident),+ $(,)?) => {
-        $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                let port: ::std::sync::Arc<dyn $crate::$suite::$port> = $make.await;
-                $crate::$suite::$case(port).await;
-            }
-        )+
+        );
     };
 }

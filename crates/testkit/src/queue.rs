@@ -23,20 +23,7 @@ macro_rules! queue_conformance {
         mod queue {
             #[allow(unused_imports)]
             use super::*;
-            $crate::__conformance_cases!(queue, QueueStore, $make;
-                concurrent_joins_get_unique_dense_positions,
-                a_buyer_who_joins_again_keeps_their_place,
-                admission_never_moves_backwards_nor_past_the_end_of_the_line,
-                each_event_has_its_own_line,
-                the_sold_out_flag_is_set_and_cleared,
-                a_dropped_event_starts_a_fresh_line,
-                pool_members_wait_without_a_position_and_later_arrivals_append,
-                placing_the_pool_gives_it_the_first_positions_in_the_given_order,
-                placing_a_pool_that_is_not_the_sealed_one_is_refused,
-                joins_racing_the_opening_still_get_unique_dense_positions,
-                a_finished_shopper_is_counted_once,
-                the_first_writer_of_a_setting_wins_when_asked,
-            );
+            $crate::__queue_cases!([$crate::__conformance_cases] queue, QueueStore, $make;);
         }
     };
 }
@@ -174,4 +161,28 @@ pub async fn a_dropped_event_starts_a_fresh_line(q: Arc<dyn QueueStore>) {
         })
     );
     q.drop_event(event).await.expect("drop");
+}
+
+/// The suite's case names, handed to the macro in brackets after the other arguments:
+/// the one list that every runner of the suite (per-case tests, a sequential run on a
+/// cluster) expands, so none of them can miss a case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queue_cases {
+    ([$($cb:tt)*] $($args:tt)*) => {
+        $($cb)*!($($args)*
+                concurrent_joins_get_unique_dense_positions,
+                a_buyer_who_joins_again_keeps_their_place,
+                admission_never_moves_backwards_nor_past_the_end_of_the_line,
+                each_event_has_its_own_line,
+                the_sold_out_flag_is_set_and_cleared,
+                a_dropped_event_starts_a_fresh_line,
+                pool_members_wait_without_a_position_and_later_arrivals_append,
+                placing_the_pool_gives_it_the_first_positions_in_the_given_order,
+                placing_a_pool_that_is_not_the_sealed_one_is_refused,
+                joins_racing_the_opening_still_get_unique_dense_positions,
+                a_finished_shopper_is_counted_once,
+                the_first_writer_of_a_setting_wins_when_asked,
+        );
+    };
 }
