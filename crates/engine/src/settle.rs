@@ -7,7 +7,7 @@
 
 use boxoffice_domain::{HoldState, OrderEvent, OrderState};
 
-use crate::ports::{Order, PaymentError, ProviderPayment, ProviderState};
+use crate::ports::{Inquiry, Order, PaymentError, ProviderPayment, ProviderState};
 use crate::{Engine, EngineError};
 
 impl Engine {
@@ -24,7 +24,7 @@ impl Engine {
             }
             S::Confirmed | S::Refunded => Ok(false),
             S::PendingPayment | S::Voiding | S::Refunding | S::Declined | S::Voided | S::Lost => {
-                match self.ports.payments.inquire(order.id).await {
+                match self.ports.payments.inquire(&Inquiry::of(order)).await {
                     Ok(found) => self.settle_with(order, found).await,
                     Err(e) => {
                         tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
@@ -107,7 +107,7 @@ impl Engine {
         let Some(claimed) = self.try_move(order.id, OrderEvent::Abandoned, None).await? else {
             return Ok(false); // a racing commit won; it will capture
         };
-        match self.ports.payments.inquire(order.id).await {
+        match self.ports.payments.inquire(&Inquiry::of(order)).await {
             Ok(Some(p)) => self.give_back(&claimed, &p).await,
             Ok(None) => self.end_unpaid(&claimed, OrderEvent::Voided).await,
             Err(e) => {

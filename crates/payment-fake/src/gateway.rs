@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use boxoffice_domain::{Millis, OrderId};
 use boxoffice_engine::ports::{
-    AuthorizeOutcome, AuthorizeRequest, PaymentError, PaymentGateway, ProviderPayment,
+    AuthorizeOutcome, AuthorizeRequest, Inquiry, PaymentError, PaymentGateway, ProviderPayment,
     ProviderState, WebhookError, WebhookEvent,
 };
 use parking_lot::Mutex;
@@ -230,9 +230,17 @@ impl PaymentGateway for FakeGateway {
         self.apply(Op::Refund, order, reference, Move::Refund).await
     }
 
-    async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError> {
-        let found = move |c: &mut Connection| records::get(c, order).map_err(storage);
-        Ok(self.call(Op::Inquire, found).await?.map(|r| r.to_port()))
+    /// The book is exact, so a miss is final at once; a reference, when given, must
+    /// belong to the order asked about.
+    async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError> {
+        let order = inquiry.order;
+        let Some(reference) = inquiry.reference.clone() else {
+            let found = move |c: &mut Connection| records::get(c, order).map_err(storage);
+            return Ok(self.call(Op::Inquire, found).await?.map(|r| r.to_port()));
+        };
+        let found = move |c: &mut Connection| records::by_reference(c, &reference).map_err(storage);
+        let record = self.call(Op::Inquire, found).await?;
+        Ok(record.filter(|r| r.order == order).map(|r| r.to_port()))
     }
 
     async fn inquire_reference(

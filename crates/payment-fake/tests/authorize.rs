@@ -3,7 +3,7 @@
 mod common;
 
 use boxoffice_domain::Money;
-use boxoffice_engine::ports::{AuthorizeOutcome, PaymentError, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, AuthorizeOutcome, PaymentError, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::{gateway, request};
 
@@ -15,7 +15,7 @@ async fn a_visa_card_is_approved_with_a_fake_reference_and_recorded_as_authorize
         panic!("visa must approve");
     };
     assert!(reference.starts_with("fake_pi_"), "{reference}");
-    let found = gw.inquire(req.order).await.unwrap().expect("recorded");
+    let found = gw.inquire(&Inquiry::by_order(req.order)).await.unwrap().expect("recorded");
     assert_eq!(
         (found.reference, found.amount, found.state),
         (reference, Money(12_500), ProviderState::Authorized)
@@ -47,7 +47,7 @@ async fn a_declined_card_is_declined_as_card_declined_and_recorded() {
         }
     );
     let found = gw
-        .inquire(req.order)
+        .inquire(&Inquiry::by_order(req.order))
         .await
         .unwrap()
         .expect("a decline is on record too");
@@ -75,7 +75,7 @@ async fn a_timeout_after_charge_leaves_an_authorization_that_inquiry_finds() {
     let req = request(methods::TIMEOUT_AFTER_CHARGE);
     assert_eq!(gw.authorize(&req).await, Err(PaymentError::Timeout));
     let found = gw
-        .inquire(req.order)
+        .inquire(&Inquiry::by_order(req.order))
         .await
         .unwrap()
         .expect("the charge happened");
@@ -95,7 +95,7 @@ async fn a_timeout_before_charge_leaves_nothing_on_record() {
     let gw = gateway();
     let req = request(methods::TIMEOUT_BEFORE_CHARGE);
     assert_eq!(gw.authorize(&req).await, Err(PaymentError::Timeout));
-    assert_eq!(gw.inquire(req.order).await, Ok(None));
+    assert_eq!(gw.inquire(&Inquiry::by_order(req.order)).await, Ok(None));
     assert!(gw.all_payments().await.unwrap().is_empty());
 }
 

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{PaymentError, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, PaymentError, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::{authorized, request};
 
@@ -53,7 +53,7 @@ async fn a_charge_whose_answer_was_lost_is_still_found_after_a_crash() {
 
     let gw = open(&dir);
     let found = gw
-        .inquire(req.order)
+        .inquire(&Inquiry::by_order(req.order))
         .await
         .unwrap()
         .expect("the provider remembers");

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use boxoffice_engine::ports::PaymentGateway;
+use boxoffice_engine::ports::{Inquiry, PaymentGateway};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::request;
 
@@ -19,7 +19,7 @@ async fn every_call_takes_the_configured_latency_without_really_sleeping() {
 
     let req = request(methods::VISA);
     gw.authorize(&req).await.unwrap();
-    gw.inquire(req.order).await.unwrap();
+    gw.inquire(&Inquiry::by_order(req.order)).await.unwrap();
 
     assert!(
         virtual_clock.elapsed() >= Duration::from_secs(60),
@@ -47,6 +47,6 @@ async fn a_caller_timeout_shorter_than_the_latency_fires() {
         "the caller gave up before the provider answered"
     );
     // Nothing was recorded: the provider had not acted yet when the caller gave up.
-    let found = tokio::time::timeout(Duration::from_secs(10), gw.inquire(req.order)).await;
+    let found = tokio::time::timeout(Duration::from_secs(10), gw.inquire(&Inquiry::by_order(req.order))).await;
     assert_eq!(found.unwrap(), Ok(None));
 }

@@ -4,12 +4,12 @@
 mod common;
 
 use boxoffice_domain::OrderId;
-use boxoffice_engine::ports::{PaymentError, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, PaymentError, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::{FakeGateway, Op, methods};
 use common::{authorized, gateway, request};
 
 async fn state_of(gw: &FakeGateway, order: OrderId) -> ProviderState {
-    gw.inquire(order).await.unwrap().expect("on record").state
+    gw.inquire(&Inquiry::by_order(order)).await.unwrap().expect("on record").state
 }
 
 fn rejection(result: Result<(), PaymentError>) -> String {
@@ -88,7 +88,7 @@ async fn a_declined_payment_cannot_be_captured() {
     let gw = gateway();
     let req = request(methods::DECLINED);
     gw.authorize(&req).await.unwrap();
-    let reference = gw.inquire(req.order).await.unwrap().unwrap().reference;
+    let reference = gw.inquire(&Inquiry::by_order(req.order)).await.unwrap().unwrap().reference;
     let why = rejection(gw.capture(req.order, &reference).await);
     assert!(why.contains("declined"), "{why}");
 }
@@ -141,8 +141,8 @@ async fn an_outage_of_inquiry_is_reported_as_unavailable() {
     let (order, _) = authorized(&gw).await;
     gw.fail_next(Op::Inquire, 1);
     assert!(matches!(
-        gw.inquire(order).await,
+        gw.inquire(&Inquiry::by_order(order)).await,
         Err(PaymentError::Unavailable(_))
     ));
-    assert!(gw.inquire(order).await.unwrap().is_some());
+    assert!(gw.inquire(&Inquiry::by_order(order)).await.unwrap().is_some());
 }

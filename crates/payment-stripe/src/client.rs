@@ -1,11 +1,15 @@
 //! A thin Stripe API client: form-encoded POSTs with an `Idempotency-Key`, GETs, and one
 //! mapping of transport and HTTP failures onto the port's `PaymentError`, so the
 //! gateway reads as a list of Stripe calls. Only what the gateway needs.
+//!
+//! TLS is rustls (ring), trusting the system's certificate store plus, when set, the
+//! CA certificates of `ca_file`.
 
+use std::path::Path;
 use std::time::Duration;
 
 use boxoffice_engine::ports::PaymentError;
-use reqwest::{Client, RequestBuilder, StatusCode};
+use reqwest::{Certificate, Client, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -15,11 +19,17 @@ use serde_json::Value;
 pub enum Failure {
     /// Not found (a payment we asked about by id does not exist).
     NotFound,
+    /// Our secret key was refused (401) or lacks a permission (403): nothing about the
+    /// payment is decided.
+    Unauthorized(u16),
     /// The card was declined: Stripe's `error.code` (or `decline_code`).
     Card(String),
     /// Any other 4xx: the request itself was refused.
     Refused(String),
-    /// Timeout, connection failure, 5xx: the provider may or may not have acted.
+    /// A 5xx or 429: the provider may or may not have acted.
+    Status(StatusCode),
+    /// Timeout, connection failure, an unreadable answer: the provider may or may not
+    /// have acted.
     Port(PaymentError),
 }
 
@@ -27,10 +37,28 @@ impl From<Failure> for PaymentError {
     fn from(f: Failure) -> PaymentError {
         match f {
             Failure::NotFound => PaymentError::Rejected("no such payment".into()),
+            Failure::Unauthorized(status) => PaymentError::Unavailable(format!(
+                "the Stripe secret key was refused ({status})"
+            )),
             Failure::Card(c) | Failure::Refused(c) => PaymentError::Rejected(c),
+            Failure::Status(s) => PaymentError::Unavailable(format!("stripe answered {s}")),
             Failure::Port(p) => p,
         }
     }
+}
+
+/// Why the client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("reading stripe.ca_file {path}: {source}")]
+    CaFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("stripe.ca_file {path} holds no PEM certificate{why}")]
+    CaPem { path: String, why: String },
+    #[error("building the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
 }
 
 pub struct StripeClient {
@@ -40,13 +68,25 @@ pub struct StripeClient {
 }
 
 impl StripeClient {
-    pub fn new(base: &str, secret_key: &str, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let http = Client::builder().timeout(timeout).build()?;
+    pub fn new(
+        base: &str,
+        secret_key: &str,
+        timeout: Duration,
+        ca_file: Option<&Path>,
+    ) -> Result<Self, BuildError> {
+        let mut builder = Client::builder().timeout(timeout).use_rustls_tls();
+        for cert in ca_file.map(extra_roots).transpose()?.unwrap_or_default() {
+            builder = builder.add_root_certificate(cert);
+        }
         Ok(StripeClient {
-            http,
+            http: builder.build()?,
             base: base.trim_end_matches('/').to_owned(),
             secret_key: secret_key.to_owned(),
         })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     pub async fn post<T: DeserializeOwned>(
@@ -83,21 +123,44 @@ impl StripeClient {
                 Failure::Port(PaymentError::Unavailable(format!("unreadable answer: {e}")))
             });
         }
-        let error: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let code = error["error"]["decline_code"]
-            .as_str()
-            .or(error["error"]["code"].as_str())
-            .or(error["error"]["message"].as_str())
-            .unwrap_or("unknown")
-            .to_owned();
-        Err(match status {
-            StatusCode::NOT_FOUND => Failure::NotFound,
-            StatusCode::PAYMENT_REQUIRED => Failure::Card(code),
-            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
-                Failure::Port(PaymentError::Unavailable(format!("stripe answered {s}")))
-            }
-            _ => Failure::Refused(code),
-        })
+        Err(refusal(status, &body))
+    }
+}
+
+/// The CA certificates of a PEM file, at least one.
+fn extra_roots(path: &Path) -> Result<Vec<Certificate>, BuildError> {
+    let shown = path.display().to_string();
+    let pem = std::fs::read(path).map_err(|source| BuildError::CaFile {
+        path: shown.clone(),
+        source,
+    })?;
+    match Certificate::from_pem_bundle(&pem) {
+        Ok(certs) if !certs.is_empty() => Ok(certs),
+        Ok(_) => Err(BuildError::CaPem {
+            path: shown,
+            why: String::new(),
+        }),
+        Err(e) => Err(BuildError::CaPem {
+            path: shown,
+            why: format!(": {e}"),
+        }),
+    }
+}
+
+fn refusal(status: StatusCode, body: &[u8]) -> Failure {
+    let error: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let code = error["error"]["decline_code"]
+        .as_str()
+        .or(error["error"]["code"].as_str())
+        .or(error["error"]["message"].as_str())
+        .unwrap_or("unknown")
+        .to_owned();
+    match status {
+        StatusCode::NOT_FOUND => Failure::NotFound,
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Failure::Unauthorized(status.as_u16()),
+        StatusCode::PAYMENT_REQUIRED => Failure::Card(code),
+        s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => Failure::Status(s),
+        _ => Failure::Refused(code),
     }
 }
 
@@ -105,6 +168,23 @@ fn transport(e: reqwest::Error) -> Failure {
     if e.is_timeout() {
         Failure::Port(PaymentError::Timeout)
     } else {
-        Failure::Port(PaymentError::Unavailable(e.to_string()))
+        Failure::Port(PaymentError::Unavailable(with_causes(&e)))
     }
+}
+
+/// An error and its causes on one line: reqwest's own message ("error sending
+/// request") hides the one that says what went wrong (a refused certificate, a
+/// refused connection).
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }

@@ -10,106 +10,88 @@
 //! one, so asking twice never charges twice.
 
 mod client;
+mod config;
 mod intent;
+mod lookup;
 pub mod signature;
 mod webhook;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use boxoffice_domain::{Millis, OrderId};
 use boxoffice_engine::ports::{
-    AuthorizeOutcome, AuthorizeRequest, PaymentError, PaymentGateway, ProviderPayment,
-    ProviderState, WebhookError, WebhookEvent,
+    AuthorizeOutcome, AuthorizeRequest, Clock, Inquiry, PaymentError, PaymentGateway,
+    ProviderPayment, ProviderState, SystemClock, WebhookError, WebhookEvent,
 };
-use serde::Deserialize;
 
+pub use client::BuildError;
 use client::{Failure, StripeClient};
-use intent::{Intent, IntentList, ORDER_KEY};
-
-/// Settings of the Stripe adapter; defaults fit a local stand-in, not production.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StripeConfig {
-    /// API base URL (default `https://api.stripe.com`).
-    pub base_url: String,
-    /// Secret API key, sent as a bearer token.
-    pub secret_key: String,
-    /// Webhook signing secret (`whsec_…`).
-    pub webhook_secret: String,
-    /// Oldest accepted webhook signature, in seconds (default 300, as Stripe's SDKs).
-    pub webhook_tolerance_s: u64,
-    /// Per-call timeout in milliseconds (default 10,000). A timeout is reported as
-    /// `PaymentError::Timeout`: the engine then asks rather than assumes.
-    pub timeout_ms: u64,
-}
-
-impl Default for StripeConfig {
-    fn default() -> Self {
-        StripeConfig {
-            base_url: "https://api.stripe.com".into(),
-            secret_key: String::new(),
-            webhook_secret: String::new(),
-            webhook_tolerance_s: 300,
-            timeout_ms: 10_000,
-        }
-    }
-}
+pub use config::StripeConfig;
+use intent::Intent;
+use lookup::Lookup;
 
 pub struct StripeGateway {
     client: StripeClient,
     config: StripeConfig,
+    /// The engine's clock: how old an order is decides whether a search miss is final.
+    clock: Arc<dyn Clock>,
+}
+
+/// Why the start-up check of the credentials failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    #[error(
+        "the Stripe secret key was refused ({0}): check stripe.secret_key (a secret key, sk_…; a restricted key needs read access to the balance)"
+    )]
+    Refused(u16),
+    #[error("Stripe at {base} is unreachable: {why}")]
+    Unreachable { base: String, why: String },
+    #[error("Stripe at {base} did not accept the credential check (GET /v1/balance): {why}")]
+    Unexpected { base: String, why: String },
 }
 
 impl StripeGateway {
-    pub fn new(config: StripeConfig) -> Result<Self, reqwest::Error> {
+    pub fn new(config: StripeConfig) -> Result<Self, BuildError> {
+        Self::with_clock(config, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(config: StripeConfig, clock: Arc<dyn Clock>) -> Result<Self, BuildError> {
         let timeout = Duration::from_millis(config.timeout_ms);
-        let client = StripeClient::new(&config.base_url, &config.secret_key, timeout)?;
-        Ok(StripeGateway { client, config })
+        let client = StripeClient::new(
+            &config.base_url,
+            &config.secret_key,
+            timeout,
+            config.ca_file.as_deref(),
+        )?;
+        Ok(StripeGateway {
+            client,
+            config,
+            clock,
+        })
     }
 
-    /// The PaymentIntent of one of our orders, if any. Tries the Search API first and,
-    /// where it does not exist (localstripe), reads the list.
-    async fn find(&self, order: OrderId) -> Result<Option<Intent>, PaymentError> {
-        let query = format!("/v1/payment_intents/search?query=metadata['{ORDER_KEY}']:'{order}'");
-        match self.client.get::<IntentList>(&query).await {
-            Ok(list) => return Ok(list.data.into_iter().find(|i| i.order() == Some(order))),
-            Err(Failure::NotFound | Failure::Refused(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(self
-            .list()
-            .await?
-            .into_iter()
-            .find(|i| i.order() == Some(order)))
-    }
-
-    /// Every PaymentIntent, page by page.
-    async fn list(&self) -> Result<Vec<Intent>, PaymentError> {
-        let mut all: Vec<Intent> = Vec::new();
-        loop {
-            let mut path = "/v1/payment_intents?limit=100".to_owned();
-            if let Some(last) = all.last() {
-                path.push_str(&format!("&starting_after={}", last.id));
+    /// One cheap authenticated call, so a wrong key or an unreachable provider stops
+    /// the start instead of turning every checkout into a pending payment.
+    /// `GET /v1/balance` is documented by Stripe for every secret key and answered by
+    /// localstripe too.
+    pub async fn check_credentials(&self) -> Result<(), CredentialError> {
+        let base = self.client.base().to_owned();
+        match self.client.get::<serde_json::Value>("/v1/balance").await {
+            Ok(_) => Ok(()),
+            Err(Failure::Unauthorized(status)) => Err(CredentialError::Refused(status)),
+            Err(Failure::Port(PaymentError::Timeout)) => Err(CredentialError::Unreachable {
+                base,
+                why: format!("no answer within {} ms", self.config.timeout_ms),
+            }),
+            Err(Failure::Port(PaymentError::Unavailable(why))) => {
+                Err(CredentialError::Unreachable { base, why })
             }
-            let page: IntentList = self.client.get(&path).await?;
-            let more = page.has_more && !page.data.is_empty();
-            all.extend(page.data);
-            if !more {
-                return Ok(all);
-            }
-        }
-    }
-
-    async fn retrieve(&self, reference: &str) -> Result<Option<Intent>, PaymentError> {
-        match self
-            .client
-            .get(&format!("/v1/payment_intents/{reference}"))
-            .await
-        {
-            Ok(i) => Ok(Some(i)),
-            Err(Failure::NotFound) => Ok(None),
-            Err(e) => Err(e.into()),
+            Err(other) => Err(CredentialError::Unexpected {
+                base,
+                why: PaymentError::from(other).to_string(),
+            }),
         }
     }
 
@@ -160,7 +142,10 @@ fn outcome(i: &Intent) -> AuthorizeOutcome {
 #[async_trait]
 impl PaymentGateway for StripeGateway {
     async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError> {
-        if let Some(existing) = self.find(req.order).await? {
+        // A search that lags may miss an intent made moments ago; the Idempotency-Key
+        // below then still returns that intent instead of charging twice (Stripe keeps
+        // keys for a day).
+        if let Lookup::Found(existing) = self.find(req.order).await? {
             return Ok(outcome(&existing));
         }
         let form = [
@@ -205,8 +190,8 @@ impl PaymentGateway for StripeGateway {
             .await
     }
 
-    async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError> {
-        Ok(self.find(order).await?.map(|i| i.to_port(order)))
+    async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError> {
+        self.inquire_order(inquiry).await
     }
 
     async fn inquire_reference(

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use boxoffice_domain::{Millis, Money, OrderId};
 use boxoffice_engine::ports::{
+    Inquiry,
     AuthorizeOutcome, AuthorizeRequest, PaymentGateway, ProviderState, WebhookError,
 };
 
@@ -28,7 +29,7 @@ fn now() -> Millis {
 }
 
 async fn state(gw: &impl PaymentGateway, order: OrderId) -> Option<ProviderState> {
-    gw.inquire(order).await.unwrap().map(|p| p.state)
+    gw.inquire(&Inquiry::by_order(order)).await.unwrap().map(|p| p.state)
 }
 
 fn approved(o: AuthorizeOutcome) -> String {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::uuid;
 use futures::future::join_all;
@@ -165,7 +165,7 @@ async fn every_order_matches_its_money(base: &str, dir: &Path, buyers: &[(String
         .await;
         for o in v["orders"].as_array().unwrap() {
             let id = o["order_id"].as_str().unwrap().parse().unwrap();
-            let paid = book.inquire(id).await.unwrap().map(|p| p.state);
+            let paid = book.inquire(&Inquiry::by_order(id)).await.unwrap().map(|p| p.state);
             let ok = match o["status"].as_str().unwrap() {
                 "confirmed" => paid == Some(ProviderState::Captured),
                 "voided" | "declined" | "lost" => {

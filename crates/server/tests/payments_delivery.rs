@@ -7,7 +7,7 @@ mod payments_common;
 
 use std::time::Duration;
 
-use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
 use common::{spawn_with, spec};
 use payments_common::*;
@@ -40,7 +40,7 @@ async fn a_3ds_checkout_completes_when_the_fake_delivers_its_own_webhooks() {
     assert_eq!(done["status"], "confirmed", "{done}");
     assert_eq!(done["payment"], "charged");
     assert_eq!(
-        fake.inquire(id).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
         ProviderState::Captured
     );
     assert_eq!(app.counts(event).await["sold"], json!(1));

@@ -6,7 +6,7 @@
 mod common;
 mod payments_common;
 
-use boxoffice_engine::ports::{Clock, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, Clock, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
 use common::{spawn, spec};
 use futures::future::join_all;
@@ -37,7 +37,7 @@ async fn a_3ds_checkout_answers_202_with_a_redirect_and_the_webhook_confirms_it(
     assert_eq!(done["status"], "confirmed", "{done}");
     assert_eq!(done["payment"], "charged");
     assert_eq!(done["tickets"].as_array().unwrap().len(), 1);
-    let paid = fake.inquire(id).await.unwrap().unwrap();
+    let paid = fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap();
     assert_eq!(paid.state, ProviderState::Captured);
     assert_eq!(app.counts(event).await["sold"], json!(1));
     assert!(app.engine.audit().await.unwrap().clean());
@@ -185,7 +185,7 @@ async fn a_payment_captured_after_the_hold_expired_is_refunded_and_the_seat_stay
     assert_eq!(late["status"], "refunded", "{late}");
     assert_eq!(late["payment"], "returned");
     assert!(late["tickets"].as_array().unwrap().is_empty());
-    let p = fake.inquire(id).await.unwrap().unwrap();
+    let p = fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap();
     assert_eq!(p.state, ProviderState::Refunded);
     assert_eq!(app.counts(event).await["sold"], json!(0));
     let audit = app.engine.audit().await.unwrap();
@@ -209,7 +209,7 @@ async fn a_3ds_approval_after_the_grace_period_is_voided_not_charged() {
         (late["status"].as_str(), late["payment"].as_str()),
         (Some("voided"), Some("none"))
     );
-    let p = fake.inquire(id).await.unwrap().unwrap();
+    let p = fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap();
     assert_eq!(p.state, ProviderState::Voided);
     assert!(app.engine.audit().await.unwrap().clean());
 }
@@ -229,7 +229,7 @@ async fn a_buyer_who_never_finishes_3ds_is_released_when_the_grace_runs_out() {
     app.clock.advance_secs(600);
     app.engine.recovery_step().await.unwrap();
     assert_eq!(order(&app, &token, id).await["status"], "voided");
-    let p = fake.inquire(id).await.unwrap().unwrap();
+    let p = fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap();
     assert_eq!(p.state, ProviderState::Voided);
     // Finishing at the bank now is refused by the provider: nothing can be charged.
     assert!(fake.complete_action(id, true).await.is_err());

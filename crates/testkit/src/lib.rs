@@ -1,9 +1,13 @@
 //! Conformance suites shared by every adapter of a port. An adapter's test file invokes
 //! the suite's macro with an expression that builds a fresh, isolated instance; the
-//! macro expands into one named `#[tokio::test]` per case.
+//! macro expands into one named `#[tokio::test]` per case. Also what tests of TLS
+//! share: a certificate authority made by the test and a Stripe stand-in over HTTPS.
 
 pub mod idempotency;
 pub mod ledger;
 
 pub mod arbiter;
 pub mod queue;
+
+pub mod stripe_stub;
+pub mod tls;

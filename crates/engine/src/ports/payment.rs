@@ -7,6 +7,8 @@ use async_trait::async_trait;
 use boxoffice_domain::{Millis, Money, OrderId};
 use serde::{Deserialize, Serialize};
 
+use super::Order;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthorizeRequest {
     /// Our idempotency key at the provider: a retry never authorizes twice.
@@ -51,6 +53,39 @@ pub enum ProviderState {
     Voided,
     Declined,
     Refunded,
+}
+
+/// What the engine knows of an order when it asks the provider about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inquiry {
+    pub order: OrderId,
+    /// The provider's own reference, when the order has one: the provider is then read
+    /// by it directly, which is exact, instead of searched by our order id.
+    pub reference: Option<String>,
+    /// When the order was created. A provider whose search lags (Stripe's is
+    /// eventually consistent) may not list a payment made moments ago, so an adapter
+    /// calls a miss final only once the order is old enough.
+    pub created_at: Millis,
+}
+
+impl Inquiry {
+    /// Everything the order knows: its id, its reference if any, its age.
+    pub fn of(order: &Order) -> Inquiry {
+        Inquiry {
+            order: order.id,
+            reference: order.payment_ref.clone().filter(|r| !r.is_empty()),
+            created_at: order.created_at,
+        }
+    }
+
+    /// Only the order id, for an order old enough that a miss is final (tools, tests).
+    pub fn by_order(order: OrderId) -> Inquiry {
+        Inquiry {
+            order,
+            reference: None,
+            created_at: Millis(0),
+        }
+    }
 }
 
 /// What the provider says it did for one of our orders.
@@ -107,8 +142,11 @@ pub trait PaymentGateway: Send + Sync {
     /// Cancels an authorization, or a payment still waiting for the buyer.
     async fn void(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
     async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
-    /// Asks what the provider did for this order (by our key), if anything.
-    async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError>;
+    /// Asks what the provider did for this order, if anything: by the provider's
+    /// reference when the inquiry has one, else by our order id. An adapter that cannot
+    /// tell "never charged" from "not visible yet" answers an error (asked again later)
+    /// rather than `None`.
+    async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError>;
     /// Asks about one payment by the provider's own reference.
     async fn inquire_reference(
         &self,
