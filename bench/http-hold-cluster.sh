@@ -20,7 +20,7 @@ cleanup() {
 trap cleanup EXIT
 psql -q postgres://postgres@127.0.0.1:5432/test -c "CREATE DATABASE $db" >/dev/null
 key="bench-operator-key-0123456789"
-printf 'operator_key = "%s"\nredis_prefix = "%s"\n[engine]\nadmission_interval_ms = 100\n' "$key" "$prefix" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[engine]\nadmission_interval_ms = 100\n' "$key" "$prefix" > "$work/boxoffice.toml"
 cluster=(--ledger "postgres://postgres@127.0.0.1:5432/$db" --hot redis://127.0.0.1:6379)
 
 start() { # name args... -> base URL

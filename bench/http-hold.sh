@@ -8,7 +8,7 @@ cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
-printf 'operator_key = "%s"\n[engine]\nadmission_interval_ms = 100\n' "$key" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n' "$key" > "$work/boxoffice.toml"
 
 start() { # name command... -> prints base URL; the server runs in the background
   local name=$1; shift

@@ -3,7 +3,9 @@
 mod common;
 
 use boxoffice_domain::Money;
-use boxoffice_engine::ports::{Inquiry, AuthorizeOutcome, PaymentError, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{
+    AuthorizeOutcome, Inquiry, PaymentError, PaymentGateway, ProviderState,
+};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::{gateway, request};
 
@@ -15,7 +17,11 @@ async fn a_visa_card_is_approved_with_a_fake_reference_and_recorded_as_authorize
         panic!("visa must approve");
     };
     assert!(reference.starts_with("fake_pi_"), "{reference}");
-    let found = gw.inquire(&Inquiry::by_order(req.order)).await.unwrap().expect("recorded");
+    let found = gw
+        .inquire(&Inquiry::by_order(req.order))
+        .await
+        .unwrap()
+        .expect("recorded");
     assert_eq!(
         (found.reference, found.amount, found.state),
         (reference, Money(12_500), ProviderState::Authorized)

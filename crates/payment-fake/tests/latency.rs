@@ -47,6 +47,10 @@ async fn a_caller_timeout_shorter_than_the_latency_fires() {
         "the caller gave up before the provider answered"
     );
     // Nothing was recorded: the provider had not acted yet when the caller gave up.
-    let found = tokio::time::timeout(Duration::from_secs(10), gw.inquire(&Inquiry::by_order(req.order))).await;
+    let found = tokio::time::timeout(
+        Duration::from_secs(10),
+        gw.inquire(&Inquiry::by_order(req.order)),
+    )
+    .await;
     assert_eq!(found.unwrap(), Ok(None));
 }

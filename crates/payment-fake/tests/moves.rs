@@ -9,7 +9,11 @@ use boxoffice_payment_fake::{FakeGateway, Op, methods};
 use common::{authorized, gateway, request};
 
 async fn state_of(gw: &FakeGateway, order: OrderId) -> ProviderState {
-    gw.inquire(&Inquiry::by_order(order)).await.unwrap().expect("on record").state
+    gw.inquire(&Inquiry::by_order(order))
+        .await
+        .unwrap()
+        .expect("on record")
+        .state
 }
 
 fn rejection(result: Result<(), PaymentError>) -> String {
@@ -88,7 +92,12 @@ async fn a_declined_payment_cannot_be_captured() {
     let gw = gateway();
     let req = request(methods::DECLINED);
     gw.authorize(&req).await.unwrap();
-    let reference = gw.inquire(&Inquiry::by_order(req.order)).await.unwrap().unwrap().reference;
+    let reference = gw
+        .inquire(&Inquiry::by_order(req.order))
+        .await
+        .unwrap()
+        .unwrap()
+        .reference;
     let why = rejection(gw.capture(req.order, &reference).await);
     assert!(why.contains("declined"), "{why}");
 }
@@ -144,5 +153,10 @@ async fn an_outage_of_inquiry_is_reported_as_unavailable() {
         gw.inquire(&Inquiry::by_order(order)).await,
         Err(PaymentError::Unavailable(_))
     ));
-    assert!(gw.inquire(&Inquiry::by_order(order)).await.unwrap().is_some());
+    assert!(
+        gw.inquire(&Inquiry::by_order(order))
+            .await
+            .unwrap()
+            .is_some()
+    );
 }

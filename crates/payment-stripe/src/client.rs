@@ -37,9 +37,9 @@ impl From<Failure> for PaymentError {
     fn from(f: Failure) -> PaymentError {
         match f {
             Failure::NotFound => PaymentError::Rejected("no such payment".into()),
-            Failure::Unauthorized(status) => PaymentError::Unavailable(format!(
-                "the Stripe secret key was refused ({status})"
-            )),
+            Failure::Unauthorized(status) => {
+                PaymentError::Unavailable(format!("the Stripe secret key was refused ({status})"))
+            }
             Failure::Card(c) | Failure::Refused(c) => PaymentError::Rejected(c),
             Failure::Status(s) => PaymentError::Unavailable(format!("stripe answered {s}")),
             Failure::Port(p) => p,

@@ -14,7 +14,9 @@ pub(crate) enum Lookup {
     Found(Intent),
     /// Nothing. `lagging` when the answer came from the Search API, which may not list
     /// a PaymentIntent created moments ago; the list is exact.
-    Missing { lagging: bool },
+    Missing {
+        lagging: bool,
+    },
 }
 
 impl StripeGateway {
@@ -32,7 +34,11 @@ impl StripeGateway {
             Err(Failure::NotFound | Failure::Refused(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        let found = self.list().await?.into_iter().find(|i| i.order() == Some(order));
+        let found = self
+            .list()
+            .await?
+            .into_iter()
+            .find(|i| i.order() == Some(order));
         Ok(found.map_or(Lookup::Missing { lagging: false }, Lookup::Found))
     }
 

@@ -96,7 +96,10 @@ async fn stripe_client_reaches_an_https_provider() {
     gw.capture(req.order, &reference).await.unwrap();
     let paid = gw.inquire(&by_reference(&req, &reference, NOW)).await;
     let paid = paid.unwrap().expect("on record");
-    assert_eq!((paid.state, paid.amount), (ProviderState::Captured, Money(4_200)));
+    assert_eq!(
+        (paid.state, paid.amount),
+        (ProviderState::Captured, Money(4_200))
+    );
 }
 
 #[tokio::test]
@@ -177,7 +180,9 @@ async fn a_search_miss_within_the_settle_window_is_not_final() {
     let unknown = gw.inquire(&by_order(OrderId::random(), old)).await;
     assert_eq!(unknown, Ok(None), "past the window a miss is final");
     s.stub.state.set_search_lag(false);
-    let caught_up = gw.inquire(&by_order(req.order, Millis(NOW.0 - 10_000))).await;
+    let caught_up = gw
+        .inquire(&by_order(req.order, Millis(NOW.0 - 10_000)))
+        .await;
     assert_eq!(caught_up.unwrap().unwrap().state, ProviderState::Authorized);
 }
 
@@ -191,6 +196,15 @@ async fn a_rejected_secret_key_fails_the_credential_check() {
     let gw = StripeGateway::new(config).unwrap();
     let e = gw.check_credentials().await.unwrap_err();
     assert!(matches!(e, CredentialError::Refused(401)), "{e:?}");
-    assert!(e.to_string().contains("secret key was refused (401)"), "{e}");
-    assert_eq!(s.stub.state.balance_calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(
+        e.to_string().contains("secret key was refused (401)"),
+        "{e}"
+    );
+    assert_eq!(
+        s.stub
+            .state
+            .balance_calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
 }

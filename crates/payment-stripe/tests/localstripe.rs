@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use boxoffice_domain::{Millis, Money, OrderId};
 use boxoffice_engine::ports::{
-    Inquiry,
-    AuthorizeOutcome, AuthorizeRequest, PaymentGateway, ProviderState, WebhookError,
+    AuthorizeOutcome, AuthorizeRequest, Inquiry, PaymentGateway, ProviderState, WebhookError,
 };
 
 fn request(method: &str) -> AuthorizeRequest {
@@ -29,7 +28,10 @@ fn now() -> Millis {
 }
 
 async fn state(gw: &impl PaymentGateway, order: OrderId) -> Option<ProviderState> {
-    gw.inquire(&Inquiry::by_order(order)).await.unwrap().map(|p| p.state)
+    gw.inquire(&Inquiry::by_order(order))
+        .await
+        .unwrap()
+        .map(|p| p.state)
 }
 
 fn approved(o: AuthorizeOutcome) -> String {

@@ -6,22 +6,23 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, PaymentGateway};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger};
 use boxoffice_payment_fake::FakeGateway;
-use boxoffice_payment_stripe::StripeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue,
+    ConnectConfig, Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency,
+    RedisQueue,
 };
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
 use crate::config::Config;
 use crate::kept_settings::KeptSettings;
+use crate::payments;
 
 /// Files inside the data directory.
 pub const LEDGER_FILE: &str = "ledger.db";
-pub const PROVIDER_FILE: &str = "fake-provider.db";
+pub use crate::payments::PROVIDER_FILE;
 /// The operator's waiting-room settings when the queue is in-process.
 pub const WAITING_SETTINGS_FILE: &str = "waiting-settings.json";
 
@@ -44,7 +45,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let (ledger, idempotency) = open_ledger(config).await?;
-    let (payments, fake) = open_payments(config)?;
+    let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let ports = Ports {
         arbiter: hot.arbiter,
@@ -60,32 +61,6 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         hot_is_shared,
         fake,
     })
-}
-
-type Payments = (Arc<dyn PaymentGateway>, Option<Arc<FakeGateway>>);
-
-fn open_payments(config: &Config) -> anyhow::Result<Payments> {
-    match config.payments.as_str() {
-        "fake" => {
-            let fake = FakeGateway::open(
-                config.data_dir.join(PROVIDER_FILE),
-                config.fake_payments.clone(),
-            )
-            .context("opening the fake provider's book")?;
-            let fake = Arc::new(fake);
-            Ok((fake.clone(), Some(fake)))
-        }
-        "stripe" => {
-            anyhow::ensure!(
-                !config.stripe.secret_key.is_empty(),
-                "payments = \"stripe\" needs stripe.secret_key"
-            );
-            let stripe =
-                StripeGateway::new(config.stripe.clone()).context("building the Stripe client")?;
-            Ok((Arc::new(stripe), None))
-        }
-        other => anyhow::bail!("payments must be \"fake\" or \"stripe\", not {other:?}"),
-    }
 }
 
 async fn open_ledger(
@@ -137,12 +112,17 @@ async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
         };
         return Ok((hot, false));
     }
+    let redis_url = |u: &str| u.starts_with("redis://") || u.starts_with("rediss://");
     anyhow::ensure!(
-        config.hot.starts_with("redis://"),
-        "hot must be \"memory\" or redis:// URL(s), not {:?}",
+        config.hot.split(',').map(str::trim).all(redis_url),
+        "hot must be \"memory\" or redis:// (rediss:// for TLS) URL(s), not {:?}",
         config.hot
     );
-    let conn = RedisConn::connect(&config.hot)
+    let connect = ConnectConfig {
+        ca_file: config.redis_ca_file.clone(),
+        ..ConnectConfig::default()
+    };
+    let conn = RedisConn::connect_with(&config.hot, connect)
         .await
         .context("connecting to Redis")?;
     let prefix = Prefix::new(config.redis_prefix.clone()).context("redis_prefix")?;

@@ -30,17 +30,47 @@ pub struct Config {
     /// Prefix of every Redis key, so several deployments can share one Redis.
     /// Default "boxoffice".
     pub redis_prefix: String,
+    /// A PEM file of CA certificates trusted for `rediss://` besides the system's
+    /// store, for a Redis behind a private CA. Default none.
+    pub redis_ca_file: Option<PathBuf>,
     pub postgres: PostgresOptions,
     pub engine: EngineConfig,
     pub sqlite: SqliteConfig,
-    /// The payment provider: "fake" (the stand-in with its own book in `data_dir`) or
-    /// "stripe" (a Stripe-compatible API, settings in `stripe`). Default "fake".
-    pub payments: String,
+    /// The payment provider: "stripe" (a Stripe-compatible API, settings in `stripe`)
+    /// or "fake" (the stand-in with its own book in `data_dir`, which approves any
+    /// payment method and takes no money). No default: `serve` refuses to start
+    /// without a choice, except `serve --demo`, which picks the fake.
+    pub payments: Option<PaymentsChoice>,
     /// The stand-in payment provider's behaviour.
     pub fake_payments: FakeGatewayConfig,
     /// The Stripe-compatible provider: base URL, secret key, webhook secret, timeouts.
     pub stripe: StripeConfig,
     pub workers: WorkerConfig,
+}
+
+/// Which payment provider takes the money.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PaymentsChoice {
+    /// The stand-in: approves any payment method, takes no money, signs its webhooks
+    /// with a published secret. For tests, rehearsals and the demo only.
+    Fake,
+    /// A Stripe-compatible provider.
+    Stripe,
+}
+
+impl std::str::FromStr for PaymentsChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fake" => Ok(PaymentsChoice::Fake),
+            "stripe" => Ok(PaymentsChoice::Stripe),
+            other => Err(format!(
+                "payments must be \"fake\" or \"stripe\", not {other:?}"
+            )),
+        }
+    }
 }
 
 /// A value that is never printed.
@@ -102,10 +132,11 @@ impl Default for Config {
             ledger: "sqlite".into(),
             hot: "memory".into(),
             redis_prefix: "boxoffice".into(),
+            redis_ca_file: None,
             postgres: PostgresOptions::default(),
             engine: EngineConfig::default(),
             sqlite: SqliteConfig::default(),
-            payments: "fake".into(),
+            payments: None,
             fake_payments: FakeGatewayConfig::default(),
             stripe: StripeConfig::default(),
             workers: WorkerConfig::default(),
@@ -124,6 +155,8 @@ pub struct Overrides {
     pub ledger: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payments: Option<PaymentsChoice>,
 }
 
 impl Config {
@@ -145,13 +178,14 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 13] = [
+const TOP_LEVEL: [&str; 14] = [
     "listen",
     "data_dir",
     "operator_key",
     "ledger",
     "hot",
     "redis_prefix",
+    "redis_ca_file",
     "postgres",
     "engine",
     "sqlite",
@@ -208,6 +242,20 @@ mod tests {
                 && !is_config_key("TEST_POSTGRES_URL")
                 && !is_config_key("ledgerx")
         );
+    }
+
+    #[test]
+    fn the_payment_provider_has_no_default_and_names_only_the_two_providers() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("boxoffice.toml");
+        std::fs::write(&file, "").unwrap();
+        let none = Config::load(Some(&file), &Overrides::default()).unwrap();
+        assert_eq!(none.payments, None);
+        std::fs::write(&file, "payments = \"fake\"\n").unwrap();
+        let fake = Config::load(Some(&file), &Overrides::default()).unwrap();
+        assert_eq!(fake.payments, Some(PaymentsChoice::Fake));
+        std::fs::write(&file, "payments = \"paypal\"\n").unwrap();
+        assert!(Config::load(Some(&file), &Overrides::default()).is_err());
     }
 
     #[test]

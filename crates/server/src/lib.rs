@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod demo;
 pub mod kept_settings;
+pub mod payments;
 pub mod secrets;
 pub mod telemetry;
 pub mod verify;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use boxoffice_server::config::PaymentsChoice;
 use boxoffice_server::{Application, Config, Overrides, commands, telemetry};
 use clap::{Parser, Subcommand};
 
@@ -27,9 +28,13 @@ struct Cli {
     /// The ledger: "sqlite" or a postgres:// URL [default: sqlite].
     #[arg(long, global = true, env = "BOXOFFICE_LEDGER")]
     ledger: Option<String>,
-    /// The hot store: "memory" or redis:// URL(s), comma-separated for a Cluster [default: memory].
+    /// The hot store: "memory" or redis:// (rediss:// for TLS) URL(s), comma-separated for a Cluster [default: memory].
     #[arg(long, global = true, env = "BOXOFFICE_HOT")]
     hot: Option<String>,
+    /// The payment provider: "stripe", or "fake" (the stand-in: approves everything, takes
+    /// no money). No default outside `serve --demo`.
+    #[arg(long, global = true)]
+    payments: Option<PaymentsChoice>,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,6 +75,9 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     telemetry::init_logs();
+    // Every TLS connection (Stripe, PostgreSQL, Redis) uses rustls on ring; installed
+    // first so no library has to pick a provider by itself.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(code) => code,
@@ -100,6 +108,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             data_dir: cli.data_dir.clone(),
             ledger: cli.ledger.clone(),
             hot: cli.hot.clone(),
+            payments: cli.payments,
         },
     )?;
     match cli.command {
@@ -122,7 +131,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn serve(config: Config, demo: bool) -> anyhow::Result<ExitCode> {
+async fn serve(mut config: Config, demo: bool) -> anyhow::Result<ExitCode> {
+    if demo && config.payments.is_none() {
+        config.payments = Some(PaymentsChoice::Fake);
+    }
     let app = Application::build(config).await?;
     let addr = app.local_addr();
     if app.operator_key_generated || demo {

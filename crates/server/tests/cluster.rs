@@ -34,7 +34,7 @@ impl Cluster {
         let config = dir.path().join("boxoffice.toml");
         std::fs::write(
             &config,
-            format!("operator_key = \"{OPERATOR}\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\n", redis.prefix),
+            format!("operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\n", redis.prefix),
         )
         .unwrap();
         let args: Vec<String> = [

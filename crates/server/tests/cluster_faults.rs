@@ -167,7 +167,7 @@ async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_h
     let prefix = RedisPrefix::new(&redis_url);
     let config = dir.path().join("boxoffice.toml");
     let toml = format!(
-        "operator_key = \"{OPERATOR}\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\nrecovery_after_s = 1\n\
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\nrecovery_after_s = 1\n\
          [workers]\nexpiry_interval_ms = 200\nrecovery_interval_ms = 300\n[postgres]\nacquire_timeout_ms = 2000\n",
         prefix.prefix
     );

@@ -18,7 +18,7 @@ const BUYERS: usize = 200;
 fn write_config(dir: &Path) -> std::path::PathBuf {
     let file = dir.join("boxoffice.toml");
     let text = format!(
-        "operator_key = \"{OPERATOR}\"\n[engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n[engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
          [workers]\nrecovery_interval_ms = 200\nexpiry_interval_ms = 200\n[fake_payments]\nlatency_ms = 40\n"
     );
     std::fs::write(&file, text).unwrap();

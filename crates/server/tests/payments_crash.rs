@@ -21,7 +21,7 @@ const OPERATOR: &str = "payments-crash-operator-key-01";
 fn config(dir: &Path, recovery_after_s: u64, extra: &str) -> PathBuf {
     let file = dir.join(format!("boxoffice-{}.toml", uuid()));
     let text = format!(
-        "operator_key = \"{OPERATOR}\"\n[engine]\nrecovery_after_s = {recovery_after_s}\nadmission_interval_ms = 50\n\
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n[engine]\nrecovery_after_s = {recovery_after_s}\nadmission_interval_ms = 50\n\
          [workers]\nrecovery_interval_ms = 200\nexpiry_interval_ms = 200\n[fake_payments]\n{extra}\n"
     );
     std::fs::write(&file, text).unwrap();
@@ -165,7 +165,11 @@ async fn every_order_matches_its_money(base: &str, dir: &Path, buyers: &[(String
         .await;
         for o in v["orders"].as_array().unwrap() {
             let id = o["order_id"].as_str().unwrap().parse().unwrap();
-            let paid = book.inquire(&Inquiry::by_order(id)).await.unwrap().map(|p| p.state);
+            let paid = book
+                .inquire(&Inquiry::by_order(id))
+                .await
+                .unwrap()
+                .map(|p| p.state);
             let ok = match o["status"].as_str().unwrap() {
                 "confirmed" => paid == Some(ProviderState::Captured),
                 "voided" | "declined" | "lost" => {

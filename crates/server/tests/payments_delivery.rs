@@ -40,7 +40,11 @@ async fn a_3ds_checkout_completes_when_the_fake_delivers_its_own_webhooks() {
     assert_eq!(done["status"], "confirmed", "{done}");
     assert_eq!(done["payment"], "charged");
     assert_eq!(
-        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         ProviderState::Captured
     );
     assert_eq!(app.counts(event).await["sold"], json!(1));

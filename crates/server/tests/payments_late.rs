@@ -90,7 +90,11 @@ async fn confirmed_when_free(app: TestApp) {
     assert_eq!(done["payment"], "charged");
     assert_eq!(done["tickets"].as_array().unwrap().len(), 2);
     assert_eq!(
-        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         ProviderState::Captured
     );
     let counts = app.counts(event).await;
@@ -114,7 +118,11 @@ async fn a_late_3ds_approval_found_by_the_recovery_sweep_is_captured_when_the_se
     let done = order(&app, &token, id).await;
     assert_eq!(done["status"], "confirmed", "{done}");
     assert_eq!(
-        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         ProviderState::Captured
     );
     assert_eq!(app.counts(event).await["sold"], json!(1));
@@ -137,7 +145,11 @@ async fn a_late_capture_is_refunded_when_another_buyer_took_one_of_its_seats() {
     assert_eq!(late["payment"], "returned");
     assert!(late["tickets"].as_array().unwrap().is_empty());
     assert_eq!(
-        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         ProviderState::Refunded
     );
     // All or none: the free seat stays free, the other buyer keeps theirs.

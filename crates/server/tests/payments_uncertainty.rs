@@ -6,7 +6,7 @@
 mod common;
 mod payments_common;
 
-use boxoffice_engine::ports::{Inquiry, Clock, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Clock, Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
 use common::{spawn, spawn_with, spec};
 use payments_common::*;
@@ -32,7 +32,11 @@ async fn a_provider_that_times_out_after_charging_ends_confirmed() {
     let done = order(&app, &token, id).await;
     assert_eq!(done["status"], "confirmed", "{done}");
     assert_eq!(
-        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         ProviderState::Captured
     );
     assert_eq!(app.counts(event).await["sold"], json!(1));
@@ -61,7 +65,12 @@ async fn a_provider_that_times_out_before_charging_ends_released_and_uncharged()
         (done["status"].as_str(), done["payment"].as_str()),
         (Some("voided"), Some("none"))
     );
-    assert!(fake.inquire(&Inquiry::by_order(id)).await.unwrap().is_none());
+    assert!(
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(app.counts(event).await["free"], json!(10));
     assert!(app.engine.audit().await.unwrap().clean());
 }
@@ -96,7 +105,11 @@ async fn a_failed_capture_waits_in_pending_capture_and_is_retried_with_a_doublin
     }
     assert_eq!(order(&app, &token, id).await["status"], "confirmed");
     assert_eq!(
-        fake.inquire(&Inquiry::by_order(id)).await.unwrap().unwrap().state,
+        fake.inquire(&Inquiry::by_order(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         ProviderState::Captured
     );
     let gaps: Vec<i64> = attempts_at

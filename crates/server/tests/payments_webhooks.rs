@@ -6,7 +6,7 @@
 mod common;
 mod payments_common;
 
-use boxoffice_engine::ports::{Inquiry, Clock, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Clock, Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
 use common::{spawn, spec};
 use futures::future::join_all;

@@ -58,7 +58,7 @@ impl Nodes {
         );
         let config = dir.path().join("boxoffice.toml");
         let toml = format!(
-            "operator_key = \"{OPERATOR}\"\nredis_prefix = \"{}\"\n\
+            "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n\
              [engine.waiting.join_per_ip]\nper_s = 0\nburst = 0\n",
             redis.prefix
         );

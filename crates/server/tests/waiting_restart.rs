@@ -14,7 +14,9 @@ const OPERATOR: &str = "waiting-restart-operator-key-01";
 
 fn write_config(dir: &Path) -> String {
     let file = dir.join("boxoffice.toml");
-    let text = format!("operator_key = \"{OPERATOR}\"\n[engine]\nadmission_interval_ms = 50\n");
+    let text = format!(
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n[engine]\nadmission_interval_ms = 50\n"
+    );
     std::fs::write(&file, text).unwrap();
     path_str(&file).to_string()
 }

@@ -3,7 +3,9 @@
 //! (`ClusterConnection`, which follows slot moves). Both pipeline concurrent requests
 //! over few sockets, so no pool is needed. Scripts run through `Script::invoke_async`,
 //! which sends EVALSHA and loads the script on NOSCRIPT (after a restart or failover).
+//! `rediss://` URLs connect over TLS (see [`crate::tls`]).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use boxoffice_engine::ports::StoreError;
@@ -12,13 +14,15 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-/// Timeouts of a connection. Defaults suit a Redis on the same network.
-#[derive(Clone, Copy, Debug)]
+/// Timeouts and trust of a connection. Defaults suit a Redis on the same network.
+#[derive(Clone, Debug)]
 pub struct ConnectConfig {
     /// How long to wait for a TCP connection.
     pub connect_timeout: Duration,
     /// How long to wait for an answer before the call fails (and the caller retries).
     pub response_timeout: Duration,
+    /// For `rediss://`: a PEM file of CA certificates trusted besides the system's.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for ConnectConfig {
@@ -26,6 +30,7 @@ impl Default for ConnectConfig {
         ConnectConfig {
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(2),
+            ca_file: None,
         }
     }
 }
@@ -45,6 +50,7 @@ impl RedisConn {
     }
 
     pub async fn connect_with(urls: &str, config: ConnectConfig) -> Result<Self, StoreError> {
+        crate::tls::install_ring_provider();
         let urls: Vec<&str> = urls
             .split(',')
             .map(str::trim)
@@ -58,7 +64,11 @@ impl RedisConn {
     }
 
     pub async fn single(url: &str, config: ConnectConfig) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| fail(url, e))?;
+        let client = match &config.ca_file {
+            Some(ca) => redis::Client::build_with_tls(url, crate::tls::certificates(ca)?),
+            None => redis::Client::open(url),
+        }
+        .map_err(|e| fail(url, e))?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
             .set_response_timeout(Some(config.response_timeout))
@@ -70,11 +80,13 @@ impl RedisConn {
     }
 
     pub async fn cluster(urls: &[&str], config: ConnectConfig) -> Result<Self, StoreError> {
-        let client = ClusterClient::builder(urls.iter().copied())
+        let mut builder = ClusterClient::builder(urls.iter().copied())
             .connection_timeout(config.connect_timeout)
-            .response_timeout(config.response_timeout)
-            .build()
-            .map_err(|e| fail(&urls.join(","), e))?;
+            .response_timeout(config.response_timeout);
+        if let Some(ca) = &config.ca_file {
+            builder = builder.certs(crate::tls::certificates(ca)?);
+        }
+        let client = builder.build().map_err(|e| fail(&urls.join(","), e))?;
         let conn = client
             .get_async_connection()
             .await

@@ -14,6 +14,7 @@ mod keys;
 mod queue;
 mod reply;
 mod scripts;
+mod tls;
 
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
 pub use conn::{ConnectConfig, RedisConn};
@@ -21,3 +22,4 @@ pub use idempotency::RedisIdempotency;
 pub use keys::Prefix;
 pub use queue::RedisQueue;
 pub use scripts::hold_script_source;
+pub use tls::install_ring_provider;

@@ -88,14 +88,13 @@ impl ServerCert {
     /// A rustls server configuration presenting this certificate (ring provider).
     pub fn rustls_config(&self) -> Arc<ServerConfig> {
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()));
-        let config = ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![self.cert_der.clone()], key)
-        .expect("a server certificate rustls accepts");
+        let config =
+            ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("TLS versions")
+                .with_no_client_auth()
+                .with_single_cert(vec![self.cert_der.clone()], key)
+                .expect("a server certificate rustls accepts");
         Arc::new(config)
     }
 }

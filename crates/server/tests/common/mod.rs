@@ -11,7 +11,7 @@ use boxoffice_domain::{EventId, EventSpec, Millis, Money, SaleSettings};
 use boxoffice_engine::Engine;
 use boxoffice_engine::EngineConfig;
 use boxoffice_engine::ports::ManualClock;
-use boxoffice_server::config::WorkerConfig;
+use boxoffice_server::config::{PaymentsChoice, WorkerConfig};
 use boxoffice_server::{Application, Config};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -28,7 +28,8 @@ pub struct TestApp {
     server: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// A config for tests: port 0, data in a temp dir, workers slow enough that tests drive
+/// A config for tests: port 0, data in a temp dir, the stand-in payment provider (chosen
+/// explicitly, as outside `--demo` it must be), workers slow enough that tests drive
 /// time themselves.
 pub fn test_config(dir: &std::path::Path) -> Config {
     let hour = 3_600_000;
@@ -38,6 +39,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
         operator_key: Some(boxoffice_server::config::Secret(
             "test-operator-key-0123456789".into(),
         )),
+        payments: Some(PaymentsChoice::Fake),
         workers: WorkerConfig {
             expiry_interval_ms: hour,
             recovery_interval_ms: hour,

@@ -11,6 +11,15 @@ use tokio::process::{Child, Command};
 
 /// Starts `boxoffice serve` on port 0 with `args`; returns it with its base URL.
 pub async fn start_server(args: &[&str]) -> (Child, String) {
+    let (child, addr, _) = start_server_said(args).await;
+    (child, addr)
+}
+
+/// What a server wrote on stderr so far (kept up to 20,000 bytes).
+pub type Said = std::sync::Arc<parking_lot::Mutex<String>>;
+
+/// As [`start_server`], and what the server writes on stderr.
+pub async fn start_server_said(args: &[&str]) -> (Child, String, Said) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
@@ -44,13 +53,38 @@ pub async fn start_server(args: &[&str]) -> (Child, String) {
     });
     if let Ok(Some(addr)) = read.await {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        return (child, addr);
+        return (child, addr, said);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     panic!(
         "the server never said where it listens; it said:\n{}",
         said.lock()
     );
+}
+
+/// Runs `boxoffice serve` on port 0 with `args`, expecting it to refuse to start: it
+/// must exit unsuccessfully within 30 s. Returns what it wrote on stderr.
+pub async fn serve_refused(args: &[&str]) -> String {
+    let child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("BOXOFFICE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("the server did not refuse to start within 30 s (it serves instead)")
+        .expect("the server's output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success() && !stdout.contains("listening on"),
+        "the server started instead of refusing: {stdout}\n{stderr}"
+    );
+    stderr
 }
 
 /// Runs a `boxoffice` subcommand; returns (success, stdout parsed as JSON or Null).

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod tls_server;
 pub mod tracked;
 
 use std::sync::{LazyLock, Mutex};

@@ -33,7 +33,9 @@ pub struct StripeStub {
 impl StripeStub {
     /// Serves over HTTPS with a certificate signed by `ca`. Call inside a runtime.
     pub async fn start(ca: &TestCa) -> StripeStub {
-        let tcp = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let tcp = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
         let addr = tcp.local_addr().expect("a bound address");
         let acceptor = TlsAcceptor::from(ca.server_cert().rustls_config());
         let state = Arc::new(StubState::default());

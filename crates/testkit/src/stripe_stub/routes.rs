@@ -39,18 +39,27 @@ fn error(status: StatusCode, kind: &str, code: &str) -> Response {
 async fn authenticate(req: Request, next: Next) -> Response {
     let auth = req.headers().get(header::AUTHORIZATION);
     if auth.and_then(|v| v.to_str().ok()) != Some(&format!("Bearer {STUB_KEY}")) {
-        return error(StatusCode::UNAUTHORIZED, "invalid_request_error", "api_key_invalid");
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            "api_key_invalid",
+        );
     }
     next.run(req).await
 }
 
 fn field<'a>(pairs: &'a Pairs, key: &str) -> Option<&'a str> {
-    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 /// Whether the query asks for `latest_charge` expanded (`expand[]=…`).
 fn expands(query: &Pairs, path: &str) -> bool {
-    query.iter().any(|(k, v)| k.starts_with("expand") && v == path)
+    query
+        .iter()
+        .any(|(k, v)| k.starts_with("expand") && v == path)
 }
 
 async fn balance(State(s): Shared) -> Json<Value> {
@@ -59,8 +68,12 @@ async fn balance(State(s): Shared) -> Json<Value> {
 }
 
 async fn create(State(s): Shared, Form(form): Form<Pairs>) -> Response {
-    let amount = field(&form, "amount").and_then(|a| a.parse().ok()).unwrap_or(0);
-    let order = field(&form, "metadata[order_id]").unwrap_or_default().to_owned();
+    let amount = field(&form, "amount")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    let order = field(&form, "metadata[order_id]")
+        .unwrap_or_default()
+        .to_owned();
     let mut pi = StubIntent {
         id: s.next_id("pi"),
         status: "requires_capture".into(),
@@ -81,7 +94,13 @@ async fn create(State(s): Shared, Form(form): Form<Pairs>) -> Response {
             s.intents.lock().insert(pi.id.clone(), pi);
             return error(StatusCode::PAYMENT_REQUIRED, "card_error", "card_declined");
         }
-        _ => return error(StatusCode::BAD_REQUEST, "invalid_request_error", "resource_missing"),
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "resource_missing",
+            );
+        }
     }
     let body = pi.to_json(false);
     s.intents.lock().insert(pi.id.clone(), pi);
@@ -91,7 +110,11 @@ async fn create(State(s): Shared, Form(form): Form<Pairs>) -> Response {
 async fn retrieve(State(s): Shared, Path(id): Path<String>, Query(q): Query<Pairs>) -> Response {
     match s.intents.lock().get(&id) {
         Some(pi) => Json(pi.to_json(expands(&q, "latest_charge"))).into_response(),
-        None => error(StatusCode::NOT_FOUND, "invalid_request_error", "resource_missing"),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "resource_missing",
+        ),
     }
 }
 
@@ -113,7 +136,11 @@ async fn search(State(s): Shared, Query(q): Query<Pairs>) -> Response {
         .strip_prefix("metadata['order_id']:'")
         .and_then(|rest| rest.strip_suffix('\''))
     else {
-        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "parameter_invalid");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "parameter_invalid",
+        );
     };
     let expand = expands(&q, "data.latest_charge");
     let lags = s.search_lags.load(Ordering::SeqCst);
@@ -126,7 +153,11 @@ async fn search(State(s): Shared, Query(q): Query<Pairs>) -> Response {
 fn transition(s: &StubState, id: &str, from: &[&str], to: &str) -> Response {
     let mut intents = s.intents.lock();
     let Some(pi) = intents.get_mut(id) else {
-        return error(StatusCode::NOT_FOUND, "invalid_request_error", "resource_missing");
+        return error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "resource_missing",
+        );
     };
     if !from.contains(&pi.status.as_str()) {
         return error(
@@ -144,7 +175,11 @@ async fn capture(State(s): Shared, Path(id): Path<String>) -> Response {
 }
 
 async fn cancel(State(s): Shared, Path(id): Path<String>) -> Response {
-    let from = ["requires_capture", "requires_action", "requires_payment_method"];
+    let from = [
+        "requires_capture",
+        "requires_action",
+        "requires_payment_method",
+    ];
     transition(&s, &id, &from, "canceled")
 }
 
@@ -152,7 +187,11 @@ async fn refund(State(s): Shared, Form(form): Form<Pairs>) -> Response {
     let id = field(&form, "payment_intent").unwrap_or_default();
     let mut intents = s.intents.lock();
     let Some(pi) = intents.get_mut(id) else {
-        return error(StatusCode::NOT_FOUND, "invalid_request_error", "resource_missing");
+        return error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "resource_missing",
+        );
     };
     let amount = pi.amount;
     match pi.charge.as_mut() {
@@ -161,9 +200,15 @@ async fn refund(State(s): Shared, Form(form): Form<Pairs>) -> Response {
             Json(json!({"id": format!("re_{id}"), "object": "refund", "status": "succeeded"}))
                 .into_response()
         }
-        Some(_) if pi.status == "succeeded" => {
-            error(StatusCode::BAD_REQUEST, "invalid_request_error", "charge_already_refunded")
-        }
-        _ => error(StatusCode::BAD_REQUEST, "invalid_request_error", "payment_intent_unexpected_state"),
+        Some(_) if pi.status == "succeeded" => error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "charge_already_refunded",
+        ),
+        _ => error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "payment_intent_unexpected_state",
+        ),
     }
 }

@@ -1,0 +1,139 @@
+//! Throw-away `redis-server` processes listening only on a TLS port with a certificate
+//! from a CA the test made: one node, or three forming a Redis Cluster over TLS.
+//! Stopped (and their files removed) when dropped, also when a test fails. The
+//! machine's redis-server must have TLS built in; a missing one fails the test.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use boxoffice_testkit::tls::{TestCa, TlsFiles};
+
+/// Redis nodes on TLS ports; killed on drop.
+pub struct TlsRedis {
+    pub ports: Vec<u16>,
+    pub files: TlsFiles,
+    children: Vec<Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for TlsRedis {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A port whose cluster bus port (+10000) is free too.
+fn free_port() -> u16 {
+    for _ in 0..100 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port pair found");
+}
+
+fn spawn_node(dir: &Path, files: &TlsFiles, port: u16, cluster: bool) -> Child {
+    let node_dir = dir.join(port.to_string());
+    std::fs::create_dir_all(&node_dir).unwrap();
+    let path = |p: &PathBuf| p.to_str().unwrap().to_owned();
+    let mut args = vec![
+        "--port".to_owned(),
+        "0".into(),
+        "--tls-port".into(),
+        port.to_string(),
+        "--bind".into(),
+        "127.0.0.1".into(),
+        "--tls-cert-file".into(),
+        path(&files.cert),
+        "--tls-key-file".into(),
+        path(&files.key),
+        "--tls-ca-cert-file".into(),
+        path(&files.ca),
+        "--tls-auth-clients".into(),
+        "no".into(),
+        "--save".into(),
+        "".into(),
+        "--appendonly".into(),
+        "no".into(),
+        "--dir".into(),
+        path(&node_dir),
+    ];
+    if cluster {
+        args.extend(["--cluster-enabled", "yes", "--tls-cluster", "yes"].map(String::from));
+        args.extend(["--cluster-node-timeout".to_owned(), "2000".into()]);
+        args.extend([
+            "--cluster-config-file".to_owned(),
+            path(&node_dir.join("nodes.conf")),
+        ]);
+    }
+    Command::new("redis-server")
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("redis-server (with TLS built in) is required for these tests and could not start: {e}")
+        })
+}
+
+impl TlsRedis {
+    /// `nodes` servers signed by `ca`; with more than one, each is cluster-enabled (the
+    /// caller forms the cluster).
+    pub fn start(ca: &TestCa, nodes: usize) -> TlsRedis {
+        let dir = tempfile::tempdir().unwrap();
+        let files = ca.write_files(dir.path());
+        let ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let children = ports
+            .iter()
+            .map(|&p| spawn_node(dir.path(), &files, p, nodes > 1))
+            .collect();
+        let mut redis = TlsRedis {
+            ports,
+            files,
+            children,
+            _dir: dir,
+        };
+        redis.wait_listening();
+        redis
+    }
+
+    fn wait_listening(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for &port in &self.ports {
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                let exited = self
+                    .children
+                    .iter_mut()
+                    .any(|c| c.try_wait().ok().flatten().is_some());
+                assert!(
+                    !exited,
+                    "redis-server exited at start: is TLS built into it?"
+                );
+                assert!(
+                    Instant::now() < deadline,
+                    "redis-server never listened on {port}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    pub fn urls(&self) -> String {
+        let urls: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("rediss://127.0.0.1:{p}"))
+            .collect();
+        urls.join(",")
+    }
+}
