@@ -9,7 +9,16 @@ use crate::options::PostgresOptions;
 
 /// An sqlx failure as the port sees it: the store itself failed.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
-    StoreError::new(format_args!("postgres: {e}"))
+    let text = e.to_string();
+    // sqlx reports a refused server certificate as an I/O error ("error communicating
+    // with database"); say what to check instead.
+    if matches!(e, sqlx::Error::Tls(_)) || text.contains("certificate") {
+        return StoreError::new(format_args!(
+            "postgres: the TLS connection failed (check sslmode and sslrootcert in the \
+             database URL): {text}"
+        ));
+    }
+    StoreError::new(format_args!("postgres: {text}"))
 }
 
 /// A row the ledger wrote but cannot read back: corruption or a schema mismatch.

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod tls_cluster;
+
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
