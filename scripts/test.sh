@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test of the workspace, backend suites
-# included. Under CI (CI=true) a missing PostgreSQL or Redis is a failure, never a skip.
+# included. Under CI (CI=true) a missing PostgreSQL or Redis (or the server binaries the
+# TLS tests start) is a failure, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,12 @@ need_services() {
   else
     missing+=("redis-cli")
   fi
+  # The TLS tests start their own servers: a PostgreSQL cluster from the server binaries
+  # and a redis-server with TLS built in.
+  if ! command -v pg_config >/dev/null 2>&1 || [ ! -x "$(pg_config --bindir)/initdb" ]; then
+    missing+=("PostgreSQL server binaries (pg_config --bindir with initdb and pg_ctl)")
+  fi
+  command -v redis-server >/dev/null 2>&1 || missing+=("redis-server")
   if [ ${#missing[@]} -gt 0 ]; then
     printf 'missing: %s\n' "${missing[@]}" >&2
     return 1
@@ -24,7 +31,7 @@ need_services() {
 
 if ! need_services; then
   if [ "${CI:-}" = "true" ]; then
-    echo "CI needs PostgreSQL and Redis running; refusing to skip the backend suites" >&2
+    echo "CI needs PostgreSQL and Redis running (and their server binaries); refusing to skip the backend suites" >&2
     exit 1
   fi
   echo "warning: backend services missing; suites that need them will fail" >&2

@@ -37,8 +37,8 @@ pub struct Config {
     pub engine: EngineConfig,
     pub sqlite: SqliteConfig,
     /// The payment provider: "stripe" (a Stripe-compatible API, settings in `stripe`)
-    /// or "fake" (the stand-in with its own book in `data_dir`, which approves any
-    /// payment method and takes no money). No default: `serve` refuses to start
+    /// or "fake" (the stand-in with its own book in `data_dir`, which approves
+    /// payments without taking money). No default: `serve` refuses to start
     /// without a choice, except `serve --demo`, which picks the fake.
     pub payments: Option<PaymentsChoice>,
     /// The stand-in payment provider's behaviour.
@@ -52,7 +52,7 @@ pub struct Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PaymentsChoice {
-    /// The stand-in: approves any payment method, takes no money, signs its webhooks
+    /// The stand-in: approves payments without taking money, signs its webhooks
     /// with a published secret. For tests, rehearsals and the demo only.
     Fake,
     /// A Stripe-compatible provider.

@@ -31,8 +31,8 @@ struct Cli {
     /// The hot store: "memory" or redis:// (rediss:// for TLS) URL(s), comma-separated for a Cluster [default: memory].
     #[arg(long, global = true, env = "BOXOFFICE_HOT")]
     hot: Option<String>,
-    /// The payment provider: "stripe", or "fake" (the stand-in: approves everything, takes
-    /// no money). No default outside `serve --demo`.
+    /// The payment provider: "stripe", or "fake" (the stand-in: approves payments without
+    /// taking money). No default outside `serve --demo`.
     #[arg(long, global = true)]
     payments: Option<PaymentsChoice>,
     #[command(subcommand)]

@@ -1,7 +1,8 @@
 //! Opening the payment provider the operator chose. There is no default: the stand-in
-//! approves any payment method and signs its webhooks with a published secret, so it
-//! runs only when named (or under `serve --demo`) and says so loudly. A Stripe provider
-//! must prove its credentials with one call before the node starts taking orders.
+//! approves payments without taking money and signs its webhooks with a published
+//! secret, so it runs only when named (or under `serve --demo`) and says so loudly. A
+//! Stripe provider must prove its credentials with one call before the node starts
+//! taking orders.
 
 use std::sync::Arc;
 
@@ -21,12 +22,12 @@ pub type Payments = (Arc<dyn PaymentGateway>, Option<Arc<FakeGateway>>);
 
 pub const NO_CHOICE: &str = "no payment provider chosen: set payments = \"stripe\" (with \
     stripe.secret_key and stripe.webhook_secret) to take real payments, or payments = \
-    \"fake\" for the stand-in that approves every payment method and takes no money \
+    \"fake\" for the stand-in that approves payments without taking any money \
     (tests and rehearsals only); in the config file, as BOXOFFICE_PAYMENTS, or with \
     --payments. `serve --demo` picks the stand-in by itself";
 
 pub const FAKE_WARNING: &str = "WARNING: payments = \"fake\": the stand-in provider \
-    approves any payment method, takes no money, and its webhook secret is public. \
+    approves payments without taking any money, and its webhook secret is public. \
     Never run a real sale on it.";
 
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Payments> {

@@ -6,9 +6,7 @@
 mod common;
 
 use boxoffice_domain::{BuyerId, HoldId, Money, OrderEvent, OrderId, OrderState};
-use boxoffice_engine::ports::{
-    AuthorizeOutcome, AuthorizeRequest, InsertOrder, Order, OrderSeat,
-};
+use boxoffice_engine::ports::{AuthorizeOutcome, AuthorizeRequest, InsertOrder, Order, OrderSeat};
 use boxoffice_payment_stripe::StripeConfig;
 use boxoffice_server::config::PaymentsChoice;
 use boxoffice_testkit::stripe_stub::{STUB_KEY, StripeStub};
@@ -66,7 +64,9 @@ async fn authorized_order_without_its_hold(app: &TestApp) -> (OrderId, String) {
     else {
         panic!("the stand-in approves pm_card_visa");
     };
-    let moved = ports.ledger.apply(order.id, OrderEvent::Authorized, Some(&reference), now);
+    let moved = ports
+        .ledger
+        .apply(order.id, OrderEvent::Authorized, Some(&reference), now);
     moved.await.unwrap();
     (order.id, reference)
 }

@@ -49,14 +49,16 @@ impl StubState {
 
     /// The buyer completes 3-D Secure: a waiting intent becomes capturable.
     pub fn authenticate(&self, id: &str) {
-        if let Some(pi) = self.intents.lock().get_mut(id) {
-            if pi.status == "requires_action" {
-                pi.status = "requires_capture".into();
-                pi.charge = Some(StubCharge {
-                    id: self.next_id("ch"),
-                    amount_refunded: 0,
-                });
-            }
+        let mut intents = self.intents.lock();
+        if let Some(pi) = intents
+            .get_mut(id)
+            .filter(|pi| pi.status == "requires_action")
+        {
+            pi.status = "requires_capture".into();
+            pi.charge = Some(StubCharge {
+                id: self.next_id("ch"),
+                amount_refunded: 0,
+            });
         }
     }
 }
