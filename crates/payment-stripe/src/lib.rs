@@ -1,8 +1,9 @@
 //! A Stripe-compatible payment gateway: PaymentIntents with manual capture, so the
 //! engine's authorize → commit → capture maps onto create+confirm → capture, and a lost
 //! commit onto cancel. A thin client of our own (form POSTs, `Idempotency-Key`, lenient
-//! serde, our own `Stripe-Signature` check) with a configurable base URL, tested
-//! against localstripe.
+//! serde, our own `Stripe-Signature` check) with a configurable base URL, over rustls
+//! (ring), tested against localstripe and against an HTTPS stand-in that behaves as
+//! Stripe does where localstripe does not (unexpanded charges, a lagging search).
 //!
 //! Retries are made safe here, not by trusting the provider's idempotency: localstripe
 //! ignores `Idempotency-Key`, and a real key expires after a day. Every PaymentIntent
