@@ -87,3 +87,12 @@ impl From<ArbiterError> for EngineError {
         }
     }
 }
+
+impl From<crate::ports::IdentityError> for EngineError {
+    fn from(e: crate::ports::IdentityError) -> Self {
+        match e {
+            crate::ports::IdentityError::Refused(t) => EngineError::BadToken(t),
+            crate::ports::IdentityError::Unavailable(s) => EngineError::Unavailable(s),
+        }
+    }
+}

@@ -30,7 +30,7 @@ use serde::Deserialize;
 
 pub use audit::AuditReport;
 pub use availability::{AvailabilitySnapshot, availability_delta};
-pub use buyers::BuyerSession;
+pub use buyers::{BuyerSession, BuyersConfig, Identity};
 pub use catalog::EventEntry;
 pub use checkout::CheckoutOutcome;
 pub use error::EngineError;
@@ -39,7 +39,7 @@ pub use order_view::{OrderView, Ticket};
 pub use queue::{JoinOutcome, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use webhooks::{WebhookReceipt, WebhookRejected};
 
-use ports::{Clock, Ledger, PaymentGateway, QueueStore, SeatArbiter};
+use ports::{Clock, IdentityProvider, Ledger, PaymentGateway, QueueStore, SeatArbiter};
 
 /// The adapters an engine runs on.
 #[derive(Clone)]
@@ -100,10 +100,15 @@ pub struct Engine {
     verified: verified::VerifiedTokens,
     snapshots: availability::Snapshots,
     seen_webhooks: seen_webhooks::SeenWebhooks,
+    buyers: BuyersConfig,
+    identity: Option<Arc<dyn IdentityProvider>>,
+    /// The public keys of the ring as a JSON Web Key Set, serialized once.
+    jwks: bytes::Bytes,
 }
 
 impl Engine {
     pub fn new(ports: Ports, keys: KeyRing, config: EngineConfig) -> Engine {
+        let jwks = bytes::Bytes::from(keys.jwks());
         Engine {
             ports,
             keys,
@@ -113,6 +118,9 @@ impl Engine {
             verified: verified::VerifiedTokens::default(),
             snapshots: availability::Snapshots::default(),
             seen_webhooks: seen_webhooks::SeenWebhooks::default(),
+            buyers: BuyersConfig::default(),
+            identity: None,
+            jwks,
         }
     }
 
@@ -122,5 +130,11 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// GET /.well-known/jwks.json: the keys an edge verifies tickets and admission
+    /// tokens with (empty when they are HS256).
+    pub fn jwks(&self) -> bytes::Bytes {
+        self.jwks.clone()
     }
 }

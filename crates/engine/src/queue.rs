@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::waiting::limits::Key;
 use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, Identity};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -71,8 +71,8 @@ impl Engine {
         event: EventId,
         who: Joiner<'_>,
     ) -> Result<JoinOutcome, WaitingError> {
+        let claims = self.identify(who.buyer_token).await?;
         let now = self.now();
-        let claims = self.keys.verify(who.buyer_token, TokenKind::Buyer, now)?;
         self.limit_join(&claims, who.ip, now)?;
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Closed {
@@ -96,7 +96,7 @@ impl Engine {
             ..Claims::new(
                 TokenKind::QueueTicket,
                 claims.buyer,
-                claims.sid,
+                claims.session,
                 now.plus_secs(self.config.queue_ticket_ttl_s),
             )
         };
@@ -139,7 +139,8 @@ impl Engine {
             admission_expires_at: None,
         };
         if status == WaitStatus::Admitted {
-            let exp = now.plus_secs(self.config.admission_token_ttl_s);
+            // Tokens carry whole seconds; say exactly what the token says.
+            let exp = Millis(now.plus_secs(self.config.admission_token_ttl_s).0 / 1000 * 1000);
             let admission = Claims {
                 kind: TokenKind::Admission,
                 position,
@@ -177,7 +178,7 @@ impl Engine {
         Ok(self.ports.queue.state(event).await?)
     }
 
-    fn limit_join(&self, claims: &Claims, ip: Option<IpAddr>, now: Millis) -> Result<(), Refusal> {
+    fn limit_join(&self, claims: &Identity, ip: Option<IpAddr>, now: Millis) -> Result<(), Refusal> {
         let cfg = &self.config.waiting;
         if let Some(ip) = ip {
             self.waiting
@@ -192,7 +193,7 @@ impl Engine {
     fn check_pow(
         &self,
         event: EventId,
-        buyer: &Claims,
+        buyer: &Identity,
         solution: Option<&PowSolution>,
         difficulty: u8,
         now: Millis,
@@ -204,7 +205,7 @@ impl Engine {
                 &s.challenge,
                 TokenKind::PowChallenge,
                 event,
-                &buyer.sid,
+                &buyer.session,
                 now,
             )
             .map_err(|_| Refusal::PowInvalid)?;
@@ -230,7 +231,7 @@ impl Engine {
 }
 
 /// Eligibility from the buyer token alone: no store lookup on the herd's path.
-fn check_rules(rules: &WaitingRules, claims: &Claims) -> Result<(), Refusal> {
+fn check_rules(rules: &WaitingRules, claims: &Identity) -> Result<(), Refusal> {
     if rules.require_verified && !claims.verified {
         return Err(Refusal::NotVerified);
     }

@@ -1,9 +1,10 @@
 //! Parsing requests into domain terms, once, at the edge: bearer tokens, ids in paths,
 //! the Idempotency-Key header and JSON bodies. Each failure is a clear 4xx.
 
+use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use boxoffice_engine::BuyerSession;
@@ -75,7 +76,27 @@ impl FromRequestParts<AppState> for Buyer {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer(&parts.headers)?;
-        Ok(Buyer(state.engine.authenticate(token)?))
+        Ok(Buyer(state.engine.authenticate(token).await?))
+    }
+}
+
+/// The client's address as this server can tell it: the TCP peer. Per-address limits
+/// read it through here alone, so trusting a proxy's `Forwarded` header is a change to
+/// this function only. `None` when the server was not started with connect info.
+pub fn client_addr(parts: &Parts) -> Option<IpAddr> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| peer.ip())
+}
+
+/// The client's address (see `client_addr`) as an extractor.
+pub struct ClientAddr(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddr(client_addr(parts)))
     }
 }
 

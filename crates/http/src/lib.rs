@@ -50,7 +50,7 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     use routes::*;
     Router::new()
-        .route("/v1/buyers", post(orders::create_buyer))
+        .route("/v1/buyers", post(buyers::create_buyer))
         .route("/v1/events", post(events::create))
         .route("/v1/events/{id}", get(events::get))
         .route("/v1/events/{id}/open", post(events::open))
@@ -83,6 +83,7 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
+        .route("/.well-known/jwks.json", get(ops::jwks))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))

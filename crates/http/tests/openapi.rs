@@ -12,6 +12,7 @@ const SOURCES: &[&str] = &[
     include_str!("../src/error.rs"),
     include_str!("../src/extract.rs"),
     include_str!("../src/idempotency.rs"),
+    include_str!("../src/routes/buyers.rs"),
     include_str!("../src/routes/events.rs"),
     include_str!("../src/routes/holds.rs"),
     include_str!("../src/routes/ops.rs"),

@@ -5,6 +5,7 @@
 mod arbiter;
 mod clock;
 mod idempotency;
+mod identity;
 mod ledger;
 mod payment;
 mod queue;
@@ -12,6 +13,7 @@ mod queue;
 pub use arbiter::*;
 pub use clock::*;
 pub use idempotency::*;
+pub use identity::*;
 pub use ledger::*;
 pub use payment::*;
 pub use queue::*;

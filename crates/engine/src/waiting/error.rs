@@ -16,6 +16,12 @@ pub enum Refusal {
     PowRequired,
     #[error("the proof of work does not solve the challenge")]
     PowInvalid,
+    #[error(
+        "anonymous sign-up is off on this server: buyers sign in with the platform's identity \
+         provider, or get a token from POST /v1/buyer-tokens; an operator can allow it with \
+         `[buyers] self_signup = true` (BOXOFFICE_BUYERS__SELF_SIGNUP=true)"
+    )]
+    SignupDisabled,
     #[error("too many requests; retry after {retry_after_ms} ms")]
     RateLimited { retry_after_ms: u64 },
 }
@@ -27,6 +33,7 @@ impl Refusal {
             Refusal::AccountTooNew => "account_too_new",
             Refusal::PowRequired => "pow_required",
             Refusal::PowInvalid => "pow_invalid",
+            Refusal::SignupDisabled => "self_signup_disabled",
             Refusal::RateLimited { .. } => "rate_limited",
         }
     }

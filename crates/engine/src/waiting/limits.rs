@@ -18,6 +18,8 @@ pub(crate) enum Key {
     JoinIp(IpAddr),
     JoinBuyer(BuyerId),
     StatusBuyer(BuyerId),
+    /// Anonymous sign-ups from one client address (unknown addresses share a cell).
+    SignupIp(Option<IpAddr>),
 }
 
 pub(crate) struct Limiter {

@@ -42,8 +42,8 @@ impl Engine {
         buyer_token: &str,
         ip: Option<IpAddr>,
     ) -> Result<Challenge, WaitingError> {
+        let who = self.identify(buyer_token).await?;
         let now = self.now();
-        let claims = self.keys.verify(buyer_token, TokenKind::Buyer, now)?;
         let cfg = &self.config.waiting;
         if let Some(ip) = ip {
             self.waiting
@@ -62,7 +62,7 @@ impl Engine {
                     .try_into()
                     .unwrap_or([0; 8]),
             )),
-            ..Claims::new(TokenKind::PowChallenge, claims.buyer, claims.sid, exp)
+            ..Claims::new(TokenKind::PowChallenge, who.buyer, who.session, exp)
         };
         Ok(Challenge {
             challenge: self.keys.sign(challenge),
@@ -94,7 +94,7 @@ impl Engine {
     /// Verifies an admission token for `event` and, when the caller also presents
     /// their buyer token, that both belong to the same buyer and session. With
     /// `require_session_on_hold` the buyer token is mandatory.
-    pub fn admitted_in_session(
+    pub async fn admitted_in_session(
         &self,
         event: EventId,
         admission_token: &str,
@@ -106,7 +106,7 @@ impl Engine {
             }
             return self.admitted(event, admission_token);
         };
-        let session = self.authenticate(buyer_token)?;
+        let session = self.authenticate(buyer_token).await?;
         let now = self.now();
         let claims = self.keys.verify_bound(
             admission_token,

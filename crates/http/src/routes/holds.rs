@@ -90,15 +90,17 @@ pub async fn create(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let prepared = (|| {
+    let prepared = async {
         let id: EventId = parse_id(&id, "event")?;
         // The buyer's own session token, when sent, must match the admission token's.
         let admitted = st
             .engine
-            .admitted_in_session(id, token.get()?, session.0.as_deref())?;
+            .admitted_in_session(id, token.get()?, session.0.as_deref())
+            .await?;
         let input = json::<HoldBody>(&body)?.into_input()?;
         Ok::<_, ApiError>((admitted, input))
-    })();
+    }
+    .await;
     let (admitted, input) = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),

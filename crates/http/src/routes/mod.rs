@@ -1,6 +1,7 @@
 //! Route handlers, one module per resource.
 
 pub mod availability;
+pub mod buyers;
 pub mod events;
 pub mod holds;
 pub mod ops;

@@ -1,4 +1,5 @@
-//! Operations: liveness, readiness, Prometheus metrics and the OpenAPI document.
+//! Operations and published documents: liveness, readiness, Prometheus metrics, the
+//! OpenAPI document and the token verification keys.
 
 use std::sync::atomic::Ordering;
 
@@ -55,6 +56,27 @@ pub async fn openapi() -> Response {
             HeaderValue::from_static("application/json"),
         )],
         crate::OPENAPI,
+    )
+        .into_response()
+}
+
+/// The public keys of queue tickets and admission tokens (a JSON Web Key Set), for
+/// edges that verify them without calling us. Public and cacheable: it changes only
+/// when the server restarts with other keys, and is a few hundred bytes (the ring
+/// holds at most 16 keys).
+pub async fn jwks(State(st): State<AppState>) -> Response {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=300"),
+            ),
+        ],
+        st.engine.jwks(),
     )
         .into_response()
 }

@@ -1,12 +1,10 @@
-//! Buyers, checkout and orders.
-
-use std::net::SocketAddr;
+//! Checkout and orders.
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use boxoffice_domain::HoldId;
 use boxoffice_engine::{CheckoutOutcome, OrderView};
 use serde::Deserialize;
@@ -16,36 +14,6 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Buyer, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
-
-/// Creates a buyer. The replay of a retried call carries the buyer's token, so replays
-/// are scoped to the caller's address: another client reusing the key gets its own.
-pub async fn create_buyer(
-    State(st): State<AppState>,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
-    key: IdempotencyKey,
-) -> Response {
-    let scope = match peer {
-        Some(Extension(ConnectInfo(addr))) => format!("buyers:{}", addr.ip()),
-        None => "buyers:local".into(),
-    };
-    let call = Call {
-        store: &*st.idempotency,
-        scope,
-        key: &key,
-        method: "POST",
-        path: "/v1/buyers",
-        body: b"",
-        now: st.now(),
-    };
-    call.run(async {
-        let (buyer_id, token) = st.engine.create_buyer().await?;
-        reply(
-            StatusCode::CREATED,
-            &json!({"buyer_id": buyer_id, "token": token}),
-        )
-    })
-    .await
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

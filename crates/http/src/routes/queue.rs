@@ -36,12 +36,13 @@ pub async fn join(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let prepared = (|| {
+    let prepared = async {
         let id: EventId = parse_id(&id, "event")?;
         let token = bearer(&headers)?;
-        let who = st.engine.authenticate(token)?;
+        let who = st.engine.authenticate(token).await?;
         Ok::<_, ApiError>((id, token, who, json::<JoinBody>(&body)?))
-    })();
+    }
+    .await;
     let (id, token, who, parsed) = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),

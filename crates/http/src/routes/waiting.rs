@@ -35,6 +35,7 @@ pub fn refused(e: WaitingError) -> Response {
         Refusal::AccountTooNew => ApiError::new(S::FORBIDDEN, "account_too_new", msg),
         Refusal::PowRequired => ApiError::new(S::FORBIDDEN, "pow_required", msg),
         Refusal::PowInvalid => ApiError::new(S::FORBIDDEN, "pow_invalid", msg),
+        Refusal::SignupDisabled => ApiError::new(S::FORBIDDEN, "self_signup_disabled", msg),
         Refusal::RateLimited { retry_after_ms } => {
             let mut res = ApiError::new(S::TOO_MANY_REQUESTS, "rate_limited", msg).into_response();
             let secs = retry_after_ms.div_ceil(1000).max(1);

@@ -1,0 +1,81 @@
+//! Anonymous buyers (POST /v1/buyers), when the operator allows self sign-up.
+//!
+//! The answer carries a bearer token, so replaying it is handing out that identity. A
+//! replay therefore answers only to the secret the first request held: the
+//! Idempotency-Key itself. Scoping replays by client address (as before) is wrong both
+//! ways: clients behind one NAT that reuse a key (a key copied from documentation) got
+//! each other's token, and a phone whose address changed between retries lost its own.
+//! The server cannot tell apart two clients that send the same request, so the key must
+//! be a secret: at least 32 characters of a random value (a UUID v4 is fine), refused
+//! otherwise before anything is created. Replays are stored under a digest of the key,
+//! in one scope for everyone, so the stored record never holds the key that unlocks it.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{ClientAddr, IdempotencyKey};
+use crate::idempotency::{Call, reply};
+use crate::routes::waiting::refused;
+
+/// Shortest key accepted as a secret; a UUID has 36 characters, 32 random hex digits.
+const MIN_KEY_LEN: usize = 32;
+/// Fewest distinct characters: refuses padding such as `aaaa…` or `0000…` of any length
+/// while a random UUID fails it with odds far below one in a million.
+const MIN_DISTINCT: usize = 8;
+
+/// The digest under which a buyer creation is kept, if the key can serve as a secret.
+fn secret_digest(key: &IdempotencyKey) -> Result<IdempotencyKey, ApiError> {
+    let raw = key.0.as_bytes();
+    let mut seen = [false; 256];
+    raw.iter().for_each(|&b| seen[b as usize] = true);
+    let distinct = seen.iter().filter(|s| **s).count();
+    if raw.len() < MIN_KEY_LEN || distinct < MIN_DISTINCT {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_weak",
+            "creating a buyer needs an Idempotency-Key that is a secret: a retry with it gets \
+             the buyer's token back. Use a fresh random value of at least 32 characters \
+             (a UUID v4), never a key shared with anyone else",
+        ));
+    }
+    let digest = Sha256::digest(raw);
+    Ok(IdempotencyKey(
+        digest.iter().map(|b| format!("{b:02x}")).collect(),
+    ))
+}
+
+pub async fn create_buyer(
+    State(st): State<AppState>,
+    ClientAddr(ip): ClientAddr,
+    key: IdempotencyKey,
+) -> Response {
+    if let Err(r) = st.engine.may_sign_up(ip) {
+        return refused(r.into());
+    }
+    let digest = match secret_digest(&key) {
+        Ok(d) => d,
+        Err(e) => return e.into_response(),
+    };
+    let call = Call {
+        store: &*st.idempotency,
+        scope: "buyers".into(),
+        key: &digest,
+        method: "POST",
+        path: "/v1/buyers",
+        body: b"",
+        now: st.now(),
+    };
+    call.run(async {
+        let (buyer_id, token) = st.engine.create_buyer().await?;
+        reply(
+            StatusCode::CREATED,
+            &json!({"buyer_id": buyer_id, "token": token}),
+        )
+    })
+    .await
+}
