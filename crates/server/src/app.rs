@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use boxoffice_domain::token::KeyRing;
+use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
 use boxoffice_engine::Engine;
-use boxoffice_engine::ports::{Clock, SystemClock};
+use boxoffice_engine::ports::{Clock, IdentityProvider, SystemClock};
+use boxoffice_oidc::OidcProvider;
 use boxoffice_engine::worker::run_every;
 use boxoffice_http::AppState;
 use boxoffice_payment_fake::{FakeGateway, WebhookSender};
@@ -43,10 +44,14 @@ impl Application {
     ) -> anyhow::Result<Application> {
         let backends = backends::open(&config, clock.clone()).await?;
         let fake = backends.fake.clone();
-        let keys =
-            KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
+        let keys = key_ring(&config)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
-        let engine = Arc::new(Engine::new(backends.ports, keys, config.engine.clone()));
+        let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
+            .with_buyers(config.buyers.clone());
+        if let Some(oidc) = identity_provider(&config, clock.now()).await? {
+            engine = engine.with_identity_provider(oidc);
+        }
+        let engine = Arc::new(engine);
         let opened = engine
             .load_open_events()
             .await
@@ -109,6 +114,39 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// The token keys from the data directory: the HMAC ring always, and the Ed25519 keys
+/// when tickets and admission tokens are EdDSA.
+fn key_ring(config: &Config) -> anyhow::Result<KeyRing> {
+    let ring =
+        KeyRing::new(secrets::signing_keys(&config.data_dir)?).map_err(anyhow::Error::msg)?;
+    match config.tokens.edge_algorithm {
+        EdgeAlgorithm::Hs256 => Ok(ring),
+        EdgeAlgorithm::Eddsa => ring
+            .with_ed25519(secrets::ed25519_keys(&config.data_dir)?)
+            .map_err(anyhow::Error::msg),
+    }
+}
+
+/// The `[oidc]` provider, its keys fetched once so a wrong `jwks_url` shows at start-up;
+/// a provider that is down then does not stop the server (its keys are fetched again
+/// when a token needs them).
+async fn identity_provider(
+    config: &Config,
+    now: boxoffice_domain::Millis,
+) -> anyhow::Result<Option<Arc<dyn IdentityProvider>>> {
+    let Some(oidc) = &config.oidc else {
+        return Ok(None);
+    };
+    let issuer = oidc.issuer.clone();
+    let provider = OidcProvider::new(oidc.clone())
+        .map_err(|e| anyhow::anyhow!("[oidc]: {e}"))?;
+    match provider.warm_up(now).await {
+        Ok(keys) => tracing::info!(%issuer, keys, "identity provider keys fetched"),
+        Err(e) => tracing::warn!(%issuer, error = %e, "identity provider keys not fetched yet"),
+    }
+    Ok(Some(Arc::new(provider)))
 }
 
 /// The fake provider's webhook delivery to `fake_payments.webhook_url` (a bare path

@@ -4,7 +4,9 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use boxoffice_engine::EngineConfig;
+use boxoffice_domain::token::EdgeAlgorithm;
+use boxoffice_engine::{BuyersConfig, EngineConfig};
+use boxoffice_oidc::OidcConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_payment_stripe::StripeConfig;
 use boxoffice_store_postgres::PostgresOptions;
@@ -46,6 +48,20 @@ pub struct Config {
     /// The Stripe-compatible provider: base URL, secret key, webhook secret, timeouts.
     pub stripe: StripeConfig,
     pub workers: WorkerConfig,
+    /// Anonymous self sign-up (POST /v1/buyers): off unless set, or `serve --demo`.
+    pub buyers: BuyersConfig,
+    /// How queue tickets and admission tokens are signed.
+    pub tokens: TokensConfig,
+    /// Buyers signing in with an OpenID Connect provider's access tokens. Default none.
+    pub oidc: Option<OidcConfig>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokensConfig {
+    /// "hs256" (the shared key in `signing.key`; default) or "eddsa" (Ed25519 keys in
+    /// `signing-ed25519.key`, public keys at /.well-known/jwks.json for edges).
+    pub edge_algorithm: EdgeAlgorithm,
 }
 
 /// Which payment provider takes the money.
@@ -140,6 +156,9 @@ impl Default for Config {
             fake_payments: FakeGatewayConfig::default(),
             stripe: StripeConfig::default(),
             workers: WorkerConfig::default(),
+            buyers: BuyersConfig::default(),
+            tokens: TokensConfig::default(),
+            oidc: None,
         }
     }
 }
@@ -160,6 +179,12 @@ pub struct Overrides {
 }
 
 impl Config {
+    /// `serve --demo` turns self sign-up on unless the operator said otherwise.
+    pub fn for_demo(mut self, demo: bool) -> Config {
+        self.buyers.self_signup.get_or_insert(demo);
+        self
+    }
+
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, Box<figment::Error>> {
         let mut fig = Figment::new();
         if let Some(f) = file {
@@ -178,7 +203,7 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 14] = [
+const TOP_LEVEL: [&str; 17] = [
     "listen",
     "data_dir",
     "operator_key",
@@ -193,6 +218,9 @@ const TOP_LEVEL: [&str; 14] = [
     "fake_payments",
     "stripe",
     "workers",
+    "buyers",
+    "tokens",
+    "oidc",
 ];
 
 fn is_config_key(key: &str) -> bool {

@@ -1,5 +1,6 @@
-//! Keys kept in the data directory: the token signing key (so tokens outlive restarts,
-//! and every node sharing the directory signs alike) and, unless configured, the
+//! Keys kept in the data directory: the token signing keys (so tokens outlive restarts,
+//! and every node sharing the directory signs alike: the HMAC key always, the Ed25519
+//! keys when tickets and admission tokens are EdDSA) and, unless configured, the
 //! operator key. Created on first start, mode 0600.
 
 use std::io::Write;
@@ -12,6 +13,7 @@ use crate::config::Config;
 
 const SIGNING_FILE: &str = "signing.key";
 const OPERATOR_FILE: &str = "operator.key";
+const ED25519_FILE: &str = "signing-ed25519.key";
 
 fn random_hex(bytes16: usize) -> String {
     (0..bytes16)
@@ -56,16 +58,38 @@ pub fn signing_keys(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let (text, _) = read_or_create(&dir.join(SIGNING_FILE), || {
         format!("k1:{}\n", random_hex(2))
     })?;
+    key_lines(&text, SIGNING_FILE)
+}
+
+/// The Ed25519 keys of tickets and admission tokens: `kid:hex` lines of 32-byte seeds,
+/// current first. The first start makes one with a random key id (`ed-` and 8 hex
+/// digits), so two deployments never publish the same kid.
+pub fn ed25519_keys(dir: &Path) -> anyhow::Result<Vec<(String, [u8; 32])>> {
+    let (text, _) = read_or_create(&dir.join(ED25519_FILE), || {
+        format!("ed-{}:{}\n", &random_hex(1)[..8], random_hex(2))
+    })?;
+    key_lines(&text, ED25519_FILE)?
+        .into_iter()
+        .map(|(kid, seed)| {
+            let seed: [u8; 32] = seed
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("{ED25519_FILE}: key {kid:?} is not 32 bytes"))?;
+            Ok((kid, seed))
+        })
+        .collect()
+}
+
+fn key_lines(text: &str, file: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let (kid, hex) = l
                 .trim()
                 .split_once(':')
-                .context("signing.key lines are kid:hex")?;
+                .with_context(|| format!("{file} lines are kid:hex"))?;
             Ok((
                 kid.to_string(),
-                decode_hex(hex).context("signing.key holds a bad hex key")?,
+                decode_hex(hex).with_context(|| format!("{file} holds a bad hex key"))?,
             ))
         })
         .collect()

@@ -63,9 +63,10 @@ async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
     let op = app.operator_key.clone();
     let holds = format!("/v1/events/{event}/holds");
     let checkout = format!("/v1/holds/{hold}/checkout");
+    // The token's header and claims as issued, under a signature of our own making.
     let forged = {
-        let (body, _) = admission.split_once('.').unwrap();
-        format!("{body}.{}", "A".repeat(43))
+        let (signed, _) = admission.rsplit_once('.').unwrap();
+        format!("{signed}.{}", "A".repeat(43))
     };
     let mut cases = vec![
         case(

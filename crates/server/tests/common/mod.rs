@@ -9,7 +9,8 @@ use std::sync::Arc;
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::{EventId, EventSpec, Millis, Money, SaleSettings};
 use boxoffice_engine::Engine;
-use boxoffice_engine::EngineConfig;
+use boxoffice_domain::admission::Limit;
+use boxoffice_engine::{BuyersConfig, EngineConfig};
 use boxoffice_engine::ports::ManualClock;
 use boxoffice_server::config::{PaymentsChoice, WorkerConfig};
 use boxoffice_server::{Application, Config};
@@ -30,7 +31,8 @@ pub struct TestApp {
 
 /// A config for tests: port 0, data in a temp dir, the stand-in payment provider (chosen
 /// explicitly, as outside `--demo` it must be), workers slow enough that tests drive
-/// time themselves.
+/// time themselves, and self sign-up on without a rate (tests make many buyers from one
+/// address; the sign-up rules have tests of their own).
 pub fn test_config(dir: &std::path::Path) -> Config {
     let hour = 3_600_000;
     Config {
@@ -47,6 +49,10 @@ pub fn test_config(dir: &std::path::Path) -> Config {
         engine: EngineConfig {
             admission_interval_ms: hour,
             ..EngineConfig::default()
+        },
+        buyers: BuyersConfig {
+            self_signup: Some(true),
+            signup_per_address: Limit { per_s: 0, burst: 0 },
         },
         ..Config::default()
     }

@@ -9,7 +9,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// Starts `boxoffice serve` on port 0 with `args`; returns it with its base URL.
+/// Starts `boxoffice serve` on port 0 with `args`; returns it with its base URL. Self
+/// sign-up is on without a rate: these tests make their buyers through POST /v1/buyers.
 pub async fn start_server(args: &[&str]) -> (Child, String) {
     let (child, addr, _) = start_server_said(args).await;
     (child, addr)
@@ -24,6 +25,9 @@ pub async fn start_server_said(args: &[&str]) -> (Child, String, Said) {
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
         .env("BOXOFFICE_LOG", "warn")
+        .env("BOXOFFICE_BUYERS__SELF_SIGNUP", "true")
+        .env("BOXOFFICE_BUYERS__SIGNUP_PER_ADDRESS__PER_S", "0")
+        .env("BOXOFFICE_BUYERS__SIGNUP_PER_ADDRESS__BURST", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
