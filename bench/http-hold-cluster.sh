@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The HTTP hold path in cluster mode (PostgreSQL ledger + Redis hot store) with 1 and 2
 # nodes, against the embedded mode, in one run. Usage: bench/http-hold-cluster.sh [seconds]
+# EDGE_ALGORITHM=eddsa signs the admission tokens with Ed25519 instead of HS256.
 # Needs the machine's PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379); creates a
 # throw-away database and key prefix and removes both on exit.
 set -euo pipefail
@@ -20,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 psql -q postgres://postgres@127.0.0.1:5432/test -c "CREATE DATABASE $db" >/dev/null
 key="bench-operator-key-0123456789"
-printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[engine]\nadmission_interval_ms = 100\n' "$key" "$prefix" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[engine]\nadmission_interval_ms = 100\n[tokens]\nedge_algorithm = "%s"\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$prefix" "${EDGE_ALGORITHM:-hs256}" > "$work/boxoffice.toml"
 cluster=(--ledger "postgres://postgres@127.0.0.1:5432/$db" --hot redis://127.0.0.1:6379)
 
 start() { # name args... -> base URL

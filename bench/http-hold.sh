@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The HTTP hold path under wrk, as a ratio to a bare axum JSON endpoint measured in the
 # same run, at 256 and 2,000 connections. Usage: bench/http-hold.sh [seconds]
+# EDGE_ALGORITHM=eddsa signs the admission tokens with Ed25519 instead of HS256 (the
+# `[tokens] edge_algorithm` setting), to measure the hold path with EdDSA tokens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-5}"
@@ -8,7 +10,9 @@ cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
-printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n' "$key" > "$work/boxoffice.toml"
+edge="${EDGE_ALGORITHM:-hs256}"
+# Self sign-up without a rate: prepare.py makes thousands of buyers from one address.
+printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[tokens]\nedge_algorithm = "%s"\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$edge" > "$work/boxoffice.toml"
 
 start() { # name command... -> prints base URL; the server runs in the background
   local name=$1; shift
@@ -24,7 +28,7 @@ start() { # name command... -> prints base URL; the server runs in the backgroun
 
 BOX=$(BOXOFFICE_LOG=warn start boxoffice target/release/boxoffice serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 BARE=$(start bare target/release/examples/bare_axum 127.0.0.1:0)
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); admission tokens: $edge"
 for conns in 256 2000; do
   event=$(python3 bench/prepare.py "$BOX" "$key" 250000 6000 "$work/tokens")
   for target in bare boxoffice; do

@@ -12,7 +12,7 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 # The per-buyer status limit is off: every wrk connection polls with the same ticket.
-printf 'operator_key = "%s"\npayments = "fake"\n[engine.waiting.status_per_buyer]\nper_s = 0\nburst = 0\n' "$key" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\n[engine.waiting.status_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" > "$work/boxoffice.toml"
 
 start() { # log file, command... -> prints base URL
   local log=$1; shift
