@@ -70,11 +70,17 @@ mod legacy {
             format!("{body}.{}", B64.encode(mac.finalize().into_bytes()))
         }
 
-        pub fn verify(&self, token: &str, kind: TokenKind, now: Millis) -> Result<Claims, TokenError> {
+        pub fn verify(
+            &self,
+            token: &str,
+            kind: TokenKind,
+            now: Millis,
+        ) -> Result<Claims, TokenError> {
             let (body, sig) = token.split_once('.').ok_or(TokenError::Malformed)?;
             let sig = B64.decode(sig).map_err(|_| TokenError::Malformed)?;
             let json = B64.decode(body).map_err(|_| TokenError::Malformed)?;
-            let claims: Claims = serde_json::from_slice(&json).map_err(|_| TokenError::Malformed)?;
+            let claims: Claims =
+                serde_json::from_slice(&json).map_err(|_| TokenError::Malformed)?;
             let (_, secret) = self
                 .keys
                 .iter()

@@ -79,7 +79,9 @@ impl Engine {
             return Err(Refusal::SignupDisabled);
         }
         let limit = self.buyers.signup_per_address;
-        self.waiting.limits.check(Key::SignupIp(ip), limit, self.now())
+        self.waiting
+            .limits
+            .check(Key::SignupIp(ip), limit, self.now())
     }
 
     pub async fn create_buyer(&self) -> Result<(BuyerId, String), EngineError> {

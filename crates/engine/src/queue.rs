@@ -57,9 +57,10 @@ pub struct PowSolution {
     pub nonce: String,
 }
 
-/// Who is joining: the buyer token's claims and the client's address.
+/// Who is joining: the verified buyer (`Engine::identify`, once per request) and the
+/// client's address.
 pub struct Joiner<'a> {
-    pub buyer_token: &'a str,
+    pub who: &'a Identity,
     pub ip: Option<IpAddr>,
     pub pow: Option<&'a PowSolution>,
 }
@@ -71,32 +72,32 @@ impl Engine {
         event: EventId,
         who: Joiner<'_>,
     ) -> Result<JoinOutcome, WaitingError> {
-        let claims = self.identify(who.buyer_token).await?;
+        let buyer = who.who;
         let now = self.now();
-        self.limit_join(&claims, who.ip, now)?;
+        self.limit_join(buyer, who.ip, now)?;
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Closed {
             return Err(EngineError::SaleClosed.into());
         }
         let rules = self.event_settings(event).await?.rules;
-        check_rules(&rules, &claims)?;
+        check_rules(&rules, buyer)?;
         if rules.pow_difficulty > 0 {
-            self.check_pow(event, &claims, who.pow, rules.pow_difficulty, now)?;
+            self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
         }
         let open = entry.event.status == SaleStatus::Open;
         if !open {
             // The commitment must exist before the pool can be seen by anyone.
             self.fairness_seed(event).await?;
         }
-        let place = self.ports.queue.join(event, claims.buyer, open).await?;
+        let place = self.ports.queue.join(event, buyer.buyer, open).await?;
         let doc = self.public_doc(event).await?;
         let ticket = Claims {
             event: Some(event),
             position: place.position,
             ..Claims::new(
                 TokenKind::QueueTicket,
-                claims.buyer,
-                claims.session,
+                buyer.buyer,
+                buyer.session.clone(),
                 now.plus_secs(self.config.queue_ticket_ttl_s),
             )
         };
@@ -178,7 +179,7 @@ impl Engine {
         Ok(self.ports.queue.state(event).await?)
     }
 
-    fn limit_join(&self, claims: &Identity, ip: Option<IpAddr>, now: Millis) -> Result<(), Refusal> {
+    fn limit_join(&self, buyer: &Identity, ip: Option<IpAddr>, now: Millis) -> Result<(), Refusal> {
         let cfg = &self.config.waiting;
         if let Some(ip) = ip {
             self.waiting
@@ -187,7 +188,7 @@ impl Engine {
         }
         self.waiting
             .limits
-            .check(Key::JoinBuyer(claims.buyer), cfg.join_per_buyer, now)
+            .check(Key::JoinBuyer(buyer.buyer), cfg.join_per_buyer, now)
     }
 
     fn check_pow(
@@ -231,12 +232,12 @@ impl Engine {
 }
 
 /// Eligibility from the buyer token alone: no store lookup on the herd's path.
-fn check_rules(rules: &WaitingRules, claims: &Identity) -> Result<(), Refusal> {
-    if rules.require_verified && !claims.verified {
+fn check_rules(rules: &WaitingRules, buyer: &Identity) -> Result<(), Refusal> {
+    if rules.require_verified && !buyer.verified {
         return Err(Refusal::NotVerified);
     }
     if let Some(cutoff) = rules.accounts_created_before
-        && claims.account_created_at.is_none_or(|at| at >= cutoff)
+        && buyer.account_created_at.is_none_or(|at| at >= cutoff)
     {
         return Err(Refusal::AccountTooNew);
     }

@@ -1,6 +1,7 @@
 //! A cache of admission tokens already verified. Every hold presents one, and checking
-//! it (base64, JSON, HMAC) is the largest piece of engine work on the hold path; a
-//! token seen before is recognised by its exact text and re-checked only for expiry.
+//! it (base64, JSON, and HMAC or the far dearer Ed25519) is the largest piece of engine
+//! work on the hold path; a token seen before is recognised by its exact text and
+//! re-checked only for expiry.
 //! Bounded: when full the cache is emptied, so a flood of distinct tokens costs memory
 //! for at most `CAPACITY` of them.
 

@@ -15,7 +15,9 @@ const MAX_ID: usize = 255;
 
 /// `exp` and `nbf` (seconds since the epoch) against `now`, allowing `leeway_s` of skew.
 pub(crate) fn check_window(claims: &Claims, now: Millis, leeway_s: u64) -> Result<(), TokenError> {
-    let leeway = i64::try_from(leeway_s).unwrap_or(i64::MAX).saturating_mul(1000);
+    let leeway = i64::try_from(leeway_s)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(1000);
     let exp = seconds(claims.get("exp")).ok_or(TokenError::Malformed)?;
     if exp.saturating_add(leeway) <= now.0 {
         return Err(TokenError::Expired);
@@ -36,7 +38,7 @@ fn seconds(v: Option<&Value>) -> Option<i64> {
         Value::String(s) => s.trim().parse::<f64>().ok()?,
         _ => return None,
     };
-    secs.is_finite().then(|| (secs * 1000.0) as i64)
+    secs.is_finite().then_some((secs * 1000.0) as i64)
 }
 
 /// The buyer id for the provider's `value` of the buyer claim: a UUID as it is (so it
@@ -65,7 +67,10 @@ fn session_of(issuer: &str, what: &str) -> String {
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub(crate) fn identity(config: &OidcConfig, claims: &Claims) -> Result<ExternalIdentity, TokenError> {
+pub(crate) fn identity(
+    config: &OidcConfig,
+    claims: &Claims,
+) -> Result<ExternalIdentity, TokenError> {
     let value = text(claims, &config.buyer_claim).ok_or(TokenError::Malformed)?;
     let buyer = buyer_id(&config.issuer, value);
     let session = match text(claims, &config.session_claim) {
@@ -108,10 +113,19 @@ mod tests {
     fn the_window_allows_the_leeway_and_no_more() {
         let claims: Claims = serde_json::from_str(r#"{"exp": 100, "nbf": 50}"#).unwrap();
         assert!(check_window(&claims, Millis(129_999), 30).is_ok());
-        assert_eq!(check_window(&claims, Millis(130_000), 30), Err(TokenError::Expired));
+        assert_eq!(
+            check_window(&claims, Millis(130_000), 30),
+            Err(TokenError::Expired)
+        );
         assert!(check_window(&claims, Millis(20_000), 30).is_ok());
-        assert_eq!(check_window(&claims, Millis(19_999), 30), Err(TokenError::NotYetValid));
+        assert_eq!(
+            check_window(&claims, Millis(19_999), 30),
+            Err(TokenError::NotYetValid)
+        );
         let no_exp: Claims = serde_json::from_str(r#"{"nbf": 50}"#).unwrap();
-        assert_eq!(check_window(&no_exp, Millis(0), 30), Err(TokenError::Malformed));
+        assert_eq!(
+            check_window(&no_exp, Millis(0), 30),
+            Err(TokenError::Malformed)
+        );
     }
 }

@@ -100,7 +100,11 @@ impl Jwks {
             }
             None => return Err(TokenError::UnknownKey.into()),
         };
-        if entry.alg.as_deref().is_some_and(|a| a != format!("{alg:?}")) {
+        if entry
+            .alg
+            .as_deref()
+            .is_some_and(|a| a != format!("{alg:?}"))
+        {
             return Err(TokenError::BadSignature.into());
         }
         Ok(entry.key.clone())
@@ -127,7 +131,10 @@ impl Jwks {
         _one: tokio::sync::MutexGuard<'_, ()>,
         now: Millis,
     ) -> Result<usize, String> {
-        let due = |c: &Cached| c.attempted_at.is_none_or(|at| now.0 - at.0 >= self.floor_ms);
+        let due = |c: &Cached| {
+            c.attempted_at
+                .is_none_or(|at| now.0 - at.0 >= self.floor_ms)
+        };
         if !due(&self.cached.read()) {
             return Ok(self.cached.read().keys.len());
         }

@@ -66,7 +66,10 @@ impl OidcProvider {
         if !self.algorithms.contains(&header.alg) {
             return Err(TokenError::BadSignature.into());
         }
-        let key = self.keys.key(header.kid.as_deref(), header.alg, now).await?;
+        let key = self
+            .keys
+            .key(header.kid.as_deref(), header.alg, now)
+            .await?;
         let data = jsonwebtoken::decode::<Claims>(token, &key, &self.validation(header.alg))
             .map_err(|e| refusal(e.kind()))?;
         claims::check_window(&data.claims, now, self.config.leeway_s)?;

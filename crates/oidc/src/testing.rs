@@ -85,7 +85,10 @@ fn generate(alg: Algorithm) -> (Value, EncodingKey) {
             let n = B64.encode(key.n().to_bytes_be());
             let e = B64.encode(key.e().to_bytes_be());
             let der = key.to_pkcs1_der().expect("an RSA key encodes");
-            (json!({"kty": "RSA", "n": n, "e": e}), EncodingKey::from_rsa_der(der.as_bytes()))
+            (
+                json!({"kty": "RSA", "n": n, "e": e}),
+                EncodingKey::from_rsa_der(der.as_bytes()),
+            )
         }
         other => panic!("the test provider does not make {other:?} keys"),
     }

@@ -46,7 +46,10 @@ async fn tokens_signed_rs256_es256_and_eddsa_by_the_provider_are_accepted() {
             });
             assert_eq!(id.buyer, buyer_id(&idp.issuer, "auth0|alice"));
             assert!(id.verified);
-            assert_eq!(id.account_created_at, Some(Millis(NOW.0 - 86_400_000 * 365)));
+            assert_eq!(
+                id.account_created_at,
+                Some(Millis(NOW.0 - 86_400_000 * 365))
+            );
         }
     })
     .await;
@@ -65,23 +68,39 @@ async fn wrong_issuer_audience_expiry_key_or_signature_are_each_refused_with_the
             idp.sign(&kid, &c)
         };
         let cases = [
-            (with("iss", json!("https://evil.example/")), TokenError::WrongIssuer),
+            (
+                with("iss", json!("https://evil.example/")),
+                TokenError::WrongIssuer,
+            ),
             (with("aud", json!("another-api")), TokenError::WrongAudience),
             (with("exp", json!(NOW.0 / 1000 - 31)), TokenError::Expired),
-            (with("nbf", json!(NOW.0 / 1000 + 120)), TokenError::NotYetValid),
+            (
+                with("nbf", json!(NOW.0 / 1000 + 120)),
+                TokenError::NotYetValid,
+            ),
         ];
         for (token, want) in cases {
             assert_eq!(refused(oidc.verify(&token, NOW).await), want);
         }
         let (stranger, _) = idp.add_unpublished_key(Algorithm::EdDSA);
         let unknown = idp.sign(&stranger, &good);
-        assert_eq!(refused(oidc.verify(&unknown, NOW).await), TokenError::UnknownKey);
+        assert_eq!(
+            refused(oidc.verify(&unknown, NOW).await),
+            TokenError::UnknownKey
+        );
         let token = idp.sign(&kid, &good);
         let (signed, _) = token.rsplit_once('.').unwrap();
         let forged = format!("{signed}.{}", "A".repeat(86));
-        assert_eq!(refused(oidc.verify(&forged, NOW).await), TokenError::BadSignature);
+        assert_eq!(
+            refused(oidc.verify(&forged, NOW).await),
+            TokenError::BadSignature
+        );
         // Within the leeway an expiry or a start time is not held against the token.
-        assert!(oidc.verify(&with("exp", json!(NOW.0 / 1000 - 5)), NOW).await.is_ok());
+        assert!(
+            oidc.verify(&with("exp", json!(NOW.0 / 1000 - 5)), NOW)
+                .await
+                .is_ok()
+        );
     })
     .await;
 }
@@ -97,7 +116,10 @@ async fn an_hmac_signed_token_is_never_accepted() {
         header.kid = Some(kid);
         let key = jsonwebtoken::EncodingKey::from_secret(b"anyone-can-pick-this-secret-value");
         let token = jsonwebtoken::encode(&header, &idp.claims("eve", NOW), &key).unwrap();
-        assert_eq!(refused(oidc.verify(&token, NOW).await), TokenError::BadSignature);
+        assert_eq!(
+            refused(oidc.verify(&token, NOW).await),
+            TokenError::BadSignature
+        );
         let mut cfg = idp.config();
         cfg.algorithms = vec!["HS256".into()];
         assert!(OidcProvider::new(cfg).is_err(), "HMAC cannot be configured");
@@ -117,11 +139,20 @@ async fn a_rotated_key_is_accepted_after_the_refetch_floor_and_a_retired_one_is_
         idp.withdraw(&old);
         let new_token = idp.sign(&new, &idp.claims("carol", NOW));
         // The keys were fetched a moment ago: the floor keeps us from asking again.
-        assert_eq!(refused(oidc.verify(&new_token, at(1)).await), TokenError::UnknownKey);
-        assert!(oidc.verify(&new_token, at(31)).await.is_ok(), "refetched after the floor");
+        assert_eq!(
+            refused(oidc.verify(&new_token, at(1)).await),
+            TokenError::UnknownKey
+        );
+        assert!(
+            oidc.verify(&new_token, at(31)).await.is_ok(),
+            "refetched after the floor"
+        );
         assert_eq!(idp.fetches(), 2);
         // The refetched set no longer lists the retired key.
-        assert_eq!(refused(oidc.verify(&old_token, at(32)).await), TokenError::UnknownKey);
+        assert_eq!(
+            refused(oidc.verify(&old_token, at(32)).await),
+            TokenError::UnknownKey
+        );
         // Past the cache TTL the set is fetched again even for a known key.
         assert!(oidc.verify(&new_token, at(31 + 601)).await.is_ok());
         assert_eq!(idp.fetches(), 3);
@@ -135,15 +166,25 @@ async fn a_flood_of_unknown_key_ids_asks_the_provider_at_most_once_per_floor() {
         let idp = TestProvider::start().await;
         let oidc = OidcProvider::new(idp.config()).unwrap();
         let kid = idp.add_key(Algorithm::EdDSA);
-        assert!(oidc.verify(&idp.sign(&kid, &idp.claims("dan", NOW)), NOW).await.is_ok());
+        assert!(
+            oidc.verify(&idp.sign(&kid, &idp.claims("dan", NOW)), NOW)
+                .await
+                .is_ok()
+        );
         let (stranger, _) = idp.add_unpublished_key(Algorithm::EdDSA);
         let bogus = idp.sign(&stranger, &idp.claims("dan", NOW));
         for i in 0..200 {
             let now = NOW.plus_millis(i * 100); // 20 seconds of flood
-            assert_eq!(refused(oidc.verify(&bogus, now).await), TokenError::UnknownKey);
+            assert_eq!(
+                refused(oidc.verify(&bogus, now).await),
+                TokenError::UnknownKey
+            );
         }
         assert_eq!(idp.fetches(), 1, "no refetch within the 30 s floor");
-        assert_eq!(refused(oidc.verify(&bogus, at(45)).await), TokenError::UnknownKey);
+        assert_eq!(
+            refused(oidc.verify(&bogus, at(45)).await),
+            TokenError::UnknownKey
+        );
         assert_eq!(idp.fetches(), 2, "one refetch once the floor passed");
     })
     .await;
@@ -164,7 +205,10 @@ async fn an_unreachable_provider_is_unavailable_not_a_refusal_and_known_keys_kee
         idp.set_offline(false);
         assert!(oidc.verify(&token, at(31)).await.is_ok());
         idp.set_offline(true);
-        assert!(oidc.verify(&token, at(1000)).await.is_ok(), "stale keys still verify");
+        assert!(
+            oidc.verify(&token, at(1000)).await.is_ok(),
+            "stale keys still verify"
+        );
     })
     .await;
 }
@@ -179,13 +223,19 @@ async fn a_token_without_the_buyer_claim_is_malformed_and_sessions_follow_the_si
         let a = oidc.verify(&idp.sign(&kid, &claims), NOW).await.unwrap();
         claims["iat"] = json!(NOW.0 / 1000 + 1);
         let refreshed = oidc.verify(&idp.sign(&kid, &claims), NOW).await.unwrap();
-        assert_eq!(a.session, refreshed.session, "a refreshed token keeps its session");
+        assert_eq!(
+            a.session, refreshed.session,
+            "a refreshed token keeps its session"
+        );
         claims["sid"] = json!("login-session-2");
         let other = oidc.verify(&idp.sign(&kid, &claims), NOW).await.unwrap();
         assert_ne!(a.session, other.session, "another login is another session");
         claims.as_object_mut().unwrap().remove("sub");
         let token = idp.sign(&kid, &claims);
-        assert_eq!(refused(oidc.verify(&token, NOW).await), TokenError::Malformed);
+        assert_eq!(
+            refused(oidc.verify(&token, NOW).await),
+            TokenError::Malformed
+        );
     })
     .await;
 }

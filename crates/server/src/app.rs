@@ -10,9 +10,9 @@ use anyhow::Context;
 use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Clock, IdentityProvider, SystemClock};
-use boxoffice_oidc::OidcProvider;
 use boxoffice_engine::worker::run_every;
 use boxoffice_http::AppState;
+use boxoffice_oidc::OidcProvider;
 use boxoffice_payment_fake::{FakeGateway, WebhookSender};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -140,8 +140,7 @@ async fn identity_provider(
         return Ok(None);
     };
     let issuer = oidc.issuer.clone();
-    let provider = OidcProvider::new(oidc.clone())
-        .map_err(|e| anyhow::anyhow!("[oidc]: {e}"))?;
+    let provider = OidcProvider::new(oidc.clone()).map_err(|e| anyhow::anyhow!("[oidc]: {e}"))?;
     match provider.warm_up(now).await {
         Ok(keys) => tracing::info!(%issuer, keys, "identity provider keys fetched"),
         Err(e) => tracing::warn!(%issuer, error = %e, "identity provider keys not fetched yet"),

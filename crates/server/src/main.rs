@@ -154,6 +154,8 @@ fn print_demo_help(addr: std::net::SocketAddr, event: boxoffice_domain::EventId,
     let b = format!("http://{addr}");
     println!("demo event {event} is open: 51,000 units (FLOOR standing, L1-L10 and U1-U10 seated)");
     println!("  curl -s {b}/v1/events/{event} -H 'Authorization: Bearer {key}'");
-    println!("  curl -s -X POST {b}/v1/buyers -H \"Idempotency-Key: $(head -c 24 /dev/urandom | base64)\"");
+    println!(
+        "  curl -s -X POST {b}/v1/buyers -H \"Idempotency-Key: $(head -c 24 /dev/urandom | base64)\""
+    );
     println!("  (then join the queue, poll /v1/queue/status, hold, check out: see README)");
 }

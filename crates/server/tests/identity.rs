@@ -63,13 +63,7 @@ async fn self_signup_is_refused_with_a_code_that_says_what_to_set_unless_the_ope
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn self_signup_is_rate_limited_per_client_address() {
     within(async {
-        let app = spawn_with(|c| {
-            c.buyers.signup_per_address = Limit {
-                per_s: 1,
-                burst: 2,
-            }
-        })
-        .await;
+        let app = spawn_with(|c| c.buyers.signup_per_address = Limit { per_s: 1, burst: 2 }).await;
         let (a, b) = (client_from([127, 0, 0, 1]), client_from([127, 0, 0, 2]));
         assert_eq!(sign_up(&a, &app, &uuid()).await.0, StatusCode::CREATED);
         assert_eq!(sign_up(&a, &app, &uuid()).await.0, StatusCode::CREATED);
@@ -85,7 +79,11 @@ async fn self_signup_is_rate_limited_per_client_address() {
         assert_eq!(body["error"], "rate_limited");
         assert!(body.get("token").is_none());
         let (status, _) = sign_up(&b, &app, &uuid()).await;
-        assert_eq!(status, StatusCode::CREATED, "another address has its own allowance");
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "another address has its own allowance"
+        );
         app.clock.advance_secs(1);
         assert_eq!(sign_up(&a, &app, &uuid()).await.0, StatusCode::CREATED);
         app.stop().await;
@@ -103,9 +101,17 @@ async fn two_clients_behind_one_address_reusing_a_key_never_get_each_others_buye
         let shared = "7d3c0f0e-buyer";
         let (s1, b1) = sign_up(&first, &app, shared).await;
         let (s2, b2) = sign_up(&second, &app, shared).await;
-        assert_eq!(s2, StatusCode::BAD_REQUEST, "first: {s1} {b1}; second: {b2}");
+        assert_eq!(
+            s2,
+            StatusCode::BAD_REQUEST,
+            "first: {s1} {b1}; second: {b2}"
+        );
         assert_eq!(b2["error"], "idempotency_key_weak");
-        assert_eq!(s1, StatusCode::BAD_REQUEST, "a guessable key is refused up front");
+        assert_eq!(
+            s1,
+            StatusCode::BAD_REQUEST,
+            "a guessable key is refused up front"
+        );
         assert!(b1.get("token").is_none() && b2.get("token").is_none());
         let (k1, k2) = (uuid(), uuid());
         let (_, mine) = sign_up(&first, &app, &k1).await;
@@ -181,12 +187,20 @@ async fn an_oidc_access_token_works_wherever_a_buyer_token_does() {
         let mut later = idp.claims("auth0|ada", app.clock.now());
         later["iat"] = json!(app.clock.now().0 / 1000 + 60);
         let refreshed = idp.sign(&kid, &later);
-        let mine: Value = app.get("/v1/me/orders", &refreshed).await.json().await.unwrap();
+        let mine: Value = app
+            .get("/v1/me/orders", &refreshed)
+            .await
+            .json()
+            .await
+            .unwrap();
         assert_eq!(mine["orders"][0]["order_id"], order["order_id"]);
         // Recorded under the provider's subject, mapped to a buyer id; no buyer row needed.
         let id: boxoffice_domain::OrderId = order["order_id"].as_str().unwrap().parse().unwrap();
         let stored = app.engine.ports().ledger.order(id).await.unwrap().unwrap();
-        assert_eq!(stored.buyer, boxoffice_oidc::buyer_id(&idp.issuer, "auth0|ada"));
+        assert_eq!(
+            stored.buyer,
+            boxoffice_oidc::buyer_id(&idp.issuer, "auth0|ada")
+        );
         app.stop().await;
     })
     .await;
@@ -203,7 +217,10 @@ async fn an_oidc_token_from_the_wrong_issuer_is_refused_and_changes_nothing() {
         let path = format!("/v1/events/{event}/queue");
         let res = app.post(&path, &foreign, &uuid(), json!({})).await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(res.json::<Value>().await.unwrap()["error"], "token_wrong_issuer");
+        assert_eq!(
+            res.json::<Value>().await.unwrap()["error"],
+            "token_wrong_issuer"
+        );
         let state: Value = app.get(&path, "").await.json().await.unwrap();
         assert_eq!(state["queue_length"], 0, "nobody joined: {state}");
         let res = app.get("/v1/me/orders", &foreign).await;
@@ -238,7 +255,10 @@ async fn oidc_tokens_refused_for_audience_expiry_key_or_signature_carry_their_ow
             assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{code}");
             assert_eq!(res.json::<Value>().await.unwrap()["error"], code);
         }
-        assert_eq!(app.get("/v1/me/orders", &token).await.status(), StatusCode::OK);
+        assert_eq!(
+            app.get("/v1/me/orders", &token).await.status(),
+            StatusCode::OK
+        );
         app.stop().await;
     })
     .await;

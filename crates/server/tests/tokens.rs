@@ -27,8 +27,15 @@ async fn within<F: std::future::Future<Output = ()>>(f: F) {
 async fn refused_hold(app: &TestApp, event: EventId, token: &str) -> (StatusCode, Value) {
     let before = app.counts(event).await;
     let res = app.hold(event, token, json!({"seat_ids": ["A-1-1"]})).await;
-    let out = (res.status(), res.json::<Value>().await.unwrap()["error"].clone());
-    assert_eq!(app.counts(event).await, before, "a refused hold changed the counts");
+    let out = (
+        res.status(),
+        res.json::<Value>().await.unwrap()["error"].clone(),
+    );
+    assert_eq!(
+        app.counts(event).await,
+        before,
+        "a refused hold changed the counts"
+    );
     out
 }
 
@@ -42,11 +49,19 @@ async fn a_forged_admission_token_is_refused_and_changes_nothing() {
         let parts: Vec<&str> = admission.split('.').collect();
         let mut claims: Value = serde_json::from_slice(&B64.decode(parts[1]).unwrap()).unwrap();
         claims["sub"] = json!(BuyerId::random());
-        let swapped = format!("{}.{}.{}", parts[0], B64.encode(claims.to_string()), parts[2]);
+        let swapped = format!(
+            "{}.{}.{}",
+            parts[0],
+            B64.encode(claims.to_string()),
+            parts[2]
+        );
         let resigned = format!("{}.{}.{}", parts[0], parts[1], "A".repeat(43));
         for forged in [swapped, resigned] {
             let (status, code) = refused_hold(&app, event, &forged).await;
-            assert_eq!((status, code), (StatusCode::UNAUTHORIZED, json!("invalid_token")));
+            assert_eq!(
+                (status, code),
+                (StatusCode::UNAUTHORIZED, json!("invalid_token"))
+            );
         }
         assert_eq!(app.counts(event).await["held"], 0);
         app.stop().await;
@@ -71,7 +86,10 @@ async fn an_admission_token_signed_by_an_unknown_kid_is_refused_and_changes_noth
         };
         let stranger = KeyRing::new(vec![("k-stranger".into(), vec![42; 32])]).unwrap();
         let (status, code) = refused_hold(&app, event, &stranger.sign(claims)).await;
-        assert_eq!((status, code), (StatusCode::UNAUTHORIZED, json!("token_unknown_key")));
+        assert_eq!(
+            (status, code),
+            (StatusCode::UNAUTHORIZED, json!("token_unknown_key"))
+        );
         app.stop().await;
     })
     .await;
@@ -82,7 +100,9 @@ async fn an_admission_token_signed_by_an_unknown_kid_is_refused_and_changes_noth
 fn edge_verifies(jwks: &JwkSet, token: &str, event: EventId, now_s: i64) -> Result<Value, String> {
     let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
     let kid = header.kid.ok_or("no kid")?;
-    let jwk = jwks.find(&kid).ok_or(format!("kid {kid} is not published"))?;
+    let jwk = jwks
+        .find(&kid)
+        .ok_or(format!("kid {kid} is not published"))?;
     let key = DecodingKey::from_jwk(jwk).map_err(|e| e.to_string())?;
     let mut v = Validation::new(Algorithm::EdDSA);
     // The server runs on a test clock; the expiry is checked against it below.
@@ -114,16 +134,24 @@ async fn an_eddsa_admission_token_verifies_against_the_published_jwks_as_an_edge
         assert_eq!(claims["position"], 1);
         let other = EventId(event.0 + 1);
         assert!(edge_verifies(&jwks, &admission, other, now_s).is_err());
-        assert!(edge_verifies(&jwks, &admission, event, now_s + 901).is_err(), "expired");
+        assert!(
+            edge_verifies(&jwks, &admission, event, now_s + 901).is_err(),
+            "expired"
+        );
         // Buyer sessions stay HMAC: the published keys cannot pass one off as admission.
         assert!(edge_verifies(&jwks, &buyer_token, event, now_s).is_err());
         let (signed, _) = admission.rsplit_once('.').unwrap();
         let forged = format!("{signed}.{}", "A".repeat(86));
         assert!(edge_verifies(&jwks, &forged, event, now_s).is_err());
         let (status, code) = refused_hold(&app, event, &forged).await;
-        assert_eq!((status, code), (StatusCode::UNAUTHORIZED, json!("invalid_token")));
+        assert_eq!(
+            (status, code),
+            (StatusCode::UNAUTHORIZED, json!("invalid_token"))
+        );
         // And the server itself takes the EdDSA token it issued.
-        let res = app.hold(event, &admission, json!({"seat_ids": ["A-1-1"]})).await;
+        let res = app
+            .hold(event, &admission, json!({"seat_ids": ["A-1-1"]}))
+            .await;
         assert_eq!(res.status(), StatusCode::CREATED);
         app.stop().await;
     })
@@ -152,7 +180,10 @@ async fn nodes_sharing_a_data_directory_sign_with_one_ed25519_key() {
         assert!(first[0].0.starts_with("ed-"));
         let other = tempfile::tempdir().unwrap();
         let elsewhere = boxoffice_server::secrets::ed25519_keys(other.path()).unwrap();
-        assert_ne!(first[0].0, elsewhere[0].0, "another deployment, another kid");
+        assert_ne!(
+            first[0].0, elsewhere[0].0,
+            "another deployment, another kid"
+        );
     })
     .await;
 }

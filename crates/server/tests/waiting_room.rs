@@ -143,8 +143,9 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
                 verified: true,
                 account_created_at: Millis(0),
             });
+        let who = app.engine.identify(&token).await.unwrap();
         let joiner = boxoffice_engine::Joiner {
-            buyer_token: &token,
+            who: &who,
             ip: None,
             pow: None,
         };

@@ -96,7 +96,9 @@ fn check_kids<'a>(kids: impl Iterator<Item = &'a str>) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     for kid in kids {
         if kid.is_empty() || kid.len() > 64 || !kid.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!("key id {kid:?} must be 1-64 visible ASCII characters"));
+            return Err(format!(
+                "key id {kid:?} must be 1-64 visible ASCII characters"
+            ));
         }
         if !seen.insert(kid) {
             return Err(format!("key id {kid:?} is used twice"));

@@ -77,7 +77,11 @@ fn forged_other_kind_and_other_event_tokens_are_refused() {
     );
     let (signed, _) = t.rsplit_once('.').unwrap();
     assert_eq!(
-        r.verify(&format!("{signed}.{}", "A".repeat(43)), TokenKind::QueueTicket, Millis(0)),
+        r.verify(
+            &format!("{signed}.{}", "A".repeat(43)),
+            TokenKind::QueueTicket,
+            Millis(0)
+        ),
         Err(TokenError::BadSignature)
     );
     assert_eq!(
@@ -120,7 +124,10 @@ fn rotated_keys_keep_old_tokens_valid_while_listed() {
     let rotated =
         KeyRing::new(vec![("k2".into(), vec![2; 32]), ("k1".into(), vec![1; 32])]).unwrap();
     assert!(rotated.verify(&t, TokenKind::Buyer, Millis(0)).is_ok());
-    assert_eq!(part(&rotated.sign(claims(TokenKind::Buyer)), 0)["kid"], "k2");
+    assert_eq!(
+        part(&rotated.sign(claims(TokenKind::Buyer)), 0)["kid"],
+        "k2"
+    );
     assert_eq!(
         ring("k2", 2).verify(&t, TokenKind::Buyer, Millis(0)),
         Err(TokenError::UnknownKey)
@@ -136,7 +143,10 @@ fn with_eddsa_tickets_and_admission_tokens_are_ed25519_and_sessions_stay_hmac() 
     assert_eq!(part(&admission, 0)["alg"], "EdDSA");
     assert_eq!(part(&ticket, 0)["kid"], "e1");
     assert_eq!(part(&session, 0)["alg"], "HS256");
-    assert!(r.verify(&admission, TokenKind::Admission, Millis(0)).is_ok());
+    assert!(
+        r.verify(&admission, TokenKind::Admission, Millis(0))
+            .is_ok()
+    );
     assert!(r.verify(&session, TokenKind::Buyer, Millis(0)).is_ok());
     assert_eq!(r.edge_algorithm(), EdgeAlgorithm::Eddsa);
     let other = ed_ring("e1", 10).sign(claims(TokenKind::Admission));
@@ -215,6 +225,10 @@ fn a_header_with_critical_extensions_or_a_wrong_signature_length_is_refused() {
 fn a_ring_refuses_duplicate_or_unprintable_key_ids() {
     assert!(KeyRing::new(vec![("k1".into(), vec![1; 32]), ("k1".into(), vec![2; 32])]).is_err());
     assert!(KeyRing::new(vec![("k 1".into(), vec![1; 32])]).is_err());
-    assert!(ring("k1", 1).with_ed25519(vec![("k1".into(), [1; 32])]).is_err());
+    assert!(
+        ring("k1", 1)
+            .with_ed25519(vec![("k1".into(), [1; 32])])
+            .is_err()
+    );
     assert!(KeyRing::new(vec![("k1".into(), vec![1; 31])]).is_err());
 }

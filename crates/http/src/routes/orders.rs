@@ -1,10 +1,10 @@
 //! Checkout and orders.
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use boxoffice_domain::HoldId;
 use boxoffice_engine::{CheckoutOutcome, OrderView};
 use serde::Deserialize;

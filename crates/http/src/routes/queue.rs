@@ -39,11 +39,11 @@ pub async fn join(
     let prepared = async {
         let id: EventId = parse_id(&id, "event")?;
         let token = bearer(&headers)?;
-        let who = st.engine.authenticate(token).await?;
-        Ok::<_, ApiError>((id, token, who, json::<JoinBody>(&body)?))
+        let who = st.engine.identify(token).await?;
+        Ok::<_, ApiError>((id, who, json::<JoinBody>(&body)?))
     }
     .await;
-    let (id, token, who, parsed) = match prepared {
+    let (id, who, parsed) = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -58,7 +58,7 @@ pub async fn join(
         now: st.now(),
     };
     let joiner = Joiner {
-        buyer_token: token,
+        who: &who,
         ip: Some(peer.ip()),
         pow: parsed.pow.as_ref(),
     };

@@ -6,12 +6,12 @@ pub mod process;
 
 use std::sync::Arc;
 
+use boxoffice_domain::admission::Limit;
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::{EventId, EventSpec, Millis, Money, SaleSettings};
 use boxoffice_engine::Engine;
-use boxoffice_domain::admission::Limit;
-use boxoffice_engine::{BuyersConfig, EngineConfig};
 use boxoffice_engine::ports::ManualClock;
+use boxoffice_engine::{BuyersConfig, EngineConfig};
 use boxoffice_server::config::{PaymentsChoice, WorkerConfig};
 use boxoffice_server::{Application, Config};
 use reqwest::{Response, StatusCode};
