@@ -73,24 +73,7 @@ impl Jwks {
         alg: Algorithm,
         now: Millis,
     ) -> Result<DecodingKey, IdentityError> {
-        let fresh = self
-            .cached
-            .read()
-            .fetched_at
-            .is_some_and(|at| now.0 - at.0 < self.ttl_ms);
-        let outcome = match self.lookup(kid) {
-            None => Some(self.refresh(now).await),
-            // A known key whose set is merely stale: one request refreshes it, the
-            // others carry on with the key they have.
-            Some(_) if !fresh => match self.fetching.try_lock() {
-                Ok(one) => Some(self.refresh_holding(one, now).await),
-                Err(_) => None,
-            },
-            Some(_) => None,
-        };
-        if let Some(Err(e)) = outcome {
-            tracing::warn!(url = %self.url, error = %e, "could not fetch the identity provider's keys");
-        }
+        self.refresh_if_needed(kid, now).await;
         let entry = match self.lookup(kid) {
             Some(e) => e,
             None if self.cached.read().fetched_at.is_none() => {
@@ -108,6 +91,29 @@ impl Jwks {
             return Err(TokenError::BadSignature.into());
         }
         Ok(entry.key.clone())
+    }
+
+    /// Fetches the set when the key is unknown, or when the set is past its TTL; a
+    /// failure is logged and the keys already known stay in use.
+    async fn refresh_if_needed(&self, kid: Option<&str>, now: Millis) {
+        let fresh = self
+            .cached
+            .read()
+            .fetched_at
+            .is_some_and(|at| now.0.saturating_sub(at.0) < self.ttl_ms);
+        let outcome = match self.lookup(kid) {
+            None => Some(self.refresh(now).await),
+            // A known key whose set is merely stale: one request refreshes it, the
+            // others carry on with the key they have.
+            Some(_) if !fresh => match self.fetching.try_lock() {
+                Ok(one) => Some(self.refresh_holding(one, now).await),
+                Err(_) => None,
+            },
+            Some(_) => None,
+        };
+        if let Some(Err(e)) = outcome {
+            tracing::warn!(url = %self.url, error = %e, "could not fetch the identity provider's keys");
+        }
     }
 
     fn lookup(&self, kid: Option<&str>) -> Option<Arc<Entry>> {
@@ -133,7 +139,7 @@ impl Jwks {
     ) -> Result<usize, String> {
         let due = |c: &Cached| {
             c.attempted_at
-                .is_none_or(|at| now.0 - at.0 >= self.floor_ms)
+                .is_none_or(|at| now.0.saturating_sub(at.0) >= self.floor_ms)
         };
         if !due(&self.cached.read()) {
             return Ok(self.cached.read().keys.len());
