@@ -141,7 +141,12 @@ impl Engine {
         };
         if status == WaitStatus::Admitted {
             // Tokens carry whole seconds; say exactly what the token says.
-            let exp = Millis(now.plus_secs(self.config.admission_token_ttl_s).0 / 1000 * 1000);
+            let exp = Millis(
+                now.plus_secs(self.config.admission_token_ttl_s)
+                    .0
+                    .div_euclid(1000)
+                    * 1000,
+            );
             let admission = Claims {
                 kind: TokenKind::Admission,
                 position,
