@@ -46,8 +46,9 @@ start() {
       --daemonize yes --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log"
     ports+=("$p")
   done
+  # Generous waits: on a loaded machine a node can take seconds to start listening.
   for p in "${ports[@]}"; do
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 600); do
       redis-cli -p "$p" ping >/dev/null 2>&1 && break
       sleep 0.05
     done

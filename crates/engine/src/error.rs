@@ -19,6 +19,10 @@ pub enum EngineError {
     Forbidden(&'static str),
     #[error("your turn in the queue has not come yet")]
     NotAdmitted,
+    #[error(
+        "your admission to this sale has ended; each buyer is admitted once, for a limited time"
+    )]
+    AdmissionExpired,
     #[error("the sale for this event is not open")]
     SaleNotOpen,
     #[error("the sale for this event has closed")]

@@ -7,6 +7,8 @@ use crate::buyers::BuyerSession;
 use crate::catalog::EventEntry;
 use crate::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
 use crate::verified::Verified;
+use crate::waiting::Refusal;
+use crate::waiting::limits::Key;
 use crate::{Engine, EngineError};
 
 /// What the buyer asked for, still in public terms (labels, section keys).
@@ -69,6 +71,15 @@ impl Engine {
                 session: claims.sid,
             },
         })
+    }
+
+    /// Takes one hold attempt from the buyer's allowance, or refuses with how long to
+    /// wait. Callers check it before anything that costs a store write, so a flood is
+    /// turned away cheaply and a refused attempt is not remembered as an answer.
+    pub fn limit_hold(&self, admitted: &Admitted) -> Result<(), Refusal> {
+        let limit = self.config.waiting.hold_per_buyer;
+        let key = Key::HoldBuyer(admitted.who.buyer);
+        self.waiting.limits.check(key, limit, self.now())
     }
 
     /// Holds the seats for an admitted buyer, all or none.

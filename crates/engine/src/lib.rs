@@ -16,6 +16,7 @@ mod order_view;
 pub mod ports;
 mod queue;
 mod recovery;
+pub mod replays;
 mod seen_webhooks;
 mod settle;
 mod verified;
@@ -36,7 +37,7 @@ pub use checkout::CheckoutOutcome;
 pub use error::EngineError;
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
-pub use queue::{JoinOutcome, Joiner, PowSolution, QueueStatus, WaitStatus};
+pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use webhooks::{WebhookReceipt, WebhookRejected};
 
 use ports::{Clock, IdentityProvider, Ledger, PaymentGateway, QueueStore, SeatArbiter};

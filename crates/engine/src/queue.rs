@@ -1,15 +1,19 @@
 //! Joining the line and asking where one stands. A join checks the event's rules
 //! (eligibility, proof of work) and the rate limits, then takes a place: in the
-//! pre-opening pool, or at the back of the line. The personal status compares the
-//! ticket's position with the node's cached public snapshot (no store read) and, once
-//! admitted, hands out an admission token bound to buyer, session and event.
+//! pre-opening pool, or at the back of the line. The two steps are apart so that the
+//! HTTP layer can consult its replay store in between: a refused join changes nothing
+//! and a join whose Idempotency-Key was used for another request never takes a place.
+//! The personal status compares the ticket's position with the node's cached public
+//! snapshot (no store read) and, once admitted, hands out an admission token bound to
+//! buyer, session and event, which expires a fixed time after the batch that admitted
+//! the buyer: polling does not renew it, and once it has expired the admission is over.
 
 use std::net::IpAddr;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
 use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
-use boxoffice_domain::{EventId, Millis, SaleStatus};
+use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
 use serde::Serialize;
 
 use crate::waiting::limits::Key;
@@ -65,6 +69,22 @@ pub struct Joiner<'a> {
     pub pow: Option<&'a PowSolution>,
 }
 
+/// A join that passed every check (limits, rules, proof of work) and has not taken
+/// effect yet. Only the engine makes one.
+#[derive(Debug)]
+pub struct JoinPass {
+    event: EventId,
+    buyer: BuyerId,
+    session: String,
+    open: bool,
+}
+
+impl JoinPass {
+    pub fn buyer(&self) -> BuyerId {
+        self.buyer
+    }
+}
+
 impl Engine {
     /// Places the buyer in line (or finds their place: joining twice is harmless).
     pub async fn join_queue(
@@ -72,6 +92,17 @@ impl Engine {
         event: EventId,
         who: Joiner<'_>,
     ) -> Result<JoinOutcome, WaitingError> {
+        let pass = self.check_join(event, who).await?;
+        Ok(self.join_checked(pass).await?)
+    }
+
+    /// Every check of a join, and nothing else: a refusal here changed nothing but the
+    /// rate-limit cells.
+    pub async fn check_join(
+        &self,
+        event: EventId,
+        who: Joiner<'_>,
+    ) -> Result<JoinPass, WaitingError> {
         let buyer = who.who;
         let now = self.now();
         self.limit_join(buyer, who.ip, now)?;
@@ -84,20 +115,36 @@ impl Engine {
         if rules.pow_difficulty > 0 {
             self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
         }
-        let open = entry.event.status == SaleStatus::Open;
+        Ok(JoinPass {
+            event,
+            buyer: buyer.buyer,
+            session: buyer.session.clone(),
+            open: entry.event.status == SaleStatus::Open,
+        })
+    }
+
+    /// Takes the place a checked join asked for.
+    pub async fn join_checked(&self, pass: JoinPass) -> Result<JoinOutcome, EngineError> {
+        let now = self.now();
+        let JoinPass {
+            event,
+            buyer,
+            session,
+            open,
+        } = pass;
         if !open {
             // The commitment must exist before the pool can be seen by anyone.
             self.fairness_seed(event).await?;
         }
-        let place = self.ports.queue.join(event, buyer.buyer, open).await?;
+        let place = self.ports.queue.join(event, buyer, open).await?;
         let doc = self.public_doc(event).await?;
         let ticket = Claims {
             event: Some(event),
             position: place.position,
             ..Claims::new(
                 TokenKind::QueueTicket,
-                buyer.buyer,
-                buyer.session.clone(),
+                buyer,
+                session,
                 now.plus_secs(self.config.queue_ticket_ttl_s),
             )
         };
@@ -140,13 +187,10 @@ impl Engine {
             admission_expires_at: None,
         };
         if status == WaitStatus::Admitted {
-            // Tokens carry whole seconds; say exactly what the token says.
-            let exp = Millis(
-                now.plus_secs(self.config.admission_token_ttl_s)
-                    .0
-                    .div_euclid(1000)
-                    * 1000,
-            );
+            let exp = self.admission_expiry(event, position, &doc).await?;
+            if exp <= now {
+                return Err(EngineError::AdmissionExpired.into());
+            }
             let admission = Claims {
                 kind: TokenKind::Admission,
                 position,
@@ -157,6 +201,26 @@ impl Engine {
             out.admission_expires_at = Some(exp);
         }
         Ok(out)
+    }
+
+    /// An admission lasts `admission_token_ttl_s` from the batch that admitted the
+    /// buyer, however often they poll.
+    async fn admission_expiry(
+        &self,
+        event: EventId,
+        position: Option<u64>,
+        doc: &PublicDoc,
+    ) -> Result<Millis, EngineError> {
+        let admitted_at = match position {
+            Some(p) => self.ports.queue.admitted_at(event, p).await?,
+            None => None,
+        };
+        // A line with no record of its batches (kept by an older version) counts from
+        // its last move, which polling cannot push forward either.
+        let at = admitted_at.unwrap_or(doc.state.advanced_at);
+        let exp = at.plus_secs(self.config.admission_token_ttl_s);
+        // Tokens carry whole seconds; say exactly what the token says.
+        Ok(Millis(exp.0.div_euclid(1000) * 1000))
     }
 
     /// A pool member's position once the pool is placed, with a ticket carrying it.

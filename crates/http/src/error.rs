@@ -75,6 +75,7 @@ impl From<EngineError> for ApiError {
             E::BadToken(_) => (S::UNAUTHORIZED, "invalid_token"),
             E::Forbidden(_) => (S::FORBIDDEN, "forbidden"),
             E::NotAdmitted => (S::FORBIDDEN, "not_admitted"),
+            E::AdmissionExpired => (S::GONE, "admission_expired"),
             E::SaleNotOpen => (S::CONFLICT, "sale_not_open"),
             E::SaleClosed => (S::CONFLICT, "sale_closed"),
             E::SeatUnavailable => (S::CONFLICT, "seat_unavailable"),

@@ -1,23 +1,24 @@
 //! Replays for retried writes (P4). The first request with a key runs and its response
 //! is kept; a retry with the same key and body gets that response again, with the same
-//! key and another body gets 422, and while the first is still running gets 409.
+//! key and another body gets 422, and while the first is still running gets 409. A claim
+//! left by a process that died is taken over at once (see `Claimant`), and a replay
+//! store too full of running requests to take another key answers 503.
 
 use std::future::Future;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoredResponse};
+use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, StoredResponse};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 
-/// How long an unfinished claim blocks retries before a crash is assumed.
-const LEASE_MS: i64 = 60_000;
-
 pub struct Call<'a> {
     pub store: &'a dyn IdempotencyStore,
+    /// This process, and how long its claims block retries.
+    pub claimant: Claimant,
     pub scope: String,
     pub key: &'a IdempotencyKey,
     pub method: &'static str,
@@ -54,7 +55,13 @@ impl Call<'_> {
         let key = &self.key.0;
         match self
             .store
-            .begin(&self.scope, key, &self.fingerprint(), self.now, LEASE_MS)
+            .begin(
+                &self.scope,
+                key,
+                &self.fingerprint(),
+                self.now,
+                &self.claimant,
+            )
             .await
         {
             Err(e) => ApiError::from(boxoffice_engine::EngineError::from(e)).into_response(),
@@ -73,6 +80,12 @@ impl Call<'_> {
                 StatusCode::CONFLICT,
                 "request_in_progress",
                 "a request with this Idempotency-Key is still running; retry shortly",
+            )
+            .into_response(),
+            Ok(Begin::Full) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "idempotency_store_full",
+                "too many requests are running to remember another Idempotency-Key; retry shortly",
             )
             .into_response(),
             Ok(Begin::Proceed) => self.finish(work.await).await,

@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::middleware;
 use axum::routing::{get, post, put};
 use boxoffice_engine::Engine;
-use boxoffice_engine::ports::IdempotencyStore;
+use boxoffice_engine::ports::{Claimant, IdempotencyStore};
 
 pub use error::ApiError;
 
@@ -36,6 +36,8 @@ pub struct AppState {
     pub idempotency: Arc<dyn IdempotencyStore>,
     /// Fast replays for holds, kept beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// This process's claims on Idempotency-Keys: its incarnation and lease.
+    pub claimant: Claimant,
     pub operator_key: Arc<str>,
     pub metrics: Option<MetricsRender>,
     pub ready: Arc<AtomicBool>,

@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
 use boxoffice_engine::Engine;
-use boxoffice_engine::ports::{Clock, IdentityProvider, SystemClock};
+use boxoffice_engine::ports::{Claimant, Clock, IdentityProvider, SystemClock};
+use boxoffice_engine::replays::ReplayUpkeep;
 use boxoffice_engine::worker::run_every;
 use boxoffice_http::AppState;
 use boxoffice_oidc::OidcProvider;
@@ -19,7 +20,7 @@ use tokio::sync::watch;
 
 use crate::backends;
 use crate::config::Config;
-use crate::secrets;
+use crate::{replays, secrets};
 
 /// A built application: bound, rebuilt, not yet serving.
 pub struct Application {
@@ -28,6 +29,8 @@ pub struct Application {
     config: Config,
     /// The fake provider's own webhook delivery, when `fake_payments.webhook_url` is set.
     webhooks: Option<WebhookSender>,
+    /// Heartbeats and pruning of the replay stores.
+    upkeep: Arc<ReplayUpkeep>,
     pub operator_key: String,
     pub operator_key_generated: bool,
 }
@@ -42,8 +45,10 @@ impl Application {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Application> {
+        config.idempotency.check()?;
         let backends = backends::open(&config, clock.clone()).await?;
         let fake = backends.fake.clone();
+        let (claimant, upkeep) = replay_upkeep(&config, &backends, clock.clone()).await?;
         let keys = key_ring(&config)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
@@ -65,6 +70,7 @@ impl Application {
             engine,
             idempotency: backends.idempotency,
             hold_idempotency: backends.hold_idempotency,
+            claimant,
             operator_key: operator_key.clone().into(),
             metrics: Some(crate::telemetry::metrics_render()),
             ready: Arc::new(AtomicBool::new(false)),
@@ -74,6 +80,7 @@ impl Application {
             state,
             config,
             webhooks,
+            upkeep,
             operator_key,
             operator_key_generated: generated,
         })
@@ -96,6 +103,11 @@ impl Application {
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut workers = spawn_workers(&self.state.engine, &self.config, stop_rx.clone());
+        workers.extend(replays::spawn_upkeep(
+            self.upkeep,
+            &self.config.idempotency,
+            stop_rx.clone(),
+        ));
         if let Some(sender) = self.webhooks {
             workers.push(tokio::spawn(sender.run(stop_rx)));
         }
@@ -146,6 +158,28 @@ async fn identity_provider(
         Err(e) => tracing::warn!(%issuer, error = %e, "identity provider keys not fetched yet"),
     }
     Ok(Some(Arc::new(provider)))
+}
+
+/// This process's claimant and the upkeep of both replay stores. The first heartbeat is
+/// written before any request is served, so no claim of this node is ever taken for a
+/// dead one's.
+async fn replay_upkeep(
+    config: &Config,
+    backends: &backends::Backends,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<(Claimant, Arc<ReplayUpkeep>)> {
+    let claimant = config.idempotency.claimant();
+    let stores = vec![
+        backends.idempotency.clone(),
+        backends.hold_idempotency.clone(),
+    ];
+    let upkeep = Arc::new(config.idempotency.upkeep(stores, claimant.node, clock));
+    upkeep
+        .heartbeat_step()
+        .await
+        .context("recording this node's first heartbeat")?;
+    tracing::info!(incarnation = %claimant.node, "claims of earlier incarnations are dead");
+    Ok((claimant, upkeep))
 }
 
 /// The fake provider's webhook delivery to `fake_payments.webhook_url` (a bare path

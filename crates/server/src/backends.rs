@@ -3,6 +3,7 @@
 //! place besides tests that names a concrete backend.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
@@ -97,6 +98,7 @@ struct Hot {
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
+    let replays = &config.idempotency;
     if config.hot == "memory" {
         let hot = Hot {
             arbiter: Arc::new(InMemoryArbiter::new()),
@@ -108,7 +110,10 @@ async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
                 .await
                 .context("reading the kept waiting-room settings")?,
             ),
-            idempotency: Arc::new(MemoryIdempotency::new()),
+            idempotency: Arc::new(MemoryIdempotency::with_limits(
+                usize::try_from(replays.max_records).unwrap_or(usize::MAX),
+                replays.retention_ms(),
+            )),
         };
         return Ok((hot, false));
     }
@@ -133,7 +138,10 @@ async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
             RedisArbiterConfig::default(),
         )),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
-        idempotency: Arc::new(RedisIdempotency::new(conn, prefix)),
+        idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
+            replays.max_records,
+            Duration::from_secs(replays.retention_s),
+        )),
     };
     Ok((hot, true))
 }

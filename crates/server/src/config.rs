@@ -10,6 +10,8 @@ use boxoffice_oidc::OidcConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_payment_stripe::StripeConfig;
 use boxoffice_store_postgres::PostgresOptions;
+
+use crate::replays::IdempotencyConfig;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
@@ -48,6 +50,8 @@ pub struct Config {
     /// The Stripe-compatible provider: base URL, secret key, webhook secret, timeouts.
     pub stripe: StripeConfig,
     pub workers: WorkerConfig,
+    /// Replays of retried writes: lease, retention, the hot store's cap, heartbeats.
+    pub idempotency: IdempotencyConfig,
     /// Anonymous self sign-up (POST /v1/buyers): off unless set, or `serve --demo`.
     pub buyers: BuyersConfig,
     /// How queue tickets and admission tokens are signed.
@@ -159,6 +163,7 @@ impl Default for Config {
             buyers: BuyersConfig::default(),
             tokens: TokensConfig::default(),
             oidc: None,
+            idempotency: IdempotencyConfig::default(),
         }
     }
 }
@@ -203,7 +208,7 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 17] = [
+const TOP_LEVEL: [&str; 18] = [
     "listen",
     "data_dir",
     "operator_key",
@@ -221,6 +226,7 @@ const TOP_LEVEL: [&str; 17] = [
     "buyers",
     "tokens",
     "oidc",
+    "idempotency",
 ];
 
 fn is_config_key(key: &str) -> bool {

@@ -93,6 +93,13 @@ impl<Q: QueueStore> QueueStore for KeptSettings<Q> {
     ) -> Result<QueueState, StoreError> {
         self.inner.advance(event, to, now).await
     }
+    async fn admitted_at(
+        &self,
+        event: EventId,
+        position: u64,
+    ) -> Result<Option<Millis>, StoreError> {
+        self.inner.admitted_at(event, position).await
+    }
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
         self.inner.set_sold_out(event, sold_out).await
     }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod kept_settings;
 pub mod payments;
+pub mod replays;
 pub mod secrets;
 pub mod telemetry;
 pub mod verify;

@@ -2,21 +2,34 @@
 //!
 //! A key is claimed by `begin`, then finished with the response or abandoned. A claim
 //! that is never finished lapses after its lease, so a crash mid-request cannot wedge
-//! the key. Every record is forgotten 24 h after it was claimed (by the `now` callers
-//! pass in), which bounds memory to one day of writes. Records are found by a SHA-256
-//! digest of (scope, key): fixed-size, no string allocations on the hold path, and
-//! client text reaches the map only through a collision-resistant hash.
+//! the key. Records are found by a SHA-256 digest of (scope, key): fixed-size, no string
+//! allocations on the hold path, and client text reaches the map only through a
+//! collision-resistant hash.
+//!
+//! Memory is bounded twice: every record is forgotten `retention_ms` after its claim
+//! (by the `now` callers pass in), and no shard keeps more than its share of
+//! `max_records`. At the cap the oldest record that is not running is forgotten to make
+//! room. That keeps replays for the most recent requests, which are the ones clients
+//! retry; refusing new keys instead would let whoever fills the store stop every
+//! buyer's writes for a whole retention period. A running claim is never forgotten (a
+//! retry would run alongside it): when a shard holds nothing but running claims the new
+//! key is refused (`Begin::Full`) until one finishes.
 
 use std::collections::{HashMap, VecDeque};
 
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoreError, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+};
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
-/// How long a record is kept after its claim.
+/// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+/// Most records kept, unless configured otherwise: at a few hundred bytes each, well
+/// under half a gigabyte.
+pub const MAX_RECORDS: usize = 1_000_000;
 
 /// The identity of a (scope, key) pair.
 type Id = [u8; 16];
@@ -39,14 +52,25 @@ struct Record {
 }
 
 enum Claim {
-    Running { lease_until: Millis },
+    Running {
+        lease_until: Millis,
+        holder: Incarnation,
+    },
     Done(StoredResponse),
 }
 
-#[derive(Default)]
+impl Record {
+    /// Only this process writes here, so a claim of another incarnation is a previous
+    /// life's: dead.
+    fn running(&self, now: Millis, me: Incarnation) -> bool {
+        matches!(self.state, Claim::Running { lease_until, holder } if lease_until > now && holder == me)
+    }
+}
+
 struct Inner {
     records: HashMap<Id, Record>,
-    /// Claims oldest first, for forgetting records after `RETENTION_MS`.
+    /// Claims oldest first, for forgetting by age and at the cap. An entry whose record
+    /// was claimed again since (or abandoned) is stale and skipped.
     claims: VecDeque<(Millis, Id)>,
 }
 
@@ -56,13 +80,13 @@ const SHARDS: usize = 16;
 
 pub struct MemoryIdempotency {
     shards: [Mutex<Inner>; SHARDS],
+    per_shard: usize,
+    retention_ms: i64,
 }
 
 impl Default for MemoryIdempotency {
     fn default() -> Self {
-        MemoryIdempotency {
-            shards: std::array::from_fn(|_| Mutex::default()),
-        }
+        Self::with_limits(MAX_RECORDS, RETENTION_MS)
     }
 }
 
@@ -71,38 +95,83 @@ impl MemoryIdempotency {
         Self::default()
     }
 
+    /// At most `max_records` (rounded down to a multiple of 16, at least 16), each for
+    /// at most `retention_ms` after its claim.
+    pub fn with_limits(max_records: usize, retention_ms: i64) -> Self {
+        let empty = || Inner {
+            records: HashMap::new(),
+            claims: VecDeque::new(),
+        };
+        MemoryIdempotency {
+            shards: std::array::from_fn(|_| Mutex::new(empty())),
+            per_shard: (max_records / SHARDS).max(1),
+            retention_ms,
+        }
+    }
+
     fn shard(&self, id: &Id) -> &Mutex<Inner> {
         &self.shards[id[0] as usize % SHARDS]
     }
 }
 
 impl Inner {
-    fn forget_before(&mut self, now: Millis) {
+    /// Whether the claims entry (at, id) still names its record's current claim.
+    fn current(&self, at: Millis, id: &Id) -> bool {
+        self.records.get(id).is_some_and(|r| r.claimed_at == at)
+    }
+
+    fn forget_before(&mut self, cutoff: Millis, limit: usize) -> usize {
+        let mut forgotten = 0;
         while let Some((at, id)) = self.claims.front().copied() {
-            if at.0.saturating_add(RETENTION_MS) > now.0 {
+            if at >= cutoff || forgotten >= limit {
                 break;
             }
             self.claims.pop_front();
-            // The key may have been abandoned and claimed again since: keep the newer.
-            if self.records.get(&id).is_some_and(|r| r.claimed_at == at) {
+            if self.current(at, &id) {
                 self.records.remove(&id);
+                forgotten += 1;
             }
         }
+        forgotten
     }
 
-    fn claim(&mut self, id: Id, fingerprint: [u8; 32], now: Millis, lease_ms: i64) {
+    /// Forgets the oldest record that is not running; false if every one is.
+    fn evict_oldest(&mut self, now: Millis, me: Incarnation) -> bool {
+        let mut i = 0;
+        while let Some(&(at, id)) = self.claims.get(i) {
+            if !self.current(at, &id) {
+                self.claims.remove(i);
+                continue;
+            }
+            if self.records[&id].running(now, me) {
+                i += 1;
+                continue;
+            }
+            self.records.remove(&id);
+            self.claims.remove(i);
+            return true;
+        }
+        false
+    }
+
+    fn claim(&mut self, id: Id, fingerprint: [u8; 32], now: Millis, claimant: &Claimant) {
         let state = Claim::Running {
-            lease_until: now.plus_millis(lease_ms),
+            lease_until: now.plus_millis(claimant.lease_ms),
+            holder: claimant.node,
         };
-        self.records.insert(
-            id,
-            Record {
-                fingerprint,
-                claimed_at: now,
-                state,
-            },
-        );
+        let record = Record {
+            fingerprint,
+            claimed_at: now,
+            state,
+        };
+        self.records.insert(id, record);
         self.claims.push_back((now, id));
+        // Takeovers and abandons leave stale entries behind; keep the queue in step.
+        if self.claims.len() > 2 * self.records.len() + 64 {
+            let records = &self.records;
+            self.claims
+                .retain(|(at, id)| records.get(id).is_some_and(|r| r.claimed_at == *at));
+        }
     }
 }
 
@@ -114,28 +183,30 @@ impl IdempotencyStore for MemoryIdempotency {
         key: &str,
         fingerprint: &[u8; 32],
         now: Millis,
-        lease_ms: i64,
+        claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
         let id = id_of(scope, key);
         let mut inner = self.shard(&id).lock();
-        inner.forget_before(now);
-        let found = inner.records.get(&id);
-        let answer = match found {
-            None => Begin::Proceed,
+        // A record claimed `retention_ms` ago or earlier is gone.
+        inner.forget_before(now.plus_millis(1 - self.retention_ms), usize::MAX);
+        match inner.records.get(&id) {
+            None => {
+                if inner.records.len() >= self.per_shard && !inner.evict_oldest(now, claimant.node)
+                {
+                    return Ok(Begin::Full);
+                }
+            }
             Some(r) if &r.fingerprint != fingerprint => return Ok(Begin::Mismatch),
             Some(Record {
                 state: Claim::Done(resp),
                 ..
             }) => return Ok(Begin::Replay(resp.clone())),
-            Some(Record {
-                state: Claim::Running { lease_until },
-                ..
-            }) if lease_until > &now => return Ok(Begin::InFlight),
-            // The first attempt's lease lapsed (it crashed): this retry takes over.
-            Some(_) => Begin::Proceed,
-        };
-        inner.claim(id, *fingerprint, now, lease_ms);
-        Ok(answer)
+            Some(r) if r.running(now, claimant.node) => return Ok(Begin::InFlight),
+            // The first attempt's lease lapsed or its process died: this retry takes over.
+            Some(_) => {}
+        }
+        inner.claim(id, *fingerprint, now, claimant);
+        Ok(Begin::Proceed)
     }
 
     async fn finish(
@@ -164,5 +235,17 @@ impl IdempotencyStore for MemoryIdempotency {
             inner.records.remove(&id);
         }
         Ok(())
+    }
+
+    async fn heartbeat(&self, _node: Incarnation, _now: Millis) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        let mut left = limit as usize;
+        for shard in &self.shards {
+            left -= shard.lock().forget_before(before, left);
+        }
+        Ok((limit as usize - left) as u64)
     }
 }

@@ -5,7 +5,7 @@
 
 mod arbiter;
 mod hash;
-mod idempotency;
+pub mod idempotency;
 mod queue;
 
 pub use arbiter::{ArbiterConfig, InMemoryArbiter};

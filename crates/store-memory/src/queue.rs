@@ -5,7 +5,9 @@
 //! value, control byte, load factor ≤ 7/8, capacity doubling), so 2,000,000 buyers fit
 //! in well under 100 MB (measured: `cargo bench -p boxoffice-store-memory --bench
 //! queue_memory`). Pool members sit in the map at position 0 until the pool is placed,
-//! plus 16 bytes each in the pool list, kept so the order can be verified.
+//! plus 16 bytes each in the pool list, kept so the order can be verified. Each
+//! admission batch adds 16 bytes (where it ended, and when), so that an admission token
+//! can expire a fixed time after the batch that admitted its buyer.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -29,6 +31,8 @@ struct Line {
     finished: HashSet<BuyerId>,
     settings: HashMap<String, String>,
     state: QueueState,
+    /// (serving_up_to, when) after every advance, in order: one entry per batch.
+    admissions: Vec<(u64, Millis)>,
 }
 
 fn place_of(position: u64, new: bool) -> Place {
@@ -114,8 +118,28 @@ impl QueueStore for InMemoryQueue {
         if target > line.state.serving_up_to {
             line.state.serving_up_to = target;
             line.state.advanced_at = now;
+            line.admissions.push((target, now));
         }
         Ok(line.state)
+    }
+
+    async fn admitted_at(
+        &self,
+        event: EventId,
+        position: u64,
+    ) -> Result<Option<Millis>, StoreError> {
+        let Some(line) = self.existing(event) else {
+            return Ok(None);
+        };
+        let line = line.lock();
+        // The first batch whose end reached the position admitted it.
+        let first = line.admissions.partition_point(|&(to, _)| to < position);
+        let admitted = position > 0 && position <= line.state.serving_up_to;
+        Ok(line
+            .admissions
+            .get(first)
+            .filter(|_| admitted)
+            .map(|&(_, at)| at))
     }
 
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {

@@ -1,23 +1,31 @@
-//! `MemoryIdempotency` against the shared suite, plus its own memory bound.
+//! `MemoryIdempotency` against the shared suites, plus its own forgetting by age.
 
 use std::sync::Arc;
 
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{Begin, IdempotencyStore, StoredResponse};
 use boxoffice_store_memory::MemoryIdempotency;
+use boxoffice_testkit::idempotency::claimant;
 
 boxoffice_testkit::idempotency_conformance!(async {
     Arc::new(MemoryIdempotency::new()) as Arc<dyn IdempotencyStore>
+});
+boxoffice_testkit::single_process_idempotency_conformance!(async {
+    Arc::new(MemoryIdempotency::new()) as Arc<dyn IdempotencyStore>
+});
+boxoffice_testkit::bounded_idempotency_conformance!(|cap: usize| async move {
+    let retention = boxoffice_store_memory::idempotency::RETENTION_MS;
+    Arc::new(MemoryIdempotency::with_limits(cap, retention)) as Arc<dyn IdempotencyStore>
 });
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 #[tokio::test]
 async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
-    let store = MemoryIdempotency::new();
+    let (store, me) = (MemoryIdempotency::new(), claimant());
     let (t0, fp) = (Millis(1_000), [1u8; 32]);
     assert_eq!(
-        store.begin("s", "k", &fp, t0, 30_000).await,
+        store.begin("s", "k", &fp, t0, &me).await,
         Ok(Begin::Proceed)
     );
     let resp = StoredResponse {
@@ -27,13 +35,13 @@ async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
     store.finish("s", "k", &resp).await.expect("finish");
     let almost = t0.plus_millis(DAY_MS - 1);
     assert_eq!(
-        store.begin("s", "k", &fp, almost, 30_000).await,
+        store.begin("s", "k", &fp, almost, &me).await,
         Ok(Begin::Replay(resp))
     );
     // A day on, the key is new again (and a different request may use it).
     assert_eq!(
         store
-            .begin("s", "k", &[2u8; 32], t0.plus_millis(DAY_MS), 30_000)
+            .begin("s", "k", &[2u8; 32], t0.plus_millis(DAY_MS), &me)
             .await,
         Ok(Begin::Proceed)
     );
@@ -41,16 +49,16 @@ async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
 
 #[tokio::test]
 async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
-    let store = MemoryIdempotency::new();
+    let (store, me) = (MemoryIdempotency::new(), claimant());
     let fp = [1u8; 32];
     assert_eq!(
-        store.begin("s", "k", &fp, Millis(0), 10).await,
+        store.begin("s", "k", &fp, Millis(0), &me).await,
         Ok(Begin::Proceed)
     );
     store.abandon("s", "k").await.expect("abandon");
     let later = Millis(DAY_MS / 2);
     assert_eq!(
-        store.begin("s", "k", &fp, later, 10).await,
+        store.begin("s", "k", &fp, later, &me).await,
         Ok(Begin::Proceed)
     );
     store
@@ -65,6 +73,6 @@ async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
         .await
         .expect("finish");
     // The first claim's day is over; the second claim's is not.
-    let replay = store.begin("s", "k", &fp, Millis(DAY_MS), 10).await;
+    let replay = store.begin("s", "k", &fp, Millis(DAY_MS), &me).await;
     assert!(matches!(replay, Ok(Begin::Replay(_))), "{replay:?}");
 }

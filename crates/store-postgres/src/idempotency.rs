@@ -1,10 +1,18 @@
 //! `Idempotency-Key`s in the ledger's database, in their own table. Claims go through
 //! the ledger's writer, so a claim shares the group commit with the writes it guards.
+//!
+//! Every node of a cluster writes here, so a claim records the incarnation of the node
+//! that took it, and each node keeps a heartbeat in `node_heartbeats`. A claim whose
+//! holder has not beaten for `dead_after_ms` belongs to a dead node and is taken over by
+//! the retry at once. Heartbeats and pruning run on the pool, outside the group commit:
+//! neither has anything to wait for, nor should a commit wait for them.
 
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoreError, StoredResponse};
-use sqlx::PgConnection;
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+};
+use sqlx::{PgConnection, PgPool};
 
 use crate::conn::db;
 use crate::writer::{Step, Writer};
@@ -13,18 +21,37 @@ use crate::writer::{Step, Writer};
 #[derive(Clone)]
 pub struct PostgresIdempotency {
     pub(crate) writer: Writer,
+    pub(crate) pool: PgPool,
     pub(crate) _guards: crate::ledger::Guards,
 }
 
-/// The fast path is one statement: a new key is inserted, and a lapsed claim with the
-/// same fingerprint is taken over (its holder crashed or gave up). Only when neither
-/// happened is the row read to tell a replay, a mismatch and a running request apart.
+/// The fast path is one statement: a new key is inserted, and a claim with the same
+/// fingerprint is taken over when its lease lapsed or its holder is dead (another node
+/// with no heartbeat fresher than `$7` ms). Only when neither happened is the row read
+/// to tell a replay, a mismatch and a running request apart.
 const CLAIM: &str = "
-    INSERT INTO idempotency_keys AS k (scope, key, fingerprint, state, lease_until, created_at)
-    VALUES ($1, $2, $3, 'in_flight', $4, $5)
-    ON CONFLICT (scope, key) DO UPDATE SET lease_until = excluded.lease_until
-    WHERE k.state = 'in_flight' AND k.lease_until <= $5 AND k.fingerprint = excluded.fingerprint
+    INSERT INTO idempotency_keys AS k
+        (scope, key, fingerprint, state, lease_until, created_at, holder)
+    VALUES ($1, $2, $3, 'in_flight', $4, $5, $6)
+    ON CONFLICT (scope, key) DO UPDATE
+    SET lease_until = excluded.lease_until, holder = excluded.holder
+    WHERE k.state = 'in_flight' AND k.fingerprint = excluded.fingerprint
+      AND (k.lease_until <= $5
+           OR (k.holder IS DISTINCT FROM excluded.holder
+               AND NOT EXISTS (SELECT 1 FROM node_heartbeats h
+                               WHERE h.node = k.holder AND h.beat_at > $5 - $7)))
     RETURNING 1";
+
+const BEAT: &str = "
+    INSERT INTO node_heartbeats (node, beat_at) VALUES ($1, $2)
+    ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at";
+
+/// The oldest records first, a bounded batch per statement, so no statement holds
+/// locks for long.
+const PRUNE: &str = "
+    DELETE FROM idempotency_keys WHERE (scope, key) IN (
+        SELECT scope, key FROM idempotency_keys WHERE created_at < $1
+        ORDER BY created_at LIMIT $2)";
 
 type Claim = (Vec<u8>, String, Option<i32>, Option<Vec<u8>>);
 
@@ -33,14 +60,16 @@ async fn begin(
     (scope, key): (&str, &str),
     fingerprint: &[u8; 32],
     now: Millis,
-    lease_ms: i64,
+    claimant: &Claimant,
 ) -> Result<Begin, StoreError> {
     let claimed: Option<i32> = sqlx::query_scalar(CLAIM)
         .bind(scope)
         .bind(key)
         .bind(fingerprint.as_slice())
-        .bind(now.0.saturating_add(lease_ms))
+        .bind(now.0.saturating_add(claimant.lease_ms))
         .bind(now.0)
+        .bind(claimant.node.0.as_slice())
+        .bind(claimant.dead_after_ms)
         .fetch_optional(&mut *conn)
         .await
         .map_err(db)?;
@@ -75,13 +104,14 @@ impl IdempotencyStore for PostgresIdempotency {
         key: &str,
         fingerprint: &[u8; 32],
         now: Millis,
-        lease_ms: i64,
+        claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
         let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
+        let claimant = *claimant;
         self.writer
             .submit(move |conn| {
                 Box::pin(async move {
-                    begin(conn, (&scope, &key), &fingerprint, now, lease_ms)
+                    begin(conn, (&scope, &key), &fingerprint, now, &claimant)
                         .await
                         .map(Step::Keep)
                 })
@@ -141,5 +171,31 @@ impl IdempotencyStore for PostgresIdempotency {
                 })
             })
             .await
+    }
+
+    async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
+        sqlx::query(BEAT)
+            .bind(node.0.as_slice())
+            .bind(now.0)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        let pruned = sqlx::query(PRUNE)
+            .bind(before.0)
+            .bind(i64::from(limit))
+            .execute(&self.pool)
+            .await
+            .map_err(db)?
+            .rows_affected();
+        sqlx::query("DELETE FROM node_heartbeats WHERE beat_at < $1")
+            .bind(before.0)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(pruned)
     }
 }

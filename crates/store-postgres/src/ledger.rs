@@ -82,6 +82,7 @@ impl PostgresLedger {
     pub fn idempotency(&self) -> PostgresIdempotency {
         PostgresIdempotency {
             writer: self.writer.clone(),
+            pool: self.pool.clone(),
             _guards: self.guards.clone(),
         }
     }

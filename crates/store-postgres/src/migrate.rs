@@ -22,6 +22,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "commit_batch",
         include_str!("../../../migrations/postgres/0002_commit_batch.sql"),
     ),
+    (
+        3,
+        "idempotency_holders",
+        include_str!("../../../migrations/postgres/0003_idempotency_holders.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -18,3 +18,4 @@ async fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
 
 boxoffice_testkit::ledger_conformance!(fresh_ledger());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
+boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());

@@ -1,26 +1,40 @@
 //! `RedisIdempotency`: `Idempotency-Key` records shared by every API node.
 //!
-//! One hash per (scope, key) holding the request's fingerprint, the claim's lease and,
-//! once finished, the response. Each step is one script on that one key. Records are
-//! forgotten 24 h after their last claim through Redis's own expiry (server time),
-//! which bounds memory to a day of writes like the in-memory store.
+//! One hash per (scope, key) holding the request's fingerprint, the claim's lease and
+//! holder and, once finished, the response. Records are spread over `IDEM_SHARDS`
+//! shards (see `keys`); each shard keeps an index of its records by claim time and the
+//! heartbeats of the nodes, in the same slot, so every step is one script on one shard.
+//!
+//! Memory is bounded twice. Redis forgets a record `retention` after its last claim
+//! (server time), and no shard keeps more than its share of `max_records`: at the cap
+//! the oldest record that is not running is forgotten to make room, for the same
+//! reasons as in the in-process store (recent requests are the ones retried; refusing
+//! new keys would let whoever fills the store stop everyone's writes). A shard holding
+//! only running claims answers `Full`.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoreError, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+};
+use futures::future::try_join_all;
 
 use crate::conn::{RedisConn, store_err};
-use crate::keys::{Prefix, idempotency_key};
-use crate::scripts::{IDEM_ABANDON, IDEM_BEGIN, IDEM_FINISH};
+use crate::keys::{IDEM_SHARDS, Prefix, idem_shard, idempotency_record};
+use crate::scripts::{IDEM_ABANDON, IDEM_BEGIN, IDEM_FINISH, IDEM_PRUNE};
 
-/// How long a record is kept after its claim.
+/// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+/// Most records kept, unless configured otherwise.
+pub const MAX_RECORDS: u64 = 1_000_000;
 
 pub struct RedisIdempotency {
     conn: RedisConn,
     prefix: Prefix,
+    per_shard: u64,
+    retention: Duration,
 }
 
 impl RedisIdempotency {
@@ -32,7 +46,20 @@ impl RedisIdempotency {
     }
 
     pub fn new(conn: RedisConn, prefix: Prefix) -> Self {
-        RedisIdempotency { conn, prefix }
+        RedisIdempotency {
+            conn,
+            prefix,
+            per_shard: MAX_RECORDS / u64::from(IDEM_SHARDS),
+            retention: RETENTION,
+        }
+    }
+
+    /// At most `max_records` (rounded down to a multiple of 16, at least 16), each
+    /// kept at most `retention` after its claim.
+    pub fn with_limits(mut self, max_records: u64, retention: Duration) -> Self {
+        self.per_shard = (max_records / u64::from(IDEM_SHARDS)).max(1);
+        self.retention = retention;
+        self
     }
 }
 
@@ -43,6 +70,7 @@ fn answer(reply: Vec<Vec<u8>>) -> Result<Begin, StoreError> {
         b"proceed" => Begin::Proceed,
         b"mismatch" => Begin::Mismatch,
         b"in_flight" => Begin::InFlight,
+        b"full" => Begin::Full,
         b"replay" => {
             let status = parts.next().unwrap_or_default();
             let status = std::str::from_utf8(&status)
@@ -71,14 +99,22 @@ impl IdempotencyStore for RedisIdempotency {
         key: &str,
         fingerprint: &[u8; 32],
         now: Millis,
-        lease_ms: i64,
+        claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
+        let r = idempotency_record(&self.prefix, scope, key);
         let reply: Vec<Vec<u8>> = IDEM_BEGIN
-            .key(idempotency_key(&self.prefix, scope, key))
+            .key(&r.record)
+            .key(&r.shard.index)
+            .key(&r.shard.nodes)
+            .arg(&r.id)
             .arg(fingerprint.as_slice())
             .arg(now.0)
-            .arg(lease_ms)
-            .arg(RETENTION.as_millis() as u64)
+            .arg(claimant.lease_ms)
+            .arg(self.retention.as_millis() as u64)
+            .arg(claimant.node.to_hex())
+            .arg(claimant.dead_after_ms)
+            .arg(self.per_shard)
+            .arg(&r.shard.record_prefix)
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(store_err)?;
@@ -91,8 +127,9 @@ impl IdempotencyStore for RedisIdempotency {
         key: &str,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
+        let r = idempotency_record(&self.prefix, scope, key);
         let _: i64 = IDEM_FINISH
-            .key(idempotency_key(&self.prefix, scope, key))
+            .key(&r.record)
             .arg(response.status)
             .arg(response.body.as_slice())
             .invoke_async(&mut self.conn.clone())
@@ -102,11 +139,59 @@ impl IdempotencyStore for RedisIdempotency {
     }
 
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        let r = idempotency_record(&self.prefix, scope, key);
         let _: i64 = IDEM_ABANDON
-            .key(idempotency_key(&self.prefix, scope, key))
+            .key(&r.record)
+            .key(&r.shard.index)
+            .arg(&r.id)
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(store_err)?;
         Ok(())
+    }
+
+    /// Every shard keeps the beat, so the begin script reads it from its own slot.
+    async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
+        let node = node.to_hex();
+        try_join_all((0..IDEM_SHARDS).map(|shard| {
+            let (nodes, node, mut conn) = (
+                idem_shard(&self.prefix, shard).nodes,
+                node.clone(),
+                self.conn.clone(),
+            );
+            async move {
+                redis::cmd("HSET")
+                    .arg(nodes)
+                    .arg(node)
+                    .arg(now.0)
+                    .query_async::<i64>(&mut conn)
+                    .await
+                    .map_err(store_err)
+            }
+        }))
+        .await?;
+        Ok(())
+    }
+
+    async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        let mut forgotten = 0u64;
+        for shard in 0..IDEM_SHARDS {
+            let left = u64::from(limit) - forgotten;
+            if left == 0 {
+                break;
+            }
+            let s = idem_shard(&self.prefix, shard);
+            let n: u64 = IDEM_PRUNE
+                .key(&s.index)
+                .key(&s.nodes)
+                .arg(before.0)
+                .arg(left)
+                .arg(&s.record_prefix)
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(store_err)?;
+            forgotten += n;
+        }
+        Ok(forgotten)
     }
 }

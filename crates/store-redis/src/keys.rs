@@ -1,9 +1,12 @@
 //! Key names. Every key of one event starts with the configured prefix and carries the
 //! hash tag `{<prefix>:<event>}`, so the whole event lives in one Redis Cluster slot and
-//! a script may touch any of its keys atomically.
+//! a script may touch any of its keys atomically. No text a client chose ever reaches a
+//! key name: an `Idempotency-Key` is hashed first, so it can neither pick a slot with
+//! braces nor make a key long.
 
 use boxoffice_domain::{EventId, HoldId};
 use boxoffice_engine::ports::StoreError;
+use sha2::{Digest, Sha256};
 
 /// What every key of the store starts with; tests use a fresh one per run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,16 +46,86 @@ pub(crate) fn hold_field(hold: HoldId) -> String {
     format!("{:032x}", hold.nonce)
 }
 
-/// The waiting room's keys of an event: `[positions, state, pool, finished, settings]`.
-/// Their own tag, so a cluster may place an event's line and its seats on different
-/// nodes (the seeds keep admission and seats on separate Redis primaries).
-pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 5] {
+/// The waiting room's keys of an event: `[positions, state, pool, finished, settings,
+/// admissions]`. Their own tag, so a cluster may place an event's line and its seats on
+/// different nodes (the seeds keep admission and seats on separate Redis primaries).
+pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 6] {
     let tag = format!("{{{}:q:{}}}", prefix.0, event);
-    ["pos", "state", "pool", "fin", "settings"].map(|k| format!("{tag}:{k}"))
+    ["pos", "state", "pool", "fin", "settings", "adm"].map(|k| format!("{tag}:{k}"))
 }
 
-/// An idempotency record. The scope's length goes first so that scope "a:b" + key "c"
-/// and scope "a" + key "b:c" cannot meet; each script touches this one key only.
-pub(crate) fn idempotency_key(prefix: &Prefix, scope: &str, key: &str) -> String {
-    format!("{}:idem:{}:{scope}:{key}", prefix.0, scope.len())
+/// Idempotency records are spread over this many shards, each under its own hash tag:
+/// a shard's records, its index and its node heartbeats share a slot, so one script can
+/// count and evict within the shard, and the shards spread over a cluster's nodes.
+pub(crate) const IDEM_SHARDS: u8 = 16;
+
+/// Where one idempotency record lives.
+pub(crate) struct IdemRecord {
+    /// The record's key: `{<prefix>:idem:<shard>}:r:<id>`.
+    pub record: String,
+    /// The id within its shard: 32 hex digits of a SHA-256 of (scope, key).
+    pub id: String,
+    pub shard: IdemShard,
+}
+
+/// The shared keys of one shard.
+pub(crate) struct IdemShard {
+    /// Sorted set of record ids by claim time, for counting, eviction and pruning.
+    pub index: String,
+    /// Hash of node incarnation → last heartbeat (ms).
+    pub nodes: String,
+    /// What a record's key is made of: this plus its id.
+    pub record_prefix: String,
+}
+
+pub(crate) fn idem_shard(prefix: &Prefix, shard: u8) -> IdemShard {
+    let tag = format!("{{{}:idem:{shard}}}", prefix.0);
+    IdemShard {
+        index: format!("{tag}:ix"),
+        nodes: format!("{tag}:nodes"),
+        record_prefix: format!("{tag}:r:"),
+    }
+}
+
+/// An idempotency record's place. The scope's length goes first so that scope "a:b" +
+/// key "c" and scope "a" + key "b:c" cannot meet.
+pub(crate) fn idempotency_record(prefix: &Prefix, scope: &str, key: &str) -> IdemRecord {
+    let mut h = Sha256::new();
+    h.update((scope.len() as u64).to_le_bytes());
+    h.update(scope.as_bytes());
+    h.update(key.as_bytes());
+    let digest = h.finalize();
+    let id: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let shard = idem_shard(prefix, digest[0] % IDEM_SHARDS);
+    IdemRecord {
+        record: format!("{}{id}", shard.record_prefix),
+        id,
+        shard,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_text_never_reaches_an_idempotency_key_name() {
+        let p = Prefix::new("bo").unwrap();
+        let r = idempotency_record(&p, "buyer:1", "{evil}-and-a-very-long-key");
+        assert!(
+            !r.record.contains("evil") && r.record.len() < 64,
+            "{}",
+            r.record
+        );
+        // The hash tag is the first {…}: the prefix and the shard, nothing else.
+        let tag = &r.record[r.record.find('{').unwrap()..=r.record.find('}').unwrap()];
+        assert!(tag.starts_with("{bo:idem:"), "{tag}");
+        let other = idempotency_record(&p, "buyer:1", "{evil}-2");
+        assert_ne!(r.id, other.id);
+        let (a, b) = (
+            idempotency_record(&p, "a:b", "c"),
+            idempotency_record(&p, "a", "b:c"),
+        );
+        assert_ne!(a.id, b.id);
+    }
 }

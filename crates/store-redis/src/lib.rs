@@ -18,7 +18,9 @@ mod tls;
 
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
 pub use conn::{ConnectConfig, RedisConn};
-pub use idempotency::RedisIdempotency;
+pub use idempotency::{
+    MAX_RECORDS as IDEMPOTENCY_MAX_RECORDS, RETENTION as IDEMPOTENCY_RETENTION, RedisIdempotency,
+};
 pub use keys::Prefix;
 pub use queue::RedisQueue;
 pub use scripts::hold_script_source;

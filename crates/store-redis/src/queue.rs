@@ -2,8 +2,9 @@
 //!
 //! Per event a hash buyer → position (0 while in the pre-opening pool), a small state
 //! hash (`len`, `serving`, `sold_out`, `at`, `pool`, `opened`, `placed`, `finished`),
-//! the pool as a list (kept for the published verification), a set of finished shoppers and a settings
-//! hash. Buyers are stored as their 16 raw bytes: at 2,000,000 buyers a Redis hash
+//! the pool as a list (kept for the published verification), a set of finished
+//! shoppers, a settings hash, and a sorted set with one entry per admission batch (where
+//! it ended and when), so an admission token expires a fixed time after its batch. Buyers are stored as their 16 raw bytes: at 2,000,000 buyers a Redis hash
 //! costs roughly 70–90 bytes per entry, so a full line is well under 200 MB.
 
 use std::collections::HashMap;
@@ -97,7 +98,7 @@ impl RedisQueue {
             .map_err(store_err)
     }
 
-    fn keys(&self, event: EventId) -> [String; 5] {
+    fn keys(&self, event: EventId) -> [String; 6] {
         queue_keys(&self.prefix, event)
     }
 }
@@ -148,13 +149,44 @@ impl QueueStore for RedisQueue {
         to: u64,
         now: Millis,
     ) -> Result<QueueState, StoreError> {
-        let [_, st, ..] = self.keys(event);
+        let [_, st, .., adm] = self.keys(event);
         let fields: Vec<Option<String>> = self
-            .eval(&QUEUE_ADVANCE, std::slice::from_ref(&st), |inv| {
+            .eval(&QUEUE_ADVANCE, &[st, adm], |inv| {
                 inv.arg(to).arg(now.0);
             })
             .await?;
         state(&fields)
+    }
+
+    async fn admitted_at(
+        &self,
+        event: EventId,
+        position: u64,
+    ) -> Result<Option<Millis>, StoreError> {
+        if position == 0 {
+            return Ok(None);
+        }
+        let [.., adm] = self.keys(event);
+        // The first batch whose end reached the position admitted it.
+        let first: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(adm)
+            .arg(position)
+            .arg("+inf")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(1)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(store_err)?;
+        first
+            .first()
+            .map(|mark| {
+                mark.split_once(':')
+                    .and_then(|(_, at)| at.parse().ok())
+                    .map(Millis)
+                    .ok_or_else(|| StoreError(format!("unreadable admission mark {mark:?}")))
+            })
+            .transpose()
     }
 
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
@@ -218,7 +250,7 @@ impl QueueStore for RedisQueue {
     }
 
     async fn finish(&self, event: EventId, buyer: BuyerId) -> Result<bool, StoreError> {
-        let [_, st, _, fin, _] = self.keys(event);
+        let [_, st, _, fin, ..] = self.keys(event);
         let counted: i64 = self
             .eval(&QUEUE_FINISH, &[fin, st], |inv| {
                 inv.arg(buyer.0.as_bytes().as_slice());
@@ -234,7 +266,7 @@ impl QueueStore for RedisQueue {
         value: &str,
         only_if_absent: bool,
     ) -> Result<String, StoreError> {
-        let [.., settings] = self.keys(event);
+        let [.., settings, _] = self.keys(event);
         let mut conn = self.conn.clone();
         if !only_if_absent {
             let () = conn.hset(&settings, name, value).await.map_err(store_err)?;
@@ -250,7 +282,7 @@ impl QueueStore for RedisQueue {
     }
 
     async fn settings(&self, event: EventId) -> Result<HashMap<String, String>, StoreError> {
-        let [.., settings] = self.keys(event);
+        let [.., settings, _] = self.keys(event);
         self.conn.clone().hgetall(settings).await.map_err(store_err)
     }
 

@@ -43,6 +43,7 @@ pub(crate) static QUEUE_FINISH: LazyLock<Script> = plain_script!("queue_finish.l
 pub(crate) static IDEM_BEGIN: LazyLock<Script> = plain_script!("idem_begin.lua");
 pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua");
 pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");
+pub(crate) static IDEM_PRUNE: LazyLock<Script> = plain_script!("idem_prune.lua");
 
 /// The hold script's source, for measuring it with `redis-benchmark` (benches/).
 pub fn hold_script_source() -> &'static str {

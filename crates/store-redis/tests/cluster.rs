@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, EventId};
-use boxoffice_engine::ports::{IdempotencyStore, QueueStore, SeatArbiter};
+use boxoffice_domain::{BuyerId, EventId, Millis};
+use boxoffice_engine::ports::{Begin, IdempotencyStore, QueueStore, SeatArbiter};
 use boxoffice_store_redis::{
     Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue,
 };
@@ -65,6 +65,29 @@ impl Cluster {
             .expect("some node serves every slot")
             .to_owned()
     }
+
+    /// The keys each node holds that contain `text`.
+    fn keys_per_node(&self, text: &str) -> Vec<Vec<String>> {
+        self.urls
+            .split(',')
+            .map(|url| {
+                let mut con = redis::Client::open(url)
+                    .and_then(|c| c.get_connection())
+                    .expect("a node answers");
+                redis::cmd("SCAN")
+                    .cursor_arg(0)
+                    .arg("MATCH")
+                    .arg(format!("*{text}*"))
+                    .arg("COUNT")
+                    .arg(1000)
+                    .clone()
+                    .iter::<String>(&mut con)
+                    .expect("SCAN")
+                    .collect::<Result<_, _>>()
+                    .expect("SCAN")
+            })
+            .collect()
+    }
 }
 
 impl Drop for Cluster {
@@ -111,13 +134,18 @@ async fn the_conformance_suites_pass_on_a_three_node_cluster() {
     let i = || async {
         Arc::new(RedisIdempotency::new(cluster.conn().await, prefix())) as Arc<dyn IdempotencyStore>
     };
-    run_cases!(idempotency, i().await;
-        a_first_request_proceeds_and_a_finished_one_replays,
-        a_key_reused_for_another_request_is_a_mismatch,
-        a_running_request_is_in_flight_until_its_lease_lapses,
-        an_abandoned_key_runs_again,
-        abandoning_a_finished_key_keeps_its_response,
-        the_same_key_in_two_scopes_is_two_keys,
+    boxoffice_testkit::__idempotency_cases!([run_cases] idempotency, i().await;);
+    boxoffice_testkit::__shared_idempotency_cases!([run_cases] idempotency, i().await;);
+    let on = &cluster;
+    let capped = |n: usize| async move {
+        let own = Prefix::new(format!("{}-cap-{}", *PREFIX, uuid::Uuid::new_v4().simple()))
+            .expect("prefix");
+        let store = RedisIdempotency::new(on.conn().await, own)
+            .with_limits(n as u64, boxoffice_store_redis::IDEMPOTENCY_RETENTION);
+        Arc::new(store) as Arc<dyn IdempotencyStore>
+    };
+    boxoffice_testkit::__bounded_idempotency_cases!(
+        [run_cases] idempotency, capped(idempotency::CAP).await;
     );
 }
 
@@ -151,4 +179,28 @@ async fn two_events_on_different_nodes_do_not_interfere() {
     assert_eq!(arb.counts(two.event).await.map(|c| c.held), Ok(5));
     assert_eq!(arb.is_loaded(unique_event()).await, Ok(false));
     two.done().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_with_braces_does_not_pick_a_cluster_slot() {
+    let cluster = Cluster::start();
+    let prefix = Prefix::new(format!("{}-braces", *PREFIX)).expect("prefix");
+    let store = RedisIdempotency::new(cluster.conn().await, prefix.clone());
+    let scope = format!("buyer:{}", BuyerId::random());
+    let me = idempotency::claimant();
+    // Every key names the same hash tag: were it honoured, one slot would take them all.
+    for i in 0..64 {
+        let key = format!("{{pinned}}-{i}");
+        let begun = store.begin(&scope, &key, &[1; 32], Millis(1), &me).await;
+        assert_eq!(begun, Ok(Begin::Proceed));
+    }
+    let per_node = cluster.keys_per_node(prefix.as_str());
+    let all: Vec<&String> = per_node.iter().flatten().collect();
+    assert!(all.len() >= 64, "the records are in Redis: {all:?}");
+    assert!(
+        all.iter().all(|k| !k.contains("pinned")),
+        "client text reached a key name: {all:?}"
+    );
+    let nodes = per_node.iter().filter(|keys| !keys.is_empty()).count();
+    assert!(nodes > 1, "one node took every record: {per_node:?}");
 }

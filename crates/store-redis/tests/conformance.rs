@@ -36,6 +36,19 @@ async fn idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(Tracked::new(store, &url))
 }
 
+/// A store of its own (a prefix under the run's, so cleanup still finds it): the cases
+/// fill it to its cap.
+async fn capped(cap: usize) -> Arc<dyn IdempotencyStore> {
+    let url = redis_url();
+    let own = Prefix::new(format!("{}-cap-{}", *PREFIX, uuid::Uuid::new_v4().simple()))
+        .expect("a valid prefix");
+    let store = RedisIdempotency::new(connect(&url).await, own)
+        .with_limits(cap as u64, boxoffice_store_redis::IDEMPOTENCY_RETENTION);
+    Arc::new(Tracked::new(store, &url))
+}
+
 boxoffice_testkit::arbiter_conformance!(arbiter());
 boxoffice_testkit::queue_conformance!(queue());
 boxoffice_testkit::idempotency_conformance!(idempotency());
+boxoffice_testkit::shared_idempotency_conformance!(idempotency());
+boxoffice_testkit::bounded_idempotency_conformance!(capped);

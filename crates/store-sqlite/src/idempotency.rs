@@ -1,10 +1,16 @@
 //! `Idempotency-Key`s in the ledger's file, in their own table. Claims go through the
 //! ledger's writer, so a claim and the write it guards share the group commit and no
 //! second writer ever contends for the file's lock.
+//!
+//! One process at a time opens the file, so a claim of any other incarnation than the
+//! caller's was taken by an earlier life of this process, which is dead: a retry after a
+//! restart takes it over at once. Records are pruned by age in small batches.
 
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoreError, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::conn::db;
@@ -23,6 +29,14 @@ struct Claim {
     status: Option<u16>,
     body: Option<Vec<u8>>,
     lease_until: i64,
+    holder: Option<Vec<u8>>,
+}
+
+impl Claim {
+    /// Running, in this process, within its lease.
+    fn running(&self, now: Millis, me: Incarnation) -> bool {
+        self.lease_until > now.0 && self.holder.as_deref() == Some(me.0.as_slice())
+    }
 }
 
 fn begin(
@@ -31,19 +45,20 @@ fn begin(
     key: &str,
     fingerprint: &[u8; 32],
     now: Millis,
-    lease_ms: i64,
+    claimant: &Claimant,
 ) -> Result<Begin, StoreError> {
     let claim = conn
-        .prepare_cached("SELECT fingerprint, state, status, body, lease_until FROM idempotency_keys WHERE scope = ?1 AND key = ?2")
+        .prepare_cached("SELECT fingerprint, state, status, body, lease_until, holder FROM idempotency_keys WHERE scope = ?1 AND key = ?2")
         .and_then(|mut s| {
             s.query_row(params![scope, key], |r| {
                 let state: String = r.get(1)?;
-                Ok(Claim { fingerprint: r.get(0)?, done: state == "done", status: r.get(2)?, body: r.get(3)?, lease_until: r.get(4)? })
+                Ok(Claim { fingerprint: r.get(0)?, done: state == "done", status: r.get(2)?, body: r.get(3)?, lease_until: r.get(4)?, holder: r.get(5)? })
             })
             .optional()
         })
         .map_err(db)?;
-    let lease_until = now.0.saturating_add(lease_ms);
+    let lease_until = now.0.saturating_add(claimant.lease_ms);
+    let holder = claimant.node.0.as_slice();
     match claim {
         Some(c) if c.fingerprint != fingerprint.as_slice() => Ok(Begin::Mismatch),
         Some(Claim {
@@ -55,26 +70,38 @@ fn begin(
             status: status.unwrap_or(500),
             body: body.unwrap_or_default(),
         })),
-        Some(c) if c.lease_until > now.0 => Ok(Begin::InFlight),
-        // A lapsed claim: its holder crashed or gave up, so this request takes it over.
+        Some(c) if c.running(now, claimant.node) => Ok(Begin::InFlight),
+        // Its lease lapsed or its process died: this request takes the claim over.
         Some(_) => {
             conn.execute(
-                "UPDATE idempotency_keys SET lease_until = ?3 WHERE scope = ?1 AND key = ?2",
-                params![scope, key, lease_until],
+                "UPDATE idempotency_keys SET lease_until = ?3, holder = ?4 WHERE scope = ?1 AND key = ?2",
+                params![scope, key, lease_until, holder],
             )
             .map_err(db)?;
             Ok(Begin::Proceed)
         }
         None => {
             conn.prepare_cached(
-                "INSERT INTO idempotency_keys (scope, key, fingerprint, state, lease_until, created_at)
-                 VALUES (?1, ?2, ?3, 'in_flight', ?4, ?5)",
+                "INSERT INTO idempotency_keys (scope, key, fingerprint, state, lease_until, created_at, holder)
+                 VALUES (?1, ?2, ?3, 'in_flight', ?4, ?5, ?6)",
             )
-            .and_then(|mut s| s.execute(params![scope, key, fingerprint.as_slice(), lease_until, now.0]))
+            .and_then(|mut s| s.execute(params![scope, key, fingerprint.as_slice(), lease_until, now.0, holder]))
             .map_err(db)?;
             Ok(Begin::Proceed)
         }
     }
+}
+
+/// The oldest records claimed before `before`, at most `limit`, in one short write.
+fn prune(conn: &Connection, before: Millis, limit: u32) -> Result<u64, StoreError> {
+    conn.prepare_cached(
+        "DELETE FROM idempotency_keys WHERE (scope, key) IN (
+             SELECT scope, key FROM idempotency_keys WHERE created_at < ?1
+             ORDER BY created_at LIMIT ?2)",
+    )
+    .and_then(|mut s| s.execute(params![before.0, limit]))
+    .map(|n| n as u64)
+    .map_err(db)
 }
 
 #[async_trait]
@@ -85,12 +112,13 @@ impl IdempotencyStore for SqliteIdempotency {
         key: &str,
         fingerprint: &[u8; 32],
         now: Millis,
-        lease_ms: i64,
+        claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
         let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
+        let claimant = *claimant;
         self.writer
             .submit(move |conn| {
-                begin(conn, &scope, &key, &fingerprint, now, lease_ms).map(Step::Keep)
+                begin(conn, &scope, &key, &fingerprint, now, &claimant).map(Step::Keep)
             })
             .await
     }
@@ -127,6 +155,16 @@ impl IdempotencyStore for SqliteIdempotency {
                     .map_err(db)?;
                 Ok(Step::Keep(()))
             })
+            .await
+    }
+
+    async fn heartbeat(&self, _node: Incarnation, _now: Millis) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.writer
+            .submit(move |conn| prune(conn, before, limit).map(Step::Keep))
             .await
     }
 }

@@ -12,11 +12,18 @@ use crate::conn::{self, db};
 use crate::options::SqliteOptions;
 
 /// (version, name, SQL), in the order they must run.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "ledger",
-    include_str!("../../../migrations/sqlite/0001_ledger.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "ledger",
+        include_str!("../../../migrations/sqlite/0001_ledger.sql"),
+    ),
+    (
+        2,
+        "idempotency_holders",
+        include_str!("../../../migrations/sqlite/0002_idempotency_holders.sql"),
+    ),
+];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need
 /// be) and returns the versions it applied; empty when it was already current.

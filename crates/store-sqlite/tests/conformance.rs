@@ -1,4 +1,5 @@
-//! The shared ledger and idempotency suites on a fresh SQLite file per case.
+//! The shared ledger and idempotency suites on a fresh SQLite file per case. One
+//! process at a time opens a ledger file, so it runs the single-process liveness cases.
 
 use std::sync::Arc;
 
@@ -25,3 +26,4 @@ fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
 
 boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
+boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });

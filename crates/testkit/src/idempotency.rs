@@ -1,16 +1,28 @@
-//! The `IdempotencyStore` conformance suite (P4):
+//! The `IdempotencyStore` conformance suites (P4):
 //!
 //! ```ignore
 //! boxoffice_testkit::idempotency_conformance!(async { fresh_store() });
+//! // and one of these two, by who may open the store:
+//! boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_store() });
+//! boxoffice_testkit::shared_idempotency_conformance!(async { fresh_store() });
+//! // stores with a count cap: the expression builds one holding at most `cap` records
+//! boxoffice_testkit::bounded_idempotency_conformance!(|cap| async move { capped(cap) });
 //! ```
 //!
-//! The expression yields a fresh `Arc<dyn IdempotencyStore>` per case. Every case uses
-//! its own random scope, so a shared backend passes too.
+//! Each expression yields a fresh `Arc<dyn IdempotencyStore>` per case. Every case uses
+//! its own random scope and, where it must see the whole store (pruning), times decades
+//! before the other cases', so a shared backend passes too.
 
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, Millis};
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoredResponse};
+use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, Incarnation, StoredResponse};
+
+mod bounded;
+mod liveness;
+
+pub use bounded::*;
+pub use liveness::*;
 
 /// Expands into `mod idempotency { … }` with one `#[tokio::test]` per case.
 #[macro_export]
@@ -19,27 +31,49 @@ macro_rules! idempotency_conformance {
         mod idempotency {
             #[allow(unused_imports)]
             use super::*;
-            $crate::__port_suite_cases!(idempotency, $make;
-                a_first_request_proceeds_and_a_finished_one_replays,
-                a_key_reused_for_another_request_is_a_mismatch,
-                a_running_request_is_in_flight_until_its_lease_lapses,
-                an_abandoned_key_runs_again,
-                abandoning_a_finished_key_keeps_its_response,
-                the_same_key_in_two_scopes_is_two_keys,
-            );
+            $crate::__idempotency_cases!([$crate::__port_suite_cases] idempotency, $make;);
         }
     };
 }
 
-const NOW: Millis = Millis(1_700_000_000_000);
-const LEASE: i64 = 30_000;
-const FP: [u8; 32] = [7; 32];
+/// The cases every store passes, as one list for every runner of the suite.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __idempotency_cases {
+    ([$($cb:tt)*] $($args:tt)*) => {
+        $($cb)*!($($args)*
+            a_first_request_proceeds_and_a_finished_one_replays,
+            a_key_reused_for_another_request_is_a_mismatch,
+            a_running_request_is_in_flight_until_its_lease_lapses,
+            an_abandoned_key_runs_again,
+            abandoning_a_finished_key_keeps_its_response,
+            the_same_key_in_two_scopes_is_two_keys,
+            a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once,
+            records_claimed_before_the_cutoff_are_pruned_in_batches,
+        );
+    };
+}
 
-fn scope() -> String {
+pub(crate) const NOW: Millis = Millis(1_700_000_000_000);
+pub(crate) const LEASE: i64 = 30_000;
+/// Shorter than the lease, so a dead holder is told apart from a lapsed lease.
+pub(crate) const DEAD_AFTER: i64 = 10_000;
+pub(crate) const FP: [u8; 32] = [7; 32];
+
+/// A claimant of a fresh incarnation: another process than every other claimant.
+pub fn claimant() -> Claimant {
+    Claimant {
+        node: Incarnation::random(),
+        lease_ms: LEASE,
+        dead_after_ms: DEAD_AFTER,
+    }
+}
+
+pub(crate) fn scope() -> String {
     format!("buyer:{}", BuyerId::random())
 }
 
-fn created() -> StoredResponse {
+pub(crate) fn created() -> StoredResponse {
     StoredResponse {
         status: 201,
         body: br#"{"order_id":"o1"}"#.to_vec(),
@@ -47,30 +81,33 @@ fn created() -> StoredResponse {
 }
 
 pub async fn a_first_request_proceeds_and_a_finished_one_replays(store: Arc<dyn IdempotencyStore>) {
-    let s = scope();
+    let (s, me) = (scope(), claimant());
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &FP, NOW, &me).await.unwrap(),
         Begin::Proceed
     );
     store.finish(&s, "k1", &created()).await.unwrap();
-    // A replay long after the lease would have lapsed still gets the first answer.
+    // A replay long after the lease would have lapsed still gets the first answer, and
+    // so does a retry reaching another process.
     let later = NOW.plus_secs(3_600);
-    assert_eq!(
-        store.begin(&s, "k1", &FP, later, LEASE).await.unwrap(),
-        Begin::Replay(created())
-    );
+    for who in [me, claimant()] {
+        assert_eq!(
+            store.begin(&s, "k1", &FP, later, &who).await.unwrap(),
+            Begin::Replay(created())
+        );
+    }
 }
 
 pub async fn a_key_reused_for_another_request_is_a_mismatch(store: Arc<dyn IdempotencyStore>) {
-    let s = scope();
-    store.begin(&s, "k1", &FP, NOW, LEASE).await.unwrap();
+    let (s, me) = (scope(), claimant());
+    store.begin(&s, "k1", &FP, NOW, &me).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &[8; 32], NOW, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &[8; 32], NOW, &me).await.unwrap(),
         Begin::Mismatch
     );
     store.finish(&s, "k1", &created()).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &[8; 32], NOW, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &[8; 32], NOW, &me).await.unwrap(),
         Begin::Mismatch
     );
 }
@@ -78,46 +115,46 @@ pub async fn a_key_reused_for_another_request_is_a_mismatch(store: Arc<dyn Idemp
 pub async fn a_running_request_is_in_flight_until_its_lease_lapses(
     store: Arc<dyn IdempotencyStore>,
 ) {
-    let s = scope();
+    let (s, me) = (scope(), claimant());
+    store.heartbeat(me.node, NOW).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &FP, NOW, &me).await.unwrap(),
         Begin::Proceed
     );
+    let almost = NOW.plus_millis(LEASE - 1);
     assert_eq!(
-        store
-            .begin(&s, "k1", &FP, NOW.plus_millis(LEASE - 1), LEASE)
-            .await
-            .unwrap(),
+        store.begin(&s, "k1", &FP, almost, &me).await.unwrap(),
         Begin::InFlight
     );
-    // The first holder crashed: after the lease the retry takes the key over, and
-    // holds it for a lease of its own.
+    // The first attempt never finished: after the lease the retry takes the key over,
+    // and holds it for a lease of its own.
     let lapsed = NOW.plus_millis(LEASE + 1);
+    store.heartbeat(me.node, lapsed).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, lapsed, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &FP, lapsed, &me).await.unwrap(),
         Begin::Proceed
     );
     assert_eq!(
         store
-            .begin(&s, "k1", &FP, lapsed.plus_millis(1), LEASE)
+            .begin(&s, "k1", &FP, lapsed.plus_millis(1), &me)
             .await
             .unwrap(),
         Begin::InFlight
     );
     store.finish(&s, "k1", &created()).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, lapsed, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &FP, lapsed, &me).await.unwrap(),
         Begin::Replay(created())
     );
 }
 
 pub async fn an_abandoned_key_runs_again(store: Arc<dyn IdempotencyStore>) {
-    let s = scope();
-    store.begin(&s, "k1", &FP, NOW, LEASE).await.unwrap();
+    let (s, me) = (scope(), claimant());
+    store.begin(&s, "k1", &FP, NOW, &me).await.unwrap();
     store.abandon(&s, "k1").await.unwrap();
     assert_eq!(
         store
-            .begin(&s, "k1", &FP, NOW.plus_millis(1), LEASE)
+            .begin(&s, "k1", &FP, NOW.plus_millis(1), &me)
             .await
             .unwrap(),
         Begin::Proceed
@@ -125,24 +162,61 @@ pub async fn an_abandoned_key_runs_again(store: Arc<dyn IdempotencyStore>) {
 }
 
 pub async fn abandoning_a_finished_key_keeps_its_response(store: Arc<dyn IdempotencyStore>) {
-    let s = scope();
-    store.begin(&s, "k1", &FP, NOW, LEASE).await.unwrap();
+    let (s, me) = (scope(), claimant());
+    store.begin(&s, "k1", &FP, NOW, &me).await.unwrap();
     store.finish(&s, "k1", &created()).await.unwrap();
     store.abandon(&s, "k1").await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, LEASE).await.unwrap(),
+        store.begin(&s, "k1", &FP, NOW, &me).await.unwrap(),
         Begin::Replay(created())
     );
 }
 
 pub async fn the_same_key_in_two_scopes_is_two_keys(store: Arc<dyn IdempotencyStore>) {
-    let (a, b) = (scope(), scope());
+    let (a, b, me) = (scope(), scope(), claimant());
     assert_eq!(
-        store.begin(&a, "k1", &FP, NOW, LEASE).await.unwrap(),
+        store.begin(&a, "k1", &FP, NOW, &me).await.unwrap(),
         Begin::Proceed
     );
     assert_eq!(
-        store.begin(&b, "k1", &[9; 32], NOW, LEASE).await.unwrap(),
+        store.begin(&b, "k1", &[9; 32], NOW, &me).await.unwrap(),
         Begin::Proceed
+    );
+}
+
+/// Records pruned by age: whoever calls `prune` sees the whole store, so this case
+/// works decades before every other case's records.
+pub async fn records_claimed_before_the_cutoff_are_pruned_in_batches(
+    store: Arc<dyn IdempotencyStore>,
+) {
+    const T0: Millis = Millis(1_000_000_000);
+    let (s, me) = (scope(), claimant());
+    for i in 0..6 {
+        let at = T0.plus_millis(if i < 5 { i } else { 100 });
+        let key = format!("k{i}");
+        assert_eq!(
+            store.begin(&s, &key, &FP, at, &me).await.unwrap(),
+            Begin::Proceed
+        );
+        store.finish(&s, &key, &created()).await.unwrap();
+    }
+    let cutoff = T0.plus_millis(50);
+    let batches = [
+        store.prune(cutoff, 2).await.unwrap(),
+        store.prune(cutoff, 2).await.unwrap(),
+        store.prune(cutoff, 2).await.unwrap(),
+        store.prune(cutoff, 2).await.unwrap(),
+    ];
+    assert_eq!(batches, [2, 2, 1, 0], "five old records, in batches of two");
+    let then = T0.plus_millis(60);
+    assert_eq!(
+        store.begin(&s, "k0", &[3; 32], then, &me).await.unwrap(),
+        Begin::Proceed,
+        "a pruned key is new again"
+    );
+    assert_eq!(
+        store.begin(&s, "k5", &FP, then, &me).await.unwrap(),
+        Begin::Replay(created()),
+        "a younger record is kept"
     );
 }

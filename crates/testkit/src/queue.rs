@@ -111,6 +111,48 @@ pub async fn admission_never_moves_backwards_nor_past_the_end_of_the_line(q: Arc
     q.drop_event(event).await.expect("drop");
 }
 
+pub async fn each_position_is_admitted_at_the_time_of_the_batch_that_reached_it(
+    q: Arc<dyn QueueStore>,
+) {
+    let event = unique_event();
+    for _ in 0..6 {
+        q.join(event, BuyerId::random(), true).await.expect("join");
+    }
+    assert_eq!(
+        q.admitted_at(event, 1).await,
+        Ok(None),
+        "nobody admitted yet"
+    );
+    q.advance(event, 2, Millis(10)).await.expect("advance");
+    q.advance(event, 4, Millis(20)).await.expect("advance");
+    // A step back, or to where the line already is, admits nobody.
+    q.advance(event, 3, Millis(30)).await.expect("backwards");
+    q.advance(event, 4, Millis(35)).await.expect("in place");
+    q.advance(event, 99, Millis(40))
+        .await
+        .expect("past the end");
+    let at = |p| q.admitted_at(event, p);
+    let expected = [
+        Some(10),
+        Some(10),
+        Some(20),
+        Some(20),
+        Some(40),
+        Some(40),
+        None,
+    ];
+    for (p, want) in (1..=7).zip(expected) {
+        assert_eq!(at(p).await, Ok(want.map(Millis)), "position {p}");
+    }
+    assert_eq!(at(0).await, Ok(None));
+    q.drop_event(event).await.expect("drop");
+    assert_eq!(
+        q.admitted_at(event, 1).await,
+        Ok(None),
+        "dropped with the line"
+    );
+}
+
 pub async fn each_event_has_its_own_line(q: Arc<dyn QueueStore>) {
     let (one, two, buyer) = (unique_event(), unique_event(), BuyerId::random());
     q.join(one, BuyerId::random(), true).await.expect("join");
@@ -174,6 +216,7 @@ macro_rules! __queue_cases {
                 concurrent_joins_get_unique_dense_positions,
                 a_buyer_who_joins_again_keeps_their_place,
                 admission_never_moves_backwards_nor_past_the_end_of_the_line,
+                each_position_is_admitted_at_the_time_of_the_batch_that_reached_it,
                 each_event_has_its_own_line,
                 the_sold_out_flag_is_set_and_cleared,
                 a_dropped_event_starts_a_fresh_line,

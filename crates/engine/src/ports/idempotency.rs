@@ -21,10 +21,53 @@ pub enum Begin {
     Mismatch,
     /// The first request with this key is still running.
     InFlight,
+    /// A store with a count cap is full of requests still running: nothing could be
+    /// forgotten to make room (finished records go first; running claims never do).
+    Full,
+}
+
+/// One life of a process: a random id drawn at every start. A claim records the
+/// incarnation that took it, so that a retry can tell a request still running from
+/// one whose process died (kill -9, crash, restart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Incarnation(pub [u8; 16]);
+
+impl Incarnation {
+    pub fn random() -> Incarnation {
+        Incarnation(*uuid::Uuid::new_v4().as_bytes())
+    }
+
+    pub fn to_hex(self) -> String {
+        format!("{:032x}", u128::from_be_bytes(self.0))
+    }
+}
+
+impl std::fmt::Display for Incarnation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// Who claims a key and on what terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claimant {
+    /// This process.
+    pub node: Incarnation,
+    /// How long an unfinished claim of a live holder blocks retries.
+    pub lease_ms: i64,
+    /// Stores shared by several nodes: a holder whose last heartbeat is older than this
+    /// is dead, and its claims are taken over at once.
+    pub dead_after_ms: i64,
 }
 
 /// Remembers `Idempotency-Key`s. `scope` separates callers (a buyer, the operator).
-/// A claim that is never finished lapses after `lease_ms` so a crash cannot wedge a key.
+///
+/// A running claim answers `InFlight` while its lease lasts and its holder lives. The
+/// caller's own incarnation lives. Stores that only one process opens at a time (in
+/// memory, the SQLite file) hold every other incarnation dead: it is an earlier life of
+/// this process. Stores shared by several nodes (PostgreSQL, Redis) hold a node alive
+/// while its `heartbeat` is fresher than `dead_after_ms`. Claims of dead holders, and
+/// claims whose lease lapsed, are taken over by the retry.
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
     async fn begin(
@@ -33,7 +76,7 @@ pub trait IdempotencyStore: Send + Sync {
         key: &str,
         fingerprint: &[u8; 32],
         now: Millis,
-        lease_ms: i64,
+        claimant: &Claimant,
     ) -> Result<Begin, StoreError>;
     async fn finish(
         &self,
@@ -44,4 +87,10 @@ pub trait IdempotencyStore: Send + Sync {
     /// Forgets an unfinished claim so a retry runs again (used when the request failed
     /// in a way that changed nothing, e.g. the store was unavailable).
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError>;
+    /// Records that `node` is alive at `now`. Only stores shared by several nodes keep
+    /// it; the others need no heartbeat to know who is alive.
+    async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError>;
+    /// Forgets at most `limit` records claimed before `before` (their retention is
+    /// over), and heartbeats older than that; returns how many records went.
+    async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
 }

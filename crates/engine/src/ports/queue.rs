@@ -55,9 +55,17 @@ pub trait QueueStore: Send + Sync {
     /// The buyer's place: `None` if they never joined.
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError>;
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError>;
-    /// Moves `serving_up_to` forward to `to` (never backwards, never past the line).
+    /// Moves `serving_up_to` forward to `to` (never backwards, never past the line),
+    /// and records `now` as the admission time of every position it admits.
     async fn advance(&self, event: EventId, to: u64, now: Millis)
     -> Result<QueueState, StoreError>;
+    /// When `position` was admitted: the time of the advance that first reached it.
+    /// `None` while it waits (or if the line has no record of it).
+    async fn admitted_at(
+        &self,
+        event: EventId,
+        position: u64,
+    ) -> Result<Option<Millis>, StoreError>;
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError>;
     /// Seals the pool (idempotent): later joins take positions after it. Returns the
     /// pool's members until `place_pool` has run, then nothing.

@@ -17,6 +17,9 @@ pub struct WaitingConfig {
     pub join_per_buyer: Limit,
     /// Status polls per buyer (the hint is one every ~3 s).
     pub status_per_buyer: Limit,
+    /// Hold attempts per buyer, won or lost. A person picking seats tries a few in a
+    /// row and then pays; a script hammering the hot store gets 429 with Retry-After.
+    pub hold_per_buyer: Limit,
     /// How long a proof-of-work challenge may be solved.
     pub challenge_ttl_s: u64,
     /// How long a node serves the pre-serialized public document before rebuilding it.
@@ -42,6 +45,10 @@ impl Default for WaitingConfig {
             join_per_buyer: Limit { per_s: 1, burst: 5 },
             status_per_buyer: Limit {
                 per_s: 2,
+                burst: 10,
+            },
+            hold_per_buyer: Limit {
+                per_s: 1,
                 burst: 10,
             },
             challenge_ttl_s: 300,

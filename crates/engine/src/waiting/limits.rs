@@ -20,6 +20,7 @@ pub(crate) enum Key {
     StatusBuyer(BuyerId),
     /// Anonymous sign-ups from one client address (unknown addresses share a cell).
     SignupIp(Option<IpAddr>),
+    HoldBuyer(BuyerId),
 }
 
 pub(crate) struct Limiter {

@@ -63,6 +63,7 @@ pub async fn create_buyer(
     };
     let call = Call {
         store: &*st.idempotency,
+        claimant: st.claimant,
         scope: "buyers".into(),
         key: &digest,
         method: "POST",

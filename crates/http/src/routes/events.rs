@@ -57,6 +57,7 @@ pub async fn create(
     };
     let call = Call {
         store: &*st.idempotency,
+        claimant: st.claimant,
         scope: "operator".into(),
         key: &key,
         method: "POST",
@@ -112,6 +113,7 @@ async fn set_sale(
     let path = format!("/v1/events/{id}/{}", if open { "open" } else { "close" });
     let call = Call {
         store: &*st.idempotency,
+        claimant: st.claimant,
         scope: "operator".into(),
         key: &key,
         method: "POST",

@@ -1,4 +1,5 @@
-//! Holds: claim seats with an admission token, read or release them with the buyer token.
+//! Holds: claim seats with an admission token (rate-limited per buyer), read or release
+//! them with the buyer token.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -14,6 +15,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
+use crate::routes::waiting::refused;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -105,10 +107,16 @@ pub async fn create(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    // Before the replay store: a refused attempt is cheap and is not kept as the key's
+    // answer, so the same request succeeds after Retry-After.
+    if let Err(r) = st.engine.limit_hold(&admitted) {
+        return refused(r.into());
+    }
     let path = format!("/v1/events/{}/holds", admitted.event);
     let scope = format!("buyer:{}", admitted.who.buyer);
     let call = Call {
         store: &*st.hold_idempotency,
+        claimant: st.claimant,
         scope,
         key: &key,
         method: "POST",
@@ -146,6 +154,7 @@ pub async fn release(
     let scope = format!("buyer:{}", who.buyer);
     let call = Call {
         store: &*st.hold_idempotency,
+        claimant: st.claimant,
         scope,
         key: &key,
         method: "DELETE",

@@ -48,6 +48,7 @@ pub async fn checkout(
     let scope = format!("buyer:{}", who.buyer);
     let call = Call {
         store: &*st.idempotency,
+        claimant: st.claimant,
         scope,
         key: &key,
         method: "POST",

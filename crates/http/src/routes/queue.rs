@@ -47,16 +47,6 @@ pub async fn join(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    let path = format!("/v1/events/{id}/queue");
-    let call = Call {
-        store: &*st.idempotency,
-        scope: format!("buyer:{}", who.buyer),
-        key: &key,
-        method: "POST",
-        path: &path,
-        body: &body,
-        now: st.now(),
-    };
     let joiner = Joiner {
         who: &who,
         ip: Some(peer.ip()),
@@ -64,10 +54,28 @@ pub async fn join(
     };
     // Refusals (403, 429) are answered before the replay store: they change nothing,
     // and a retry after Retry-After must be able to succeed.
-    match st.engine.join_queue(id, joiner).await {
-        Err(e) => refused(e),
-        Ok(out) => call.run(async { reply(StatusCode::OK, &out) }).await,
-    }
+    let pass = match st.engine.check_join(id, joiner).await {
+        Ok(pass) => pass,
+        Err(e) => return refused(e),
+    };
+    // The replay store decides before the join takes effect: a key used for another
+    // request is refused without taking a place.
+    let path = format!("/v1/events/{id}/queue");
+    let call = Call {
+        store: &*st.idempotency,
+        claimant: st.claimant,
+        scope: format!("buyer:{}", pass.buyer()),
+        key: &key,
+        method: "POST",
+        path: &path,
+        body: &body,
+        now: st.now(),
+    };
+    call.run(async {
+        let out = st.engine.join_checked(pass).await?;
+        reply(StatusCode::OK, &out)
+    })
+    .await
 }
 
 /// The public, cacheable line state of an event: pre-serialized once per node per

@@ -112,6 +112,7 @@ pub async fn grant_buyer_token(
     };
     let call = Call {
         store: &*st.idempotency,
+        claimant: st.claimant,
         scope: "operator".into(),
         key: &key,
         method: "POST",

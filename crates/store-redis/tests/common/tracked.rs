@@ -104,6 +104,13 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
     ) -> Result<QueueState, StoreError> {
         self.inner.advance(event, to, now).await
     }
+    async fn admitted_at(
+        &self,
+        event: EventId,
+        position: u64,
+    ) -> Result<Option<Millis>, StoreError> {
+        self.inner.admitted_at(event, position).await
+    }
     async fn set_sold_out(&self, event: EventId, sold_out: bool) -> Result<(), StoreError> {
         self.inner.set_sold_out(event, sold_out).await
     }
@@ -157,10 +164,10 @@ impl<T: IdempotencyStore> IdempotencyStore for Tracked<T> {
         key: &str,
         fingerprint: &[u8; 32],
         now: Millis,
-        lease_ms: i64,
+        claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
         self.inner
-            .begin(scope, key, fingerprint, now, lease_ms)
+            .begin(scope, key, fingerprint, now, claimant)
             .await
     }
     async fn finish(&self, scope: &str, key: &str, r: &StoredResponse) -> Result<(), StoreError> {
@@ -168,5 +175,11 @@ impl<T: IdempotencyStore> IdempotencyStore for Tracked<T> {
     }
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
         self.inner.abandon(scope, key).await
+    }
+    async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
+        self.inner.heartbeat(node, now).await
+    }
+    async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune(before, limit).await
     }
 }

@@ -1,0 +1,212 @@
+//! kill -9 while checkouts wait on a slow provider, then restart on the same data
+//! directory: a buyer who retries the lost checkout with the same Idempotency-Key gets
+//! the checkout's settled answer at once. The claims the dead process held are taken
+//! over instead of answering `request_in_progress` until their lease runs out.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::process::{call, start_server};
+use common::uuid;
+use futures::future::join_all;
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+const OPERATOR: &str = "retry-crash-operator-key-0123";
+const BUYERS: usize = 12;
+
+fn config(dir: &Path, name: &str, recovery_after_s: u64, latency_ms: u64) -> PathBuf {
+    let file = dir.join(name);
+    let text = format!(
+        "operator_key = \"{OPERATOR}\"\n[engine]\nrecovery_after_s = {recovery_after_s}\n\
+         admission_interval_ms = 50\n[workers]\nrecovery_interval_ms = 200\n\
+         expiry_interval_ms = 200\n[fake_payments]\nlatency_ms = {latency_ms}\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+async fn start(dir: &Path, config: &Path) -> (Child, String) {
+    let (dir, config) = (
+        common::process::path_str(dir),
+        common::process::path_str(config),
+    );
+    start_server(&["--data-dir", dir, "--config", config]).await
+}
+
+/// An open event and `n` buyers holding one seat each: (buyer token, hold id).
+async fn holders(c: &reqwest::Client, base: &str, n: usize) -> Vec<(String, String)> {
+    let spec = serde_json::to_value(common::spec(4, 10, 0, 4)).unwrap();
+    let (_, e) = call(c, Method::POST, format!("{base}/v1/events"), OPERATOR, spec).await;
+    let event = e["event_id"].as_i64().expect("an event");
+    let open = format!("{base}/v1/events/{event}/open");
+    assert_eq!(
+        call(c, Method::POST, open, OPERATOR, json!({})).await.0,
+        200
+    );
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (_, b) = call(c, Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
+        let token = b["token"].as_str().unwrap().to_string();
+        let queue = format!("{base}/v1/events/{event}/queue");
+        let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
+        let ticket = j["queue_ticket"].as_str().unwrap().to_string();
+        let admission = admission(c, base, &ticket).await;
+        let body = json!({"best_available": {"section": "A", "quantity": 1}});
+        let holds = format!("{base}/v1/events/{event}/holds");
+        let (s, h) = call(c, Method::POST, holds, &admission, body).await;
+        assert_eq!(s, 201, "{h}");
+        out.push((token, h["hold_id"].as_str().unwrap().to_string()));
+    }
+    out
+}
+
+async fn admission(c: &reqwest::Client, base: &str, ticket: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let url = format!("{base}/v1/queue/status");
+        let (_, s) = call(c, Method::GET, url, ticket, Value::Null).await;
+        if let Some(a) = s["admission_token"].as_str() {
+            return a.to_string();
+        }
+        assert!(Instant::now() < deadline, "never admitted: {s}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A checkout with a given Idempotency-Key: (status, replayed, body); status 0 when
+/// the server died before answering.
+async fn checkout(
+    c: &reqwest::Client,
+    base: &str,
+    who: &(String, String),
+    key: &str,
+) -> (u16, bool, Value) {
+    let res = c
+        .post(format!("{base}/v1/holds/{}/checkout", who.1))
+        .bearer_auth(&who.0)
+        .header("Idempotency-Key", key)
+        .json(&json!({"payment_method": "pm_card_visa"}))
+        .send()
+        .await;
+    match res {
+        Ok(r) => {
+            let replayed = r.headers().contains_key("idempotent-replayed");
+            (
+                r.status().as_u16(),
+                replayed,
+                r.json().await.unwrap_or(Value::Null),
+            )
+        }
+        Err(_) => (0, false, Value::Null),
+    }
+}
+
+/// Idempotency claims still marked running in the ledger file.
+fn running_claims(dir: &Path) -> i64 {
+    let db = rusqlite::Connection::open(dir.join("ledger.db")).expect("the ledger file");
+    db.query_row(
+        "SELECT count(*) FROM idempotency_keys WHERE state = 'in_flight'",
+        [],
+        |r| r.get(0),
+    )
+    .expect("the idempotency table")
+}
+
+async fn orders_in_flight(dir: &Path, config: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
+        .args(["audit", "--json", "--data-dir"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .await
+        .unwrap();
+    serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)["orders_in_flight"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_retried_after_kill_9_gets_its_settled_answer() {
+    tokio::time::timeout(Duration::from_secs(240), scenario())
+        .await
+        .expect("the scenario finishes in time");
+}
+
+async fn scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    // A slow provider, and no sweep before the kill: every checkout is mid-flight.
+    let slow = config(dir.path(), "slow.toml", 3_600, 3_000);
+    let (mut server, base) = start(dir.path(), &slow).await;
+    let c = reqwest::Client::new();
+    let buyers = holders(&c, &base, BUYERS).await;
+    let keys: Vec<String> = buyers.iter().map(|_| uuid()).collect();
+    let load = {
+        let (c, base, buyers, keys) = (c.clone(), base.clone(), buyers.clone(), keys.clone());
+        tokio::spawn(async move {
+            join_all(
+                buyers
+                    .iter()
+                    .zip(&keys)
+                    .map(|(b, k)| checkout(&c, &base, b, k)),
+            )
+            .await
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running_claims(dir.path()) < BUYERS as i64 {
+        assert!(Instant::now() < deadline, "the checkouts never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    let before = load.await.unwrap();
+    assert!(
+        before.iter().all(|(s, ..)| *s == 0),
+        "the kill landed after a checkout answered: {before:?}"
+    );
+    assert_eq!(
+        running_claims(dir.path()),
+        BUYERS as i64,
+        "claims left by the dead process"
+    );
+
+    // Restart on the same directory; the sweep settles the orders left mid-checkout.
+    let normal = config(dir.path(), "normal.toml", 1, 0);
+    let restarted = Instant::now();
+    let (_server, base) = start(dir.path(), &normal).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while orders_in_flight(dir.path(), &normal).await != json!(0) {
+        assert!(
+            Instant::now() < deadline,
+            "recovery did not settle the orders"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (who, key) in buyers.iter().zip(&keys) {
+        let (status, replayed, body) = checkout(&c, &base, who, key).await;
+        assert_ne!(
+            status, 409,
+            "still `request_in_progress` after the restart: {body}"
+        );
+        assert!(
+            matches!(status, 201 | 402 | 404 | 410),
+            "not a settled answer: {status} {body}"
+        );
+        assert!(!replayed, "the dead process never recorded an answer");
+        let (again, replayed, same) = checkout(&c, &base, who, key).await;
+        assert_eq!(
+            (again, replayed, &same),
+            (status, true, &body),
+            "replays the settled answer"
+        );
+    }
+    let waited = restarted.elapsed();
+    assert!(
+        waited < Duration::from_secs(30),
+        "settled answers took {waited:?}, close to the old lease minute"
+    );
+    eprintln!("{BUYERS} retried checkouts settled {waited:?} after the restart");
+}
