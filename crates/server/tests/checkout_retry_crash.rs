@@ -8,10 +8,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::process::{call, start_server};
+use common::buyers::{checkout, holders};
+use common::process::start_server;
 use common::uuid;
 use futures::future::join_all;
-use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
@@ -35,74 +35,6 @@ async fn start(dir: &Path, config: &Path) -> (Child, String) {
         common::process::path_str(config),
     );
     start_server(&["--data-dir", dir, "--config", config]).await
-}
-
-/// An open event and `n` buyers holding one seat each: (buyer token, hold id).
-async fn holders(c: &reqwest::Client, base: &str, n: usize) -> Vec<(String, String)> {
-    let spec = serde_json::to_value(common::spec(4, 10, 0, 4)).unwrap();
-    let (_, e) = call(c, Method::POST, format!("{base}/v1/events"), OPERATOR, spec).await;
-    let event = e["event_id"].as_i64().expect("an event");
-    let open = format!("{base}/v1/events/{event}/open");
-    assert_eq!(
-        call(c, Method::POST, open, OPERATOR, json!({})).await.0,
-        200
-    );
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let (_, b) = call(c, Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
-        let token = b["token"].as_str().unwrap().to_string();
-        let queue = format!("{base}/v1/events/{event}/queue");
-        let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
-        let ticket = j["queue_ticket"].as_str().unwrap().to_string();
-        let admission = admission(c, base, &ticket).await;
-        let body = json!({"best_available": {"section": "A", "quantity": 1}});
-        let holds = format!("{base}/v1/events/{event}/holds");
-        let (s, h) = call(c, Method::POST, holds, &admission, body).await;
-        assert_eq!(s, 201, "{h}");
-        out.push((token, h["hold_id"].as_str().unwrap().to_string()));
-    }
-    out
-}
-
-async fn admission(c: &reqwest::Client, base: &str, ticket: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let url = format!("{base}/v1/queue/status");
-        let (_, s) = call(c, Method::GET, url, ticket, Value::Null).await;
-        if let Some(a) = s["admission_token"].as_str() {
-            return a.to_string();
-        }
-        assert!(Instant::now() < deadline, "never admitted: {s}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-/// A checkout with a given Idempotency-Key: (status, replayed, body); status 0 when
-/// the server died before answering.
-async fn checkout(
-    c: &reqwest::Client,
-    base: &str,
-    who: &(String, String),
-    key: &str,
-) -> (u16, bool, Value) {
-    let res = c
-        .post(format!("{base}/v1/holds/{}/checkout", who.1))
-        .bearer_auth(&who.0)
-        .header("Idempotency-Key", key)
-        .json(&json!({"payment_method": "pm_card_visa"}))
-        .send()
-        .await;
-    match res {
-        Ok(r) => {
-            let replayed = r.headers().contains_key("idempotent-replayed");
-            (
-                r.status().as_u16(),
-                replayed,
-                r.json().await.unwrap_or(Value::Null),
-            )
-        }
-        Err(_) => (0, false, Value::Null),
-    }
 }
 
 /// Idempotency claims still marked running in the ledger file.
@@ -141,7 +73,7 @@ async fn scenario() {
     let slow = config(dir.path(), "slow.toml", 3_600, 3_000);
     let (mut server, base) = start(dir.path(), &slow).await;
     let c = reqwest::Client::new();
-    let buyers = holders(&c, &base, BUYERS).await;
+    let buyers = holders(&c, &base, OPERATOR, BUYERS).await;
     let keys: Vec<String> = buyers.iter().map(|_| uuid()).collect();
     let load = {
         let (c, base, buyers, keys) = (c.clone(), base.clone(), buyers.clone(), keys.clone());

@@ -2,6 +2,7 @@
 //! client, and the steps of a purchase as helpers. Each test gets its own app.
 #![allow(dead_code)]
 
+pub mod buyers;
 pub mod process;
 
 use std::sync::Arc;

@@ -1,0 +1,133 @@
+//! Two nodes share a PostgreSQL ledger and a Redis hot store. While the node running a
+//! checkout lives (its heartbeat is fresh), a retry reaching the other node is told
+//! `request_in_progress`; once it was killed with -9 and its heartbeat went stale, the
+//! retry takes the claim over, long before the claim's lease would have lapsed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::buyers::{checkout, holders};
+use common::process::{RedisPrefix, TestDatabase, call, path_str, start_server};
+use common::uuid;
+use futures::future::join_all;
+use reqwest::Method;
+use serde_json::Value;
+
+const OPERATOR: &str = "retry-cluster-operator-key-01";
+const BUYERS: usize = 4;
+/// A node silent this long is dead (it beats every 200 ms).
+const DEAD_AFTER_MS: u64 = 2_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_retried_on_another_node_after_its_node_died_is_taken_over() {
+    tokio::time::timeout(Duration::from_secs(240), scenario())
+        .await
+        .expect("the scenario finishes in time");
+}
+
+async fn scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = TestDatabase::create();
+    let redis = RedisPrefix::new(
+        &std::env::var("BOXOFFICE_TEST_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+    );
+    // A slow provider keeps the checkouts running; no sweep touches them meanwhile.
+    let config = dir.path().join("boxoffice.toml");
+    let toml = format!(
+        "operator_key = \"{OPERATOR}\"\nredis_prefix = \"{}\"\n[engine]\n\
+         admission_interval_ms = 50\nrecovery_after_s = 3600\n[fake_payments]\n\
+         latency_ms = 20000\n[idempotency]\nheartbeat_interval_ms = 200\n\
+         node_dead_after_ms = {DEAD_AFTER_MS}\n",
+        redis.prefix
+    );
+    std::fs::write(&config, toml).unwrap();
+    let args = [
+        "--data-dir",
+        path_str(dir.path()),
+        "--config",
+        path_str(&config),
+        "--ledger",
+        &db.url,
+        "--hot",
+        &redis.url,
+    ];
+    let (mut doomed, a) = start_server(&args).await;
+    let (_survivor, b) = start_server(&args).await;
+    let c = reqwest::Client::new();
+    let buyers = holders(&c, &a, OPERATOR, BUYERS).await;
+    let keys: Vec<String> = buyers.iter().map(|_| uuid()).collect();
+    let load = {
+        let (c, a, buyers, keys) = (c.clone(), a.clone(), buyers.clone(), keys.clone());
+        tokio::spawn(async move {
+            join_all(
+                buyers
+                    .iter()
+                    .zip(&keys)
+                    .map(|(w, k)| checkout(&c, &a, w, k)),
+            )
+            .await
+        })
+    };
+    // Every checkout has its order (so its claim) before the provider answers.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (token, _) in &buyers {
+        while orders(&c, &b, token).await.is_empty() {
+            assert!(Instant::now() < deadline, "a checkout never started");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    for (who, key) in buyers.iter().zip(&keys) {
+        let (status, _, body) = checkout(&c, &b, who, key).await;
+        assert_eq!(status, 409, "the running node's claim stands: {body}");
+        assert_eq!(body["error"], "request_in_progress");
+    }
+
+    doomed.start_kill().unwrap();
+    doomed.wait().await.unwrap();
+    let killed = Instant::now();
+    assert!(
+        load.await.unwrap().iter().all(|(s, ..)| *s == 0),
+        "answered before the kill"
+    );
+    for (who, key) in buyers.iter().zip(&keys) {
+        let (status, body) = retry_until_taken_over(&c, &b, who, key).await;
+        assert!(
+            matches!(status, 201 | 202 | 402 | 404 | 410),
+            "the retry on the surviving node answered {status} {body}"
+        );
+    }
+    let waited = killed.elapsed();
+    assert!(
+        waited < Duration::from_secs(20),
+        "took {waited:?} to take over claims whose lease is a minute"
+    );
+    eprintln!("claims of the killed node taken over {waited:?} after the kill");
+}
+
+async fn orders(c: &reqwest::Client, base: &str, token: &str) -> Vec<Value> {
+    let url = format!("{base}/v1/me/orders");
+    let (_, v) = call(c, Method::GET, url, token, Value::Null).await;
+    v["orders"].as_array().cloned().unwrap_or_default()
+}
+
+async fn retry_until_taken_over(
+    c: &reqwest::Client,
+    base: &str,
+    who: &(String, String),
+    key: &str,
+) -> (u16, Value) {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let (status, _, body) = checkout(c, base, who, key).await;
+        if status != 409 {
+            return (status, body);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {body} after the holder died"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

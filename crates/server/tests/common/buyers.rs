@@ -1,0 +1,81 @@
+//! Buyers driven through a real server's HTTP API, for tests of separate processes:
+//! holders of one seat each, and checkouts under a chosen Idempotency-Key.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::process::call;
+
+/// An open event of 40 seats made with `operator`, and `n` buyers holding one seat
+/// each: (buyer token, hold id).
+pub async fn holders(
+    c: &reqwest::Client,
+    base: &str,
+    operator: &str,
+    n: usize,
+) -> Vec<(String, String)> {
+    let spec = serde_json::to_value(super::spec(4, 10, 0, 4)).unwrap();
+    let (_, e) = call(c, Method::POST, format!("{base}/v1/events"), operator, spec).await;
+    let event = e["event_id"].as_i64().expect("an event");
+    let open = format!("{base}/v1/events/{event}/open");
+    assert_eq!(
+        call(c, Method::POST, open, operator, json!({})).await.0,
+        200
+    );
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (_, b) = call(c, Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
+        let token = b["token"].as_str().unwrap().to_string();
+        let queue = format!("{base}/v1/events/{event}/queue");
+        let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
+        let ticket = j["queue_ticket"].as_str().unwrap().to_string();
+        let admission = admission(c, base, &ticket).await;
+        let body = json!({"best_available": {"section": "A", "quantity": 1}});
+        let holds = format!("{base}/v1/events/{event}/holds");
+        let (s, h) = call(c, Method::POST, holds, &admission, body).await;
+        assert_eq!(s, 201, "{h}");
+        out.push((token, h["hold_id"].as_str().unwrap().to_string()));
+    }
+    out
+}
+
+/// Polls the queue status until it carries an admission token.
+pub async fn admission(c: &reqwest::Client, base: &str, ticket: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let url = format!("{base}/v1/queue/status");
+        let (_, s) = call(c, Method::GET, url, ticket, Value::Null).await;
+        if let Some(a) = s["admission_token"].as_str() {
+            return a.to_string();
+        }
+        assert!(Instant::now() < deadline, "never admitted: {s}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A card checkout of `who`'s hold under Idempotency-Key `key`: (status, replayed,
+/// body); status 0 when the server died before answering.
+pub async fn checkout(
+    c: &reqwest::Client,
+    base: &str,
+    who: &(String, String),
+    key: &str,
+) -> (u16, bool, Value) {
+    let res = c
+        .post(format!("{base}/v1/holds/{}/checkout", who.1))
+        .bearer_auth(&who.0)
+        .header("Idempotency-Key", key)
+        .json(&json!({"payment_method": "pm_card_visa"}))
+        .send()
+        .await;
+    match res {
+        Ok(r) => {
+            let replayed = r.headers().contains_key("idempotent-replayed");
+            let status = r.status().as_u16();
+            (status, replayed, r.json().await.unwrap_or(Value::Null))
+        }
+        Err(_) => (0, false, Value::Null),
+    }
+}
