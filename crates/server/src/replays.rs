@@ -20,7 +20,8 @@ pub struct IdempotencyConfig {
     /// How long a finished request is replayed; older records are pruned. Default 86400.
     pub retention_s: u64,
     /// Most replay records of the hot store (in-process or Redis) kept at once; at the
-    /// cap the oldest finished ones make room. Default 1,000,000 (a few hundred MB).
+    /// cap the oldest finished ones make room. In process a record with a 300-byte
+    /// response takes about 460 bytes, so the default 500,000 is about 230 MB.
     pub max_records: u64,
     /// How often this node records that it is alive. Default 2000.
     pub heartbeat_interval_ms: u64,
@@ -39,7 +40,7 @@ impl Default for IdempotencyConfig {
         IdempotencyConfig {
             lease_ms: 60_000,
             retention_s: 86_400,
-            max_records: 1_000_000,
+            max_records: 500_000,
             heartbeat_interval_ms: 2_000,
             node_dead_after_ms: 10_000,
             prune_interval_ms: 60_000,

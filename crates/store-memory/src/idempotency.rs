@@ -27,9 +27,9 @@ use sha2::{Digest, Sha256};
 
 /// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
-/// Most records kept, unless configured otherwise: at a few hundred bytes each, well
-/// under half a gigabyte.
-pub const MAX_RECORDS: usize = 1_000_000;
+/// Most records kept, unless configured otherwise. A record with a 300-byte response
+/// takes about 460 bytes (map entry, claim queue entry, the response), so about 230 MB.
+pub const MAX_RECORDS: usize = 500_000;
 
 /// The identity of a (scope, key) pair.
 type Id = [u8; 16];

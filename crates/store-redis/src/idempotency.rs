@@ -28,7 +28,7 @@ use crate::scripts::{IDEM_ABANDON, IDEM_BEGIN, IDEM_FINISH, IDEM_PRUNE};
 /// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// Most records kept, unless configured otherwise.
-pub const MAX_RECORDS: u64 = 1_000_000;
+pub const MAX_RECORDS: u64 = 500_000;
 
 pub struct RedisIdempotency {
     conn: RedisConn,
