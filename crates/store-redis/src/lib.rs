@@ -4,8 +4,10 @@
 //!
 //! Every atomic operation is one Lua script (`src/lua/`) run with EVALSHA. All keys of
 //! one event share a hash tag, so an event lives in one Cluster slot and a script can
-//! touch all of them atomically. Nothing here is the source of truth: the engine
-//! rebuilds an event from the ledger with `load` when `is_loaded` says it is gone (P5).
+//! touch all of them atomically. Idempotency records are spread over shards by a hash
+//! of (scope, key), so no client text chooses a slot. Nothing here is the source of
+//! truth: the engine rebuilds an event from the ledger with `load` when `is_loaded` says
+//! it is gone (P5).
 
 mod arbiter;
 mod conn;

@@ -1,5 +1,6 @@
 //! The `QueueStore` port: the waiting room's shared state. Per event: the line (buyer
-//! → position), the pre-opening pool, "serving up to N", the sold-out flag, a counter of
+//! → position), the pre-opening pool, "serving up to N" and when each batch moved it
+//! (so an admission expires a fixed time after it began), the sold-out flag, a counter of
 //! shoppers who finished, and a few named settings every node must agree on (the
 //! fairness seed, the operator's admission override). Losing it degrades fairness,
 //! never correctness.
