@@ -125,3 +125,26 @@ async fn a_reused_join_key_with_another_body_changes_nothing() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_join_retried_with_its_key_after_retry_after_joins() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let (_, token) = app.buyer().await;
+    let burst = app.engine.config().waiting.join_per_buyer.burst;
+    for _ in 0..burst {
+        join(&app, event, &token, &uuid()).await;
+    }
+    let (key, path) = (uuid(), format!("/v1/events/{event}/queue"));
+    let res = app.post(&path, &token, &key, json!({})).await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    app.clock.advance_secs(60);
+    let res = app.post(&path, &token, &key, json!({})).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "the refusal was kept as the key's answer"
+    );
+    assert!(!res.headers().contains_key("idempotent-replayed"));
+    app.stop().await;
+}
