@@ -10,11 +10,11 @@ use boxoffice_oidc::OidcConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_payment_stripe::StripeConfig;
 use boxoffice_store_postgres::PostgresOptions;
-
-use crate::replays::IdempotencyConfig;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
+
+use crate::replays::IdempotencyConfig;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
