@@ -36,7 +36,7 @@ async fn scenario() {
     // A slow provider keeps the checkouts running; no sweep touches them meanwhile.
     let config = dir.path().join("boxoffice.toml");
     let toml = format!(
-        "operator_key = \"{OPERATOR}\"\nredis_prefix = \"{}\"\n[engine]\n\
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\n\
          admission_interval_ms = 50\nrecovery_after_s = 3600\n[fake_payments]\n\
          latency_ms = 20000\n[idempotency]\nheartbeat_interval_ms = 200\n\
          node_dead_after_ms = {DEAD_AFTER_MS}\n",

@@ -21,7 +21,7 @@ const BUYERS: usize = 12;
 fn config(dir: &Path, name: &str, recovery_after_s: u64, latency_ms: u64) -> PathBuf {
     let file = dir.join(name);
     let text = format!(
-        "operator_key = \"{OPERATOR}\"\n[engine]\nrecovery_after_s = {recovery_after_s}\n\
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n[engine]\nrecovery_after_s = {recovery_after_s}\n\
          admission_interval_ms = 50\n[workers]\nrecovery_interval_ms = 200\n\
          expiry_interval_ms = 200\n[fake_payments]\nlatency_ms = {latency_ms}\n"
     );
