@@ -31,12 +31,21 @@ pick_port() {
   exit 1
 }
 
-start() {
-  mkdir -p "$dir"
-  : >"$dir/ports"
-  local ports=()
-  for _ in 1 2 3; do
-    local p
+# Whether the node on port $1 is the one this script started there (not another
+# run's node that took the same port first).
+is_ours() {
+  local pid
+  pid=$(cat "$dir/$1/redis.pid" 2>/dev/null) || return 1
+  redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"
+}
+
+# Starts one node and prints its port. A port that looked free can still fail to bind
+# (another run took it, or a client socket took its bus port meanwhile), so a node
+# that does not come up is given up for another port. The waits are generous: on a
+# loaded machine a node can take seconds to start listening.
+start_node() {
+  local p
+  for _ in 1 2 3 4 5; do
     p=$(pick_port)
     echo "$p" >>"$dir/ports"
     mkdir -p "$dir/$p"
@@ -44,14 +53,27 @@ start() {
       --cluster-enabled yes --cluster-config-file "$dir/$p/nodes.conf" \
       --cluster-node-timeout 2000 --save "" --appendonly no --dir "$dir/$p" \
       --daemonize yes --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log"
-    ports+=("$p")
-  done
-  # Generous waits: on a loaded machine a node can take seconds to start listening.
-  for p in "${ports[@]}"; do
-    for _ in $(seq 1 600); do
-      redis-cli -p "$p" ping >/dev/null 2>&1 && break
+    for _ in $(seq 1 300); do
+      if is_ours "$p"; then
+        echo "$p"
+        return
+      fi
       sleep 0.05
     done
+    echo "a Redis node on port $p did not start: $(tail -n 3 "$dir/$p/redis.log" 2>/dev/null)" >&2
+    [[ -f "$dir/$p/redis.pid" ]] && kill "$(cat "$dir/$p/redis.pid")" 2>/dev/null || true
+  done
+  return 1
+}
+
+start() {
+  mkdir -p "$dir"
+  : >"$dir/ports"
+  local ports=()
+  for _ in 1 2 3; do
+    local p
+    p=$(start_node) || { stop; exit 1; }
+    ports+=("$p")
   done
   redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 \
     || { cat "$dir/create.log" >&2; stop; exit 1; }
