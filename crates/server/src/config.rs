@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use boxoffice_domain::token::EdgeAlgorithm;
 use boxoffice_engine::{BuyersConfig, EngineConfig};
+use boxoffice_http::HttpConfig;
 use boxoffice_oidc::OidcConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_payment_stripe::StripeConfig;
@@ -54,6 +55,8 @@ pub struct Config {
     pub tokens: TokensConfig,
     /// Buyers signing in with an OpenID Connect provider's access tokens. Default none.
     pub oidc: Option<OidcConfig>,
+    /// The HTTP edge: trusted proxies, timeouts, load shedding, stream caps, shutdown.
+    pub http: HttpConfig,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -159,6 +162,7 @@ impl Default for Config {
             buyers: BuyersConfig::default(),
             tokens: TokensConfig::default(),
             oidc: None,
+            http: HttpConfig::default(),
         }
     }
 }
@@ -203,7 +207,7 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 17] = [
+const TOP_LEVEL: [&str; 18] = [
     "listen",
     "data_dir",
     "operator_key",
@@ -221,6 +225,7 @@ const TOP_LEVEL: [&str; 17] = [
     "buyers",
     "tokens",
     "oidc",
+    "http",
 ];
 
 fn is_config_key(key: &str) -> bool {

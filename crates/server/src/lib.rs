@@ -9,6 +9,7 @@ pub mod demo;
 pub mod kept_settings;
 pub mod payments;
 pub mod secrets;
+pub mod serve;
 pub mod telemetry;
 pub mod verify;
 
