@@ -15,8 +15,11 @@ pub struct HttpConfig {
     /// The header the trusted proxies append the client's address to. Default
     /// `x-forwarded-for`; `forwarded` reads RFC 7239 `for=` parameters instead.
     pub forwarded_header: ForwardedHeader,
-    /// A client must send a request's headers within this long, and an idle keep-alive
-    /// connection is closed after it. Default 30,000 ms.
+    /// A client must send a request's headers within this long, counted from the end
+    /// of its previous request on the connection, so this is also how long an idle
+    /// keep-alive connection is kept. Keep it above the idle timeout of the load
+    /// balancer's (or client's) connection pool, or a request sent on a connection just
+    /// being closed fails. Default 75,000 ms.
     pub header_read_timeout_ms: u64,
     /// A response (not the body of an event stream) must be ready within this long,
     /// reading the request body included; otherwise 503 `request_timeout`. Longer than
@@ -52,7 +55,7 @@ impl Default for HttpConfig {
         HttpConfig {
             trusted_proxies: Vec::new(),
             forwarded_header: ForwardedHeader::XForwardedFor,
-            header_read_timeout_ms: 30_000,
+            header_read_timeout_ms: 75_000,
             request_timeout_ms: 30_000,
             max_in_flight: 4_096,
             max_streams: 10_000,
