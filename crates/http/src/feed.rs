@@ -87,6 +87,32 @@ impl Feed {
     }
 }
 
+/// One viewer's frames: `first`, then each delta; after falling more than `BACKLOG`
+/// frames behind, a fresh snapshot and the deltas after it.
+fn viewer(
+    first: Bytes,
+    rx: broadcast::Receiver<Bytes>,
+    feed: Arc<Feed>,
+) -> impl Stream<Item = Bytes> + Send + Unpin + 'static {
+    let state = (Some(first), rx, feed);
+    Box::pin(futures::stream::unfold(
+        state,
+        |(first, mut rx, feed)| async move {
+            if let Some(f) = first {
+                return Some((f, (None, rx, feed)));
+            }
+            match rx.recv().await {
+                Ok(f) => Some((f, (None, rx, feed))),
+                Err(RecvError::Lagged(_)) => {
+                    let (f, rx) = feed.join();
+                    Some((f, (None, rx, feed)))
+                }
+                Err(RecvError::Closed) => None,
+            }
+        },
+    ))
+}
+
 /// A viewer's start: the snapshot frame, the deltas after it, and their feed.
 type Joined = (Bytes, broadcast::Receiver<Bytes>, Arc<Feed>);
 
@@ -97,24 +123,7 @@ impl AppState {
         event: EventId,
     ) -> Result<impl Stream<Item = Bytes> + Send + Unpin + 'static, ApiError> {
         let (first, rx, feed) = self.join_feed(event).await?;
-        let viewer = (Some(first), rx, feed);
-        Ok(Box::pin(futures::stream::unfold(
-            viewer,
-            |(first, mut rx, feed)| async move {
-                if let Some(f) = first {
-                    return Some((f, (None, rx, feed)));
-                }
-                match rx.recv().await {
-                    Ok(f) => Some((f, (None, rx, feed))),
-                    // Deltas were missed: start again from a full snapshot.
-                    Err(RecvError::Lagged(_)) => {
-                        let (f, rx) = feed.join();
-                        Some((f, (None, rx, feed)))
-                    }
-                    Err(RecvError::Closed) => None,
-                }
-            },
-        )))
+        Ok(viewer(first, rx, feed))
     }
 
     /// Joins the event's feed, starting it on first use. Viewers join under the map's
@@ -171,5 +180,46 @@ impl AppState {
             feeds.remove(&feed.event);
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use boxoffice_domain::Millis;
+    use futures::StreamExt;
+
+    use super::*;
+
+    fn snapshot(version: &str, bits: u8) -> Arc<AvailabilitySnapshot> {
+        Arc::new(AvailabilitySnapshot {
+            bits: vec![bits],
+            free: bits.count_ones(),
+            version: version.into(),
+            taken_at: Millis(0),
+        })
+    }
+
+    fn head(frame: &Bytes) -> String {
+        String::from_utf8_lossy(frame).lines().take(2).collect::<Vec<_>>().join(" ")
+    }
+
+    #[tokio::test]
+    async fn a_viewer_that_falls_behind_gets_a_fresh_snapshot_instead_of_the_deltas_it_missed() {
+        let feed = Arc::new(Feed::new(EventId(1), 8, snapshot("v0", 0xff)));
+        let (first, rx) = feed.join();
+        let mut frames = viewer(first, rx, feed.clone());
+        assert_eq!(head(&frames.next().await.unwrap()), "event: snapshot id: v0");
+        feed.advance(snapshot("v1", 0x7f));
+        assert_eq!(head(&frames.next().await.unwrap()), "event: delta id: v1");
+        for i in 0..BACKLOG + 3 {
+            feed.advance(snapshot(&format!("w{i}"), i as u8));
+        }
+        let last = format!("w{}", BACKLOG + 2);
+        let frame = frames.next().await.unwrap();
+        assert_eq!(head(&frame), format!("event: snapshot id: {last}"));
+        let version = format!("\"version\":\"{last}\"");
+        assert!(String::from_utf8_lossy(&frame).contains(&version));
+        feed.advance(snapshot("x", 0));
+        assert_eq!(head(&frames.next().await.unwrap()), "event: delta id: x");
     }
 }
