@@ -41,6 +41,12 @@ impl Drop for InFlight<'_> {
 
 impl Edge {
     pub fn new(config: &HttpConfig) -> Edge {
+        // Registered at zero, so a dashboard sees the series before the first refusal.
+        metrics::counter!("boxoffice_http_shed_total").increment(0);
+        metrics::counter!("boxoffice_http_timeouts_total").increment(0);
+        for reason in ["node", "address"] {
+            metrics::counter!("boxoffice_sse_refused_total", "reason" => reason).increment(0);
+        }
         Edge {
             proxies: Proxies::new(config.trusted_proxies.clone(), config.forwarded_header),
             in_flight: AtomicUsize::new(0),

@@ -292,6 +292,19 @@ mod tests {
     }
 
     #[test]
+    fn trusted_proxies_are_read_as_cidrs_and_a_bad_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("boxoffice.toml");
+        let text = "[http]\ntrusted_proxies = [\"10.0.0.0/8\", \"2001:db8::/32\"]\n";
+        std::fs::write(&file, text).unwrap();
+        let c = Config::load(Some(&file), &Overrides::default()).unwrap();
+        assert_eq!(c.http.trusted_proxies.len(), 2);
+        assert_eq!(c.http.max_streams, 10_000, "the other keys keep their defaults");
+        std::fs::write(&file, "[http]\ntrusted_proxies = [\"10.0.0.0/33\"]\n").unwrap();
+        assert!(Config::load(Some(&file), &Overrides::default()).is_err());
+    }
+
+    #[test]
     fn an_unknown_key_is_an_error_not_a_silent_default() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("boxoffice.toml");

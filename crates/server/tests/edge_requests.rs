@@ -204,3 +204,32 @@ async fn a_payment_awaiting_3d_secure_and_its_replay_are_not_payment_errors() {
     let h = health(&app, event.0).await;
     assert_eq!(h["payment_error_rate"], json!(0.5), "{h}");
 }
+
+#[tokio::test]
+async fn an_address_with_its_share_of_open_streams_is_refused_another_until_one_closes() {
+    let app = spawn_with(|c| c.http.max_streams_per_address = 2).await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let url = app.url(&format!("/v1/events/{event}/queue/stream"));
+    let (here, there) = (client_from("127.0.0.1"), client_from("127.0.0.2"));
+    let first = here.get(&url).send().await.unwrap();
+    let second = here.get(&url).send().await.unwrap();
+    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    let refused = here.get(&url).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(refused.json::<Value>().await.unwrap()["error"], "too_many_streams");
+    let elsewhere = there.get(&url).send().await.unwrap();
+    assert_eq!(elsewhere.status(), StatusCode::OK, "another address has its own share");
+
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let res = here.get(&url).send().await.unwrap();
+        if res.status() == StatusCode::OK {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the closed stream's place never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(second);
+}
