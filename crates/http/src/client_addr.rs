@@ -86,7 +86,9 @@ impl Proxies {
 fn forwarded_for(element: &str) -> Option<IpAddr> {
     element.split(';').find_map(|pair| {
         let (key, value) = pair.split_once('=')?;
-        key.trim().eq_ignore_ascii_case("for").then(|| node(value))?
+        key.trim()
+            .eq_ignore_ascii_case("for")
+            .then(|| node(value))?
     })
 }
 

@@ -74,7 +74,10 @@ impl HttpConfig {
             ("http.request_timeout_ms", self.request_timeout_ms),
             ("http.max_in_flight", self.max_in_flight as u64),
             ("http.max_streams", self.max_streams as u64),
-            ("http.max_streams_per_address", self.max_streams_per_address as u64),
+            (
+                "http.max_streams_per_address",
+                self.max_streams_per_address as u64,
+            ),
             ("http.stream_keep_alive_ms", self.stream_keep_alive_ms),
         ];
         match positive.iter().find(|(_, v)| *v == 0) {

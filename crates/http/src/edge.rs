@@ -65,20 +65,22 @@ impl Edge {
         self.stop.clone()
     }
 
-    /// A place among the requests in flight, or the 503 that sheds this one.
-    pub(crate) fn enter(&self) -> Result<InFlight<'_>, Response> {
+    /// A place among the requests in flight, or none when the node is full.
+    pub(crate) fn enter(&self) -> Option<InFlight<'_>> {
         let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
         let place = InFlight(&self.in_flight);
-        if before < self.max_in_flight {
-            return Ok(place);
-        }
+        (before < self.max_in_flight).then_some(place)
+    }
+
+    /// The answer to a request shed because the node is full.
+    pub(crate) fn shed(&self) -> Response {
         metrics::counter!("boxoffice_http_shed_total").increment(1);
-        Err(ApiError::new(
+        ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "overloaded",
             "this node is handling as many requests as it can; retry shortly",
         )
-        .into_response())
+        .into_response()
     }
 
     /// Runs a request to its response within the request deadline.

@@ -53,7 +53,11 @@ pub(crate) fn snapshot_body(id: EventId, seats: u32, s: &AvailabilitySnapshot) -
 
 impl Feed {
     fn new(event: EventId, seats: u32, first: Arc<AvailabilitySnapshot>) -> Feed {
-        let frame = frame("snapshot", &first.version, &snapshot_body(event, seats, &first));
+        let frame = frame(
+            "snapshot",
+            &first.version,
+            &snapshot_body(event, seats, &first),
+        );
         Feed {
             event,
             seats,
@@ -164,7 +168,9 @@ impl AppState {
             }
             match self.engine.availability(feed.event).await {
                 Ok(next) => feed.advance(next),
-                Err(e) => tracing::debug!(event = %feed.event, error = %e, "no availability snapshot"),
+                Err(e) => {
+                    tracing::debug!(event = %feed.event, error = %e, "no availability snapshot")
+                }
             }
         }
         self.edge.feeds.by_event.lock().remove(&feed.event);
@@ -200,7 +206,11 @@ mod tests {
     }
 
     fn head(frame: &Bytes) -> String {
-        String::from_utf8_lossy(frame).lines().take(2).collect::<Vec<_>>().join(" ")
+        String::from_utf8_lossy(frame)
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[tokio::test]
@@ -208,7 +218,10 @@ mod tests {
         let feed = Arc::new(Feed::new(EventId(1), 8, snapshot("v0", 0xff)));
         let (first, rx) = feed.join();
         let mut frames = viewer(first, rx, feed.clone());
-        assert_eq!(head(&frames.next().await.unwrap()), "event: snapshot id: v0");
+        assert_eq!(
+            head(&frames.next().await.unwrap()),
+            "event: snapshot id: v0"
+        );
         feed.advance(snapshot("v1", 0x7f));
         assert_eq!(head(&frames.next().await.unwrap()), "event: delta id: v1");
         for i in 0..BACKLOG + 3 {

@@ -68,8 +68,8 @@ pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Re
         next.run(req).await
     } else {
         match st.edge.enter() {
-            Ok(_place) => st.edge.within_deadline(next.run(req)).await,
-            Err(shed) => shed,
+            Some(_place) => st.edge.within_deadline(next.run(req)).await,
+            None => st.edge.shed(),
         }
     };
     let status = res.status();

@@ -105,8 +105,7 @@ where
 {
     let stop = slot.edge.stopping();
     let period = slot.edge.keep_alive;
-    let keep_alive =
-        tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let keep_alive = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     let state = (frames, keep_alive, stop, slot);
     let body = futures::stream::unfold(state, |mut s| async move {
         let frame = tokio::select! {

@@ -299,7 +299,10 @@ mod tests {
         std::fs::write(&file, text).unwrap();
         let c = Config::load(Some(&file), &Overrides::default()).unwrap();
         assert_eq!(c.http.trusted_proxies.len(), 2);
-        assert_eq!(c.http.max_streams, 10_000, "the other keys keep their defaults");
+        assert_eq!(
+            c.http.max_streams, 10_000,
+            "the other keys keep their defaults"
+        );
         std::fs::write(&file, "[http]\ntrusted_proxies = [\"10.0.0.0/33\"]\n").unwrap();
         assert!(Config::load(Some(&file), &Overrides::default()).is_err());
     }

@@ -25,7 +25,9 @@ fn stalled_hold(
         .post(node.url("/v1/events/1/holds"))
         .bearer_auth("any")
         .header("Idempotency-Key", edge::key())
-        .body(reqwest::Body::wrap_stream(futures::StreamExt::chain(first, stall)))
+        .body(reqwest::Body::wrap_stream(futures::StreamExt::chain(
+            first, stall,
+        )))
         .send()
 }
 
@@ -41,8 +43,16 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
     let check = async {
         let deadline = Instant::now() + Duration::from_secs(10);
         let shed = loop {
-            assert!(Instant::now() < deadline, "never shed with two requests stuck");
-            let res = node.client.get(node.url("/v1/events/1")).send().await.unwrap();
+            assert!(
+                Instant::now() < deadline,
+                "never shed with two requests stuck"
+            );
+            let res = node
+                .client
+                .get(node.url("/v1/events/1"))
+                .send()
+                .await
+                .unwrap();
             if res.status() == 503 {
                 break res;
             }
@@ -57,11 +67,23 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         // The stuck requests run out of time, which frees their places.
         let deadline = Instant::now() + Duration::from_secs(10);
         while node.metric("boxoffice_http_timeouts_total").await != Some(2.0) {
-            assert!(Instant::now() < deadline, "the stuck requests never timed out");
+            assert!(
+                Instant::now() < deadline,
+                "the stuck requests never timed out"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let res = node.client.get(node.url("/v1/events/1")).send().await.unwrap();
-        assert_eq!(res.status(), 404, "served again once the stuck requests ended");
+        let res = node
+            .client
+            .get(node.url("/v1/events/1"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            404,
+            "served again once the stuck requests ended"
+        );
         drop((keep_a, keep_b));
     };
     let run = async { tokio::join!(slow, check) };

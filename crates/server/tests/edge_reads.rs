@@ -29,7 +29,11 @@ async fn the_seat_map_is_rendered_once_per_event_version_not_once_per_request() 
         let map: Value = serde_json::from_slice(&bodies[0]).unwrap();
         assert_eq!(map["sections"][0]["rows"][19]["seats"][49]["index"], 999);
         let renders = "boxoffice_seatmap_renders_total";
-        assert_eq!(node.metric(renders).await, Some(1.0), "30 requests, one map");
+        assert_eq!(
+            node.metric(renders).await,
+            Some(1.0),
+            "30 requests, one map"
+        );
 
         // A new version of the event (its sale closed) is rendered again, once.
         let (status, _) = node
@@ -85,7 +89,11 @@ async fn the_availability_delta_is_computed_once_per_node_not_once_per_viewer() 
             assert_eq!(delta["free_count"], 8);
         }
         let deltas = node.metric("boxoffice_availability_deltas_total").await;
-        assert_eq!(deltas, Some(1.0), "{VIEWERS} viewers, one change, one delta");
+        assert_eq!(
+            deltas,
+            Some(1.0),
+            "{VIEWERS} viewers, one change, one delta"
+        );
     };
     tokio::time::timeout(Duration::from_secs(60), run)
         .await

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use boxoffice_domain::admission::Limit;
 use boxoffice_engine::Joiner;
-use futures::StreamExt;
 use common::{TestApp, spawn, spawn_with, spec, uuid};
+use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,7 +24,10 @@ async fn a_client_sending_its_headers_a_byte_at_a_time_is_cut_off_by_the_header_
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (mut rd, mut wr) = tcp.into_split();
     // About 9 s of headers at one byte per 100 ms.
-    let request = format!("GET /healthz HTTP/1.1\r\nHost: test\r\nX-Pad: {}\r\n\r\n", "a".repeat(50));
+    let request = format!(
+        "GET /healthz HTTP/1.1\r\nHost: test\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(50)
+    );
     let started = Instant::now();
     let trickle = tokio::spawn(async move {
         for b in request.into_bytes() {
@@ -37,10 +40,16 @@ async fn a_client_sending_its_headers_a_byte_at_a_time_is_cut_off_by_the_header_
     let mut answer = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(8), rd.read_to_end(&mut answer)).await;
     trickle.abort();
-    assert!(closed.is_ok(), "the slow client was still connected after 8 s");
+    assert!(
+        closed.is_ok(),
+        "the slow client was still connected after 8 s"
+    );
     assert!(answer.is_empty(), "an unfinished request got an answer");
     let after = started.elapsed();
-    assert!(after < Duration::from_secs(4), "cut off only after {after:?}");
+    assert!(
+        after < Duration::from_secs(4),
+        "cut off only after {after:?}"
+    );
     // A client that sends its request at once is served as before.
     let res = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
@@ -92,7 +101,10 @@ async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_hea
     // 127.0.0.2 is no proxy of ours: what it forwards is not believed.
     let direct = client_from("127.0.0.2");
     for i in 0..3 {
-        assert_eq!(join(&app, &direct, event, &format!("192.0.2.{i}")).await, 200);
+        assert_eq!(
+            join(&app, &direct, event, &format!("192.0.2.{i}")).await,
+            200
+        );
     }
     assert_eq!(join(&app, &direct, event, "192.0.2.99").await, 429);
 }
@@ -101,7 +113,9 @@ async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_hea
 async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
     let app = spawn().await;
     let spec = serde_json::to_value(spec(1, 10, 0, 4)).unwrap();
-    let res = app.post("/v1/events", &app.operator_key, &uuid(), spec).await;
+    let res = app
+        .post("/v1/events", &app.operator_key, &uuid(), spec)
+        .await;
     let event: boxoffice_domain::EventId =
         serde_json::from_value(res.json::<Value>().await.unwrap()["event_id"].clone()).unwrap();
     for _ in 0..1_200 {
@@ -125,9 +139,19 @@ async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
     let first: Value = page("limit=100000").await.unwrap().json().await.unwrap();
     assert_eq!(first["pool_size"], 1_200);
     assert_eq!(first["pool"].as_array().unwrap().len(), 1_000);
-    let rest: Value = page("offset=1000&limit=100000").await.unwrap().json().await.unwrap();
+    let rest: Value = page("offset=1000&limit=100000")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(rest["pool"].as_array().unwrap().len(), 200);
-    let past: Value = page("offset=18446744073709551615").await.unwrap().json().await.unwrap();
+    let past: Value = page("offset=18446744073709551615")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(past["pool"], json!([]));
     let bad = page("limit=lots").await.unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
@@ -150,7 +174,10 @@ async fn refused_hold_requests_with_slow_bodies_do_not_steer_adaptive_admission(
     let app = spawn().await;
     let event = app.create_event(&spec(0, 0, 100, 4)).await;
     let slow_holds = (0..20).map(|_| {
-        let parts = [(0, "{\"best_available\":"), (400, r#"{"section":"GA","quantity":1}}"#)];
+        let parts = [
+            (0, "{\"best_available\":"),
+            (400, r#"{"section":"GA","quantity":1}}"#),
+        ];
         let chunks = futures::stream::iter(parts).then(|(ms, part)| async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok::<_, std::io::Error>(part)
@@ -166,12 +193,19 @@ async fn refused_hold_requests_with_slow_bodies_do_not_steer_adaptive_admission(
         assert_eq!(res.unwrap().status(), StatusCode::UNAUTHORIZED);
     }
     let h = health(&app, event.0).await;
-    assert_eq!(h["hold_p99_ms"], Value::Null, "refused holds were sampled: {h}");
+    assert_eq!(
+        h["hold_p99_ms"],
+        Value::Null,
+        "refused holds were sampled: {h}"
+    );
 
     // A hold the engine handled is sampled, at the engine's pace.
     let (_, admission) = app.admitted_buyer(event).await;
     let body = json!({"best_available": {"section": "GA", "quantity": 1}});
-    assert_eq!(app.hold(event, &admission, body).await.status(), StatusCode::CREATED);
+    assert_eq!(
+        app.hold(event, &admission, body).await.status(),
+        StatusCode::CREATED
+    );
     let p99 = health(&app, event.0).await["hold_p99_ms"].as_f64();
     assert!(p99.is_some_and(|ms| ms < 400.0), "hold p99 {p99:?}");
 }
@@ -182,7 +216,12 @@ async fn a_payment_awaiting_3d_secure_and_its_replay_are_not_payment_errors() {
     let event = app.create_event(&spec(0, 0, 100, 4)).await;
     let body = json!({"best_available": {"section": "GA", "quantity": 1}});
     let (token, admission) = app.admitted_buyer(event).await;
-    let hold: Value = app.hold(event, &admission, body.clone()).await.json().await.unwrap();
+    let hold: Value = app
+        .hold(event, &admission, body.clone())
+        .await
+        .json()
+        .await
+        .unwrap();
     let path = format!("/v1/holds/{}/checkout", hold["hold_id"].as_str().unwrap());
     let pay = json!({"payment_method": "pm_card_threeDSecure"});
     let key = uuid();
@@ -197,9 +236,16 @@ async fn a_payment_awaiting_3d_secure_and_its_replay_are_not_payment_errors() {
 
     // A provider that does not answer is an error, and counts as one.
     let (token, admission) = app.admitted_buyer(event).await;
-    let hold: Value = app.hold(event, &admission, body).await.json().await.unwrap();
+    let hold: Value = app
+        .hold(event, &admission, body)
+        .await
+        .json()
+        .await
+        .unwrap();
     let hold_id = hold["hold_id"].as_str().unwrap();
-    let res = app.checkout(hold_id, &token, "pm_timeout_after_charge").await;
+    let res = app
+        .checkout(hold_id, &token, "pm_timeout_after_charge")
+        .await;
     assert_eq!(res.status(), StatusCode::ACCEPTED);
     let h = health(&app, event.0).await;
     assert_eq!(h["payment_error_rate"], json!(0.5), "{h}");
@@ -213,13 +259,23 @@ async fn an_address_with_its_share_of_open_streams_is_refused_another_until_one_
     let (here, there) = (client_from("127.0.0.1"), client_from("127.0.0.2"));
     let first = here.get(&url).send().await.unwrap();
     let second = here.get(&url).send().await.unwrap();
-    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    assert_eq!(
+        (first.status(), second.status()),
+        (StatusCode::OK, StatusCode::OK)
+    );
     let refused = here.get(&url).send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(refused.headers().contains_key("retry-after"));
-    assert_eq!(refused.json::<Value>().await.unwrap()["error"], "too_many_streams");
+    assert_eq!(
+        refused.json::<Value>().await.unwrap()["error"],
+        "too_many_streams"
+    );
     let elsewhere = there.get(&url).send().await.unwrap();
-    assert_eq!(elsewhere.status(), StatusCode::OK, "another address has its own share");
+    assert_eq!(
+        elsewhere.status(),
+        StatusCode::OK,
+        "another address has its own share"
+    );
 
     drop(first);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -228,7 +284,10 @@ async fn an_address_with_its_share_of_open_streams_is_refused_another_until_one_
         if res.status() == StatusCode::OK {
             break;
         }
-        assert!(Instant::now() < deadline, "the closed stream's place never came back");
+        assert!(
+            Instant::now() < deadline,
+            "the closed stream's place never came back"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(second);

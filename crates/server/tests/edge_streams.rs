@@ -35,8 +35,7 @@ async fn open_stream(addr: &str, path: &str) -> (u16, TcpStream) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_idle_stream_clients_against_a_cap_of_a_thousand_get_503_while_holds_go_on()
-{
+async fn ten_thousand_idle_stream_clients_against_a_cap_of_a_thousand_get_503_while_holds_go_on() {
     // Each client is a file descriptor here (and one in the server, which raises its
     // own limit the same way).
     let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap();
@@ -63,7 +62,10 @@ async fn ten_thousand_idle_stream_clients_against_a_cap_of_a_thousand_get_503_wh
             (CAP, CLIENTS - CAP),
             "streams open vs refused"
         );
-        println!("{CLIENTS} stream clients answered in {:?}", started.elapsed());
+        println!(
+            "{CLIENTS} stream clients answered in {:?}",
+            started.elapsed()
+        );
 
         // With every one of them still connected, a buyer is admitted and holds.
         let started = Instant::now();

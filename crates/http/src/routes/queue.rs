@@ -13,10 +13,10 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use crate::error::ApiError;
-use crate::{AppState, ClientAddr, sse};
 use crate::extract::{IdempotencyKey, bearer, json, parse_id};
 use crate::idempotency::{Call, reply};
 use crate::routes::waiting::refused;
+use crate::{AppState, ClientAddr, sse};
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]

@@ -87,7 +87,14 @@ impl Node {
         loop {
             assert!(Instant::now() < deadline, "not admitted within 20 s");
             let res = self.client.get(self.url("/v1/queue/status"));
-            let status: Value = res.bearer_auth(&ticket).send().await.unwrap().json().await.unwrap();
+            let status: Value = res
+                .bearer_auth(&ticket)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             if let Some(a) = status["admission_token"].as_str() {
                 return (token, a.to_string());
             }
