@@ -26,7 +26,7 @@ impl Node {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("boxoffice.toml");
         let text = format!(
-            "operator_key = \"{OPERATOR}\"\n{config}\n[engine]\nadmission_interval_ms = 50\n"
+            "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n{config}\n[engine]\nadmission_interval_ms = 50\n"
         );
         std::fs::write(&file, text).unwrap();
         let data = process::path_str(dir.path()).to_string();
