@@ -120,8 +120,9 @@ async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
         serde_json::from_value(res.json::<Value>().await.unwrap()["event_id"].clone()).unwrap();
     for _ in 0..1_200 {
         let (_, token) = app.engine.create_buyer().await.unwrap();
+        let who = app.engine.identify(&token).await.unwrap();
         let joiner = Joiner {
-            buyer_token: &token,
+            who: &who,
             ip: None,
             pow: None,
         };

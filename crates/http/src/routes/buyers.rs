@@ -18,9 +18,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
-use crate::{AppState, ClientAddr};
 use crate::idempotency::{Call, reply};
 use crate::routes::waiting::refused;
+use crate::{AppState, ClientAddr};
 
 /// Shortest key accepted as a secret; a UUID has 36 characters, 32 random hex digits.
 const MIN_KEY_LEN: usize = 32;

@@ -15,7 +15,6 @@ use crate::error::ApiError;
 use crate::extract::{Buyer, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
 use crate::observe::Sample;
-use crate::{AppState, ClientAddr};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,6 +11,9 @@ use tokio::process::Child;
 use crate::common::{process, uuid};
 
 pub const OPERATOR: &str = "edge-test-operator-key-0123456789";
+/// Buyers sign themselves up, as many from one address as the tests need.
+const SIGN_UP: &str =
+    "[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n";
 
 pub struct Node {
     pub child: Child,
@@ -26,7 +29,7 @@ impl Node {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("boxoffice.toml");
         let text = format!(
-            "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n{config}\n[engine]\nadmission_interval_ms = 50\n"
+            "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n{config}\n[engine]\nadmission_interval_ms = 50\n{SIGN_UP}"
         );
         std::fs::write(&file, text).unwrap();
         let data = process::path_str(dir.path()).to_string();
