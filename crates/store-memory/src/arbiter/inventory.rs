@@ -60,7 +60,7 @@ impl Inventory {
             });
         }
         let mut free_bits = vec![0xffu8; n.div_ceil(8)];
-        if n % 8 != 0 {
+        if !n.is_multiple_of(8) {
             // Bits past the last seat are not seats: never report them free.
             *free_bits.last_mut().expect("n > 0 when n % 8 != 0") = !(0xffu8 >> (n % 8));
         }

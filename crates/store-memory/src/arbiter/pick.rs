@@ -23,10 +23,12 @@ impl Inventory {
         if sec.free.len() < quantity {
             return Err(ArbiterError::SoldOut);
         }
-        if adjacent && sec.seated && quantity > 1 {
-            if let Some(start) = self.best_run(sec, quantity) {
-                return Ok((start..start + quantity).collect());
-            }
+        if adjacent
+            && sec.seated
+            && quantity > 1
+            && let Some(start) = self.best_run(sec, quantity)
+        {
+            return Ok((start..start + quantity).collect());
         }
         Ok(sec
             .free
@@ -53,10 +55,10 @@ impl Inventory {
                 break;
             }
             for start in seat.saturating_sub(q - 1)..=seat {
-                if let Some(sum) = self.run_sum(start, q, seat) {
-                    if best.is_none_or(|b| (sum, start) < b) {
-                        best = Some((sum, start));
-                    }
+                if let Some(sum) = self.run_sum(start, q, seat)
+                    && best.is_none_or(|b| (sum, start) < b)
+                {
+                    best = Some((sum, start));
                 }
             }
         }
