@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The HTTP hold path under wrk, as a ratio to a bare axum JSON endpoint measured in the
-# same run, at 256 and 2,000 connections. Usage: bench/http-hold.sh [seconds]
+# same run, at 256 and 2,000 connections, with each server's CPU time per request (user +
+# system, from /proc). Usage: bench/http-hold.sh [seconds]; BOX_BIN=path runs another
+# boxoffice binary (e.g. one built from an earlier commit) against the same bare baseline.
 # EDGE_ALGORITHM=eddsa signs the admission tokens with Ed25519 instead of HS256 (the
 # `[tokens] edge_algorithm` setting), to measure the hold path with EdDSA tokens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-5}"
 cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
+bin="${CARGO_TARGET_DIR:-target}/release"
+boxbin="${BOX_BIN:-$bin/boxoffice}"
+ticks=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$(cat "$work/$1.pid")/stat"; } # user+system ticks
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
@@ -26,17 +32,21 @@ start() { # name command... -> prints base URL; the server runs in the backgroun
   echo "server did not start" >&2; exit 1
 }
 
-BOX=$(BOXOFFICE_LOG=warn start boxoffice target/release/boxoffice serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
-BARE=$(start bare target/release/examples/bare_axum 127.0.0.1:0)
+BOX=$(BOXOFFICE_LOG=warn start boxoffice "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
+BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); admission tokens: $edge"
 for conns in 256 2000; do
   event=$(python3 bench/prepare.py "$BOX" "$key" 250000 6000 "$work/tokens")
   for target in bare boxoffice; do
     url=$([ $target = bare ] && echo "$BARE" || echo "$BOX")
+    before=$(cpu "$target")
     out=$(TOKENS="$work/tokens" EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
+    used=$(( $(cpu "$target") - before ))
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     tail=$(echo "$out" | grep '^p50')
-    printf '%-9s c=%-5s %10s req/s  %s\n' "$target" "$conns" "$rps" "$tail"
+    n=$(echo "$tail" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
+    per=$(python3 -c "print(f'{$used / $ticks / max($n, 1) * 1e6:.1f}')")
+    printf '%-9s c=%-5s %10s req/s  %s  cpu %s us/req\n' "$target" "$conns" "$rps" "$tail" "$per"
     eval "rps_$target=$rps"
   done
   sold=$(curl -s "$BOX/v1/events/$event" | python3 -c 'import json,sys; c=json.load(sys.stdin)["counts"]; print(c["held"], "held of", c["capacity"])')

@@ -111,7 +111,12 @@ impl From<EngineError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let retry = self.status == StatusCode::SERVICE_UNAVAILABLE;
+        // Refusals that say "not now" say when to come back; a route that knows better
+        // (a rate limit's own wait) replaces the header.
+        let retry = matches!(
+            self.status,
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+        );
         let mut res = (
             self.status,
             [(

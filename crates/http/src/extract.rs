@@ -1,10 +1,9 @@
 //! Parsing requests into domain terms, once, at the edge: bearer tokens, ids in paths,
 //! the Idempotency-Key header and JSON bodies. Each failure is a clear 4xx.
 
-use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use boxoffice_engine::BuyerSession;
@@ -77,26 +76,6 @@ impl FromRequestParts<AppState> for Buyer {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer(&parts.headers)?;
         Ok(Buyer(state.engine.authenticate(token).await?))
-    }
-}
-
-/// The client's address as this server can tell it: the TCP peer. Per-address limits
-/// read it through here alone, so trusting a proxy's `Forwarded` header is a change to
-/// this function only. `None` when the server was not started with connect info.
-pub fn client_addr(parts: &Parts) -> Option<IpAddr> {
-    parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(peer)| peer.ip())
-}
-
-/// The client's address (see `client_addr`) as an extractor.
-pub struct ClientAddr(pub Option<IpAddr>);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
-    type Rejection = std::convert::Infallible;
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddr(client_addr(parts)))
     }
 }
 
@@ -182,4 +161,22 @@ pub fn json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             )
         }
     })
+}
+
+/// A query string parsed into `T`; one that does not parse is 400 `invalid_query`.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| QueryParams(q.0))
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_query",
+                    format!("the query string is not valid: {}", e.body_text()),
+                )
+            })
+    }
 }

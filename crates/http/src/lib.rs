@@ -1,11 +1,19 @@
-//! The HTTP API v1 (DESIGN §6): routes, extractors, the error → response mapping and
-//! the OpenAPI document. It knows the engine and its ports, never a concrete backend.
+//! The HTTP API v1: routes, extractors, the error → response mapping, the OpenAPI
+//! document, and the edge's defences against hostile traffic (client addresses behind
+//! proxies, load shedding, deadlines, stream caps). It knows the engine and its ports,
+//! never a concrete backend.
 
+mod client_addr;
+mod config;
+mod edge;
 mod error;
 mod extract;
+mod feed;
 mod idempotency;
 mod observe;
 mod routes;
+mod seatmap;
+mod sse;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -18,6 +26,9 @@ use axum::routing::{get, post, put};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Claimant, IdempotencyStore};
 
+pub use client_addr::ClientAddr;
+pub use config::{ForwardedHeader, HttpConfig};
+pub use edge::Edge;
 pub use error::ApiError;
 
 /// The OpenAPI 3.1 description of this API, served at /openapi.json.
@@ -41,6 +52,8 @@ pub struct AppState {
     pub operator_key: Arc<str>,
     pub metrics: Option<MetricsRender>,
     pub ready: Arc<AtomicBool>,
+    /// Proxies, overload limits, stream caps, public-read caches and the stop signal.
+    pub edge: Arc<Edge>,
 }
 
 impl AppState {

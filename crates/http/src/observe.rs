@@ -1,4 +1,5 @@
-//! Request metrics: a latency histogram per (route, method, status). The handles are
+//! The middleware every request passes: load shedding and the request deadline (see
+//! `edge`), and a latency histogram per (route, method, status). The handles are
 //! cached so a request costs one read-locked lookup and one atomic update, not a
 //! registry search with freshly allocated label strings.
 
@@ -10,6 +11,8 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use boxoffice_engine::waiting::Signal;
+use boxoffice_engine::{CheckoutOutcome, EngineError};
 use metrics::Histogram;
 use parking_lot::RwLock;
 
@@ -48,16 +51,28 @@ fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
         .insert((method.clone(), status), h);
 }
 
-/// Latency per route and status, and a JSON body for rejections axum makes itself
+/// Routes an orchestrator must reach however busy the node is.
+fn never_shed(route: &str) -> bool {
+    matches!(route, "/healthz" | "/readyz" | "/metrics")
+}
+
+/// Sheds what the node cannot take, holds every request to the deadline, records
+/// latency per route and status, and gives a JSON body to rejections axum makes itself
 /// (e.g. a body over the limit), so every error a client sees has a code.
 pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req.extensions().get::<MatchedPath>().cloned();
     let method = req.method().clone();
-    let res = next.run(req).await;
-    let status = res.status();
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    waiting_health(&st, route, &method, status, started);
+    let res = if never_shed(route) {
+        next.run(req).await
+    } else {
+        match st.edge.enter() {
+            Some(_place) => st.edge.within_deadline(next.run(req)).await,
+            None => st.edge.shed(),
+        }
+    };
+    let status = res.status();
     record(route, &method, status, started.elapsed().as_secs_f64());
     let is_json = res
         .headers()
@@ -74,17 +89,48 @@ pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Re
     res
 }
 
-/// Feeds the adaptive admission mode: hold latency, and checkout latency with whether
-/// the payment provider failed or did not answer (5xx, or 202 payment pending).
-fn waiting_health(st: &AppState, route: &str, method: &Method, status: StatusCode, at: Instant) {
-    use boxoffice_engine::waiting::Signal;
-    let ms = at.elapsed().as_secs_f64() * 1000.0;
-    match (method.as_str(), route) {
-        ("POST", "/v1/events/{id}/holds") => st.engine.record_health(Signal::Hold { ms }),
-        ("POST", "/v1/holds/{id}/checkout") => st.engine.record_health(Signal::Checkout {
-            ms,
-            provider_failed: status.is_server_error() || status == StatusCode::ACCEPTED,
-        }),
-        _ => {}
+/// Feeds the adaptive admission mode with what the system behind the waiting room did:
+/// the time the engine spent on a hold or checkout it handled, never the time a client
+/// took to send its body, and never a request refused before reaching the engine or
+/// answered from the replay store. Quick refusals by the engine that say nothing about
+/// its health (sold out, seat taken, hold expired) are left out too, so a client can
+/// neither raise nor dilute the samples.
+pub(crate) struct Sample(Instant);
+
+impl Sample {
+    pub(crate) fn start() -> Sample {
+        Sample(Instant::now())
     }
+
+    fn ms(&self) -> f64 {
+        self.0.elapsed().as_secs_f64() * 1000.0
+    }
+
+    pub(crate) fn hold<T>(self, st: &AppState, result: &Result<T, EngineError>) {
+        if result.as_ref().err().is_none_or(is_ours) {
+            st.engine.record_health(Signal::Hold { ms: self.ms() });
+        }
+    }
+
+    /// A checkout's provider failed when the engine failed or the provider did not
+    /// answer (payment pending); a decline and a payment awaiting the buyer
+    /// (3-D Secure, bank redirect) are the provider working.
+    pub(crate) fn checkout(self, st: &AppState, result: &Result<CheckoutOutcome, EngineError>) {
+        let provider_failed = match result {
+            Ok(CheckoutOutcome::Pending(_)) => true,
+            Ok(_) | Err(EngineError::PaymentDeclined(_)) => false,
+            Err(e) if is_ours(e) => true,
+            Err(_) => return,
+        };
+        let ms = self.ms();
+        st.engine.record_health(Signal::Checkout {
+            ms,
+            provider_failed,
+        });
+    }
+}
+
+/// Errors of the system (5xx), as opposed to answers about the request.
+fn is_ours(e: &EngineError) -> bool {
+    matches!(e, EngineError::Unavailable(_) | EngineError::Internal(_))
 }

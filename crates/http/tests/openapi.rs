@@ -20,6 +20,9 @@ const SOURCES: &[&str] = &[
     include_str!("../src/routes/payments.rs"),
     include_str!("../src/routes/queue.rs"),
     include_str!("../src/routes/waiting.rs"),
+    include_str!("../src/edge.rs"),
+    include_str!("../src/sse.rs"),
+    include_str!("../src/observe.rs"),
 ];
 const METHODS: &[&str] = &[
     "get", "post", "put", "patch", "delete", "head", "options", "trace",

@@ -12,15 +12,16 @@ use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Claimant, Clock, IdentityProvider, SystemClock};
 use boxoffice_engine::replays::ReplayUpkeep;
 use boxoffice_engine::worker::run_every;
-use boxoffice_http::AppState;
+use boxoffice_http::{AppState, Edge};
 use boxoffice_oidc::OidcProvider;
 use boxoffice_payment_fake::{FakeGateway, WebhookSender};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::backends;
 use crate::config::Config;
-use crate::{replays, secrets};
+use crate::{replays, secrets, serve};
 
 /// A built application: bound, rebuilt, not yet serving.
 pub struct Application {
@@ -50,6 +51,7 @@ impl Application {
         let fake = backends.fake.clone();
         let (claimant, upkeep) = replay_upkeep(&config, &backends, clock.clone()).await?;
         let keys = key_ring(&config)?;
+        config.http.validate().map_err(anyhow::Error::msg)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
             .with_buyers(config.buyers.clone());
@@ -74,6 +76,7 @@ impl Application {
             operator_key: operator_key.clone().into(),
             metrics: Some(crate::telemetry::metrics_render()),
             ready: Arc::new(AtomicBool::new(false)),
+            edge: Arc::new(Edge::new(&config.http)),
         };
         Ok(Application {
             listener,
@@ -96,7 +99,8 @@ impl Application {
         self.state.engine.clone()
     }
 
-    /// Serves until `shutdown` resolves, then stops the workers and drains requests.
+    /// Serves until `shutdown` resolves; then ends event streams, lets requests in
+    /// progress and the workers finish, and returns within `http.shutdown_grace_ms`.
     pub async fn run_until_stopped(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -112,17 +116,19 @@ impl Application {
             workers.push(tokio::spawn(sender.run(stop_rx)));
         }
         self.state.ready.store(true, Ordering::Release);
+        let stopping = self.state.edge.stopping();
+        let http = &self.config.http;
         let router = boxoffice_http::app(self.state);
-        axum::serve(
-            self.listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serving HTTP")?;
+        let header_timeout = Duration::from_millis(http.header_read_timeout_ms);
+        let open = serve::serve(self.listener, router, header_timeout, stopping, shutdown).await;
+        let deadline = Instant::now() + Duration::from_millis(http.shutdown_grace_ms);
+        tracing::info!(connections = open.len(), "stopping: draining connections");
         let _ = stop_tx.send(true);
+        serve::drain(open, deadline).await;
         for w in workers {
-            let _ = tokio::time::timeout(Duration::from_secs(10), w).await;
+            if tokio::time::timeout_at(deadline, w).await.is_err() {
+                tracing::warn!("a worker was still busy at the shutdown deadline");
+            }
         }
         Ok(())
     }

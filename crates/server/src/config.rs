@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use boxoffice_domain::token::EdgeAlgorithm;
 use boxoffice_engine::{BuyersConfig, EngineConfig};
+use boxoffice_http::HttpConfig;
 use boxoffice_oidc::OidcConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_payment_stripe::StripeConfig;
@@ -58,6 +59,8 @@ pub struct Config {
     pub tokens: TokensConfig,
     /// Buyers signing in with an OpenID Connect provider's access tokens. Default none.
     pub oidc: Option<OidcConfig>,
+    /// The HTTP edge: trusted proxies, timeouts, load shedding, stream caps, shutdown.
+    pub http: HttpConfig,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -164,6 +167,7 @@ impl Default for Config {
             tokens: TokensConfig::default(),
             oidc: None,
             idempotency: IdempotencyConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -208,7 +212,7 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 18] = [
+const TOP_LEVEL: [&str; 19] = [
     "listen",
     "data_dir",
     "operator_key",
@@ -227,6 +231,7 @@ const TOP_LEVEL: [&str; 18] = [
     "tokens",
     "oidc",
     "idempotency",
+    "http",
 ];
 
 fn is_config_key(key: &str) -> bool {
@@ -289,6 +294,22 @@ mod tests {
         let fake = Config::load(Some(&file), &Overrides::default()).unwrap();
         assert_eq!(fake.payments, Some(PaymentsChoice::Fake));
         std::fs::write(&file, "payments = \"paypal\"\n").unwrap();
+        assert!(Config::load(Some(&file), &Overrides::default()).is_err());
+    }
+
+    #[test]
+    fn trusted_proxies_are_read_as_cidrs_and_a_bad_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("boxoffice.toml");
+        let text = "[http]\ntrusted_proxies = [\"10.0.0.0/8\", \"2001:db8::/32\"]\n";
+        std::fs::write(&file, text).unwrap();
+        let c = Config::load(Some(&file), &Overrides::default()).unwrap();
+        assert_eq!(c.http.trusted_proxies.len(), 2);
+        assert_eq!(
+            c.http.max_streams, 10_000,
+            "the other keys keep their defaults"
+        );
+        std::fs::write(&file, "[http]\ntrusted_proxies = [\"10.0.0.0/33\"]\n").unwrap();
         assert!(Config::load(Some(&file), &Overrides::default()).is_err());
     }
 

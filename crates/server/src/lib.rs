@@ -10,6 +10,7 @@ pub mod kept_settings;
 pub mod payments;
 pub mod replays;
 pub mod secrets;
+pub mod serve;
 pub mod telemetry;
 pub mod verify;
 

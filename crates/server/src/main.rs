@@ -132,6 +132,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(mut config: Config, demo: bool) -> anyhow::Result<ExitCode> {
+    // Every connection and event stream is a file descriptor: take what the system
+    // allows rather than a shell's default soft limit.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::info!(open_files = n, "file descriptor limit"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the file descriptor limit"),
+    }
     if demo && config.payments.is_none() {
         config.payments = Some(PaymentsChoice::Fake);
     }

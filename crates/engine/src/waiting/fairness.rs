@@ -73,7 +73,8 @@ impl Engine {
         self.event(event).await?;
         let seed = self.fairness_seed(event).await?;
         let state = self.ports.queue.state(event).await?;
-        let pool = if state.placed {
+        // Past the end there is nothing to read, however large the offset asked.
+        let pool = if state.placed && offset < state.pool_size {
             self.ports.queue.pool_members(event, offset, limit).await?
         } else {
             Vec::new()

@@ -16,11 +16,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{ClientAddr, IdempotencyKey};
+use crate::extract::IdempotencyKey;
 use crate::idempotency::{Call, reply};
 use crate::routes::waiting::refused;
+use crate::{AppState, ClientAddr};
 
 /// Shortest key accepted as a secret; a UUID has 36 characters, 32 random hex digits.
 const MIN_KEY_LEN: usize = 32;
@@ -54,7 +54,7 @@ pub async fn create_buyer(
     ClientAddr(ip): ClientAddr,
     key: IdempotencyKey,
 ) -> Response {
-    if let Err(r) = st.engine.may_sign_up(ip) {
+    if let Err(r) = st.engine.may_sign_up(Some(ip)) {
         return refused(r.into());
     }
     let digest = match secret_digest(&key) {

@@ -1,9 +1,9 @@
 //! Events: create, read, open/close the sale, the seat map and the availability bitmap.
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, EventSpec};
 use boxoffice_engine::EventEntry;
@@ -149,41 +149,29 @@ pub async fn stats(
     })))
 }
 
-/// The layout, for drawing the map. Static per event, so clients may cache it long.
+/// The layout, for drawing the map: static per event, rendered once per node and
+/// revalidated by ETag, so clients may cache it long.
 pub async fn seatmap(
     State(st): State<AppState>,
+    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let entry = st.engine.event(parse_id(&id, "event")?).await?;
-    let e = &entry.event;
-    let sections: Vec<_> = e
-        .sections
-        .iter()
-        .map(|s| {
-            let rows: Vec<_> = s
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(y, r)| {
-                    let seats: Vec<_> = (r.first_seat..r.first_seat + r.len)
-                        .map(|i| {
-                            let seat = &e.seats[i as usize];
-                            json!({"index": i, "seat_id": seat.label, "number": seat.number, "tier": e.tiers[seat.tier as usize].key, "x": seat.number, "y": y})
-                        })
-                        .collect();
-                    json!({"label": r.label, "seats": seats})
-                })
-                .collect();
-            json!({"key": s.key, "name": s.name, "kind": s.kind, "rows": rows})
-        })
-        .collect();
-    let body = json!({"event_id": e.id, "tiers": e.tiers, "sections": sections});
-    Ok((
-        [(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("public, max-age=60"),
-        )],
-        Json(body),
-    )
-        .into_response())
+    let map = st.edge.seat_maps.get(&entry).await?;
+    let cache = HeaderValue::from_static("public, max-age=60");
+    if headers.get(header::IF_NONE_MATCH) == Some(&map.etag) {
+        let mut res = StatusCode::NOT_MODIFIED.into_response();
+        res.headers_mut().insert(header::CACHE_CONTROL, cache);
+        res.headers_mut().insert(header::ETAG, map.etag);
+        return Ok(res);
+    }
+    let mut res = Response::new(Body::from(map.body));
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, cache);
+    h.insert(header::ETAG, map.etag);
+    Ok(res)
 }

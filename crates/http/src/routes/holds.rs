@@ -16,6 +16,7 @@ use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
 use crate::routes::waiting::refused;
+use crate::observe::Sample;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,8 +126,10 @@ pub async fn create(
         now: st.now(),
     };
     call.run(async {
-        let hold = st.engine.hold(&admitted, &input).await?;
-        reply(StatusCode::CREATED, &view(&st, hold).await?)
+        let sample = Sample::start();
+        let hold = st.engine.hold(&admitted, &input).await;
+        sample.hold(&st, &hold);
+        reply(StatusCode::CREATED, &view(&st, hold?).await?)
     })
     .await
 }

@@ -14,6 +14,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Buyer, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
+use crate::observe::Sample;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,11 +58,10 @@ pub async fn checkout(
         now: st.now(),
     };
     call.run(async {
-        match st
-            .engine
-            .checkout(&who, hold, &input.payment_method)
-            .await?
-        {
+        let sample = Sample::start();
+        let outcome = st.engine.checkout(&who, hold, &input.payment_method).await;
+        sample.checkout(&st, &outcome);
+        match outcome? {
             CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
             CheckoutOutcome::Pending(order) => {
                 let poll = format!("/v1/orders/{}", order.order_id);

@@ -1,25 +1,22 @@
 //! The waiting room's buyer side: join, the public queue document (cacheable, with an
 //! ETag) and its SSE stream, the personal status call, and proof-of-work challenges.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
 use boxoffice_engine::{Joiner, PowSolution};
 use futures::StreamExt;
 use serde::Deserialize;
 
-use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{IdempotencyKey, bearer, json, parse_id};
 use crate::idempotency::{Call, reply};
 use crate::routes::waiting::refused;
+use crate::{AppState, ClientAddr, sse};
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -30,7 +27,7 @@ struct JoinBody {
 
 pub async fn join(
     State(st): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
     key: IdempotencyKey,
     Path(id): Path<String>,
@@ -49,7 +46,7 @@ pub async fn join(
     };
     let joiner = Joiner {
         who: &who,
-        ip: Some(peer.ip()),
+        ip: Some(addr),
         pow: parsed.pow.as_ref(),
     };
     // Refusals (403, 429) are answered before the replay store: they change nothing,
@@ -109,14 +106,16 @@ pub async fn public(
 /// (checked every second), plus keep-alives.
 pub async fn stream(
     State(st): State<AppState>,
+    ClientAddr(addr): ClientAddr,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id: EventId = parse_id(&id, "event")?;
     st.engine.public_doc(id).await?;
+    let slot = st.edge.open_stream(addr)?;
     let ticks =
         tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(Duration::from_secs(1)));
     let mut last = String::new();
-    let events = ticks
+    let frames = ticks
         .then(move |_| {
             let st = st.clone();
             async move { st.engine.public_doc(id).await.ok() }
@@ -124,19 +123,11 @@ pub async fn stream(
         .filter_map(move |doc| {
             let out = doc.filter(|d| d.etag != last).map(|d| {
                 last = d.etag.clone();
-                let data = String::from_utf8_lossy(&d.body).into_owned();
-                Ok::<_, Infallible>(
-                    Event::default()
-                        .event("queue")
-                        .id(d.etag.clone())
-                        .data(data),
-                )
+                sse::frame("queue", &d.etag, &String::from_utf8_lossy(&d.body))
             });
             std::future::ready(out)
         });
-    Ok(Sse::new(events)
-        .keep_alive(KeepAlive::default())
-        .into_response())
+    Ok(sse::respond(slot, Box::pin(frames)))
 }
 
 #[derive(Deserialize)]
@@ -172,7 +163,7 @@ pub async fn status(
 /// A proof-of-work challenge for joining this event's queue.
 pub async fn challenge(
     State(st): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
@@ -181,7 +172,7 @@ pub async fn challenge(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    match st.engine.pow_challenge(id, token, Some(peer.ip())).await {
+    match st.engine.pow_challenge(id, token, Some(addr)).await {
         Ok(c) => (
             [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
             axum::Json(c),

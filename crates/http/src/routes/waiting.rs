@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
@@ -16,11 +16,12 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, Operator, json, parse_id};
+use crate::extract::{IdempotencyKey, Operator, QueryParams, json, parse_id};
 use crate::idempotency::{Call, reply};
 
-/// Largest page of pool members one fairness response carries.
-const MAX_POOL_PAGE: u64 = 100_000;
+/// Largest page of pool members one fairness response carries (about 37 KB), and the
+/// page a client gets when it names none: the document is public and unauthenticated.
+const MAX_POOL_PAGE: u64 = 1_000;
 
 /// A refusal or an engine error as a response.
 pub fn refused(e: WaitingError) -> Response {
@@ -56,18 +57,18 @@ pub struct PoolPage {
 }
 
 fn page() -> u64 {
-    10_000
+    MAX_POOL_PAGE
 }
 
 /// The commitment (always), the seed and the pool (once placed): everything needed to
-/// recompute the pre-opening order.
+/// recompute the pre-opening order, a page of at most `MAX_POOL_PAGE` members at a time.
 pub async fn fairness(
     State(st): State<AppState>,
     Path(id): Path<String>,
-    Query(q): Query<PoolPage>,
+    QueryParams(q): QueryParams<PoolPage>,
 ) -> Result<Json<FairnessView>, ApiError> {
     let id: EventId = parse_id(&id, "event")?;
-    let limit = q.limit.min(MAX_POOL_PAGE);
+    let limit = q.limit.clamp(1, MAX_POOL_PAGE);
     Ok(Json(st.engine.fairness(id, q.offset, limit).await?))
 }
 

@@ -1,0 +1,113 @@
+//! The node's defences at the HTTP edge, shared by every request: the trusted proxies,
+//! a cap on requests in flight (load shedding), the request deadline, the cap on open
+//! event streams, the per-node caches of expensive public reads, and the stop signal
+//! that ends event streams when the server shuts down.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
+
+use crate::client_addr::Proxies;
+use crate::config::HttpConfig;
+use crate::error::ApiError;
+use crate::feed::Feeds;
+use crate::seatmap::SeatMaps;
+use crate::sse::StreamSlots;
+
+pub struct Edge {
+    pub(crate) proxies: Proxies,
+    in_flight: AtomicUsize,
+    max_in_flight: usize,
+    request_timeout: Duration,
+    pub(crate) keep_alive: Duration,
+    pub(crate) streams: StreamSlots,
+    pub(crate) feeds: Feeds,
+    pub(crate) seat_maps: SeatMaps,
+    stop: CancellationToken,
+}
+
+/// A request's place among those in flight; given back when dropped.
+pub(crate) struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Edge {
+    pub fn new(config: &HttpConfig) -> Edge {
+        // Registered at zero, so a dashboard sees the series before the first refusal.
+        metrics::counter!("boxoffice_http_shed_total").increment(0);
+        metrics::counter!("boxoffice_http_timeouts_total").increment(0);
+        for reason in ["node", "address"] {
+            metrics::counter!("boxoffice_sse_refused_total", "reason" => reason).increment(0);
+        }
+        Edge {
+            proxies: Proxies::new(config.trusted_proxies.clone(), config.forwarded_header),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: config.max_in_flight,
+            request_timeout: Duration::from_millis(config.request_timeout_ms),
+            keep_alive: Duration::from_millis(config.stream_keep_alive_ms),
+            streams: StreamSlots::new(config.max_streams, config.max_streams_per_address),
+            feeds: Feeds::default(),
+            seat_maps: SeatMaps::default(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Cancelled when the server begins to stop: event streams end, feeds stop.
+    pub fn stopping(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// A place among the requests in flight, or none when the node is full.
+    pub(crate) fn enter(&self) -> Option<InFlight<'_>> {
+        let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let place = InFlight(&self.in_flight);
+        (before < self.max_in_flight).then_some(place)
+    }
+
+    /// The answer to a request shed because the node is full.
+    pub(crate) fn shed(&self) -> Response {
+        metrics::counter!("boxoffice_http_shed_total").increment(1);
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "this node is handling as many requests as it can; retry shortly",
+        )
+        .into_response()
+    }
+
+    /// Runs a request to its response within the request deadline.
+    pub(crate) async fn within_deadline(&self, work: impl Future<Output = Response>) -> Response {
+        match tokio::time::timeout(self.request_timeout, work).await {
+            Ok(res) => res,
+            Err(_) => {
+                metrics::counter!("boxoffice_http_timeouts_total").increment(1);
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "request_timeout",
+                    format!(
+                        "the request did not finish within {} ms; retry (a write with \
+                         the same Idempotency-Key)",
+                        self.request_timeout.as_millis()
+                    ),
+                )
+                .into_response()
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge")
+            .field("in_flight", &self.in_flight.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,104 @@
+//! The seat map document, rendered once per event version and node: a stadium's map
+//! is megabytes of JSON, and it is public, so it must not be built per request. The
+//! first request after a change renders it; requests arriving meanwhile wait for that
+//! rendering instead of starting their own.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::http::HeaderValue;
+use boxoffice_domain::EventId;
+use boxoffice_engine::{EngineError, EventEntry};
+use parking_lot::Mutex;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+
+use crate::error::ApiError;
+
+/// Events whose maps are kept; beyond it, one is dropped to make room.
+const MAX_MAPS: usize = 64;
+
+/// A rendered map and its ETag; cloning shares the body.
+#[derive(Clone)]
+pub(crate) struct Rendered {
+    pub body: Bytes,
+    pub etag: HeaderValue,
+}
+
+/// The event version a rendering belongs to (the cached entry is replaced whenever
+/// the event changes), and the rendering, done at most once.
+type Slot = (Arc<EventEntry>, Arc<OnceCell<Rendered>>);
+
+#[derive(Default)]
+pub(crate) struct SeatMaps {
+    by_event: Mutex<HashMap<EventId, Slot>>,
+}
+
+impl SeatMaps {
+    /// The rendered map of this version of the event.
+    pub(crate) async fn get(&self, entry: &Arc<EventEntry>) -> Result<Rendered, ApiError> {
+        let cell = self.cell(entry);
+        let rendered = cell
+            .get_or_try_init(|| async {
+                let entry = entry.clone();
+                tokio::task::spawn_blocking(move || render(&entry))
+                    .await
+                    .map_err(|e| EngineError::Internal(format!("rendering a seat map: {e}")))
+            })
+            .await?;
+        Ok(rendered.clone())
+    }
+
+    fn cell(&self, entry: &Arc<EventEntry>) -> Arc<OnceCell<Rendered>> {
+        let id = entry.event.id;
+        let mut maps = self.by_event.lock();
+        if let Some((of, cell)) = maps.get(&id)
+            && Arc::ptr_eq(of, entry)
+        {
+            return cell.clone();
+        }
+        if maps.len() >= MAX_MAPS && !maps.contains_key(&id) {
+            let evict = maps.keys().next().copied();
+            evict.map(|k| maps.remove(&k));
+        }
+        let cell = Arc::new(OnceCell::new());
+        maps.insert(id, (entry.clone(), cell.clone()));
+        cell
+    }
+}
+
+/// The layout, for drawing the map.
+fn render(entry: &EventEntry) -> Rendered {
+    metrics::counter!("boxoffice_seatmap_renders_total").increment(1);
+    let e = &entry.event;
+    let sections: Vec<_> = e
+        .sections
+        .iter()
+        .map(|s| {
+            let rows: Vec<_> = s
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(y, r)| {
+                    let seats: Vec<_> = (r.first_seat..r.first_seat + r.len)
+                        .map(|i| {
+                            let seat = &e.seats[i as usize];
+                            json!({"index": i, "seat_id": seat.label, "number": seat.number, "tier": e.tiers[seat.tier as usize].key, "x": seat.number, "y": y})
+                        })
+                        .collect();
+                    json!({"label": r.label, "seats": seats})
+                })
+                .collect();
+            json!({"key": s.key, "name": s.name, "kind": s.kind, "rows": rows})
+        })
+        .collect();
+    let body = json!({"event_id": e.id, "tiers": e.tiers, "sections": sections}).to_string();
+    let digest = Sha256::digest(body.as_bytes());
+    let etag = format!("\"{}\"", boxoffice_domain::fairness::hex(&digest[..8]));
+    Rendered {
+        body: Bytes::from(body),
+        etag: HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\"")),
+    }
+}
