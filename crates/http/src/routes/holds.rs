@@ -15,8 +15,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json, parse_id};
 use crate::idempotency::{Call, reply};
-use crate::routes::waiting::refused;
 use crate::observe::Sample;
+use crate::routes::waiting::refused;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
