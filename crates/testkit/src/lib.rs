@@ -11,3 +11,10 @@ pub mod queue;
 
 pub mod stripe_stub;
 pub mod tls;
+
+pub mod deadline;
+pub mod model;
+
+/// `#[tokio::test]` with a deadline: see the `boxoffice-testkit-macros` crate.
+pub use boxoffice_testkit_macros::test;
+pub use deadline::{eventually, within};
