@@ -9,7 +9,7 @@ use boxoffice_engine::ports::{
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::{gateway, request};
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_visa_card_is_approved_with_a_fake_reference_and_recorded_as_authorized() {
     let gw = gateway();
     let req = request(methods::VISA);
@@ -28,7 +28,7 @@ async fn a_visa_card_is_approved_with_a_fake_reference_and_recorded_as_authorize
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_unknown_payment_method_is_approved() {
     let gw = gateway();
     let outcome = gw
@@ -41,7 +41,7 @@ async fn an_unknown_payment_method_is_approved() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_declined_card_is_declined_as_card_declined_and_recorded() {
     let gw = gateway();
     let req = request(methods::DECLINED);
@@ -60,7 +60,7 @@ async fn a_declined_card_is_declined_as_card_declined_and_recorded() {
     assert_eq!(found.state, ProviderState::Declined);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_card_without_funds_is_declined_for_insufficient_funds() {
     let gw = gateway();
     let outcome = gw
@@ -75,7 +75,7 @@ async fn a_card_without_funds_is_declined_for_insufficient_funds() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_timeout_after_charge_leaves_an_authorization_that_inquiry_finds() {
     let gw = gateway();
     let req = request(methods::TIMEOUT_AFTER_CHARGE);
@@ -96,7 +96,7 @@ async fn a_timeout_after_charge_leaves_an_authorization_that_inquiry_finds() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_timeout_before_charge_leaves_nothing_on_record() {
     let gw = gateway();
     let req = request(methods::TIMEOUT_BEFORE_CHARGE);
@@ -105,7 +105,7 @@ async fn a_timeout_before_charge_leaves_nothing_on_record() {
     assert!(gw.all_payments().await.unwrap().is_empty());
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn authorizing_the_same_order_twice_keeps_one_record_with_the_first_reference() {
     let gw = gateway();
     let req = request(methods::VISA);
@@ -115,7 +115,7 @@ async fn authorizing_the_same_order_twice_keeps_one_record_with_the_first_refere
     assert_eq!(gw.all_payments().await.unwrap().len(), 1);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_retry_with_another_card_still_gets_the_first_outcome() {
     let gw = gateway();
     let mut req = request(methods::DECLINED);
@@ -124,7 +124,7 @@ async fn a_retry_with_another_card_still_gets_the_first_outcome() {
     assert_eq!(gw.authorize(&req).await.unwrap(), first);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn reusing_an_order_for_a_different_amount_is_rejected() {
     let gw = gateway();
     let mut req = request(methods::VISA);
@@ -136,7 +136,7 @@ async fn reusing_an_order_for_a_different_amount_is_rejected() {
     assert!(why.contains("first authorized for 12500 EUR"), "{why}");
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_decline_rate_of_one_declines_every_ordinary_card() {
     let config = FakeGatewayConfig {
         decline_rate: 1.0,
@@ -154,7 +154,7 @@ async fn a_decline_rate_of_one_declines_every_ordinary_card() {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_timeout_rate_of_one_times_out_every_first_authorization() {
     let config = FakeGatewayConfig {
         timeout_rate: 1.0,
@@ -173,7 +173,7 @@ async fn a_timeout_rate_of_one_times_out_every_first_authorization() {
     assert!((1..20).contains(&recorded), "{recorded}");
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn out_of_range_rates_refuse_to_start() {
     let config = FakeGatewayConfig {
         decline_rate: -0.1,

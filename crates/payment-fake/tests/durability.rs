@@ -18,7 +18,7 @@ fn open(dir: &tempfile::TempDir) -> FakeGateway {
     .expect("the provider's file opens")
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn payments_survive_dropping_and_reopening_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(&dir);
@@ -43,7 +43,7 @@ async fn payments_survive_dropping_and_reopening_the_file() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_charge_whose_answer_was_lost_is_still_found_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let gw = open(&dir);
@@ -62,7 +62,7 @@ async fn a_charge_whose_answer_was_lost_is_still_found_after_a_crash() {
     gw.void(req.order, &found.reference).await.unwrap();
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_reopened_provider_still_refuses_to_authorize_an_order_twice() {
     let dir = tempfile::tempdir().unwrap();
     let req = request(methods::VISA);
@@ -72,7 +72,7 @@ async fn a_reopened_provider_still_refuses_to_authorize_an_order_twice() {
     assert_eq!(gw.all_payments().await.unwrap().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_authorizations_of_distinct_orders_are_all_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let gw = Arc::new(open(&dir));
@@ -100,7 +100,7 @@ async fn concurrent_authorizations_of_distinct_orders_are_all_recorded() {
     assert_eq!(recorded.len(), 64);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_authorizations_of_one_order_authorize_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let gw = Arc::new(open(&dir));

@@ -8,7 +8,7 @@ use boxoffice_engine::ports::{Inquiry, PaymentGateway};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use common::request;
 
-#[tokio::test(start_paused = true)]
+#[boxoffice_testkit::test(start_paused = true)]
 async fn every_call_takes_the_configured_latency_without_really_sleeping() {
     let config = FakeGatewayConfig {
         latency_ms: 30_000,
@@ -33,7 +33,7 @@ async fn every_call_takes_the_configured_latency_without_really_sleeping() {
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[boxoffice_testkit::test(start_paused = true)]
 async fn a_caller_timeout_shorter_than_the_latency_fires() {
     let config = FakeGatewayConfig {
         latency_ms: 5_000,

@@ -23,7 +23,7 @@ fn rejection(result: Result<(), PaymentError>) -> String {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_authorization_can_be_captured_and_capturing_again_is_harmless() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -32,7 +32,7 @@ async fn an_authorization_can_be_captured_and_capturing_again_is_harmless() {
     assert_eq!(state_of(&gw, order).await, ProviderState::Captured);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_authorization_can_be_voided_and_voiding_again_is_harmless() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -41,7 +41,7 @@ async fn an_authorization_can_be_voided_and_voiding_again_is_harmless() {
     assert_eq!(state_of(&gw, order).await, ProviderState::Voided);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_captured_payment_can_be_refunded_once_and_refunding_again_is_harmless() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -51,7 +51,7 @@ async fn a_captured_payment_can_be_refunded_once_and_refunding_again_is_harmless
     assert_eq!(state_of(&gw, order).await, ProviderState::Refunded);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_voided_payment_cannot_be_captured() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -64,7 +64,7 @@ async fn a_voided_payment_cannot_be_captured() {
     assert_eq!(state_of(&gw, order).await, ProviderState::Voided);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_captured_payment_cannot_be_voided() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -76,7 +76,7 @@ async fn a_captured_payment_cannot_be_voided() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_uncaptured_payment_cannot_be_refunded() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -87,7 +87,7 @@ async fn an_uncaptured_payment_cannot_be_refunded() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_declined_payment_cannot_be_captured() {
     let gw = gateway();
     let req = request(methods::DECLINED);
@@ -102,7 +102,7 @@ async fn a_declined_payment_cannot_be_captured() {
     assert!(why.contains("declined"), "{why}");
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn moves_on_an_unknown_order_or_a_foreign_reference_are_rejected() {
     let gw = gateway();
     let why = rejection(gw.capture(OrderId::random(), "fake_pi_nothing").await);
@@ -114,7 +114,7 @@ async fn moves_on_an_unknown_order_or_a_foreign_reference_are_rejected() {
     assert_eq!(state_of(&gw, order).await, ProviderState::Authorized);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_next_n_captures_fail_as_unavailable_and_then_succeed() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -131,7 +131,7 @@ async fn the_next_n_captures_fail_as_unavailable_and_then_succeed() {
     assert_eq!(state_of(&gw, order).await, ProviderState::Captured);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_capture_whose_answer_is_lost_has_still_happened() {
     let gw = gateway();
     let (order, reference) = authorized(&gw).await;
@@ -144,7 +144,7 @@ async fn a_capture_whose_answer_is_lost_has_still_happened() {
     gw.capture(order, &reference).await.unwrap();
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_outage_of_inquiry_is_reported_as_unavailable() {
     let gw = gateway();
     let (order, _) = authorized(&gw).await;

@@ -41,7 +41,7 @@ fn approved(o: AuthorizeOutcome) -> String {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_approved_card_is_authorized_then_captured_then_refunded() {
     let ls = common::start();
     let gw = ls.gateway();
@@ -58,7 +58,7 @@ async fn an_approved_card_is_authorized_then_captured_then_refunded() {
     assert_eq!((by_ref.order, by_ref.amount), (req.order, Money(5_000)));
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_card_that_fails_to_charge_is_declined_and_recorded_as_declined() {
     let ls = common::start();
     let gw = ls.gateway();
@@ -68,7 +68,7 @@ async fn a_card_that_fails_to_charge_is_declined_and_recorded_as_declined() {
     assert_eq!(state(&gw, req.order).await, Some(ProviderState::Declined));
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_authorization_voided_after_a_lost_commit_is_voided_once() {
     let ls = common::start();
     let gw = ls.gateway();
@@ -79,7 +79,7 @@ async fn an_authorization_voided_after_a_lost_commit_is_voided_once() {
     assert_eq!(state(&gw, req.order).await, Some(ProviderState::Voided));
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn authorizing_the_same_order_again_finds_the_first_payment_instead_of_charging_twice() {
     let ls = common::start();
     let gw = ls.gateway();
@@ -91,7 +91,7 @@ async fn authorizing_the_same_order_again_finds_the_first_payment_instead_of_cha
     assert_eq!(mine.iter().filter(|p| p.order == req.order).count(), 1);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_3ds_card_waits_for_the_buyer_and_its_capture_webhook_verifies() {
     let ls = common::start();
     let (url, mut hooks) = common::webhook_receiver().await;
@@ -141,7 +141,7 @@ async fn a_3ds_card_waits_for_the_buyer_and_its_capture_webhook_verifies() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_3ds_card_the_buyer_fails_to_authenticate_ends_declined_and_can_be_cancelled() {
     let ls = common::start();
     let gw = ls.gateway();

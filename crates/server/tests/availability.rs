@@ -35,7 +35,7 @@ async fn next_event(
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_availability_stream_sends_a_snapshot_then_the_seats_that_were_taken_and_freed() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -89,7 +89,7 @@ async fn the_availability_stream_sends_a_snapshot_then_the_seats_that_were_taken
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_availability_bitmap_revalidates_with_its_etag() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;

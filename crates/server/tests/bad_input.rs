@@ -45,7 +45,7 @@ async fn snapshot(app: &TestApp, event: boxoffice_domain::EventId, buyer: &str) 
     json!({"counts": app.counts(event).await, "orders": orders, "sold": report.seats_sold, "n": report.orders})
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
     let app = spawn().await;
     let event = app.create_event(&spec(2, 5, 5, 4)).await;
@@ -388,7 +388,7 @@ async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
     assert_eq!(snapshot(&app, event, &token).await, initial);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_expired_admission_token_is_refused() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 5, 0, 4)).await;

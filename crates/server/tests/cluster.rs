@@ -116,7 +116,7 @@ async fn admitted(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_sharing_postgres_and_redis_sell_exactly_one_hundred_seats_to_two_thousand_buyers()
  {
     let cluster = Arc::new(Cluster::start(3).await);

@@ -158,7 +158,7 @@ async fn shop(
     note("checkout", s);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_heal() {
     let dir = tempfile::tempdir().unwrap();
     let db = TestDatabase::create();

@@ -58,7 +58,7 @@ async fn run(latency_ms: u64, concurrency: usize, n: usize) -> f64 {
     n as f64 / secs
 }
 
-#[tokio::test(flavor = "multi_thread")]
+#[boxoffice_testkit::test(flavor = "multi_thread")]
 #[ignore = "a measurement; run explicitly in release"]
 async fn checkout_throughput_at_0_and_200_ms_provider_latency() {
     for (latency, concurrency, n) in [

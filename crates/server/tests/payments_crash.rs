@@ -183,7 +183,7 @@ async fn every_order_matches_its_money(base: &str, dir: &Path, buyers: &[(String
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_between_authorize_and_commit_the_authorization_is_voided_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     // The sweep waits an hour, so the orders are still uncommitted at the kill.
@@ -211,7 +211,7 @@ async fn killed_between_authorize_and_commit_the_authorization_is_voided_after_r
     every_order_matches_its_money(&base, dir.path(), &buyers).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let outage = config(dir.path(), 1, "capture_failures = 1000");
@@ -235,7 +235,7 @@ async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() 
     every_order_matches_its_money(&base, dir.path(), &buyers).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
     let dir = tempfile::tempdir().unwrap();
     let slow = config(dir.path(), 1, "latency_ms = 40");

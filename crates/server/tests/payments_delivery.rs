@@ -13,7 +13,7 @@ use common::{spawn_with, spec};
 use payments_common::*;
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_3ds_checkout_completes_when_the_fake_delivers_its_own_webhooks() {
     let app = spawn_with(|c| {
         c.fake_payments.webhook_url = Some("/v1/payments/webhook".into());

@@ -55,12 +55,12 @@ async fn checkout_then_linger(
     (token, order_id(&body))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_capture_for_an_event_that_honours_it_is_confirmed_when_the_seats_are_free() {
     confirmed_when_free(spawn().await).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_redis_hot_store_a_honoured_late_capture_sells_the_seats_there_too() {
     let redis = RedisPrefix::new(
         &std::env::var("BOXOFFICE_TEST_REDIS_URL")
@@ -102,7 +102,7 @@ async fn confirmed_when_free(app: TestApp) {
     audit_clean(&app).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_3ds_approval_found_by_the_recovery_sweep_is_captured_when_the_seats_are_free() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -129,7 +129,7 @@ async fn a_late_3ds_approval_found_by_the_recovery_sweep_is_captured_when_the_se
     audit_clean(&app).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_capture_is_refunded_when_another_buyer_took_one_of_its_seats() {
     let app = spawn().await;
     let fake = provider(&app);

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const BUYERS: usize = 1_250;
 const HOLDS_EACH: usize = 4;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_thousand_checkouts_through_timeouts_declines_and_duplicate_webhooks_end_where_the_money_is()
  {
     let started = std::time::Instant::now();

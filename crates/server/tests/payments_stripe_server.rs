@@ -42,7 +42,7 @@ async fn admitted(c: &reqwest::Client, base: &str, event: i64) -> (String, Strin
     panic!("never admitted");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_purchase_through_the_stripe_adapter_is_captured_and_a_failing_card_sells_nothing() {
     let stripe = LocalStripe::start();
     let dir = tempfile::tempdir().unwrap();

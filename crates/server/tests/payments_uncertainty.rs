@@ -12,7 +12,7 @@ use common::{spawn, spawn_with, spec};
 use payments_common::*;
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_times_out_after_charging_ends_confirmed() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -43,7 +43,7 @@ async fn a_provider_that_times_out_after_charging_ends_confirmed() {
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_times_out_before_charging_ends_released_and_uncharged() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -75,7 +75,7 @@ async fn a_provider_that_times_out_before_charging_ends_released_and_uncharged()
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_capture_waits_in_pending_capture_and_is_retried_with_a_doubling_wait() {
     let app = spawn_with(|c| c.fake_payments.capture_failures = 3).await;
     let fake = provider(&app);

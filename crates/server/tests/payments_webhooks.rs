@@ -13,7 +13,7 @@ use futures::future::join_all;
 use payments_common::*;
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_3ds_checkout_answers_202_with_a_redirect_and_the_webhook_confirms_it() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -43,7 +43,7 @@ async fn a_3ds_checkout_answers_202_with_a_redirect_and_the_webhook_confirms_it(
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_webhook_five_times_at_once_makes_one_order_and_one_charge() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -69,7 +69,7 @@ async fn the_same_webhook_five_times_at_once_makes_one_order_and_one_charge() {
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_delivered_again_is_answered_from_the_ledger_as_a_duplicate() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -105,7 +105,7 @@ async fn a_webhook_delivered_again_is_answered_from_the_ledger_as_a_duplicate() 
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_delivered_newest_first_end_where_the_provider_is() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -129,7 +129,7 @@ async fn webhooks_delivered_newest_first_end_where_the_provider_is() {
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_unsigned_and_replayed_webhooks_are_refused_and_change_nothing() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -162,7 +162,7 @@ async fn forged_unsigned_and_replayed_webhooks_are_refused_and_change_nothing() 
     assert_eq!(app.counts(event).await["sold"], json!(0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payment_captured_after_the_hold_expired_is_refunded_and_the_seat_stays_free() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -192,7 +192,7 @@ async fn a_payment_captured_after_the_hold_expired_is_refunded_and_the_seat_stay
     assert!(audit.clean(), "{:?}", audit.violations);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_3ds_approval_after_the_grace_period_is_voided_not_charged() {
     let app = spawn().await;
     let fake = provider(&app);
@@ -214,7 +214,7 @@ async fn a_3ds_approval_after_the_grace_period_is_voided_not_charged() {
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buyer_who_never_finishes_3ds_is_released_when_the_grace_runs_out() {
     let app = spawn().await;
     let fake = provider(&app);

@@ -8,7 +8,7 @@ use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_expired_holds_return_to_stock_exactly_once_and_cannot_be_paid() {
     let app = spawn().await;
     let event = app.create_event(&spec(10, 10, 0, 4)).await;
@@ -115,7 +115,7 @@ async fn thirty_expired_holds_return_to_stock_exactly_once_and_cannot_be_paid() 
     assert!(app.engine.audit().await.unwrap().clean());
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_double_click_with_the_same_idempotency_key_makes_one_hold() {
     let app = spawn().await;
     let event = app.create_event(&spec(2, 5, 0, 4)).await;
@@ -166,7 +166,7 @@ async fn a_double_click_with_the_same_idempotency_key_makes_one_hold() {
     assert_eq!(app.counts(event).await["held"], json!(2));
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_hold_beyond_the_per_buyer_limit_is_refused_with_422() {
     let app = spawn().await;
     let event = app.create_event(&spec(2, 10, 0, 4)).await;
@@ -205,7 +205,7 @@ async fn a_hold_beyond_the_per_buyer_limit_is_refused_with_422() {
     assert_eq!(app.counts(event).await["held"], json!(1));
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_declined_card_releases_the_seats_and_charges_nothing() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 2, 0, 4)).await;

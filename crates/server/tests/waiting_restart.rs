@@ -45,7 +45,7 @@ async fn unverified_join(c: &reqwest::Client, base: &str, event: i64) -> (u16, V
     (status, body["error"].clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_room_rules_and_the_admission_override_survive_a_kill_and_restart() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());

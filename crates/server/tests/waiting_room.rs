@@ -58,7 +58,7 @@ async fn status(app: &TestApp, ticket: &str) -> Value {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pre_opening_order_is_what_the_published_seed_recomputes() {
     let app = spawn().await;
     let event = scheduled_event(&app, 10).await;
@@ -127,7 +127,7 @@ async fn the_pre_opening_order_is_what_the_published_seed_recomputes() {
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_expire() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 100, 0, 4)).await;
@@ -194,7 +194,7 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eligibility_rules_refuse_unverified_and_new_accounts_with_clear_codes() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -247,7 +247,7 @@ async fn eligibility_rules_refuse_unverified_and_new_accounts_with_clear_codes()
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_needs_a_solved_challenge_and_a_wrong_nonce_is_refused() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -294,7 +294,7 @@ async fn a_join_needs_a_solved_challenge_and_a_wrong_nonce_is_refused() {
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_joins_and_polls_gets_429_with_retry_after_and_passes_again_later() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -327,7 +327,7 @@ async fn a_burst_of_joins_and_polls_gets_429_with_retry_after_and_passes_again_l
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_expired_other_event_and_other_session_tokens_are_refused_on_hold() {
     let app = spawn_with(|c| c.engine.waiting.require_session_on_hold = true).await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -376,7 +376,7 @@ async fn forged_expired_other_event_and_other_session_tokens_are_refused_on_hold
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_override_and_the_adaptive_mode_show_their_reason_in_stats() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -426,7 +426,7 @@ async fn the_operator_override_and_the_adaptive_mode_show_their_reason_in_stats(
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_public_document_is_cacheable_and_revalidates_with_its_etag() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;

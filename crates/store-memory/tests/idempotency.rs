@@ -20,7 +20,7 @@ boxoffice_testkit::bounded_idempotency_conformance!(|cap: usize| async move {
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
     let (store, me) = (MemoryIdempotency::new(), claimant());
     let (t0, fp) = (Millis(1_000), [1u8; 32]);
@@ -47,7 +47,7 @@ async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
     let (store, me) = (MemoryIdempotency::new(), claimant());
     let fp = [1u8; 32];

@@ -52,7 +52,7 @@ async fn bytes_per_buyer(n: usize, open: bool) -> f64 {
     used as f64 / n as f64
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn two_million_queued_buyers_cost_at_most_128_bytes_each() {
     let open = bytes_per_buyer(2 * MILLION, true).await;
     let pooled = bytes_per_buyer(2 * MILLION, false).await;
@@ -66,7 +66,7 @@ async fn two_million_queued_buyers_cost_at_most_128_bytes_each() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_thousand_racing_joins_get_unique_dense_positions() {
     const N: usize = 100_000;
     let q = Arc::new(InMemoryQueue::new());

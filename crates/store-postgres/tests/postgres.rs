@@ -23,7 +23,7 @@ async fn one_sale(ledger: &Arc<dyn Ledger>, buyer: BuyerId) -> (Event, Order) {
     (e, o)
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn migrating_twice_applies_each_migration_once() {
     // A database of its own: the shared one is migrated by whichever test came first.
     let db = common::TestDatabase::create();
@@ -36,7 +36,7 @@ async fn migrating_twice_applies_each_migration_once() {
     ledger.pool().close().await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_order_history_cannot_be_rewritten() {
     let pg = common::ledger(true).await;
     let pool = pg.pool().clone();
@@ -64,7 +64,7 @@ async fn the_order_history_cannot_be_rewritten() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn concurrent_commits_share_transactions() {
     let pg = Arc::new(common::ledger(true).await);
     let ledger: Arc<dyn Ledger> = pg.clone();
@@ -78,13 +78,13 @@ async fn concurrent_commits_share_transactions() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn without_group_commit_k_seats_still_sell_exactly_k_times() {
     suite::k_seats_and_many_more_orders_sell_exactly_k_seats(Arc::new(common::ledger(false).await))
         .await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn without_group_commit_a_refused_commit_writes_nothing() {
     let ledger: Arc<dyn Ledger> = Arc::new(common::ledger(false).await);
     suite::a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing(ledger.clone()).await;
@@ -92,7 +92,7 @@ async fn without_group_commit_a_refused_commit_writes_nothing() {
     suite::apply_cannot_commit_an_order_without_selling_its_seats(ledger).await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_audit_reports_violations_seeded_behind_the_ports_back() {
     let pg = common::ledger(true).await;
     let pool = pg.pool().clone();
@@ -140,7 +140,7 @@ async fn call_batch(conn: &mut sqlx::PgConnection, orders: &[&Order]) -> Vec<(St
     .unwrap()
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn two_batches_waiting_for_each_other_undo_a_commit_for_a_retry() {
     use sqlx::{Connection, PgConnection};
     let db = common::shared_database();

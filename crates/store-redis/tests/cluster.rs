@@ -123,7 +123,7 @@ macro_rules! run_cases {
     };
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_conformance_suites_pass_on_a_three_node_cluster() {
     let cluster = Cluster::start();
     boxoffice_testkit::__arbiter_cases!([run_cases] arbiter, arbiter_on(&cluster).await;);
@@ -149,7 +149,7 @@ async fn the_conformance_suites_pass_on_a_three_node_cluster() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_events_on_different_nodes_do_not_interfere() {
     let cluster = Cluster::start();
     let arb = arbiter_on(&cluster).await;

@@ -27,7 +27,7 @@ async fn nodes() -> Vec<Arc<dyn QueueStore>> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_thousand_joins_through_three_nodes_get_unique_dense_positions() {
     const N: usize = 100_000;
     const TASKS: usize = 48;
@@ -57,7 +57,7 @@ async fn a_hundred_thousand_joins_through_three_nodes_get_unique_dense_positions
     nodes[0].drop_event(event).await.expect("drop");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_drawn_through_one_node_reads_the_same_through_the_others() {
     let nodes = nodes().await;
     let event = EventId(910_000_000 + (std::process::id() as i64 % 1_000_000));

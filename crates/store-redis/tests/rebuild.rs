@@ -60,7 +60,7 @@ fn best(event: EventId, section: u16, quantity: u32) -> HoldRequest {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stadium_rebuilds_with_its_sold_seats_and_sells_the_best_pair_next() {
     let (arb, event) = (arbiter().await, unique_event());
     let buyer = BuyerId::random();
@@ -87,7 +87,7 @@ async fn a_stadium_rebuilds_with_its_sold_seats_and_sells_the_best_pair_next() {
     arb.unload(event).await.expect("unload");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_whose_keys_were_deleted_reads_as_unloaded_and_rebuilds() {
     let (arb, event) = (arbiter().await, unique_event());
     let layout = stadium(event);
@@ -115,7 +115,7 @@ async fn an_event_whose_keys_were_deleted_reads_as_unloaded_and_rebuilds() {
     arb.unload(event).await.expect("unload");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_loads_never_leave_a_mixture_of_both() {
     let (arb, event) = (arbiter().await, unique_event());
     let layout = stadium(event);

@@ -61,7 +61,7 @@ fn is_clean(facts: &AuditFacts) -> bool {
         && facts.buyers_over_limit.is_empty()
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn migrating_twice_applies_each_migration_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
@@ -72,7 +72,7 @@ async fn migrating_twice_applies_each_migration_once() {
     assert!(ledger.audit_facts().await.unwrap().events.is_empty());
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_order_history_cannot_be_rewritten() {
     let f = open();
     let (_, o) = one_sale(&f, BuyerId::random()).await;
@@ -92,7 +92,7 @@ async fn the_order_history_cannot_be_rewritten() {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_commit_writes_its_outbox_row_and_a_payment_row_per_reference() {
     let f = open();
     let (_, o) = one_sale(&f, BuyerId::random()).await;
@@ -127,7 +127,7 @@ async fn a_commit_writes_its_outbox_row_and_a_payment_row_per_reference() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_commits_share_transactions() {
     let f = open();
     let e = event(&f.ledger, 200, 4).await;
@@ -152,7 +152,7 @@ async fn concurrent_commits_share_transactions() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_audit_sees_a_sold_seat_outside_the_catalog() {
     let f = open();
     let (e, o) = one_sale(&f, BuyerId::random()).await;
@@ -176,7 +176,7 @@ async fn the_audit_sees_a_sold_seat_outside_the_catalog() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_audit_sees_a_committed_order_that_lost_a_seat() {
     let f = open();
     let (e, o) = one_sale(&f, BuyerId::random()).await;
@@ -192,7 +192,7 @@ async fn the_audit_sees_a_committed_order_that_lost_a_seat() {
     assert_eq!(facts.buyers_over_limit, vec![(e.id, o.buyer, 2)]);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_audit_sees_sold_seats_of_an_order_that_does_not_own_seats() {
     let f = open();
     let (e, o) = one_sale(&f, BuyerId::random()).await;
@@ -215,7 +215,7 @@ async fn the_audit_sees_sold_seats_of_an_order_that_does_not_own_seats() {
     assert_eq!(facts.sold_without_order.len(), 3);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_audit_sees_a_buyer_over_the_events_limit() {
     let f = open();
     let buyer = BuyerId::random();
@@ -248,7 +248,7 @@ async fn the_audit_sees_a_buyer_over_the_events_limit() {
     assert!(facts.orders_missing_seats.is_empty() && facts.seats_of_unsold_orders.is_empty());
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_fresh_ledger_audits_clean() {
     let f = open();
     one_sale(&f, BuyerId::random()).await;

@@ -43,7 +43,10 @@ fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, String> {
     let mut wrapped = parse("::boxoffice_testkit::deadline::test_body")?;
     wrapped.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, call_args))]);
     wrapped.extend(parse(".await")?);
-    let mut out = parse(&format!("#[::tokio::test({tokio_args})]"))?;
+    let mut out = match tokio_args.is_empty() {
+        true => parse("#[::tokio::test]")?,
+        false => parse(&format!("#[::tokio::test({tokio_args})]"))?,
+    };
     out.extend(tokens);
     out.extend([TokenTree::Group(Group::new(Delimiter::Brace, wrapped))]);
     Ok(out)

@@ -35,7 +35,7 @@ pub use retake::*;
 #[doc(hidden)]
 pub use boxoffice_engine::ports::SeatArbiter;
 
-/// Expands into `mod arbiter { … }` with one `#[tokio::test]` per case; the argument is an expression whose
+/// Expands into `mod arbiter { … }` with one timed tokio test per case; the argument is an expression whose
 /// `.await` gives an `Arc<dyn SeatArbiter>`, evaluated afresh for every case.
 #[macro_export]
 macro_rules! arbiter_conformance {
@@ -48,13 +48,13 @@ macro_rules! arbiter_conformance {
     };
 }
 
-/// One `#[tokio::test]` per case on a two-worker runtime, so races are real.
+/// One timed tokio test per case on a two-worker runtime, so races are real.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_cases {
     ($suite:ident, $port:ident, $make:expr; $($case:ident),+ $(,)?) => {
         $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[$crate::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let port: ::std::sync::Arc<dyn $crate::$suite::$port> = $make.await;
                 $crate::$suite::$case(port).await;

@@ -14,6 +14,7 @@
 use std::cell::RefCell;
 use std::fmt::{Debug, Display};
 use std::future::Future;
+use std::io::Write;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -58,7 +59,9 @@ fn watchdog(
     }
     let _ = late.send(());
     if matches!(done.recv_timeout(GRACE), Err(RecvTimeoutError::Timeout)) {
-        eprintln!(
+        // Straight to stderr: the test harness's capture would die with the process.
+        let _ = writeln!(
+            std::io::stderr(),
             "timed out after {limit:?} waiting for {what}, and the wait could not be \
              cancelled for {GRACE:?} more (it blocks its thread): aborting the test process"
         );

@@ -24,7 +24,7 @@ mod liveness;
 pub use bounded::*;
 pub use liveness::*;
 
-/// Expands into `mod idempotency { … }` with one `#[tokio::test]` per case.
+/// Expands into `mod idempotency { … }` with one timed tokio test per case.
 #[macro_export]
 macro_rules! idempotency_conformance {
     ($make:expr) => {

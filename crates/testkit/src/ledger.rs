@@ -22,7 +22,7 @@ pub use commit::*;
 pub use concurrency::*;
 pub use orders::*;
 
-/// Expands into `mod ledger { … }` with one `#[tokio::test]` per case.
+/// Expands into `mod ledger { … }` with one timed tokio test per case.
 #[macro_export]
 macro_rules! ledger_conformance {
     ($make:expr) => {
@@ -63,7 +63,7 @@ macro_rules! ledger_conformance {
 macro_rules! __port_suite_cases {
     ($suite:ident, $make:expr; $($case:ident),+ $(,)?) => {
         $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[$crate::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 $crate::$suite::$case($make.await).await;
             }

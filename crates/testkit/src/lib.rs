@@ -1,7 +1,8 @@
 //! Conformance suites shared by every adapter of a port. An adapter's test file invokes
 //! the suite's macro with an expression that builds a fresh, isolated instance; the
-//! macro expands into one named `#[tokio::test]` per case. Also what tests of TLS
-//! share: a certificate authority made by the test and a Stripe stand-in over HTTPS.
+//! macro expands into one named `#[boxoffice_testkit::test]` (a tokio test with a
+//! deadline) per case. Also what tests of TLS share: a certificate authority made by
+//! the test and a Stripe stand-in over HTTPS.
 
 pub mod idempotency;
 pub mod ledger;
