@@ -1,16 +1,22 @@
 //! kill -9 in the middle of a load of checkouts, then restart: the recovery sweep
 //! finishes or voids every order caught mid-checkout, and the audit is clean — no sold
-//! seat without an order, no captured payment without sold seats.
+//! seat without an order, no captured payment without sold seats. The test proves the
+//! kill landed mid-checkout (orders in flight in the ledger it left) and checks every
+//! buyer told 201 against the ledger and against the provider's own book.
 
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
-use common::uuid;
+use boxoffice_domain::OrderId;
+use common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
+use common::process::{admission_token, call, path_str, settled_audit, start_server};
 use futures::future::join_all;
+use reqwest::Method;
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
 
 const OPERATOR: &str = "crash-test-operator-key-0123";
 const BUYERS: usize = 200;
@@ -25,203 +31,93 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
     file
 }
 
-/// Starts `boxoffice serve` on port 0 and returns it with its base URL.
-async fn start(dir: &Path, config: &Path) -> (Child, String) {
-    let (dir, config) = (
-        dir.to_str().expect("a UTF-8 path"),
-        config.to_str().expect("a UTF-8 path"),
-    );
-    common::process::start_server(&["--data-dir", dir, "--config", config]).await
-}
-
-async fn call(
-    c: &reqwest::Client,
-    method: reqwest::Method,
-    url: String,
-    token: &str,
-    body: Value,
-) -> (u16, Value) {
-    let res = c
-        .request(method, url)
-        .bearer_auth(token)
-        .header("Idempotency-Key", uuid())
-        .json(&body)
-        .send()
-        .await;
-    match res {
-        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
-        Err(_) => (0, Value::Null),
-    }
-}
-
 /// A buyer who holds one seat: (buyer token, hold id).
 async fn holder(c: &reqwest::Client, base: &str, event: i64) -> (String, String) {
-    let (_, b) = call(
-        c,
-        reqwest::Method::POST,
-        format!("{base}/v1/buyers"),
-        "",
-        json!({}),
-    )
-    .await;
+    let (_, b) = call(c, Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
     let token = b["token"].as_str().unwrap().to_string();
-    let (_, j) = call(
-        c,
-        reqwest::Method::POST,
-        format!("{base}/v1/events/{event}/queue"),
-        &token,
-        json!({}),
-    )
-    .await;
+    let queue = format!("{base}/v1/events/{event}/queue");
+    let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
     let ticket = j["queue_ticket"].as_str().unwrap().to_string();
-    let admission = loop {
-        let s: Value = c
-            .get(format!("{base}/v1/queue/status"))
-            .bearer_auth(&ticket)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(a) = s["admission_token"].as_str() {
-            break a.to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let admission = admission_token(c, base, &ticket).await;
     let body = json!({"best_available": {"section": "A", "quantity": 1}});
-    let (status, h) = call(
-        c,
-        reqwest::Method::POST,
-        format!("{base}/v1/events/{event}/holds"),
-        &admission,
-        body,
-    )
-    .await;
+    let holds = format!("{base}/v1/events/{event}/holds");
+    let (status, h) = call(c, Method::POST, holds, &admission, body).await;
     assert_eq!(status, 201, "{h}");
     (token, h["hold_id"].as_str().unwrap().to_string())
 }
 
-async fn audit(dir: &Path, config: &Path) -> (bool, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
-        .args(["audit", "--json", "--data-dir"])
-        .arg(dir)
-        .arg("--config")
-        .arg(config)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-    )
+async fn open_event(c: &reqwest::Client, base: &str) -> i64 {
+    let spec = serde_json::to_value(common::spec(10, 30, 0, 4)).unwrap();
+    let (status, e) = call(c, Method::POST, format!("{base}/v1/events"), OPERATOR, spec).await;
+    assert_eq!(status, 201, "{e}");
+    let event = e["event_id"].as_i64().unwrap();
+    let open = format!("{base}/v1/events/{event}/open");
+    let (status, o) = call(c, Method::POST, open, OPERATOR, json!({})).await;
+    assert_eq!(status, 200, "{o}");
+    event
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// Every holder checks out at once; each answer is counted as it arrives.
+fn checkouts(
+    c: &reqwest::Client,
+    base: &str,
+    holders: &[(String, String)],
+    answered: &Arc<AtomicUsize>,
+) -> tokio::task::JoinHandle<Vec<(u16, Value)>> {
+    let all = holders.iter().map(|(token, hold)| {
+        let (c, token, answered) = (c.clone(), token.clone(), answered.clone());
+        let url = format!("{base}/v1/holds/{hold}/checkout");
+        async move {
+            let body = json!({"payment_method": "pm_card_visa"});
+            let out = call(&c, Method::POST, url, &token, body).await;
+            answered.fetch_add(1, Ordering::SeqCst);
+            out
+        }
+    });
+    tokio::spawn(join_all(all.collect::<Vec<_>>()))
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());
-    let (mut server, base) = start(dir.path(), &config).await;
+    let args = ["--data-dir", path_str(dir.path()), "--config", path_str(&config)];
+    let (mut server, base) = start_server(&args).await;
     let c = reqwest::Client::new();
-    let spec = common::spec(10, 30, 0, 4);
-    let (status, e) = call(
-        &c,
-        reqwest::Method::POST,
-        format!("{base}/v1/events"),
-        OPERATOR,
-        serde_json::to_value(&spec).unwrap(),
-    )
-    .await;
-    assert_eq!(status, 201, "{e}");
-    let event = e["event_id"].as_i64().unwrap();
-    call(
-        &c,
-        reqwest::Method::POST,
-        format!("{base}/v1/events/{event}/open"),
-        OPERATOR,
-        json!({}),
-    )
-    .await;
+    let event = open_event(&c, &base).await;
     let holders = join_all((0..BUYERS).map(|_| holder(&c, &base, event))).await;
 
-    // Every holder checks out at once; the server dies while the provider is answering.
-    let checkouts: Vec<_> = holders
-        .iter()
-        .map(|(token, hold)| {
-            let (c, url, token) = (
-                c.clone(),
-                format!("{base}/v1/holds/{hold}/checkout"),
-                token.clone(),
-            );
-            async move {
-                call(
-                    &c,
-                    reqwest::Method::POST,
-                    url,
-                    &token,
-                    json!({"payment_method": "pm_card_visa"}),
-                )
-                .await
-            }
-        })
-        .collect();
-    let load = tokio::spawn(join_all(checkouts));
-    tokio::time::sleep(Duration::from_millis(220)).await;
+    // The server dies as soon as the first buyer has an answer: the others are mid-way.
+    let answered = Arc::new(AtomicUsize::new(0));
+    let load = checkouts(&c, &base, &holders, &answered);
+    let what = "the first checkout answer";
+    let every = Duration::from_millis(5);
+    boxoffice_testkit::eventually(what, Duration::from_secs(60), every, || async {
+        match answered.load(Ordering::SeqCst) {
+            0 => Err("no answer yet"),
+            _ => Ok(()),
+        }
+    })
+    .await;
     server.start_kill().unwrap();
     server.wait().await.unwrap();
-    let answered = load.await.unwrap();
-    let confirmed_before = answered.iter().filter(|(s, _)| *s == 201).count();
-    assert!(
-        confirmed_before < BUYERS,
-        "the kill landed after every checkout finished; nothing was tested"
-    );
+    let answers = load.await.unwrap();
+    let in_flight = assert_orders_in_flight(dir.path()).await;
+    let told_201: Vec<OrderId> = (answers.iter())
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, b)| b["order_id"].as_str().expect("a 201 names its order"))
+        .map(|id| id.parse().expect("an order id"))
+        .collect();
 
-    let (_server, base) = start(dir.path(), &config).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let report = loop {
-        let (clean, report) = audit(dir.path(), &config).await;
-        if report["orders_in_flight"] == json!(0) {
-            assert!(clean, "audit after recovery: {report}");
-            break report;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "recovery did not finish: {report}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    };
+    let (_server, base) = start_server(&args).await;
+    let (clean, report) = settled_audit(&args).await;
     eprintln!(
-        "confirmed before the kill: {confirmed_before} of {BUYERS}; after recovery: {report}"
+        "at the kill: {} of {BUYERS} told 201, {in_flight} orders in flight; after recovery: {report}",
+        told_201.len()
     );
-    // Every buyer told 201 before the crash still has their ticket.
-    let mut sold = 0;
-    for (i, (token, _)) in holders.iter().enumerate() {
-        let orders: Value = c
-            .get(format!("{base}/v1/me/orders"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let orders = orders["orders"].as_array().unwrap();
-        let confirmed = orders.iter().filter(|o| o["status"] == "confirmed").count();
-        sold += confirmed;
-        if answered[i].0 == 201 {
-            assert_eq!(
-                confirmed, 1,
-                "buyer {i} was told confirmed before the crash"
-            );
-        }
-        assert!(
-            orders.iter().all(|o| matches!(
-                o["status"].as_str(),
-                Some("confirmed" | "voided" | "declined" | "lost")
-            )),
-            "{orders:?}"
-        );
-    }
+    assert_confirmed_and_captured(dir.path(), &told_201).await;
+    assert!(clean, "audit after recovery: {report}");
+    let sold = every_order_ended(&c, &base, &holders).await;
     assert_eq!(report["seats_sold"], json!(sold));
     // The rebuilt hot store agrees with the ledger.
     let ev: Value = c
@@ -233,4 +129,22 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
         .await
         .unwrap();
     assert_eq!(ev["counts"]["sold"], json!(sold));
+}
+
+/// Every holder's orders ended (confirmed or not); returns how many were confirmed.
+async fn every_order_ended(c: &reqwest::Client, base: &str, holders: &[(String, String)]) -> usize {
+    let mut sold = 0;
+    for (token, _) in holders {
+        let (_, orders) = call(c, Method::GET, format!("{base}/v1/me/orders"), token, Value::Null).await;
+        let orders = orders["orders"].as_array().expect("a list of orders").clone();
+        sold += orders.iter().filter(|o| o["status"] == "confirmed").count();
+        assert!(
+            orders.iter().all(|o| matches!(
+                o["status"].as_str(),
+                Some("confirmed" | "voided" | "declined" | "lost")
+            )),
+            "{orders:?}"
+        );
+    }
+    sold
 }

@@ -2,6 +2,7 @@
 //! client, and the steps of a purchase as helpers. Each test gets its own app.
 #![allow(dead_code)]
 
+pub mod books;
 pub mod buyers;
 pub mod process;
 

@@ -96,6 +96,7 @@ pub async fn run_command(args: &[&str]) -> (bool, Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
         .args(args)
         .env("BOXOFFICE_LOG", "error")
+        .kill_on_drop(true)
         .output()
         .await
         .expect("the binary runs");
@@ -103,6 +104,22 @@ pub async fn run_command(args: &[&str]) -> (bool, Value) {
         out.status.success(),
         serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
     )
+}
+
+/// Runs `boxoffice audit --json` with `args` (where the ledger is) until no order is in
+/// flight, within a minute; returns (clean, report).
+pub async fn settled_audit(args: &[&str]) -> (bool, Value) {
+    let argv: Vec<&str> = ["audit", "--json"].iter().chain(args).copied().collect();
+    let what = "the recovery sweep to settle every order (audit: orders_in_flight = 0)";
+    let every = Duration::from_millis(300);
+    boxoffice_testkit::eventually(what, Duration::from_secs(60), every, || async {
+        let (clean, report) = run_command(&argv).await;
+        match report["orders_in_flight"] == serde_json::json!(0) {
+            true => Ok((clean, report)),
+            false => Err(report),
+        }
+    })
+    .await
 }
 
 /// One request with a fresh Idempotency-Key; a transport error is status 0.
@@ -124,6 +141,29 @@ pub async fn call(
         Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
         Err(_) => (0, Value::Null),
     }
+}
+
+/// Polls the queue status at `base` with `ticket` until it carries an admission token;
+/// fails after a minute, with the last status seen.
+pub async fn admission_token(c: &reqwest::Client, base: &str, ticket: &str) -> String {
+    let what = format!("an admission token from {base}/v1/queue/status");
+    let every = Duration::from_millis(25);
+    boxoffice_testkit::eventually(what, Duration::from_secs(60), every, || async {
+        let res = c
+            .get(format!("{base}/v1/queue/status"))
+            .bearer_auth(ticket)
+            .send()
+            .await;
+        let status: Value = match res {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(e) => return Err(Value::String(e.to_string())),
+        };
+        match status["admission_token"].as_str() {
+            Some(a) => Ok(a.to_string()),
+            None => Err(status),
+        }
+    })
+    .await
 }
 
 fn psql(sql: &str) {
