@@ -6,15 +6,20 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use boxoffice_domain::Millis;
+use boxoffice_domain::OrderId;
 use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
-use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
+use boxoffice_payment_fake::methods;
+use common::books::{assert_confirmed_and_captured, assert_orders_in_flight, provider_book};
+use common::process::{admission_token, path_str};
 use common::uuid;
 use futures::future::join_all;
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 const OPERATOR: &str = "payments-crash-operator-key-01";
 
@@ -81,20 +86,7 @@ async fn holders(base: &str, n: usize) -> Vec<(String, String)> {
         )
         .await;
         let ticket = j["queue_ticket"].as_str().unwrap().to_string();
-        let admission = loop {
-            let (_, s) = call(
-                base,
-                reqwest::Method::GET,
-                "/v1/queue/status",
-                &ticket,
-                Value::Null,
-            )
-            .await;
-            if let Some(a) = s["admission_token"].as_str() {
-                break a.to_string();
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        };
+        let admission = admission_token(&reqwest::Client::new(), base, &ticket).await;
         let body = json!({"best_available": {"section": "A", "quantity": 1}});
         let (s, h) = call(
             base,
@@ -124,36 +116,15 @@ async fn checkout(base: &str, token: &str, hold: &str, method: &str) -> (u16, Va
 
 /// Runs `boxoffice audit` until no order is in flight; returns the clean report.
 async fn settled_audit(dir: &Path, config: &Path) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
-            .args(["audit", "--json", "--data-dir"])
-            .arg(dir)
-            .arg("--config")
-            .arg(config)
-            .output()
-            .await
-            .unwrap();
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if report["orders_in_flight"] == json!(0) {
-            assert!(out.status.success(), "audit after recovery: {report}");
-            return report;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "recovery did not finish: {report}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
-fn provider(dir: &Path) -> FakeGateway {
-    FakeGateway::open(dir.join("fake-provider.db"), FakeGatewayConfig::default()).unwrap()
+    let args = ["--data-dir", path_str(dir), "--config", path_str(config)];
+    let (clean, report) = common::process::settled_audit(&args).await;
+    assert!(clean, "audit after recovery: {report}");
+    report
 }
 
 /// Every order of the provider's book is where the ledger says: charged ⇔ confirmed.
 async fn every_order_matches_its_money(base: &str, dir: &Path, buyers: &[(String, String)]) {
-    let book = provider(dir);
+    let book = provider_book(dir);
     for (token, _) in buyers {
         let (_, v) = call(
             base,
@@ -194,11 +165,12 @@ async fn killed_between_authorize_and_commit_the_authorization_is_voided_after_r
         let (s, b) = checkout(&base, token, hold, methods::TIMEOUT_AFTER_CHARGE).await;
         assert_eq!(s, 202, "{b}");
     }
-    let book = provider(dir.path());
+    let book = provider_book(dir.path());
     let open = book.all_payments().await.unwrap();
     assert!(open.iter().all(|p| p.state == ProviderState::Authorized) && open.len() == 20);
     server.start_kill().unwrap();
     server.wait().await.unwrap();
+    assert_eq!(assert_orders_in_flight(dir.path()).await, 20);
 
     let normal = config(dir.path(), 1, "");
     let (_server, base) = start(dir.path(), &normal).await;
@@ -217,6 +189,7 @@ async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() 
     let outage = config(dir.path(), 1, "capture_failures = 1000");
     let (mut server, base) = start(dir.path(), &outage).await;
     let buyers = holders(&base, 20).await;
+    let mut told_201: Vec<OrderId> = Vec::new();
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::VISA).await;
         assert_eq!(
@@ -224,14 +197,17 @@ async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() 
             (201, Some("pending_capture")),
             "{b}"
         );
+        told_201.push(b["order_id"].as_str().unwrap().parse().unwrap());
     }
     server.start_kill().unwrap();
     server.wait().await.unwrap();
+    assert_eq!(assert_orders_in_flight(dir.path()).await, 20);
 
     let normal = config(dir.path(), 1, "");
     let (_server, base) = start(dir.path(), &normal).await;
     let report = settled_audit(dir.path(), &normal).await;
     assert_eq!(report["seats_sold"], json!(20));
+    assert_confirmed_and_captured(dir.path(), &told_201).await;
     every_order_matches_its_money(&base, dir.path(), &buyers).await;
 }
 
@@ -241,7 +217,7 @@ async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
     let slow = config(dir.path(), 1, "latency_ms = 40");
     let (mut server, base) = start(dir.path(), &slow).await;
     let buyers = holders(&base, 60).await;
-    let book = provider(dir.path());
+    let book = provider_book(dir.path());
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::THREE_D_SECURE).await;
         assert_eq!(s, 202, "{b}");
@@ -270,14 +246,28 @@ async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
             .map(|r| r.status().as_u16())
             .unwrap_or(0)
     };
-    let load = tokio::spawn(join_all(
-        hooks
-            .iter()
-            .map(|w| deliver(base.clone(), w.payload.clone())),
-    ));
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // The server dies as soon as the first webhook is answered: the others are mid-way.
+    let handled = Arc::new(AtomicUsize::new(0));
+    let load = tokio::spawn(join_all(hooks.iter().map(|w| {
+        let (base, payload, handled) = (base.clone(), w.payload.clone(), handled.clone());
+        async move {
+            let status = deliver(base, payload).await;
+            handled.fetch_add(1, Ordering::SeqCst);
+            status
+        }
+    })));
+    let what = "the first webhook answer";
+    let every = Duration::from_millis(5);
+    boxoffice_testkit::eventually(what, Duration::from_secs(60), every, || async {
+        match handled.load(Ordering::SeqCst) {
+            0 => Err("no answer yet"),
+            _ => Ok(()),
+        }
+    })
+    .await;
     server.start_kill().unwrap();
     server.wait().await.unwrap();
+    let in_flight = assert_orders_in_flight(dir.path()).await;
     let answered = load.await.unwrap();
     let ok = answered.iter().filter(|s| **s == 200).count();
     assert!(
@@ -299,7 +289,7 @@ async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
     }
     let report = settled_audit(dir.path(), &normal).await;
     eprintln!(
-        "{ok} of {} webhooks answered before the kill; after: {report}",
+        "{ok} of {} webhooks answered before the kill, {in_flight} orders in flight; after: {report}",
         hooks.len()
     );
     every_order_matches_its_money(&base, dir.path(), &buyers).await;

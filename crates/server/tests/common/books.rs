@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use boxoffice_domain::{OrderId, OrderState};
-use boxoffice_engine::ports::{Ledger, PaymentGateway, ProviderState};
+use boxoffice_engine::ports::{Inquiry, Ledger, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig};
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
@@ -53,7 +53,8 @@ pub async fn assert_confirmed_and_captured(dir: &Path, told_201: &[OrderId]) {
     let orders = ledger_orders(dir).await;
     let book = provider_book(dir);
     for id in told_201 {
-        let paid = book.inquire(*id).await.expect("the provider answers");
+        let paid = book.inquire(&Inquiry::by_order(*id)).await;
+        let paid = paid.expect("the provider answers");
         let paid = paid.map(|p| p.state);
         assert_eq!(
             (orders.get(id), paid),
