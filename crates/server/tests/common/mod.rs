@@ -4,6 +4,7 @@
 
 pub mod books;
 pub mod buyers;
+pub mod faults;
 pub mod process;
 
 use std::sync::Arc;

@@ -166,15 +166,16 @@ pub async fn admission_token(c: &reqwest::Client, base: &str, ticket: &str) -> S
     .await
 }
 
-fn psql(sql: &str) {
+/// Runs `sql` on the test server's maintenance database; returns the rows, one a line.
+fn psql(sql: &str) -> String {
     let url = std::env::var("BOXOFFICE_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let out = std::process::Command::new("psql")
         .arg(&url)
-        .args(["-v", "ON_ERROR_STOP=1", "-qc", sql])
+        .args(["-v", "ON_ERROR_STOP=1", "-qtAc", sql])
         .output();
     match out {
-        Ok(o) if o.status.success() => {}
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
         Ok(o) => panic!(
             "PostgreSQL refused {sql:?}: {} (these tests need PostgreSQL and never skip)",
             String::from_utf8_lossy(&o.stderr)
@@ -199,12 +200,27 @@ impl TestDatabase {
         }
     }
 
-    /// Ends every connection to this database (a failover, a pooler restart).
-    pub fn terminate_connections(&self) {
-        psql(&format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()",
+    /// Ends every connection to this database (a failover, a pooler restart); returns
+    /// the server processes that were told to end.
+    pub fn terminate_connections(&self) -> Vec<u32> {
+        // The victims are chosen in a materialized CTE first: in one WHERE, PostgreSQL
+        // may call pg_terminate_backend before the other conditions, on every backend.
+        let rows = psql(&format!(
+            "WITH victims AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
+             WHERE datname = '{}' AND pid <> pg_backend_pid()) \
+             SELECT pid FROM victims WHERE pg_terminate_backend(pid)",
             self.name
         ));
+        rows.lines().filter_map(|l| l.trim().parse().ok()).collect()
+    }
+
+    /// The server processes connected to this database now.
+    pub fn connections(&self) -> Vec<u32> {
+        let rows = psql(&format!(
+            "SELECT pid FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()",
+            self.name
+        ));
+        rows.lines().filter_map(|l| l.trim().parse().ok()).collect()
     }
 }
 
@@ -239,15 +255,19 @@ impl RedisPrefix {
         }
     }
 
-    /// Deletes every key of this prefix (also used as a fault: the hot store is lost).
-    pub fn delete_keys(&self) {
+    /// Deletes every key of this prefix (also used as a fault: the hot store is lost);
+    /// returns how many keys Redis deleted.
+    pub fn delete_keys(&self) -> usize {
         let script = format!(
-            "redis-cli -u {0} --scan --pattern '*{1}*' | xargs -r -n 500 redis-cli -u {0} del > /dev/null",
+            "redis-cli -u {0} --scan --pattern '*{1}*' | xargs -r -n 500 redis-cli -u {0} del",
             self.url, self.prefix
         );
-        let _ = std::process::Command::new("sh")
+        let out = std::process::Command::new("sh")
             .args(["-c", &script])
-            .status();
+            .output()
+            .expect("sh runs");
+        let replies = String::from_utf8_lossy(&out.stdout);
+        replies.split_whitespace().filter_map(|n| n.parse::<usize>().ok()).sum()
     }
 }
 
