@@ -66,6 +66,16 @@ start_node() {
   return 1
 }
 
+# Waits up to 10 s for the node on port $1 to see the cluster formed; says so if not.
+cluster_ok() {
+  for _ in $(seq 1 200); do
+    redis-cli -p "$1" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && return 0
+    sleep 0.05
+  done
+  echo "the node on port $1 did not report cluster_state:ok within 10 s" >&2
+  return 1
+}
+
 start() {
   mkdir -p "$dir"
   : >"$dir/ports"
@@ -78,10 +88,7 @@ start() {
   redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 \
     || { cat "$dir/create.log" >&2; stop; exit 1; }
   for p in "${ports[@]}"; do
-    for _ in $(seq 1 200); do
-      redis-cli -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && break
-      sleep 0.05
-    done
+    cluster_ok "$p" || { stop; exit 1; }
   done
   local urls=("${ports[@]/#/redis://127.0.0.1:}")
   (IFS=,; echo "${urls[*]}")

@@ -9,30 +9,31 @@ use common::{spawn, spec};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-/// Reads server-sent events until one named `name` arrives; returns its data.
+/// Reads server-sent events until one named `name` arrives (within 10 s); returns its
+/// data.
 async fn next_event(
     body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
     buf: &mut String,
     name: &str,
 ) -> Value {
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            if block.lines().any(|l| l == format!("event: {name}")) {
-                let data = block
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .expect("an event has data");
-                return serde_json::from_str(data).unwrap();
+    let what = format!("a server-sent event named {name}");
+    boxoffice_testkit::within(Duration::from_secs(10), what, async {
+        loop {
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                if block.lines().any(|l| l == format!("event: {name}")) {
+                    let data = block
+                        .lines()
+                        .find_map(|l| l.strip_prefix("data: "))
+                        .expect("an event has data");
+                    return serde_json::from_str(data).unwrap();
+                }
             }
+            let chunk = body.next().await.expect("the stream stays open").unwrap();
+            buf.push_str(std::str::from_utf8(&chunk).unwrap());
         }
-        let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
-            .await
-            .expect("an event within 5 s")
-            .unwrap()
-            .unwrap();
-        buf.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    })
+    .await
 }
 
 #[boxoffice_testkit::test]

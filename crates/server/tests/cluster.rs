@@ -5,7 +5,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::process::{RedisPrefix, TestDatabase, call, path_str, run_command, start_server};
+use common::process::{
+    RedisPrefix, TestDatabase, admission_token, call, path_str, run_command, start_server,
+};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -99,24 +101,11 @@ async fn admitted(
         .as_str()
         .expect("a queue ticket")
         .to_string();
-    loop {
-        let s: Value = c
-            .get(format!("{}/v1/queue/status", cluster.url(i + 2)))
-            .bearer_auth(&ticket)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(a) = s["admission_token"].as_str() {
-            return (token, a.to_string());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let admission = admission_token(c, cluster.url(i + 2), &ticket).await;
+    (token, admission)
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn three_nodes_sharing_postgres_and_redis_sell_exactly_one_hundred_seats_to_two_thousand_buyers()
  {
     let cluster = Arc::new(Cluster::start(3).await);

@@ -215,7 +215,7 @@ async fn hold_alive(c: &reqwest::Client, url: &str, (token, hold): &(String, Str
     assert_eq!(s, 200, "the witness hold is live before the fault: {body}");
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 600)]
 async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_heal() {
     let dir = tempfile::tempdir().unwrap();
     let db = TestDatabase::create();

@@ -96,7 +96,7 @@ async fn settle(
     assert_eq!(report.seats_sold, SEATS as u64);
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4, timeout_s = 300)]
 async fn two_thousand_buyers_racing_for_one_hundred_named_seats_leave_exactly_one_hundred_holders()
 {
     let app = Arc::new(spawn().await);
@@ -128,7 +128,7 @@ async fn two_thousand_buyers_racing_for_one_hundred_named_seats_leave_exactly_on
     settle(&app, event, all).await;
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4, timeout_s = 300)]
 async fn two_thousand_buyers_asking_for_best_available_get_exactly_one_hundred_distinct_seats() {
     let app = Arc::new(spawn().await);
     let event = app.create_event(&spec(10, 10, 0, 4)).await;
@@ -141,7 +141,7 @@ async fn two_thousand_buyers_asking_for_best_available_get_exactly_one_hundred_d
     settle(&app, event, results).await;
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4, timeout_s = 300)]
 async fn two_thousand_buyers_on_a_general_admission_floor_of_one_hundred_get_exactly_one_hundred_units()
  {
     let app = Arc::new(spawn().await);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
+use boxoffice_testkit::eventually;
 use common::{spawn_with, spec};
 use payments_common::*;
 use serde_json::json;
@@ -29,15 +30,16 @@ async fn a_3ds_checkout_completes_when_the_fake_delivers_its_own_webhooks() {
 
     // The buyer approves at the bank; from here on only the fake and the server act.
     fake.complete_action(id, true).await.unwrap();
-    let mut done = order(&app, &token, id).await;
-    for _ in 0..250 {
-        if done["status"] == "confirmed" {
-            break;
+    let what = "the order confirmed by the provider's own webhook";
+    let every = Duration::from_millis(20);
+    let done = eventually(what, Duration::from_secs(30), every, || async {
+        let o = order(&app, &token, id).await;
+        match o["status"] == "confirmed" {
+            true => Ok(o),
+            false => Err(o),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        done = order(&app, &token, id).await;
-    }
-    assert_eq!(done["status"], "confirmed", "{done}");
+    })
+    .await;
     assert_eq!(done["payment"], "charged");
     assert_eq!(
         fake.inquire(&Inquiry::by_order(id))
@@ -49,13 +51,15 @@ async fn a_3ds_checkout_completes_when_the_fake_delivers_its_own_webhooks() {
     );
     assert_eq!(app.counts(event).await["sold"], json!(1));
     // The capture's own webhook goes out too: the outbox drains.
-    for _ in 0..250 {
-        if fake.undelivered_webhooks(10).await.unwrap().is_empty() {
-            break;
+    let what = "the provider's outbox to drain";
+    eventually(what, Duration::from_secs(30), every, || async {
+        let left = fake.undelivered_webhooks(10).await.unwrap();
+        match left.is_empty() {
+            true => Ok(()),
+            false => Err(left.len()),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(fake.undelivered_webhooks(10).await.unwrap().is_empty());
+    })
+    .await;
     let audit = app.engine.audit().await.unwrap();
     assert!(audit.clean(), "{:?}", audit.violations);
 }

@@ -7,8 +7,10 @@ mod common;
 mod payments_common;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use boxoffice_testkit::within;
 use common::{spawn_with, spec};
 use futures::stream::{self, StreamExt};
 use payments_common::*;
@@ -17,7 +19,7 @@ use serde_json::{Value, json};
 const BUYERS: usize = 1_250;
 const HOLDS_EACH: usize = 4;
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn five_thousand_checkouts_through_timeouts_declines_and_duplicate_webhooks_end_where_the_money_is()
  {
     let started = std::time::Instant::now();
@@ -75,7 +77,10 @@ async fn five_thousand_checkouts_through_timeouts_declines_and_duplicate_webhook
 
     let delivered = deliver_scrambled(app, &fake).await;
     app.clock.advance_secs(31);
-    while app.engine.recovery_step().await.unwrap().done > 0 {}
+    within(Duration::from_secs(120), "the recovery sweep to run out of work", async {
+        while app.engine.recovery_step().await.unwrap().done > 0 {}
+    })
+    .await;
     let delivered = delivered + deliver_scrambled(app, &fake).await;
     eprintln!(
         "{delivered} webhooks delivered; settled after {:?}",
@@ -130,20 +135,23 @@ async fn deliver_scrambled(
     app: &common::TestApp,
     fake: &boxoffice_payment_fake::FakeGateway,
 ) -> usize {
-    let mut total = 0;
-    loop {
-        let mut batch = fake.undelivered_webhooks(100_000).await.unwrap();
-        if batch.is_empty() {
-            return total;
+    within(Duration::from_secs(120), "the provider's outbox to drain", async {
+        let mut total = 0;
+        loop {
+            let mut batch = fake.undelivered_webhooks(100_000).await.unwrap();
+            if batch.is_empty() {
+                return total;
+            }
+            batch.sort_by_key(|w| (w.seq as u64).wrapping_mul(2_654_435_761) % 1_000_003);
+            total += batch.len();
+            stream::iter(batch)
+                .for_each_concurrent(16, |w| async move {
+                    let (status, body) = post_webhook(app, fake, &w.payload).await;
+                    assert_eq!(status, 200, "{body}");
+                    fake.mark_delivered(w.seq).await.unwrap();
+                })
+                .await;
         }
-        batch.sort_by_key(|w| (w.seq as u64).wrapping_mul(2_654_435_761) % 1_000_003);
-        total += batch.len();
-        stream::iter(batch)
-            .for_each_concurrent(16, |w| async move {
-                let (status, body) = post_webhook(app, fake, &w.payload).await;
-                assert_eq!(status, 200, "{body}");
-                fake.mark_delivered(w.seq).await.unwrap();
-            })
-            .await;
-    }
+    })
+    .await
 }

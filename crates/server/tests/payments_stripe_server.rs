@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::process::{LocalStripe, call, path_str, run_command, start_server};
+use common::process::{LocalStripe, admission_token, call, path_str, run_command, start_server};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -24,22 +22,8 @@ async fn admitted(c: &reqwest::Client, base: &str, event: i64) -> (String, Strin
     )
     .await;
     let ticket = j["queue_ticket"].as_str().unwrap().to_string();
-    for _ in 0..200 {
-        let s: Value = c
-            .get(format!("{base}/v1/queue/status"))
-            .bearer_auth(&ticket)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(a) = s["admission_token"].as_str() {
-            return (token, a.to_string());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("never admitted");
+    let admission = admission_token(c, base, &ticket).await;
+    (token, admission)
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]

@@ -166,7 +166,7 @@ where
     all.into_iter().map(|(_, t)| t).collect()
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 600)]
 async fn tens_of_thousands_of_joins_racing_through_three_nodes_get_unique_dense_positions() {
     let n = buyers();
     let nodes = Arc::new(Nodes::start(3).await);

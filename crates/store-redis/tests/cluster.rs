@@ -155,14 +155,18 @@ async fn two_events_on_different_nodes_do_not_interfere() {
     let arb = arbiter_on(&cluster).await;
     let meta = |e: EventId| format!("{{{}:{e}}}:meta", *PREFIX);
     let one = Fixture::small(arb.clone()).await;
-    // Events until one lands on another node than the first.
-    let two = loop {
+    // Events until one lands on another node than the first: each does with
+    // probability 2/3, so 64 tries all failing means the cluster is not spreading keys.
+    let mut two = None;
+    for _ in 0..64 {
         let fx = Fixture::small(arb.clone()).await;
         if cluster.owner_of(&meta(fx.event)) != cluster.owner_of(&meta(one.event)) {
-            break fx;
+            two = Some(fx);
+            break;
         }
         fx.done().await;
-    };
+    }
+    let two = two.expect("one of 64 events on another node than the first");
     let (a, b) = (BuyerId::random(), BuyerId::random());
     // The same seats in both events, at once: both multi-seat holds win.
     let (ha, hb) = tokio::join!(one.named(a, &[0, 1, 2]), two.named(b, &[0, 1, 2]));

@@ -54,7 +54,10 @@ pub fn start() -> LocalStripe {
         .expect("python3 starts");
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "localstripe did not start");
+        assert!(
+            Instant::now() < deadline,
+            "localstripe did not accept connections on port {port} within 20 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     LocalStripe {

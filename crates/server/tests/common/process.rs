@@ -317,7 +317,7 @@ impl LocalStripe {
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 std::time::Instant::now() < deadline,
-                "localstripe did not start"
+                "localstripe did not accept connections on port {port} within 20 s"
             );
             std::thread::sleep(Duration::from_millis(50));
         }

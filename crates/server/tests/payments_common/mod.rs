@@ -3,6 +3,8 @@
 //! buyer holding one seat.
 #![allow(dead_code)]
 
+use std::time::Duration;
+
 use boxoffice_domain::{EventId, OrderId};
 use boxoffice_engine::ports::Clock;
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, FakeWebhook};
@@ -77,17 +79,21 @@ pub async fn post_signed(app: &TestApp, payload: &str, signature: &str) -> (u16,
 
 /// Delivers every waiting webhook once, in outbox order, marking each one answered 2xx.
 pub async fn deliver_all(app: &TestApp, fake: &FakeGateway) -> Vec<FakeWebhook> {
-    let mut delivered = Vec::new();
-    loop {
-        let batch = fake.undelivered_webhooks(500).await.unwrap();
-        if batch.is_empty() {
-            return delivered;
+    let what = "the provider's outbox to drain";
+    boxoffice_testkit::within(Duration::from_secs(60), what, async {
+        let mut delivered = Vec::new();
+        loop {
+            let batch = fake.undelivered_webhooks(500).await.unwrap();
+            if batch.is_empty() {
+                return delivered;
+            }
+            for w in batch {
+                let (status, body) = post_webhook(app, fake, &w.payload).await;
+                assert_eq!(status, 200, "{body}");
+                fake.mark_delivered(w.seq).await.unwrap();
+                delivered.push(w);
+            }
         }
-        for w in batch {
-            let (status, body) = post_webhook(app, fake, &w.payload).await;
-            assert_eq!(status, 200, "{body}");
-            fake.mark_delivered(w.seq).await.unwrap();
-            delivered.push(w);
-        }
-    }
+    })
+    .await
 }
