@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use boxoffice_domain::{EventId, Millis};
+use boxoffice_domain::{EventId, Millis, SaleStatus};
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
+use crate::ports::ArbiterError;
 use crate::{Engine, EngineError};
 
 /// How stale a snapshot may be.
@@ -41,7 +42,10 @@ impl Engine {
             return Ok(s);
         }
         self.event(event).await?;
-        let bits = self.ports.arbiter.availability(event).await?;
+        let bits = match self.ports.arbiter.availability(event).await {
+            Err(ArbiterError::UnknownEvent) => return Err(self.not_in_hot_store(event).await),
+            other => other?,
+        };
         let digest = Sha256::digest(&bits);
         let version = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
         let free = bits.iter().map(|b| b.count_ones()).sum();
@@ -56,6 +60,21 @@ impl Engine {
             .lock()
             .insert(event, snapshot.clone());
         Ok(snapshot)
+    }
+}
+
+impl Engine {
+    /// Why the hot store has no seats of `event` to show: an event not on sale (not yet
+    /// opened, or closed and since unloaded) is a 409 that names which; only an open
+    /// event missing from the hot store (being rebuilt) is "unavailable, retry". The
+    /// status is read again, as another node may have opened or closed the event.
+    async fn not_in_hot_store(&self, event: EventId) -> EngineError {
+        match self.reload_event(event).await.map(|e| e.event.status) {
+            Ok(SaleStatus::Scheduled) => EngineError::SaleNotOpen,
+            Ok(SaleStatus::Closed) => EngineError::SaleClosed,
+            Ok(SaleStatus::Open) => ArbiterError::UnknownEvent.into(),
+            Err(e) => e,
+        }
     }
 }
 
