@@ -99,12 +99,19 @@ impl Application {
         self.state.engine.clone()
     }
 
+    /// The router this application serves, for driving it in-process (tests with
+    /// `tower::ServiceExt::oneshot`); requests must carry `ConnectInfo<SocketAddr>`.
+    pub fn router(&self) -> axum::Router {
+        boxoffice_http::app(self.state.clone())
+    }
+
     /// Serves until `shutdown` resolves; then ends event streams, lets requests in
     /// progress and the workers finish, and returns within `http.shutdown_grace_ms`.
     pub async fn run_until_stopped(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        let router = self.router();
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut workers = spawn_workers(&self.state.engine, &self.config, stop_rx.clone());
         workers.extend(replays::spawn_upkeep(
@@ -118,7 +125,6 @@ impl Application {
         self.state.ready.store(true, Ordering::Release);
         let stopping = self.state.edge.stopping();
         let http = &self.config.http;
-        let router = boxoffice_http::app(self.state);
         let header_timeout = Duration::from_millis(http.header_read_timeout_ms);
         let open = serve::serve(self.listener, router, header_timeout, stopping, shutdown).await;
         let deadline = Instant::now() + Duration::from_millis(http.shutdown_grace_ms);

@@ -131,19 +131,32 @@ async fn the_availability_of_an_event_not_on_sale_is_a_409_saying_why_rather_tha
     let spec = serde_json::to_value(spec(1, 10, 0, 4)).unwrap();
     let mut drafts = Vec::new();
     for _ in 0..2 {
-        let res = app.post("/v1/events", &app.operator_key, &common::uuid(), spec.clone()).await;
+        let res = app
+            .post(
+                "/v1/events",
+                &app.operator_key,
+                &common::uuid(),
+                spec.clone(),
+            )
+            .await;
         drafts.push(res.json::<Value>().await.unwrap()["event_id"].clone());
     }
     // The second is closed without ever being opened: the hot store never had it.
     let close = format!("/v1/events/{}/close", drafts[1]);
-    let res = app.post(&close, &app.operator_key, &common::uuid(), json!({})).await;
+    let res = app
+        .post(&close, &app.operator_key, &common::uuid(), json!({}))
+        .await;
     assert_eq!(res.status(), 200);
     for (event, code) in drafts.iter().zip(["sale_not_open", "sale_closed"]) {
         for path in ["availability", "availability/stream"] {
             let res = app.get(&format!("/v1/events/{event}/{path}"), "").await;
             let status = res.status().as_u16();
             let body: Value = res.json().await.unwrap();
-            assert_eq!((status, body["error"].clone()), (409, json!(code)), "{path}: {body}");
+            assert_eq!(
+                (status, body["error"].clone()),
+                (409, json!(code)),
+                "{path}: {body}"
+            );
         }
     }
 }

@@ -161,13 +161,18 @@ impl Load {
         let name = self.phase.lock().clone();
         let key = (name.clone(), "checkout 201".to_string());
         let what = format!("{PURCHASES_PER_PHASE} completed purchases in phase \"{name}\"");
-        eventually(what, Duration::from_secs(60), Duration::from_millis(100), || async {
-            let done = self.seen.lock().get(&key).copied().unwrap_or(0);
-            match done >= PURCHASES_PER_PHASE {
-                true => Ok(()),
-                false => Err(format!("{done} so far")),
-            }
-        })
+        eventually(
+            what,
+            Duration::from_secs(60),
+            Duration::from_millis(100),
+            || async {
+                let done = self.seen.lock().get(&key).copied().unwrap_or(0);
+                match done >= PURCHASES_PER_PHASE {
+                    true => Ok(()),
+                    false => Err(format!("{done} so far")),
+                }
+            },
+        )
         .await;
     }
 
@@ -199,19 +204,38 @@ async fn witness(c: &reqwest::Client, url: &str, event: i64) -> (String, String)
 /// Waits until the hot store no longer knows the witness's hold (404 through `url`).
 async fn hold_lost(c: &reqwest::Client, url: &str, (token, hold): &(String, String), why: &str) {
     let what = format!("the witness hold to be gone ({why})");
-    eventually(what, Duration::from_secs(30), Duration::from_millis(100), || async {
-        let (s, body) = call(c, Method::GET, format!("{url}/v1/holds/{hold}"), token, Value::Null).await;
-        match s {
-            404 => Ok(()),
-            _ => Err((s, body)),
-        }
-    })
+    eventually(
+        what,
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || async {
+            let (s, body) = call(
+                c,
+                Method::GET,
+                format!("{url}/v1/holds/{hold}"),
+                token,
+                Value::Null,
+            )
+            .await;
+            match s {
+                404 => Ok(()),
+                _ => Err((s, body)),
+            }
+        },
+    )
     .await;
 }
 
 /// The witness's hold is there before the fault.
 async fn hold_alive(c: &reqwest::Client, url: &str, (token, hold): &(String, String)) {
-    let (s, body) = call(c, Method::GET, format!("{url}/v1/holds/{hold}"), token, Value::Null).await;
+    let (s, body) = call(
+        c,
+        Method::GET,
+        format!("{url}/v1/holds/{hold}"),
+        token,
+        Value::Null,
+    )
+    .await;
     assert_eq!(s, 200, "the witness hold is live before the fault: {body}");
 }
 
@@ -295,7 +319,10 @@ async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_h
 
     load.enter("postgres connections terminated");
     let terminated = db.terminate_connections();
-    assert!(!terminated.is_empty(), "no PostgreSQL connection to terminate");
+    assert!(
+        !terminated.is_empty(),
+        "no PostgreSQL connection to terminate"
+    );
     connections_gone(&db, &terminated).await;
     load.complete().await;
 
@@ -329,15 +356,23 @@ async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_h
 
 /// Waits until none of the `terminated` server processes is still connected.
 async fn connections_gone(db: &TestDatabase, terminated: &[u32]) {
-    let what = format!("the {} terminated PostgreSQL connections to end", terminated.len());
-    eventually(what, Duration::from_secs(30), Duration::from_millis(100), || async {
-        let still: Vec<u32> = (db.connections().into_iter())
-            .filter(|p| terminated.contains(p))
-            .collect();
-        match still.is_empty() {
-            true => Ok(()),
-            false => Err(still),
-        }
-    })
+    let what = format!(
+        "the {} terminated PostgreSQL connections to end",
+        terminated.len()
+    );
+    eventually(
+        what,
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || async {
+            let still: Vec<u32> = (db.connections().into_iter())
+                .filter(|p| terminated.contains(p))
+                .collect();
+            match still.is_empty() {
+                true => Ok(()),
+                false => Err(still),
+            }
+        },
+    )
     .await;
 }

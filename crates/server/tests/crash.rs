@@ -81,7 +81,12 @@ fn checkouts(
 async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());
-    let args = ["--data-dir", path_str(dir.path()), "--config", path_str(&config)];
+    let args = [
+        "--data-dir",
+        path_str(dir.path()),
+        "--config",
+        path_str(&config),
+    ];
     let (mut server, base) = start_server(&args).await;
     let c = reqwest::Client::new();
     let event = open_event(&c, &base).await;
@@ -135,8 +140,18 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
 async fn every_order_ended(c: &reqwest::Client, base: &str, holders: &[(String, String)]) -> usize {
     let mut sold = 0;
     for (token, _) in holders {
-        let (_, orders) = call(c, Method::GET, format!("{base}/v1/me/orders"), token, Value::Null).await;
-        let orders = orders["orders"].as_array().expect("a list of orders").clone();
+        let (_, orders) = call(
+            c,
+            Method::GET,
+            format!("{base}/v1/me/orders"),
+            token,
+            Value::Null,
+        )
+        .await;
+        let orders = orders["orders"]
+            .as_array()
+            .expect("a list of orders")
+            .clone();
         sold += orders.iter().filter(|o| o["status"] == "confirmed").count();
         assert!(
             orders.iter().all(|o| matches!(

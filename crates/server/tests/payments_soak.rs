@@ -77,9 +77,11 @@ async fn five_thousand_checkouts_through_timeouts_declines_and_duplicate_webhook
 
     let delivered = deliver_scrambled(app, &fake).await;
     app.clock.advance_secs(31);
-    within(Duration::from_secs(120), "the recovery sweep to run out of work", async {
-        while app.engine.recovery_step().await.unwrap().done > 0 {}
-    })
+    within(
+        Duration::from_secs(120),
+        "the recovery sweep to run out of work",
+        async { while app.engine.recovery_step().await.unwrap().done > 0 {} },
+    )
     .await;
     let delivered = delivered + deliver_scrambled(app, &fake).await;
     eprintln!(
@@ -135,23 +137,27 @@ async fn deliver_scrambled(
     app: &common::TestApp,
     fake: &boxoffice_payment_fake::FakeGateway,
 ) -> usize {
-    within(Duration::from_secs(120), "the provider's outbox to drain", async {
-        let mut total = 0;
-        loop {
-            let mut batch = fake.undelivered_webhooks(100_000).await.unwrap();
-            if batch.is_empty() {
-                return total;
+    within(
+        Duration::from_secs(120),
+        "the provider's outbox to drain",
+        async {
+            let mut total = 0;
+            loop {
+                let mut batch = fake.undelivered_webhooks(100_000).await.unwrap();
+                if batch.is_empty() {
+                    return total;
+                }
+                batch.sort_by_key(|w| (w.seq as u64).wrapping_mul(2_654_435_761) % 1_000_003);
+                total += batch.len();
+                stream::iter(batch)
+                    .for_each_concurrent(16, |w| async move {
+                        let (status, body) = post_webhook(app, fake, &w.payload).await;
+                        assert_eq!(status, 200, "{body}");
+                        fake.mark_delivered(w.seq).await.unwrap();
+                    })
+                    .await;
             }
-            batch.sort_by_key(|w| (w.seq as u64).wrapping_mul(2_654_435_761) % 1_000_003);
-            total += batch.len();
-            stream::iter(batch)
-                .for_each_concurrent(16, |w| async move {
-                    let (status, body) = post_webhook(app, fake, &w.payload).await;
-                    assert_eq!(status, 200, "{body}");
-                    fake.mark_delivered(w.seq).await.unwrap();
-                })
-                .await;
-        }
-    })
+        },
+    )
     .await
 }

@@ -41,7 +41,10 @@ fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, String> {
     ))?;
     call_args.extend([TokenTree::Group(body)]);
     let mut wrapped = parse("::boxoffice_testkit::deadline::test_body")?;
-    wrapped.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, call_args))]);
+    wrapped.extend([TokenTree::Group(Group::new(
+        Delimiter::Parenthesis,
+        call_args,
+    ))]);
     wrapped.extend(parse(".await")?);
     let mut out = match tokio_args.is_empty() {
         true => parse("#[::tokio::test]")?,
@@ -67,9 +70,11 @@ fn split_args(args: TokenStream) -> Result<(u64, String), String> {
     parts.push(current);
     for part in parts.into_iter().filter(|p| !p.is_empty()) {
         match part.as_slice() {
-            [TokenTree::Ident(k), TokenTree::Punct(eq), TokenTree::Literal(v)]
-                if k.to_string() == "timeout_s" && eq.as_char() == '=' =>
-            {
+            [
+                TokenTree::Ident(k),
+                TokenTree::Punct(eq),
+                TokenTree::Literal(v),
+            ] if k.to_string() == "timeout_s" && eq.as_char() == '=' => {
                 timeout_s = v
                     .to_string()
                     .parse()

@@ -37,7 +37,11 @@ const CASE_LIMIT: Duration = Duration::from_secs(60);
 /// Runs `cases` random cases against `arb` on `runtime` (a runtime of the caller's, as
 /// the adapter's connections may be bound to it); panics with the minimal failing
 /// sequence if the adapter and the model ever disagree.
-pub fn check_against_model(runtime: &tokio::runtime::Runtime, arb: Arc<dyn SeatArbiter>, cases: u32) {
+pub fn check_against_model(
+    runtime: &tokio::runtime::Runtime,
+    arb: Arc<dyn SeatArbiter>,
+    cases: u32,
+) {
     let config = Config {
         cases,
         failure_persistence: None,

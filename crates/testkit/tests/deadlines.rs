@@ -22,7 +22,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn test_sources() -> Vec<PathBuf> {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
-    for krate in std::fs::read_dir(&crates).expect("the crates directory").flatten() {
+    for krate in std::fs::read_dir(&crates)
+        .expect("the crates directory")
+        .flatten()
+    {
         rust_files(&krate.path().join("tests"), &mut files);
     }
     files

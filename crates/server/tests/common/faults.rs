@@ -58,7 +58,10 @@ impl OwnRedis {
 
     /// How many keys the server holds.
     pub async fn keys(&self) -> usize {
-        self.cli(&["dbsize"]).await.parse().expect("DBSIZE answers a number")
+        self.cli(&["dbsize"])
+            .await
+            .parse()
+            .expect("DBSIZE answers a number")
     }
 
     /// One redis-cli command; its output, trimmed ("" when it could not run).
@@ -86,7 +89,11 @@ pub fn free_port() -> u16 {
 pub async fn kill_and_check(mut server: Child, url: &str) {
     server.start_kill().expect("the server can be killed");
     let status = server.wait().await.expect("the server's exit status");
-    assert_eq!(status.signal(), Some(9), "the server did not die of SIGKILL: {status}");
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the server did not die of SIGKILL: {status}"
+    );
     let probe = reqwest::Client::new()
         .get(format!("{url}/healthz"))
         .timeout(Duration::from_secs(5))

@@ -267,7 +267,10 @@ impl RedisPrefix {
             .output()
             .expect("sh runs");
         let replies = String::from_utf8_lossy(&out.stdout);
-        replies.split_whitespace().filter_map(|n| n.parse::<usize>().ok()).sum()
+        replies
+            .split_whitespace()
+            .filter_map(|n| n.parse::<usize>().ok())
+            .sum()
     }
 }
 

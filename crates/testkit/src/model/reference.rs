@@ -71,7 +71,14 @@ impl Model {
                 self.best(*section, *quantity, *adjacent)?
             }
         };
-        Ok(self.take(req.hold, req.buyer, seats, HoldState::Held, req.expires_at, None))
+        Ok(self.take(
+            req.hold,
+            req.buyer,
+            seats,
+            HoldState::Held,
+            req.expires_at,
+            None,
+        ))
     }
 
     pub fn pin(&mut self, id: HoldId, order: OrderId, until: Millis, now: Millis) -> Answer {
@@ -266,7 +273,10 @@ impl Model {
         if seats.iter().collect::<BTreeSet<_>>().len() != seats.len() {
             return Err(ArbiterError::BadQuantity);
         }
-        match seats.iter().find(|&&s| s as usize >= self.layout.seats.len()) {
+        match seats
+            .iter()
+            .find(|&&s| s as usize >= self.layout.seats.len())
+        {
             Some(&s) => Err(ArbiterError::NoSuchSeat(s)),
             None => Ok(()),
         }

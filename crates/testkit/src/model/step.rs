@@ -109,7 +109,12 @@ impl World {
             }
             Op::Sold(h) => {
                 let id = self.pick(*h);
-                same(arb.mark_sold(id).await, self.model.mark_sold(id), at, "mark_sold")
+                same(
+                    arb.mark_sold(id).await,
+                    self.model.mark_sold(id),
+                    at,
+                    "mark_sold",
+                )
             }
             Op::Release(h) => {
                 let id = self.pick(*h);
@@ -195,11 +200,17 @@ impl World {
     /// The bitmap, the counts, the sold seats and every hold seen so far.
     async fn same_state(&self, at: &str) -> Result<(), TestCaseError> {
         let (arb, m) = (&self.arb, &self.model);
-        let bits = arb.availability(self.event).await.map_err(fail("availability"))?;
+        let bits = arb
+            .availability(self.event)
+            .await
+            .map_err(fail("availability"))?;
         same(bits, m.availability(), at, "the availability bitmap")?;
         let counts = arb.counts(self.event).await.map_err(fail("counts"))?;
         same(counts, m.counts(), at, "the counts")?;
-        let mut sold = arb.sold_seats(self.event).await.map_err(fail("sold_seats"))?;
+        let mut sold = arb
+            .sold_seats(self.event)
+            .await
+            .map_err(fail("sold_seats"))?;
         sold.sort_unstable();
         same(sold, m.sold_seats(), at, "the sold seats")?;
         for &h in &self.holds {

@@ -44,9 +44,9 @@ impl Model {
     fn best_run(&self, section: u16, q: u32) -> Option<SeatIndex> {
         let seats = &self.layout.seats;
         let in_run = |s: SeatIndex, row: u16| {
-            seats.get(s as usize).is_some_and(|x| {
-                x.section == section && x.row == row && self.free.contains(&s)
-            })
+            seats
+                .get(s as usize)
+                .is_some_and(|x| x.section == section && x.row == row && self.free.contains(&s))
         };
         let windows = (0..seats.len() as SeatIndex).filter_map(|start| {
             let run = start..start.checked_add(q)?;
