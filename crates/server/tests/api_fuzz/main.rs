@@ -8,10 +8,12 @@
 //! A 402 (the provider declined the card) is not a refusal of the request: the order is
 //! recorded as declined, which is a change.
 
+mod bodies;
 #[path = "../common/mod.rs"]
 mod common;
 mod digest;
 mod requests;
+mod routes;
 mod world;
 
 use std::time::Duration;
