@@ -121,27 +121,23 @@ fn learn(w: &World, body: &Value, token: &str) {
         _ => "buyer",
     };
     let mut known = w.known.lock();
-    if let Some(h) = body["hold_id"].as_str().and_then(|h| h.parse().ok()) {
-        if !known.holds.iter().any(|k| k.0 == h) {
-            known.holds.push((h, owner));
-        }
+    let hold = body["hold_id"].as_str().and_then(|h| h.parse().ok());
+    if let Some(h) = hold.filter(|h| !known.holds.iter().any(|k| k.0 == *h)) {
+        known.holds.push((h, owner));
     }
     let order = body["order_id"]
         .as_str()
         .or(body["order"]["order_id"].as_str());
-    if let Some(o) = order.and_then(|o| o.parse().ok()) {
-        if !known.orders.iter().any(|k| k.0 == o) {
-            known.orders.push((o, owner));
-        }
+    let order = order.and_then(|o| o.parse().ok());
+    if let Some(o) = order.filter(|o| !known.orders.iter().any(|k| k.0 == *o)) {
+        known.orders.push((o, owner));
     }
-    if let Some(e) = body["event_id"].as_i64().map(boxoffice_domain::EventId) {
-        if !known.events.contains(&e) && !w.events.contains(&e) {
-            known.events.push(e);
-        }
+    let event = body["event_id"].as_i64().map(boxoffice_domain::EventId);
+    if let Some(e) = event.filter(|e| !known.events.contains(e) && !w.events.contains(e)) {
+        known.events.push(e);
     }
-    if let Some(t) = body["token"].as_str() {
-        if !known.buyers.iter().any(|b| b == t) {
-            known.buyers.insert(0, t.to_string());
-        }
+    let token = body["token"].as_str().map(str::to_string);
+    if let Some(t) = token.filter(|t| !known.buyers.contains(t)) {
+        known.buyers.insert(0, t);
     }
 }

@@ -29,10 +29,11 @@ impl Model {
         if free.len() < quantity as usize {
             return Err(ArbiterError::SoldOut);
         }
-        if adjacent && seated && quantity > 1 {
-            if let Some(start) = self.best_run(section, quantity) {
-                return Ok((start..start + quantity).collect());
-            }
+        let run = (adjacent && seated && quantity > 1)
+            .then(|| self.best_run(section, quantity))
+            .flatten();
+        if let Some(start) = run {
+            return Ok((start..start + quantity).collect());
         }
         free.sort_by_key(|&s| (self.layout.seats[s as usize].rank, s));
         free.truncate(quantity as usize);
