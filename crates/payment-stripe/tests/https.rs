@@ -86,7 +86,7 @@ fn by_order(order: OrderId, created_at: Millis) -> Inquiry {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn stripe_client_reaches_an_https_provider() {
     let s = setup().await;
     let gw = s.gateway();
@@ -102,7 +102,7 @@ async fn stripe_client_reaches_an_https_provider() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_untrusted_certificate_is_refused() {
     let s = setup().await;
     let wrong = tempfile::NamedTempFile::new().unwrap();
@@ -128,7 +128,7 @@ async fn an_untrusted_certificate_is_refused() {
     assert!(s.stub.state.intents.lock().is_empty(), "nothing reached it");
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_refunded_payment_intent_reads_as_refunded() {
     let s = setup().await;
     let gw = s.gateway();
@@ -149,7 +149,7 @@ async fn a_refunded_payment_intent_reads_as_refunded() {
     assert_eq!(mine.state, ProviderState::Refunded);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_inquiry_with_a_reference_reads_the_payment_the_search_cannot_see_yet() {
     let s = setup().await;
     let gw = s.gateway();
@@ -161,7 +161,7 @@ async fn an_inquiry_with_a_reference_reads_the_payment_the_search_cannot_see_yet
     assert_eq!(found.unwrap().unwrap().state, ProviderState::Authorized);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_search_miss_within_the_settle_window_is_not_final() {
     let s = setup().await;
     let gw = s.gateway();
@@ -186,7 +186,7 @@ async fn a_search_miss_within_the_settle_window_is_not_final() {
     assert_eq!(caught_up.unwrap().unwrap().state, ProviderState::Authorized);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_rejected_secret_key_fails_the_credential_check() {
     let s = setup().await;
     let config = StripeConfig {

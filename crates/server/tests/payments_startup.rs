@@ -21,7 +21,7 @@ fn stripe_config(dir: &std::path::Path, base_url: &str, key: &str, secret: &str)
     path_str(&file).to_owned()
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn serve_without_a_payment_choice_refuses_outside_demo() {
     let dir = tempfile::tempdir().unwrap();
     let said = serve_refused(&["--data-dir", path_str(dir.path())]).await;
@@ -31,7 +31,7 @@ async fn serve_without_a_payment_choice_refuses_outside_demo() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_fake_provider_runs_only_when_chosen_and_warns_loudly() {
     let dir = tempfile::tempdir().unwrap();
     let data = path_str(dir.path());
@@ -40,20 +40,21 @@ async fn the_fake_provider_runs_only_when_chosen_and_warns_loudly() {
         vec!["--data-dir", data, "--demo"],
     ] {
         let (mut server, _base, said) = start_server_said(&args).await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !said.lock().contains(FAKE_WARNING) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{args:?}: no warning on stderr: {}",
-                said.lock()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("{args:?}: the stand-in's warning on stderr");
+        let every = Duration::from_millis(20);
+        boxoffice_testkit::eventually(what, Duration::from_secs(10), every, || async {
+            let said = said.lock();
+            match said.contains(FAKE_WARNING) {
+                true => Ok(()),
+                false => Err(said.clone()),
+            }
+        })
+        .await;
         server.kill().await.unwrap();
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn serve_refuses_stripe_with_a_rejected_key() {
     let stripe = LocalStripe::start();
     let dir = tempfile::tempdir().unwrap();
@@ -66,7 +67,7 @@ async fn serve_refuses_stripe_with_a_rejected_key() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn serve_refuses_stripe_it_cannot_reach() {
     let dir = tempfile::tempdir().unwrap();
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -80,7 +81,7 @@ async fn serve_refuses_stripe_it_cannot_reach() {
     );
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn serve_refuses_stripe_without_a_webhook_secret() {
     let stripe = LocalStripe::start();
     let dir = tempfile::tempdir().unwrap();

@@ -71,7 +71,7 @@ async fn authorized_order_without_its_hold(app: &TestApp) -> (OrderId, String) {
     (order.id, reference)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abandoned_authorization_the_search_cannot_see_is_voided_by_its_reference() {
     let ca = TestCa::new("stripe stand-in CA");
     let stub = StripeStub::start(&ca).await;

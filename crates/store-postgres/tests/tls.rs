@@ -50,7 +50,7 @@ async fn over_tls(url: &str) -> bool {
     ssl
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_reaches_postgres_over_tls_verified_against_a_private_ca() {
     let pg = cluster();
     let url = verify_full(&pg, &pg.files.ca);
@@ -59,7 +59,7 @@ async fn the_ledger_reaches_postgres_over_tls_verified_against_a_private_ca() {
     assert!(over_tls(&url).await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_full_against_another_ca_fails_saying_why() {
     let pg = cluster();
     let dir = tempfile::tempdir().unwrap();
@@ -69,7 +69,7 @@ async fn verify_full_against_another_ca_fails_saying_why() {
     assert!(why.contains("certificate") && why.contains("TLS"), "{why}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sslmode_require_encrypts_without_checking_the_certificate() {
     let pg = cluster();
     let url = pg.url("sslmode=require");

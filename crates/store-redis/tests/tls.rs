@@ -44,7 +44,7 @@ async fn hold_a_seat(conn: RedisConn) {
     f.done().await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_arbiter_works_over_rediss_with_the_private_ca_configured() {
     let ca = TestCa::new("redis test CA");
     let redis = TlsRedis::start(&ca, 1);
@@ -52,7 +52,7 @@ async fn the_arbiter_works_over_rediss_with_the_private_ca_configured() {
     hold_a_seat(conn.expect("a TLS connection trusting the test CA")).await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn rediss_with_a_wrong_ca_or_only_the_system_store_is_refused() {
     let ca = TestCa::new("redis test CA");
     let redis = TlsRedis::start(&ca, 1);
@@ -70,7 +70,7 @@ async fn rediss_with_a_wrong_ca_or_only_the_system_store_is_refused() {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn the_arbiter_works_on_a_redis_cluster_over_tls() {
     let ca = TestCa::new("redis cluster test CA");
     let redis = TlsRedis::start(&ca, 3);
