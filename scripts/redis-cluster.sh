@@ -17,11 +17,13 @@ port_is_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# A port whose cluster bus port (+10000) is free too.
+# A port whose cluster bus port (+10000) is free too. Both stay below the kernel's
+# ephemeral range (32768 and up by default), where any outgoing connection could take
+# the bus port between this check and the node's bind.
 pick_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 9000))
+    p=$((10000 + RANDOM % 8000))
     if port_is_free "$p" && port_is_free $((p + 10000)) && ! grep -qx "$p" "$dir/ports" 2>/dev/null; then
       echo "$p"
       return
