@@ -33,12 +33,17 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
 
 /// A buyer who holds one seat: (buyer token, hold id).
 async fn holder(c: &reqwest::Client, base: &str, event: i64) -> (String, String) {
-    let (_, b) = call(c, Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
-    let token = b["token"].as_str().unwrap().to_string();
+    let (s, b) = call(c, Method::POST, format!("{base}/v1/buyers"), "", json!({})).await;
+    let token = b["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("buyer: {s} {b}"));
     let queue = format!("{base}/v1/events/{event}/queue");
-    let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
-    let ticket = j["queue_ticket"].as_str().unwrap().to_string();
-    let admission = admission_token(c, base, &ticket).await;
+    let (s, j) = call(c, Method::POST, queue, token, json!({})).await;
+    let ticket = j["queue_ticket"]
+        .as_str()
+        .unwrap_or_else(|| panic!("join: {s} {j}"));
+    let token = token.to_string();
+    let admission = admission_token(c, base, ticket).await;
     let body = json!({"best_available": {"section": "A", "quantity": 1}});
     let holds = format!("{base}/v1/events/{event}/holds");
     let (status, h) = call(c, Method::POST, holds, &admission, body).await;

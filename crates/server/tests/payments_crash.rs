@@ -214,7 +214,10 @@ async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
     let dir = tempfile::tempdir().unwrap();
-    let slow = config(dir.path(), 1, "latency_ms = 40");
+    // The sweep waits an hour, so only the webhooks settle orders before the kill (a
+    // sweep could settle them all first, from the provider's state, and leave the kill
+    // nothing to interrupt).
+    let slow = config(dir.path(), 3_600, "latency_ms = 40");
     let (mut server, base) = start(dir.path(), &slow).await;
     let buyers = holders(&base, 60).await;
     let book = provider_book(dir.path());
