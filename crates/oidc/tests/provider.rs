@@ -32,7 +32,7 @@ fn refused(r: Result<impl std::fmt::Debug, IdentityError>) -> TokenError {
     }
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn tokens_signed_rs256_es256_and_eddsa_by_the_provider_are_accepted() {
     within(async {
         let idp = TestProvider::start().await;
@@ -55,7 +55,7 @@ async fn tokens_signed_rs256_es256_and_eddsa_by_the_provider_are_accepted() {
     .await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn wrong_issuer_audience_expiry_key_or_signature_are_each_refused_with_their_reason() {
     within(async {
         let idp = TestProvider::start().await;
@@ -106,7 +106,7 @@ async fn wrong_issuer_audience_expiry_key_or_signature_are_each_refused_with_the
 }
 
 /// HS256 under a published key id would let anyone who knows the public key sign.
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_hmac_signed_token_is_never_accepted() {
     within(async {
         let idp = TestProvider::start().await;
@@ -127,7 +127,7 @@ async fn an_hmac_signed_token_is_never_accepted() {
     .await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_rotated_key_is_accepted_after_the_refetch_floor_and_a_retired_one_is_refused() {
     within(async {
         let idp = TestProvider::start().await;
@@ -160,7 +160,7 @@ async fn a_rotated_key_is_accepted_after_the_refetch_floor_and_a_retired_one_is_
     .await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_flood_of_unknown_key_ids_asks_the_provider_at_most_once_per_floor() {
     within(async {
         let idp = TestProvider::start().await;
@@ -190,7 +190,7 @@ async fn a_flood_of_unknown_key_ids_asks_the_provider_at_most_once_per_floor() {
     .await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_unreachable_provider_is_unavailable_not_a_refusal_and_known_keys_keep_working() {
     within(async {
         let idp = TestProvider::start().await;
@@ -213,7 +213,7 @@ async fn an_unreachable_provider_is_unavailable_not_a_refusal_and_known_keys_kee
     .await;
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_token_without_the_buyer_claim_is_malformed_and_sessions_follow_the_sid_claim() {
     within(async {
         let idp = TestProvider::start().await;

@@ -39,7 +39,7 @@ fn client_from(ip: [u8; 4]) -> reqwest::Client {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn self_signup_is_refused_with_a_code_that_says_what_to_set_unless_the_operator_allows_it() {
     within(async {
         let app = spawn_with(|c| c.buyers.self_signup = None).await;
@@ -60,7 +60,7 @@ async fn self_signup_is_refused_with_a_code_that_says_what_to_set_unless_the_ope
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn self_signup_is_rate_limited_per_client_address() {
     within(async {
         let app = spawn_with(|c| c.buyers.signup_per_address = Limit { per_s: 1, burst: 2 }).await;
@@ -93,7 +93,7 @@ async fn self_signup_is_rate_limited_per_client_address() {
 
 /// Replays used to be scoped by address: two people behind one NAT who copied the same
 /// key from an example got the same buyer and token.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_behind_one_address_reusing_a_key_never_get_each_others_buyer() {
     within(async {
         let app = spawn().await;
@@ -124,7 +124,7 @@ async fn two_clients_behind_one_address_reusing_a_key_never_get_each_others_buye
 
 /// The replay answers to the key, not the address: a phone that moved networks
 /// between the lost answer and its retry gets its own buyer back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_retrying_with_its_key_gets_its_own_buyer_back_from_any_address() {
     within(async {
         let app = spawn().await;
@@ -159,7 +159,7 @@ async fn with_provider(require_session: bool) -> (TestApp, TestProvider, String)
     (app, idp, kid)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oidc_access_token_works_wherever_a_buyer_token_does() {
     within(async {
         let (app, idp, kid) = with_provider(true).await;
@@ -206,7 +206,7 @@ async fn an_oidc_access_token_works_wherever_a_buyer_token_does() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oidc_token_from_the_wrong_issuer_is_refused_and_changes_nothing() {
     within(async {
         let (app, idp, kid) = with_provider(false).await;
@@ -230,7 +230,7 @@ async fn an_oidc_token_from_the_wrong_issuer_is_refused_and_changes_nothing() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oidc_tokens_refused_for_audience_expiry_key_or_signature_carry_their_own_401_code() {
     within(async {
         let (app, idp, kid) = with_provider(false).await;

@@ -39,7 +39,7 @@ async fn refused_hold(app: &TestApp, event: EventId, token: &str) -> (StatusCode
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_admission_token_is_refused_and_changes_nothing() {
     within(async {
         let app = spawn().await;
@@ -69,7 +69,7 @@ async fn a_forged_admission_token_is_refused_and_changes_nothing() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_token_signed_by_an_unknown_kid_is_refused_and_changes_nothing() {
     within(async {
         let app = spawn().await;
@@ -118,7 +118,7 @@ fn edge_verifies(jwks: &JwkSet, token: &str, event: EventId, now_s: i64) -> Resu
     Ok(c)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eddsa_admission_token_verifies_against_the_published_jwks_as_an_edge_would() {
     within(async {
         let app = spawn_with(|c| c.tokens.edge_algorithm = EdgeAlgorithm::Eddsa).await;
@@ -158,7 +158,7 @@ async fn an_eddsa_admission_token_verifies_against_the_published_jwks_as_an_edge
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_hs256_the_published_key_set_is_empty_and_no_secret_leaves_the_server() {
     within(async {
         let app = spawn().await;
@@ -170,7 +170,7 @@ async fn with_hs256_the_published_key_set_is_empty_and_no_secret_leaves_the_serv
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_sharing_a_data_directory_sign_with_one_ed25519_key() {
     within(async {
         let dir = tempfile::tempdir().unwrap();
