@@ -16,7 +16,7 @@ async fn join(app: &TestApp, event: boxoffice_domain::EventId, token: &str, key:
     res.json().await.unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polling_does_not_renew_an_admission_token() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -60,7 +60,7 @@ async fn polling_does_not_renew_an_admission_token() {
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buyer_flooding_holds_gets_429_with_retry_after_and_holds_again_later() {
     let app = spawn().await;
     let event = app.create_event(&spec(10, 10, 0, 4)).await;
@@ -102,7 +102,7 @@ async fn a_buyer_flooding_holds_gets_429_with_retry_after_and_holds_again_later(
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_join_key_with_another_body_changes_nothing() {
     let app = spawn().await;
     let one = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -126,7 +126,7 @@ async fn a_reused_join_key_with_another_body_changes_nothing() {
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_join_retried_with_its_key_after_retry_after_joins() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;

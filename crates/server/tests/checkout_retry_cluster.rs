@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use boxoffice_testkit::eventually;
 use common::buyers::{checkout, holders};
 use common::process::{RedisPrefix, TestDatabase, call, path_str, start_server};
 use common::uuid;
@@ -19,11 +20,9 @@ const BUYERS: usize = 4;
 /// A node silent this long is dead (it beats every 200 ms).
 const DEAD_AFTER_MS: u64 = 2_000;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 240)]
 async fn a_checkout_retried_on_another_node_after_its_node_died_is_taken_over() {
-    tokio::time::timeout(Duration::from_secs(240), scenario())
-        .await
-        .expect("the scenario finishes in time");
+    scenario().await;
 }
 
 async fn scenario() {
@@ -71,12 +70,20 @@ async fn scenario() {
         })
     };
     // Every checkout has its order (so its claim) before the provider answers.
-    let deadline = Instant::now() + Duration::from_secs(30);
     for (token, _) in &buyers {
-        while orders(&c, &b, token).await.is_empty() {
-            assert!(Instant::now() < deadline, "a checkout never started");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let every = Duration::from_millis(50);
+        eventually(
+            "a checkout to start (its order to exist)",
+            Duration::from_secs(30),
+            every,
+            || async {
+                match orders(&c, &b, token).await.is_empty() {
+                    true => Err("no order yet"),
+                    false => Ok(()),
+                }
+            },
+        )
+        .await;
     }
     for (who, key) in buyers.iter().zip(&keys) {
         let (status, _, body) = checkout(&c, &b, who, key).await;
@@ -118,16 +125,13 @@ async fn retry_until_taken_over(
     who: &(String, String),
     key: &str,
 ) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(40);
-    loop {
-        let (status, _, body) = checkout(c, base, who, key).await;
-        if status != 409 {
-            return (status, body);
+    let what = "the retry to take over the dead node's claim (not 409 any more)";
+    let every = Duration::from_millis(100);
+    eventually(what, Duration::from_secs(40), every, || async {
+        match checkout(c, base, who, key).await {
+            (409, _, body) => Err(body),
+            (status, _, body) => Ok((status, body)),
         }
-        assert!(
-            Instant::now() < deadline,
-            "still {body} after the holder died"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }

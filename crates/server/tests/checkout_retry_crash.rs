@@ -8,6 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use boxoffice_testkit::eventually;
+use common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
 use common::buyers::{checkout, holders};
 use common::process::start_server;
 use common::uuid;
@@ -54,17 +56,16 @@ async fn orders_in_flight(dir: &Path, config: &Path) -> Value {
         .arg(dir)
         .arg("--config")
         .arg(config)
+        .kill_on_drop(true)
         .output()
         .await
         .unwrap();
     serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)["orders_in_flight"].clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 240)]
 async fn a_checkout_retried_after_kill_9_gets_its_settled_answer() {
-    tokio::time::timeout(Duration::from_secs(240), scenario())
-        .await
-        .expect("the scenario finishes in time");
+    scenario().await;
 }
 
 async fn scenario() {
@@ -87,11 +88,15 @@ async fn scenario() {
             .await
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while running_claims(dir.path()) < BUYERS as i64 {
-        assert!(Instant::now() < deadline, "the checkouts never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = "every checkout to be running (its claim in the ledger)";
+    let every = Duration::from_millis(20);
+    eventually(what, Duration::from_secs(10), every, || async {
+        match running_claims(dir.path()) {
+            n if n < BUYERS as i64 => Err(n),
+            _ => Ok(()),
+        }
+    })
+    .await;
     server.start_kill().unwrap();
     server.wait().await.unwrap();
     let before = load.await.unwrap();
@@ -104,21 +109,33 @@ async fn scenario() {
         BUYERS as i64,
         "claims left by the dead process"
     );
+    assert_orders_in_flight(dir.path()).await;
 
     // Restart on the same directory; the sweep settles the orders left mid-checkout.
     let normal = config(dir.path(), "normal.toml", 1, 0);
     let restarted = Instant::now();
     let (_server, base) = start(dir.path(), &normal).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while orders_in_flight(dir.path(), &normal).await != json!(0) {
-        assert!(
-            Instant::now() < deadline,
-            "recovery did not settle the orders"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let what = "recovery to settle the orders (audit: orders_in_flight = 0)";
+    let every = Duration::from_millis(200);
+    eventually(what, Duration::from_secs(30), every, || async {
+        match orders_in_flight(dir.path(), &normal).await {
+            n if n == json!(0) => Ok(()),
+            n => Err(n),
+        }
+    })
+    .await;
+    let mut told_201 = Vec::new();
     for (who, key) in buyers.iter().zip(&keys) {
         let (status, replayed, body) = checkout(&c, &base, who, key).await;
+        if status == 201 {
+            told_201.push(
+                body["order_id"]
+                    .as_str()
+                    .expect("a 201 names its order")
+                    .parse()
+                    .expect("an order id"),
+            );
+        }
         assert_ne!(
             status, 409,
             "still `request_in_progress` after the restart: {body}"
@@ -135,6 +152,7 @@ async fn scenario() {
             "replays the settled answer"
         );
     }
+    assert_confirmed_and_captured(dir.path(), &told_201).await;
     let waited = restarted.elapsed();
     assert!(
         waited < Duration::from_secs(30),

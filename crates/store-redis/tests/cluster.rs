@@ -185,7 +185,7 @@ async fn two_events_on_different_nodes_do_not_interfere() {
     two.done().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_with_braces_does_not_pick_a_cluster_slot() {
     let cluster = Cluster::start();
     let prefix = Prefix::new(format!("{}-braces", *PREFIX)).expect("prefix");

@@ -1,8 +1,6 @@
 //! Buyers driven through a real server's HTTP API, for tests of separate processes:
 //! holders of one seat each, and checkouts under a chosen Idempotency-Key.
 
-use std::time::{Duration, Instant};
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -41,18 +39,9 @@ pub async fn holders(
     out
 }
 
-/// Polls the queue status until it carries an admission token.
+/// Polls the queue status until it carries an admission token (within a minute).
 pub async fn admission(c: &reqwest::Client, base: &str, ticket: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let url = format!("{base}/v1/queue/status");
-        let (_, s) = call(c, Method::GET, url, ticket, Value::Null).await;
-        if let Some(a) = s["admission_token"].as_str() {
-            return a.to_string();
-        }
-        assert!(Instant::now() < deadline, "never admitted: {s}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    super::process::admission_token(c, base, ticket).await
 }
 
 /// A card checkout of `who`'s hold under Idempotency-Key `key`: (status, replayed,
