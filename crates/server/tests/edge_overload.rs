@@ -6,8 +6,9 @@
 mod common;
 mod edge;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use boxoffice_testkit::eventually;
 use edge::Node;
 use serde_json::Value;
 
@@ -31,7 +32,7 @@ fn stalled_hold(
         .send()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_times_out() {
     let node = Node::start("[http]\nmax_in_flight = 2\nrequest_timeout_ms = 4000\n").await;
     let (keep_a, release_a) = tokio::sync::oneshot::channel::<()>();
@@ -41,23 +42,16 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         stalled_hold(&node, release_b),
     );
     let check = async {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let shed = loop {
-            assert!(
-                Instant::now() < deadline,
-                "never shed with two requests stuck"
-            );
-            let res = node
-                .client
-                .get(node.url("/v1/events/1"))
-                .send()
-                .await
-                .unwrap();
-            if res.status() == 503 {
-                break res;
+        let what = "a request shed (503) while two requests are stuck";
+        let every = Duration::from_millis(20);
+        let shed = eventually(what, Duration::from_secs(10), every, || async {
+            let res = node.client.get(node.url("/v1/events/1")).send().await;
+            match res.expect("the node answers") {
+                res if res.status() == 503 => Ok(res),
+                res => Err(res.status()),
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        })
+        .await;
         assert_eq!(shed.headers()["retry-after"], "1");
         assert_eq!(shed.json::<Value>().await.unwrap()["error"], "overloaded");
         let health = node.client.get(node.url("/healthz")).send().await.unwrap();
@@ -65,14 +59,15 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         assert!(node.metric("boxoffice_http_shed_total").await >= Some(1.0));
 
         // The stuck requests run out of time, which frees their places.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while node.metric("boxoffice_http_timeouts_total").await != Some(2.0) {
-            assert!(
-                Instant::now() < deadline,
-                "the stuck requests never timed out"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let what = "both stuck requests to time out (boxoffice_http_timeouts_total = 2)";
+        let every = Duration::from_millis(100);
+        eventually(what, Duration::from_secs(10), every, || async {
+            match node.metric("boxoffice_http_timeouts_total").await {
+                Some(2.0) => Ok(()),
+                other => Err(other),
+            }
+        })
+        .await;
         let res = node
             .client
             .get(node.url("/v1/events/1"))

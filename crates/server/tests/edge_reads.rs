@@ -12,7 +12,7 @@ use edge::{Node, OPERATOR, next_event};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seat_map_is_rendered_once_per_event_version_not_once_per_request() {
     let node = Node::start("").await;
     let event = node.open_event(&spec(20, 50, 0, 4)).await;
@@ -50,7 +50,7 @@ async fn the_seat_map_is_rendered_once_per_event_version_not_once_per_request() 
         .expect("finished within 60 s");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seat_map_not_modified_since_its_etag_is_answered_304() {
     let node = Node::start("").await;
     let event = node.open_event(&spec(2, 5, 0, 4)).await;
@@ -61,7 +61,7 @@ async fn a_seat_map_not_modified_since_its_etag_is_answered_304() {
     assert_eq!(again.send().await.unwrap().status(), 304);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_availability_delta_is_computed_once_per_node_not_once_per_viewer() {
     const VIEWERS: usize = 20;
     let node = Node::start("").await;

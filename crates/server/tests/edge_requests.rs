@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_client_sending_its_headers_a_byte_at_a_time_is_cut_off_by_the_header_timeout() {
     let app = spawn_with(|c| c.http.header_read_timeout_ms = 1_000).await;
     let addr = app.base.strip_prefix("http://").unwrap();
@@ -79,7 +79,7 @@ fn client_from(local: &str) -> reqwest::Client {
         .unwrap()
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_header_is_ignored() {
     let app = spawn_with(|c| {
         c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
@@ -109,7 +109,7 @@ async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_hea
     assert_eq!(join(&app, &direct, event, "192.0.2.99").await, 429);
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
     let app = spawn().await;
     let spec = serde_json::to_value(spec(1, 10, 0, 4)).unwrap();
@@ -170,7 +170,7 @@ async fn health(app: &TestApp, event: i64) -> Value {
     stats["waiting_room"]["health"].clone()
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn refused_hold_requests_with_slow_bodies_do_not_steer_adaptive_admission() {
     let app = spawn().await;
     let event = app.create_event(&spec(0, 0, 100, 4)).await;
@@ -211,7 +211,7 @@ async fn refused_hold_requests_with_slow_bodies_do_not_steer_adaptive_admission(
     assert!(p99.is_some_and(|ms| ms < 400.0), "hold p99 {p99:?}");
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn a_payment_awaiting_3d_secure_and_its_replay_are_not_payment_errors() {
     let app = spawn().await;
     let event = app.create_event(&spec(0, 0, 100, 4)).await;
@@ -252,7 +252,7 @@ async fn a_payment_awaiting_3d_secure_and_its_replay_are_not_payment_errors() {
     assert_eq!(h["payment_error_rate"], json!(0.5), "{h}");
 }
 
-#[tokio::test]
+#[boxoffice_testkit::test]
 async fn an_address_with_its_share_of_open_streams_is_refused_another_until_one_closes() {
     let app = spawn_with(|c| c.http.max_streams_per_address = 2).await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
@@ -279,17 +279,20 @@ async fn an_address_with_its_share_of_open_streams_is_refused_another_until_one_
     );
 
     drop(first);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let res = here.get(&url).send().await.unwrap();
-        if res.status() == StatusCode::OK {
-            break;
+    let what = "the closed stream's place to come back (a new stream answered 200)";
+    let every = Duration::from_millis(50);
+    boxoffice_testkit::eventually(what, Duration::from_secs(10), every, || async {
+        match here
+            .get(&url)
+            .send()
+            .await
+            .expect("the node answers")
+            .status()
+        {
+            StatusCode::OK => Ok(()),
+            other => Err(other),
         }
-        assert!(
-            Instant::now() < deadline,
-            "the closed stream's place never came back"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     drop(second);
 }

@@ -34,7 +34,7 @@ async fn open_stream(addr: &str, path: &str) -> (u16, TcpStream) {
     (status.expect("a status line"), tcp)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn ten_thousand_idle_stream_clients_against_a_cap_of_a_thousand_get_503_while_holds_go_on() {
     // Each client is a file descriptor here (and one in the server, which raises its
     // own limit the same way).
@@ -94,7 +94,7 @@ async fn ten_thousand_idle_stream_clients_against_a_cap_of_a_thousand_get_503_wh
         .expect("the flood test finished within 240 s");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_signal_ends_open_availability_streams_and_the_process_exits_within_its_grace() {
     let mut node = Node::start("[http]\nshutdown_grace_ms = 3000\n").await;
     let event = node.open_event(&spec(1, 10, 0, 4)).await;

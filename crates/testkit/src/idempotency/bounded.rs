@@ -40,7 +40,7 @@ macro_rules! __bounded_idempotency_cases {
 macro_rules! __bounded_cases {
     ($make:expr; $($case:ident),+ $(,)?) => {
         $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[$crate::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let store = ($make)($crate::idempotency::CAP).await;
                 $crate::idempotency::$case(store).await;
