@@ -127,6 +127,10 @@ pub fn test_options(group_commit: bool) -> PostgresOptions {
     PostgresOptions {
         pool_size: 2,
         connect_timeout_ms: 5_000,
+        // The race suites queue 2,000 commits at once on these two connections; on a
+        // loaded machine the last waits longer than the production default of 5 s, and
+        // a refusal there would test the pool, not the ledger.
+        acquire_timeout_ms: 60_000,
         group_commit,
         statement_cache_capacity,
         ..defaults
