@@ -13,7 +13,7 @@ pub mod tracked;
 
 use std::sync::{LazyLock, Mutex};
 
-use boxoffice_store_redis::RedisConn;
+use boxoffice_store_redis::{ConnectConfig, RedisConn};
 
 #[allow(unused_imports)]
 pub use tracked::Tracked;
@@ -37,7 +37,14 @@ static LIVE: Mutex<usize> = Mutex::new(0);
 
 /// A connection, or a failed test: CI treats a missing Redis as a failure, never a skip.
 pub async fn connect(urls: &str) -> RedisConn {
-    match RedisConn::connect(urls).await {
+    // The race suites put 10,000 calls on one multiplexed connection at once; on a
+    // loaded machine the last answer comes later than the 2 s production default,
+    // and a timeout there would test the machine, not the store.
+    let config = ConnectConfig {
+        response_timeout: std::time::Duration::from_secs(30),
+        ..ConnectConfig::default()
+    };
+    match RedisConn::connect_with(urls, config).await {
         Ok(conn) => conn,
         Err(e) => panic!(
             "Redis is not reachable ({e}). Start redis-server on 127.0.0.1:6379 or point \
