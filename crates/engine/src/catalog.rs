@@ -98,10 +98,16 @@ impl Engine {
         entry
     }
 
+    /// Opens the sale, building the event in the hot store from the ledger. Opening an
+    /// open event (a double click, a retried script, another node) changes nothing: a
+    /// rebuild would drop every hold, live and pinned. The ledger, not this node's
+    /// cache, says whether it is open.
     pub async fn open_sale(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
-        let entry = self.event(id).await?;
-        if entry.event.status == SaleStatus::Closed {
-            return Err(EngineError::SaleClosed);
+        let entry = self.reload_event(id).await?;
+        match entry.event.status {
+            SaleStatus::Closed => return Err(EngineError::SaleClosed),
+            SaleStatus::Open if self.ports.arbiter.is_loaded(id).await? => return Ok(entry),
+            _ => {}
         }
         self.rebuild(id).await?;
         self.set_status(entry, SaleStatus::Open).await

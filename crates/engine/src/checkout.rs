@@ -137,8 +137,7 @@ impl Engine {
                 return Ok(CheckoutOutcome::ActionRequired(view, next_action));
             }
             Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
-                self.try_move(order.id, OrderEvent::Declined, None).await?;
-                self.release_quietly(order.hold).await;
+                self.end_unpaid(order, OrderEvent::Declined).await?;
                 metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);
                 return Err(EngineError::PaymentDeclined(reason));
             }

@@ -178,10 +178,16 @@ impl Engine {
         }
     }
 
-    async fn end_unpaid(&self, order: &Order, event: OrderEvent) -> Result<bool, EngineError> {
-        let moved = self.try_move(order.id, event, None).await?.is_some();
+    /// Ends an order that took no money and gives its seats back, but only once the
+    /// ledger took the move: a refused move means another path moved the order first
+    /// (it may have committed it, and the hold's seats are then sold). A hold left
+    /// pinned that way is returned to stock by expiry at the end of its grace.
+    pub(crate) async fn end_unpaid(&self, order: &Order, event: OrderEvent) -> Result<bool, EngineError> {
+        if self.try_move(order.id, event, None).await?.is_none() {
+            return Ok(false);
+        }
         self.release_quietly(order.hold).await;
-        Ok(moved)
+        Ok(true)
     }
 
     /// Whether the hold is still pinned for this order and its grace has not run out.

@@ -1,0 +1,118 @@
+//! `Racing`: the ledger with a racer in front of it. When the engine first asks to move
+//! the chosen order by the chosen event, another path gets there first: the order is
+//! authorized and committed (as a late authorization that a webhook settled would do),
+//! and only then does the engine's own move reach the ledger.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use boxoffice_domain::{
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState,
+    SaleStatus,
+};
+use boxoffice_engine::ports::{
+    AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order,
+    StoreError,
+};
+use parking_lot::Mutex;
+
+pub struct Racing {
+    inner: Arc<dyn Ledger>,
+    trigger: Mutex<Option<(OrderId, OrderEvent)>>,
+}
+
+impl Racing {
+    pub fn new(inner: Arc<dyn Ledger>) -> Racing {
+        Racing {
+            inner,
+            trigger: Mutex::new(None),
+        }
+    }
+
+    /// The next `apply(order, event)` finds the order committed by someone else.
+    pub fn commit_before(&self, order: OrderId, event: OrderEvent) {
+        *self.trigger.lock() = Some((order, event));
+    }
+
+    async fn race(&self, order: OrderId, now: Millis) {
+        self.inner
+            .apply(order, OrderEvent::Authorized, Some("racing_ref"), now)
+            .await
+            .expect("the racer authorizes");
+        let commit = Commit {
+            order,
+            max_per_buyer: 10,
+            now,
+        };
+        let outcome = self.inner.commit(&commit).await.expect("the racer commits");
+        assert_eq!(outcome, CommitOutcome::Committed);
+    }
+}
+
+#[async_trait]
+impl Ledger for Racing {
+    async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError> {
+        self.inner.create_event(spec, now).await
+    }
+    async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError> {
+        self.inner.event(id).await
+    }
+    async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
+        self.inner.events_with_status(status).await
+    }
+    async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError> {
+        self.inner.set_sale_status(id, status).await
+    }
+    async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
+        self.inner.create_buyer(buyer, now).await
+    }
+    async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
+        self.inner.insert_order(order).await
+    }
+    async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError> {
+        self.inner.order(id).await
+    }
+    async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError> {
+        self.inner.order_of_hold(hold).await
+    }
+    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
+        self.inner.orders_of_buyer(buyer).await
+    }
+    async fn orders_in(
+        &self,
+        states: &[OrderState],
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError> {
+        self.inner.orders_in(states, before, limit).await
+    }
+    async fn apply(
+        &self,
+        order: OrderId,
+        event: OrderEvent,
+        payment_ref: Option<&str>,
+        now: Millis,
+    ) -> Result<Order, LedgerError> {
+        let fire = {
+            let mut t = self.trigger.lock();
+            if *t == Some((order, event)) {
+                t.take()
+            } else {
+                None
+            }
+        };
+        if fire.is_some() {
+            self.race(order, now).await;
+        }
+        self.inner.apply(order, event, payment_ref, now).await
+    }
+    async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
+        self.inner.commit(commit).await
+    }
+    async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
+        self.inner.sold_seats(event).await
+    }
+    async fn audit_facts(&self) -> Result<AuditFacts, StoreError> {
+        self.inner.audit_facts().await
+    }
+}

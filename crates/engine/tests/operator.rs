@@ -1,0 +1,35 @@
+//! Operator mistakes the engine must absorb without harm to buyers.
+
+mod common;
+
+use boxoffice_domain::{HoldState, OrderId, SaleStatus};
+use boxoffice_engine::EngineConfig;
+use boxoffice_payment_fake::FakeGatewayConfig;
+use common::*;
+
+/// A second "open" (a double click, a retried script) is a no-op: the same answer, and
+/// every live and pinned hold as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_an_open_event_keeps_its_holds() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, live) = hold(&n.engine, event, &["A-1-1"]).await;
+    let (_, pinned) = hold(&n.engine, event, &["A-1-2"]).await;
+    let until = d.clock.now().plus_secs(120);
+    n.arbiter
+        .pin(pinned.hold, OrderId::random(), until, d.clock.now())
+        .await
+        .expect("pinned");
+    let first = n.engine.event(event).await.expect("the event");
+    let again = n.engine.open_sale(event).await.expect("opening again is fine");
+    assert_eq!(again.event, first.event, "the same answer");
+    assert_eq!(again.event.status, SaleStatus::Open);
+    let live_now = n.engine.get_hold(&who, live.hold).await.expect("the hold is there");
+    assert_eq!(live_now.state, HoldState::Held);
+    assert_eq!(hold_state(&n.engine, &pinned).await, Some(HoldState::CheckingOut));
+    assert_eq!(
+        free(&n.engine, event, &["A-1-1", "A-1-2", "A-1-3"]).await,
+        vec![false, false, true]
+    );
+}
