@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use boxoffice_domain::{HoldState, OrderEvent, OrderState};
-use boxoffice_engine::{CheckoutOutcome, EngineConfig};
+use boxoffice_engine::{CheckoutOutcome, EngineConfig, EngineError};
 use boxoffice_payment_fake::{FakeGatewayConfig, methods};
 use common::racing::Racing;
 use common::*;
@@ -35,4 +35,67 @@ async fn a_failed_unpaid_move_keeps_the_hold() {
         "the committed order's hold must not be released"
     );
     assert_eq!(free(&n.engine, event, &["A-1-1"]).await, vec![false]);
+}
+
+/// The hot store let a buyer hold a seat the ledger had already sold (it was rebuilt
+/// from a stale read, or lost a sale): that buyer loses at the primary key. Their hold
+/// must not hand the seat back to stock, where every later buyer would lose on it too:
+/// the seat the ledger sold becomes sold in the hot store, the others go back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (first, h1) = hold(&n.engine, event, &["A-1-1"]).await;
+    let bought = checkout(&n.engine, &first, &h1, methods::VISA).await;
+    assert!(matches!(bought, Ok(CheckoutOutcome::Confirmed(_))), "{bought:?}");
+    // The hot store forgets the sale: every seat free again.
+    let layout = n.engine.event(event).await.expect("the event").layout();
+    n.arbiter.load(&layout, &[]).await.expect("reloaded");
+    let (second, h2) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
+    let lost = checkout(&n.engine, &second, &h2, methods::VISA).await;
+    assert!(matches!(lost, Err(EngineError::SeatSold)), "{lost:?}");
+    assert_eq!(order_of(&n.engine, &h2).await.state, OrderState::Lost);
+    assert_eq!(
+        sold_in_hot_store(&n.engine, event, &["A-1-1", "A-1-2"]).await,
+        vec![true, false],
+        "the seat the ledger sold is sold in the hot store"
+    );
+    assert_eq!(free(&n.engine, event, &["A-1-1", "A-1-2"]).await, vec![false, true]);
+    let again = hold_for(&n.engine, event, &second, &["A-1-1"]).await;
+    assert!(again.is_err(), "nobody can hold the sold seat again: {again:?}");
+}
+
+/// A checkout's pin can lapse while the provider thinks (a slow provider, a long 3-D
+/// Secure), and another buyer may then hold the seats. The authorization that comes
+/// back must not be committed blindly: the seats are someone else's in the hot store,
+/// so the order gives the money back and the other buyer can buy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_checkout_rechecks_its_pin_before_committing() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (slow, h1) = hold(&n.engine, event, &["A-1-1"]).await;
+    n.payments.close_gate();
+    let engine = n.engine.clone();
+    let (who, hold1) = (slow.clone(), h1.clone());
+    let paying =
+        tokio::spawn(async move { checkout(&engine, &who, &hold1, methods::VISA).await });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while n.payments.waiting_at_gate() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the checkout never reached the provider");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // The pin's grace runs out; another buyer takes the seat.
+    d.clock.advance_secs(121);
+    let (fast, h2) = hold(&n.engine, event, &["A-1-1"]).await;
+    n.payments.open_gate(2);
+    let late = tokio::time::timeout(std::time::Duration::from_secs(10), paying)
+        .await
+        .expect("the checkout finishes")
+        .expect("the task runs");
+    assert!(matches!(late, Err(EngineError::HoldExpired)), "{late:?}");
+    assert_eq!(order_of(&n.engine, &h1).await.state, OrderState::Voided);
+    let bought = checkout(&n.engine, &fast, &h2, methods::VISA).await;
+    assert!(matches!(bought, Ok(CheckoutOutcome::Confirmed(_))), "{bought:?}");
 }

@@ -21,6 +21,7 @@ mod fixtures;
 mod lifecycle;
 mod limits;
 mod moves;
+mod repair;
 mod retake;
 
 pub use basics::*;
@@ -29,6 +30,7 @@ pub use fixtures::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use moves::*;
+pub use repair::*;
 pub use retake::*;
 
 /// For the macros: the port, reachable as `$crate::arbiter::SeatArbiter`.
@@ -101,6 +103,11 @@ macro_rules! __arbiter_cases {
                 a_retake_takes_nothing_when_any_seat_was_taken_meanwhile,
                 a_retake_is_refused_for_a_live_hold_and_allowed_for_a_forgotten_one,
                 a_retake_keeps_the_buyer_limit,
+                seats_marked_sold_leave_stock_and_count_for_their_buyer,
+                a_held_seat_marked_sold_ends_the_other_buyers_hold,
+                a_sale_being_recorded_is_sold_as_a_whole,
+                marking_an_unknown_seat_sold_changes_nothing,
+                returned_seats_come_back_to_stock_once,
                 many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
                 many_buyers_racing_for_best_available_pairs_exactly_k_win,
                 many_buyers_racing_for_general_admission_exactly_k_win,

@@ -178,6 +178,26 @@ pub trait SeatArbiter: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Expired>, StoreError>;
 
+    /// The ledger sold these seats (to these buyers); afterwards the hot store agrees.
+    /// A free seat becomes sold and counts against its buyer. A live hold on a listed
+    /// seat ends: sold as a whole when it is checking out (or payment pending) for that
+    /// seat's buyer and every one of its seats is listed for that buyer (a sale whose
+    /// `mark_sold` has not arrived yet), released otherwise (its unlisted seats back
+    /// in stock). A seat already sold stays as it is. Every seat must exist, or nothing
+    /// changes. Returns how many listed seats were not sold before. For drift repair
+    /// and for a commit that lost at the ledger's primary key.
+    async fn mark_seats_sold(&self, event: EventId, seats: &[SoldSeat])
+    -> Result<u32, ArbiterError>;
+    /// The ledger cancelled the sale of these seats (to these buyers): each one still
+    /// sold goes back to stock and out of its buyer's count; any other seat is left as
+    /// it is, so a repeat changes nothing. Every seat must exist, or nothing changes.
+    /// Returns how many came back.
+    async fn return_sold_seats(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError>;
+
     /// One bit per seat in index order, most significant bit first: 1 = free.
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError>;
     async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError>;

@@ -142,6 +142,14 @@ impl Inventory {
         true
     }
 
+    /// Sold → free, when the ledger cancelled the sale. The caller checked it is sold.
+    pub fn unsell(&mut self, seat: SeatIndex) {
+        let (i, m) = bit(seat);
+        self.sold_bits[i] &= !m;
+        self.sold -= 1;
+        self.set_free(seat, true);
+    }
+
     pub fn sold_seats(&self) -> Vec<SeatIndex> {
         (0..self.capacity()).filter(|&s| self.is_sold(s)).collect()
     }

@@ -10,6 +10,7 @@ mod freeset;
 mod inventory;
 mod lifecycle;
 mod pick;
+mod repair;
 mod retake;
 
 use std::sync::Arc;
@@ -154,6 +155,22 @@ impl SeatArbiter for InMemoryArbiter {
         Ok(self
             .with_event(event, |s| s.expire_due(now, limit))
             .unwrap_or_default())
+    }
+
+    async fn mark_seats_sold(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError> {
+        self.on_event(event, |s| s.mark_seats_sold(seats))
+    }
+
+    async fn return_sold_seats(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError> {
+        self.on_event(event, |s| s.return_sold_seats(seats))
     }
 
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {

@@ -36,7 +36,9 @@ use redis::{FromRedisValue, Script, ScriptInvocation};
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{Prefix, event_keys, hold_field};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
-use crate::scripts::{EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, UNLOAD};
+use crate::scripts::{
+    EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
+};
 
 /// Tunables of the Redis arbiter.
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +115,26 @@ impl RedisArbiter {
             })
             .await?;
         ok_or_arbiter_error(reply)
+    }
+
+    /// mark_seats_sold / return_sold_seats: `args` first, then seat/buyer pairs; the
+    /// reply is a count.
+    async fn seats(
+        &self,
+        script: &redis::Script,
+        event: EventId,
+        seats: &[SoldSeat],
+        args: impl FnOnce(&mut ScriptInvocation<'_>),
+    ) -> Result<u32, ArbiterError> {
+        let reply: Reply = self
+            .eval(script, event, |inv| {
+                args(inv);
+                for s in seats {
+                    inv.arg(s.seat).arg(s.buyer.to_string());
+                }
+            })
+            .await?;
+        Ok(count(&first(ok_or_arbiter_error(reply)?))?)
     }
 
     /// uncertain / sold / release: one script, the move named by a letter.
@@ -264,6 +286,26 @@ impl SeatArbiter for RedisArbiter {
             })
             .await?;
         reports.iter().map(|r| reply::expired(event, r)).collect()
+    }
+
+    async fn mark_seats_sold(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError> {
+        let keep = self.config.keep_finished;
+        self.seats(&SEATS_SOLD, event, seats, |inv| {
+            inv.arg(keep);
+        })
+        .await
+    }
+
+    async fn return_sold_seats(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError> {
+        self.seats(&SEATS_RETURNED, event, seats, |_| {}).await
     }
 
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {

@@ -76,6 +76,35 @@ local function end_hold(nonce, h, state, keep)
   return rec
 end
 
+-- A live hold -> sold: its seats leave stock for good; the buyer's count stays (held +
+-- sold). Returns the new record.
+local function sell_hold(nonce, h, keep)
+  local seats = seat_list(h)
+  for _, s in ipairs(seats) do redis.call('SETBIT', SOLD, s, 1) end
+  redis.call('HINCRBY', META, 'held', -#seats)
+  redis.call('HINCRBY', META, 'sold', #seats)
+  redis.call('HINCRBY', META, 'active', -1)
+  redis.call('ZREM', DL, nonce)
+  h.st = 'S'
+  local rec = format(h)
+  redis.call('HSET', HOLDS, nonce, rec)
+  finished(nonce, keep)
+  return rec
+end
+
+-- Seat/buyer pairs from ARGV[first..], every seat checked to exist first: returns the
+-- list of {seat, buyer}, or nil and the first seat that does not exist.
+local function seat_buyer_pairs(first)
+  local cap = tonumber(redis.call('HGET', META, 'cap'))
+  local out = {}
+  for i = first, #ARGV - 1, 2 do
+    local s = tonumber(ARGV[i])
+    if not s or s < 0 or s >= cap then return nil, ARGV[i] end
+    out[#out + 1] = { s, ARGV[i + 1] }
+  end
+  return out
+end
+
 -- Expires one hold if it is still live; returns its report "nonce|record" or nil.
 local function expire_one(nonce, keep)
   local rec = redis.call('HGET', HOLDS, nonce)

@@ -16,17 +16,8 @@ local done, from = (move == 'U') and 'P' or 'S', (move == 'U') and { C = true } 
 if h.st == done then return { 'ok', rec } end
 if h.st == 'E' then return { 'expired' } end
 if not from[h.st] then return { 'wrong_state', h.st } end
+if move == 'S' then return { 'ok', sell_hold(nonce, h, keep) } end
 h.st = done
-if move == 'S' then
-  -- The seats leave stock for good; the buyer's count stays (held + sold).
-  local seats = seat_list(h)
-  for _, s in ipairs(seats) do redis.call('SETBIT', SOLD, s, 1) end
-  redis.call('HINCRBY', META, 'held', -#seats)
-  redis.call('HINCRBY', META, 'sold', #seats)
-  redis.call('HINCRBY', META, 'active', -1)
-  redis.call('ZREM', DL, nonce)
-end
 rec = format(h)
 redis.call('HSET', HOLDS, nonce, rec)
-if move == 'S' then finished(nonce, keep) end
 return { 'ok', rec }

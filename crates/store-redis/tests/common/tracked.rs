@@ -72,6 +72,20 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
     ) -> Result<Vec<Expired>, StoreError> {
         self.inner.expire_due(event, now, limit).await
     }
+    async fn mark_seats_sold(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError> {
+        self.inner.mark_seats_sold(event, seats).await
+    }
+    async fn return_sold_seats(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError> {
+        self.inner.return_sold_seats(event, seats).await
+    }
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
         self.inner.availability(event).await
     }

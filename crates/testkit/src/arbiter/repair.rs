@@ -1,0 +1,121 @@
+//! Cases: bringing the hot store in line with the ledger's sold seats. Seats the ledger
+//! sold that the hot store still offers or holds are marked sold; seats whose sale the
+//! ledger cancelled go back to stock.
+
+use std::sync::Arc;
+
+use boxoffice_domain::{BuyerId, HoldState as S, OrderId, SeatIndex};
+use boxoffice_engine::ports::{ArbiterError as E, SeatArbiter, SeatChoice, SoldSeat};
+
+use super::fixtures::*;
+
+fn sold_to(buyer: BuyerId, seats: &[SeatIndex]) -> Vec<SoldSeat> {
+    seats.iter().map(|&seat| SoldSeat { seat, buyer }).collect()
+}
+
+pub async fn seats_marked_sold_leave_stock_and_count_for_their_buyer(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let buyer = BuyerId::random();
+    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[0, 1, 1])).await;
+    assert_eq!(n, Ok(2), "a seat listed twice is one seat");
+    assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![0, 1]));
+    assert_eq!(fx.free(&[0, 1, 2]).await, vec![false, false, true]);
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.free, c.held, c.sold), (18, 0, 2));
+    // Two tickets of four are the buyer's now.
+    assert_eq!(
+        fx.best(buyer, FLOOR, 3, false).await.map(|v| v.seats.len()),
+        Err(E::LimitExceeded { limit: 4 })
+    );
+    assert_eq!(fx.best(buyer, FLOOR, 2, false).await.map(|v| v.seats.len()), Ok(2));
+    let again = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[0, 1])).await;
+    assert_eq!(again, Ok(0), "seats already sold stay as they are");
+    fx.done().await;
+}
+
+pub async fn a_held_seat_marked_sold_ends_the_other_buyers_hold(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let holder = BuyerId::random();
+    let h = fx.named(holder, &[0, 1]).await.expect("hold");
+    let pinned = fx.named(BuyerId::random(), &[5, 6]).await.expect("hold");
+    fx.arb
+        .pin(pinned.hold, OrderId::random(), DEADLINE, T0)
+        .await
+        .expect("pin");
+    let owner = BuyerId::random();
+    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(owner, &[0, 6])).await;
+    assert_eq!(n, Ok(2));
+    for hold in [h.hold, pinned.hold] {
+        let state = fx.arb.get(hold).await.map(|v| v.map(|v| v.state));
+        assert_eq!(state, Ok(Some(S::Released)), "a hold on a sold seat ends");
+    }
+    assert_eq!(
+        fx.free(&[0, 1, 5, 6]).await,
+        vec![false, true, true, false],
+        "the holds' other seats are back in stock"
+    );
+    assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![0, 6]));
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.held, c.sold, c.active_holds), (0, 2, 0));
+    // The holder's count went back with the hold.
+    let four = fx.best(holder, FLOOR, 4, false).await;
+    assert_eq!(four.map(|v| v.seats.len()), Ok(4));
+    fx.done().await;
+}
+
+pub async fn a_sale_being_recorded_is_sold_as_a_whole(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let buyer = BuyerId::random();
+    let h = fx.named(buyer, &[2, 3]).await.expect("hold");
+    fx.arb
+        .pin(h.hold, OrderId::random(), DEADLINE, T0)
+        .await
+        .expect("pin");
+    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[2, 3])).await;
+    assert_eq!(n, Ok(2));
+    let state = fx.arb.get(h.hold).await.map(|v| v.map(|v| v.state));
+    assert_eq!(state, Ok(Some(S::Sold)));
+    let late = fx.arb.mark_sold(h.hold).await.map(|v| v.state);
+    assert_eq!(late, Ok(S::Sold), "the sale's own mark_sold still succeeds");
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.free, c.held, c.sold, c.active_holds), (18, 0, 2, 0));
+    fx.done().await;
+}
+
+pub async fn marking_an_unknown_seat_sold_changes_nothing(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let buyer = BuyerId::random();
+    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[0, 999])).await;
+    assert_eq!(n, Err(E::NoSuchSeat(999)));
+    let back = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[0, 999])).await;
+    assert_eq!(back, Err(E::NoSuchSeat(999)));
+    assert_eq!(fx.free(&[0]).await, vec![true]);
+    let other = unique_event();
+    let unknown = fx.arb.mark_seats_sold(other, &sold_to(buyer, &[0])).await;
+    assert_eq!(unknown, Err(E::UnknownEvent));
+    fx.done().await;
+}
+
+pub async fn returned_seats_come_back_to_stock_once(arb: Arc<dyn SeatArbiter>) {
+    let buyer = BuyerId::random();
+    let fx = Fixture::load(arb, &small_spec(), &sold_to(buyer, &[0, 1])).await;
+    let back = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[0])).await;
+    assert_eq!(back, Ok(1));
+    assert_eq!(fx.free(&[0, 1]).await, vec![true, false]);
+    let again = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[0])).await;
+    assert_eq!(again, Ok(0), "a seat not sold is left as it is");
+    let held = fx.named(BuyerId::random(), &[2]).await.expect("hold");
+    let not_sold = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[2])).await;
+    assert_eq!(not_sold, Ok(0), "a held seat is not the ledger's to return");
+    assert_eq!(fx.free(&[2]).await, vec![false]);
+    fx.arb.release(held.hold).await.expect("release");
+    assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![1]));
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.free, c.held, c.sold), (19, 0, 1));
+    // The buyer owns one ticket now, so three more fit and four do not.
+    let req = fx.request(buyer, SeatChoice::Named(vec![3, 4, 5, 6]));
+    let four = fx.arb.hold(&req, T0).await.map(|v| v.seats.len());
+    assert_eq!(four, Err(E::LimitExceeded { limit: 4 }));
+    assert_eq!(fx.named(buyer, &[3, 4, 5]).await.map(|v| v.seats.len()), Ok(3));
+    fx.done().await;
+}
