@@ -7,7 +7,7 @@ use std::sync::Arc;
 use boxoffice_domain::{Event, EventId, EventSpec, SaleStatus, SeatIndex, SectionKind};
 use parking_lot::RwLock;
 
-use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection, SoldSeat};
+use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection};
 use crate::{Engine, EngineError};
 
 /// A cached event with its seat-label index.
@@ -139,14 +139,7 @@ impl Engine {
     /// free. Holds are lost by design (P5); their buyers get a clear error and retry.
     pub async fn rebuild(&self, id: EventId) -> Result<(), EngineError> {
         let entry = self.event(id).await?;
-        let sold = self.ports.ledger.sold_seats(id).await?;
-        let mut seats = Vec::with_capacity(sold.len());
-        for (label, buyer) in sold {
-            let seat = *entry.seat_index.get(&label).ok_or_else(|| {
-                EngineError::Internal(format!("sold seat {label} is not in event {id}"))
-            })?;
-            seats.push(SoldSeat { seat, buyer });
-        }
+        let seats = self.ledger_sold_seats(&entry).await?;
         self.ports.arbiter.load(&entry.layout(), &seats).await?;
         tracing::info!(event = %id, sold = seats.len(), "event rebuilt in the hot store");
         Ok(())

@@ -9,7 +9,7 @@ use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
 use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder,
-    LedgerError, NextAction, Order, OrderSeat, PaymentError,
+    LedgerError, NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
 };
 use crate::{Engine, EngineError};
 
@@ -160,7 +160,13 @@ impl Engine {
             }
             return self.current(order.id).await;
         };
-        self.commit_and_capture(&authorized, &reference, max_per_buyer)
+        let approved = ProviderPayment {
+            order: order.id,
+            reference: reference.clone(),
+            amount: order.total,
+            state: ProviderState::Authorized,
+        };
+        self.commit_or_give_back(&authorized, &reference, Some(&approved), max_per_buyer)
             .await
     }
 
@@ -204,11 +210,12 @@ impl Engine {
             }
             CommitOutcome::SeatTaken { seat_id } => {
                 tracing::info!(order = %order.id, seat = %seat_id, "lost at commit; voiding the authorization");
-                self.lose(order, reference).await?;
+                let agreed = self.agree_with_ledger_on(order).await;
+                self.lose(order, reference, agreed).await?;
                 return Err(EngineError::SeatSold);
             }
             CommitOutcome::LimitExceeded => {
-                self.lose(order, reference).await?;
+                self.lose(order, reference, true).await?;
                 return Err(EngineError::LimitExceeded {
                     limit: max_per_buyer,
                 });
@@ -238,9 +245,12 @@ impl Engine {
     }
 
     /// A lost commit: void first, and only record the loss once the void went through,
-    /// so a failed void leaves the order `authorized` for recovery to void again.
-    async fn lose(&self, order: &Order, reference: &str) -> Result<(), EngineError> {
-        self.release_quietly(order.hold).await;
+    /// so a failed void leaves the order `authorized` for recovery to void again. The
+    /// hold goes back to stock when `release` (not when its seats may be sold).
+    async fn lose(&self, order: &Order, reference: &str, release: bool) -> Result<(), EngineError> {
+        if release {
+            self.release_quietly(order.hold).await;
+        }
         match self.ports.payments.void(order.id, reference).await {
             Ok(()) => {
                 self.try_move(order.id, OrderEvent::CommitLost, None)

@@ -1,13 +1,19 @@
-//! Reconciliation of the hot store with the ledger (P5): the hot store may be wrong, so
-//! the audit says where. A seat sold in the ledger but free in the hot store would let
-//! buyers hold a seat that can only lose at commit; a seat sold in the hot store but not
-//! in the ledger is stock nobody can buy.
+//! Reconciliation of the hot store with the ledger (P5). The hot store may be wrong: the
+//! audit says where, and the repair fixes the direction that costs buyers. A seat sold
+//! in the ledger but free or held in the hot store lets buyers hold a seat that can only
+//! lose at commit, so the repair marks it sold there (a worker step, and at once when a
+//! commit loses at the ledger's primary key). A seat sold in the hot store but not in
+//! the ledger is stock nobody can buy; only the audit reports it, since a rebuild from
+//! the ledger puts it back.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use boxoffice_domain::{EventId, SaleStatus, SeatIndex};
 
 use crate::audit::{AuditReport, Violation};
+use crate::catalog::EventEntry;
+use crate::ports::{Order, SoldSeat};
+use crate::worker::Outcome;
 use crate::{Engine, EngineError};
 
 impl Engine {
@@ -33,17 +39,105 @@ impl Engine {
         Ok(())
     }
 
+    /// Marks sold in the hot store every seat the ledger sold that it still offers or
+    /// holds, on every open event it has loaded (an event it lacks is rebuilt from the
+    /// ledger on first use). `done` is the number of seats repaired.
+    pub async fn drift_repair_step(&self) -> Result<Outcome, EngineError> {
+        let mut done = 0;
+        for event in self.open_events().await? {
+            if self.ports.arbiter.is_loaded(event).await? {
+                done += self.repair_drift_of(event).await? as usize;
+            }
+        }
+        Ok(Outcome { done })
+    }
+
+    async fn repair_drift_of(&self, event: EventId) -> Result<u32, EngineError> {
+        let entry = self.event(event).await?;
+        let hot: HashSet<SeatIndex> = self
+            .ports
+            .arbiter
+            .sold_seats(event)
+            .await?
+            .into_iter()
+            .collect();
+        let missing: Vec<SoldSeat> = self
+            .ledger_sold_seats(&entry)
+            .await?
+            .into_iter()
+            .filter(|s| !hot.contains(&s.seat))
+            .collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let repaired = self.ports.arbiter.mark_seats_sold(event, &missing).await?;
+        count_repairs(event, repaired);
+        Ok(repaired)
+    }
+
+    /// A commit lost at the ledger's primary key: the hot store let this order hold
+    /// seats the ledger had sold. Those become sold in the hot store (which ends the
+    /// hold and returns its other seats), rather than free, where every later buyer
+    /// would lose on them too. `false` when the hot store could not be told: the
+    /// caller then leaves the hold to expire and the repair step to mend it.
+    pub(crate) async fn agree_with_ledger_on(&self, order: &Order) -> bool {
+        let marked = async {
+            let entry = self.event(order.event).await?;
+            let mine: HashSet<SeatIndex> = order
+                .seats
+                .iter()
+                .filter_map(|s| entry.seat_index.get(&s.seat_id).copied())
+                .collect();
+            let sold: Vec<SoldSeat> = self
+                .ledger_sold_seats(&entry)
+                .await?
+                .into_iter()
+                .filter(|s| mine.contains(&s.seat))
+                .collect();
+            Ok::<_, EngineError>(
+                self.ports
+                    .arbiter
+                    .mark_seats_sold(order.event, &sold)
+                    .await?,
+            )
+        };
+        match marked.await {
+            Ok(repaired) => {
+                count_repairs(order.event, repaired);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "could not mark the seats the ledger sold; the repair step will");
+                false
+            }
+        }
+    }
+
+    /// Every seat the ledger sold for `entry`'s event, as the hot store indexes it.
+    pub(crate) async fn ledger_sold_seats(
+        &self,
+        entry: &EventEntry,
+    ) -> Result<Vec<SoldSeat>, EngineError> {
+        let id = entry.event.id;
+        let sold = self.ports.ledger.sold_seats(id).await?;
+        let mut seats = Vec::with_capacity(sold.len());
+        for (label, buyer) in sold {
+            let seat = *entry.seat_index.get(&label).ok_or_else(|| {
+                EngineError::Internal(format!("sold seat {label} is not in event {id}"))
+            })?;
+            seats.push(SoldSeat { seat, buyer });
+        }
+        Ok(seats)
+    }
+
     async fn drift_of(&self, event: EventId) -> Result<Vec<String>, EngineError> {
         let entry = self.event(event).await?;
-        let mut ledger = BTreeSet::new();
-        for (label, _) in self.ports.ledger.sold_seats(event).await? {
-            ledger.insert(
-                *entry
-                    .seat_index
-                    .get(&label)
-                    .ok_or_else(|| EngineError::Internal(format!("unknown seat {label}")))?,
-            );
-        }
+        let ledger: BTreeSet<SeatIndex> = self
+            .ledger_sold_seats(&entry)
+            .await?
+            .into_iter()
+            .map(|s| s.seat)
+            .collect();
         let hot: BTreeSet<SeatIndex> = self
             .ports
             .arbiter
@@ -77,5 +171,12 @@ impl Engine {
             ));
         }
         Ok(out)
+    }
+}
+
+fn count_repairs(event: EventId, repaired: u32) {
+    if repaired > 0 {
+        metrics::counter!("boxoffice_drift_repairs_total").increment(u64::from(repaired));
+        tracing::warn!(event = %event, repaired, "the hot store offered or held seats the ledger sold; marked them sold");
     }
 }

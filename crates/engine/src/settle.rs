@@ -7,6 +7,7 @@
 
 use boxoffice_domain::{HoldState, OrderEvent, OrderState};
 
+use crate::checkout::CheckoutOutcome;
 use crate::ports::{Inquiry, Order, PaymentError, ProviderPayment, ProviderState};
 use crate::{Engine, EngineError};
 
@@ -15,7 +16,7 @@ impl Engine {
     pub(crate) async fn settle(&self, order: &Order) -> Result<bool, EngineError> {
         use OrderState as S;
         match order.state {
-            S::Authorized => self.finish_authorized(order, reference(order)).await,
+            S::Authorized => self.finish_authorized(order, None).await,
             // An attempt counts as work even when it fails: it moved `updated_at`,
             // which is what spaces the next attempt (see recovery).
             S::Committed | S::PendingCapture => {
@@ -66,7 +67,7 @@ impl Engine {
                     .try_move(order.id, OrderEvent::Authorized, Some(&p.reference))
                     .await?
                 {
-                    Some(a) => self.finish_authorized(&a, &p.reference).await,
+                    Some(a) => self.finish_authorized(&a, Some(&p)).await,
                     None => Ok(false),
                 }
             }
@@ -85,36 +86,65 @@ impl Engine {
         }
     }
 
-    /// Funds are reserved. Commit only while the hold is still pinned for this order;
-    /// once the pin's grace has passed the seats may be someone else's, so give back,
-    /// unless the event honours late payments and the same seats could be retaken.
+    /// Funds are reserved: commit, or give them back (see `commit_or_give_back`).
+    /// `known` is what the provider said a moment ago, if it was asked.
     pub(crate) async fn finish_authorized(
         &self,
         order: &Order,
-        reference: &str,
+        known: Option<&ProviderPayment>,
     ) -> Result<bool, EngineError> {
+        let max = self
+            .event(order.event)
+            .await?
+            .event
+            .sale
+            .max_tickets_per_buyer;
+        let reference = known.map_or(reference(order), |p| p.reference.as_str());
+        match self.commit_or_give_back(order, reference, known, max).await {
+            // A lost race, a limit, a lapsed hold: the order ended, which is progress.
+            Ok(_) | Err(EngineError::SeatSold | EngineError::LimitExceeded { .. }) => Ok(true),
+            Err(EngineError::HoldExpired | EngineError::PaymentDeclined(_)) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Funds are reserved. Commit only while the hold is still pinned for this order,
+    /// checked after the provider answered: a pin can lapse while the provider thinks,
+    /// and the seats may then be someone else's in the hot store. An event that honours
+    /// late payments may retake the same seats instead. Otherwise the order is claimed
+    /// for voiding before the money is given back, as `known` (what the provider said a
+    /// moment ago) or a fresh inquiry shows it.
+    pub(crate) async fn commit_or_give_back(
+        &self,
+        order: &Order,
+        reference: &str,
+        known: Option<&ProviderPayment>,
+        max_per_buyer: u32,
+    ) -> Result<CheckoutOutcome, EngineError> {
         if self.pinned(order).await? || self.retake_for_late_payment(order).await? {
-            let max = self
-                .event(order.event)
-                .await?
-                .event
-                .sale
-                .max_tickets_per_buyer;
-            // A lost race or a limit ends the order too; either way it moved.
-            let _ = self.commit_and_capture(order, reference, max).await;
-            return Ok(true);
+            return self
+                .commit_and_capture(order, reference, max_per_buyer)
+                .await;
         }
         let Some(claimed) = self.try_move(order.id, OrderEvent::Abandoned, None).await? else {
-            return Ok(false); // a racing commit won; it will capture
+            return self.current(order.id).await; // a racing commit won; it will capture
         };
-        match self.ports.payments.inquire(&Inquiry::of(order)).await {
-            Ok(Some(p)) => self.give_back(&claimed, &p).await,
-            Ok(None) => self.end_unpaid(&claimed, OrderEvent::Voided).await,
+        let found = match known {
+            Some(p) => Ok(Some(p.clone())),
+            None => self.ports.payments.inquire(&Inquiry::of(order)).await,
+        };
+        match found {
+            Ok(Some(p)) => {
+                self.give_back(&claimed, &p).await?;
+            }
+            Ok(None) => {
+                self.end_unpaid(&claimed, OrderEvent::Voided).await?;
+            }
             Err(e) => {
-                tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
-                Ok(true)
+                tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry")
             }
         }
+        self.current(order.id).await
     }
 
     /// An order claimed `voiding` or `refunding`: void an authorization, refund a
@@ -182,7 +212,11 @@ impl Engine {
     /// ledger took the move: a refused move means another path moved the order first
     /// (it may have committed it, and the hold's seats are then sold). A hold left
     /// pinned that way is returned to stock by expiry at the end of its grace.
-    pub(crate) async fn end_unpaid(&self, order: &Order, event: OrderEvent) -> Result<bool, EngineError> {
+    pub(crate) async fn end_unpaid(
+        &self,
+        order: &Order,
+        event: OrderEvent,
+    ) -> Result<bool, EngineError> {
         if self.try_move(order.id, event, None).await?.is_none() {
             return Ok(false);
         }

@@ -22,12 +22,23 @@ async fn opening_an_open_event_keeps_its_holds() {
         .await
         .expect("pinned");
     let first = n.engine.event(event).await.expect("the event");
-    let again = n.engine.open_sale(event).await.expect("opening again is fine");
+    let again = n
+        .engine
+        .open_sale(event)
+        .await
+        .expect("opening again is fine");
     assert_eq!(again.event, first.event, "the same answer");
     assert_eq!(again.event.status, SaleStatus::Open);
-    let live_now = n.engine.get_hold(&who, live.hold).await.expect("the hold is there");
+    let live_now = n
+        .engine
+        .get_hold(&who, live.hold)
+        .await
+        .expect("the hold is there");
     assert_eq!(live_now.state, HoldState::Held);
-    assert_eq!(hold_state(&n.engine, &pinned).await, Some(HoldState::CheckingOut));
+    assert_eq!(
+        hold_state(&n.engine, &pinned).await,
+        Some(HoldState::CheckingOut)
+    );
     assert_eq!(
         free(&n.engine, event, &["A-1-1", "A-1-2", "A-1-3"]).await,
         vec![false, false, true]

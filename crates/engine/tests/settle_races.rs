@@ -23,7 +23,10 @@ async fn a_failed_unpaid_move_keeps_the_hold() {
     let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
     // The provider never answers and never records it: 202, the hold kept pending.
     let pending = checkout(&n.engine, &who, &h, methods::TIMEOUT_BEFORE_CHARGE).await;
-    assert!(matches!(pending, Ok(CheckoutOutcome::Pending(_))), "{pending:?}");
+    assert!(
+        matches!(pending, Ok(CheckoutOutcome::Pending(_))),
+        "{pending:?}"
+    );
     let o = order_of(&n.engine, &h).await;
     racing.commit_before(o.id, OrderEvent::Voided);
     d.clock.advance_secs(31);
@@ -48,7 +51,10 @@ async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
     let event = open_event(&n.engine, 1, 4).await;
     let (first, h1) = hold(&n.engine, event, &["A-1-1"]).await;
     let bought = checkout(&n.engine, &first, &h1, methods::VISA).await;
-    assert!(matches!(bought, Ok(CheckoutOutcome::Confirmed(_))), "{bought:?}");
+    assert!(
+        matches!(bought, Ok(CheckoutOutcome::Confirmed(_))),
+        "{bought:?}"
+    );
     // The hot store forgets the sale: every seat free again.
     let layout = n.engine.event(event).await.expect("the event").layout();
     n.arbiter.load(&layout, &[]).await.expect("reloaded");
@@ -61,9 +67,15 @@ async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
         vec![true, false],
         "the seat the ledger sold is sold in the hot store"
     );
-    assert_eq!(free(&n.engine, event, &["A-1-1", "A-1-2"]).await, vec![false, true]);
+    assert_eq!(
+        free(&n.engine, event, &["A-1-1", "A-1-2"]).await,
+        vec![false, true]
+    );
     let again = hold_for(&n.engine, event, &second, &["A-1-1"]).await;
-    assert!(again.is_err(), "nobody can hold the sold seat again: {again:?}");
+    assert!(
+        again.is_err(),
+        "nobody can hold the sold seat again: {again:?}"
+    );
 }
 
 /// A checkout's pin can lapse while the provider thinks (a slow provider, a long 3-D
@@ -79,11 +91,13 @@ async fn a_live_checkout_rechecks_its_pin_before_committing() {
     n.payments.close_gate();
     let engine = n.engine.clone();
     let (who, hold1) = (slow.clone(), h1.clone());
-    let paying =
-        tokio::spawn(async move { checkout(&engine, &who, &hold1, methods::VISA).await });
+    let paying = tokio::spawn(async move { checkout(&engine, &who, &hold1, methods::VISA).await });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while n.payments.waiting_at_gate() == 0 {
-        assert!(std::time::Instant::now() < deadline, "the checkout never reached the provider");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the checkout never reached the provider"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     // The pin's grace runs out; another buyer takes the seat.
@@ -97,5 +111,8 @@ async fn a_live_checkout_rechecks_its_pin_before_committing() {
     assert!(matches!(late, Err(EngineError::HoldExpired)), "{late:?}");
     assert_eq!(order_of(&n.engine, &h1).await.state, OrderState::Voided);
     let bought = checkout(&n.engine, &fast, &h2, methods::VISA).await;
-    assert!(matches!(bought, Ok(CheckoutOutcome::Confirmed(_))), "{bought:?}");
+    assert!(
+        matches!(bought, Ok(CheckoutOutcome::Confirmed(_))),
+        "{bought:?}"
+    );
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
-use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Claimant, Clock, IdentityProvider, SystemClock};
 use boxoffice_engine::replays::ReplayUpkeep;
+use boxoffice_engine::worker::Outcome;
 use boxoffice_engine::worker::run_every;
+use boxoffice_engine::{Engine, EngineError};
 use boxoffice_http::{AppState, Edge};
 use boxoffice_oidc::OidcProvider;
 use boxoffice_payment_fake::{FakeGateway, WebhookSender};
@@ -216,37 +217,55 @@ fn spawn_workers(
     config: &Config,
     stop: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let ms = Duration::from_millis;
-    let (e1, e2, e3) = (engine.clone(), engine.clone(), engine.clone());
+    let w = &config.workers;
     vec![
-        tokio::spawn(run_every(
+        spawn_worker(
             "expiry",
-            ms(config.workers.expiry_interval_ms),
-            stop.clone(),
-            move || {
-                let e = e1.clone();
-                async move { e.expiry_step().await }
-            },
-        )),
-        tokio::spawn(run_every(
+            w.expiry_interval_ms,
+            &stop,
+            engine,
+            |e| async move { e.expiry_step().await },
+        ),
+        spawn_worker(
             "recovery",
-            ms(config.workers.recovery_interval_ms),
-            stop.clone(),
-            move || {
-                let e = e2.clone();
-                async move { e.recovery_step().await }
-            },
-        )),
-        tokio::spawn(run_every(
+            w.recovery_interval_ms,
+            &stop,
+            engine,
+            |e| async move { e.recovery_step().await },
+        ),
+        spawn_worker(
+            "drift_repair",
+            w.drift_repair_interval_ms,
+            &stop,
+            engine,
+            |e| async move { e.drift_repair_step().await },
+        ),
+        spawn_worker(
             "admission",
-            ms(config.engine.admission_interval_ms),
-            stop,
-            move || {
-                let e = e3.clone();
-                async move { e.admission_step().await }
-            },
-        )),
+            config.engine.admission_interval_ms,
+            &stop,
+            engine,
+            |e| async move { e.admission_step().await },
+        ),
     ]
+}
+
+/// Runs `step` on the engine every `period_ms` until `stop` (see `run_every`).
+fn spawn_worker<Fut>(
+    name: &'static str,
+    period_ms: u64,
+    stop: &watch::Receiver<bool>,
+    engine: &Arc<Engine>,
+    step: fn(Arc<Engine>) -> Fut,
+) -> tokio::task::JoinHandle<()>
+where
+    Fut: std::future::Future<Output = Result<Outcome, EngineError>> + Send + 'static,
+{
+    let engine = engine.clone();
+    let period = Duration::from_millis(period_ms);
+    tokio::spawn(run_every(name, period, stop.clone(), move || {
+        step(engine.clone())
+    }))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

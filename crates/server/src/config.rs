@@ -135,6 +135,9 @@ pub struct WorkerConfig {
     pub expiry_interval_ms: u64,
     /// How often unfinished orders are driven on. Default 5000 ms.
     pub recovery_interval_ms: u64,
+    /// How often seats the ledger sold but the hot store still offers or holds are
+    /// marked sold there (`boxoffice_drift_repairs_total` counts them). Default 30000 ms.
+    pub drift_repair_interval_ms: u64,
 }
 
 impl Default for WorkerConfig {
@@ -142,6 +145,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             expiry_interval_ms: 1_000,
             recovery_interval_ms: 5_000,
+            drift_repair_interval_ms: 30_000,
         }
     }
 }

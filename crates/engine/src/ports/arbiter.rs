@@ -186,8 +186,11 @@ pub trait SeatArbiter: Send + Sync {
     /// in stock). A seat already sold stays as it is. Every seat must exist, or nothing
     /// changes. Returns how many listed seats were not sold before. For drift repair
     /// and for a commit that lost at the ledger's primary key.
-    async fn mark_seats_sold(&self, event: EventId, seats: &[SoldSeat])
-    -> Result<u32, ArbiterError>;
+    async fn mark_seats_sold(
+        &self,
+        event: EventId,
+        seats: &[SoldSeat],
+    ) -> Result<u32, ArbiterError>;
     /// The ledger cancelled the sale of these seats (to these buyers): each one still
     /// sold goes back to stock and out of its buyer's count; any other seat is left as
     /// it is, so a repeat changes nothing. Every seat must exist, or nothing changes.

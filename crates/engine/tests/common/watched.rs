@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use async_trait::async_trait;
 use boxoffice_domain::{Millis, OrderId};
 use boxoffice_engine::ports::{
-    AuthorizeOutcome, AuthorizeRequest, PaymentError, PaymentGateway, ProviderPayment,
+    AuthorizeOutcome, AuthorizeRequest, Inquiry, PaymentError, PaymentGateway, ProviderPayment,
     WebhookError, WebhookEvent,
 };
 use tokio::sync::Semaphore;
@@ -75,7 +75,11 @@ impl PaymentGateway for Watched {
     async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError> {
         if self.gated.load(Ordering::SeqCst) {
             self.waiting.fetch_add(1, Ordering::SeqCst);
-            self.gate.acquire().await.expect("the gate stays open").forget();
+            self.gate
+                .acquire()
+                .await
+                .expect("the gate stays open")
+                .forget();
         }
         self.watch(self.inner.authorize(req)).await
     }
@@ -88,8 +92,8 @@ impl PaymentGateway for Watched {
     async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
         self.watch(self.inner.refund(order, reference)).await
     }
-    async fn inquire(&self, order: OrderId) -> Result<Option<ProviderPayment>, PaymentError> {
-        self.watch(self.inner.inquire(order)).await
+    async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError> {
+        self.watch(self.inner.inquire(inquiry)).await
     }
     async fn inquire_reference(
         &self,

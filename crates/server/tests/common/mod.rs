@@ -48,6 +48,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
         workers: WorkerConfig {
             expiry_interval_ms: hour,
             recovery_interval_ms: hour,
+            drift_repair_interval_ms: hour,
         },
         engine: EngineConfig {
             admission_interval_ms: hour,

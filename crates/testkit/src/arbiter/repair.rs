@@ -16,7 +16,10 @@ fn sold_to(buyer: BuyerId, seats: &[SeatIndex]) -> Vec<SoldSeat> {
 pub async fn seats_marked_sold_leave_stock_and_count_for_their_buyer(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::small(arb).await;
     let buyer = BuyerId::random();
-    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[0, 1, 1])).await;
+    let n = fx
+        .arb
+        .mark_seats_sold(fx.event, &sold_to(buyer, &[0, 1, 1]))
+        .await;
     assert_eq!(n, Ok(2), "a seat listed twice is one seat");
     assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![0, 1]));
     assert_eq!(fx.free(&[0, 1, 2]).await, vec![false, false, true]);
@@ -27,8 +30,14 @@ pub async fn seats_marked_sold_leave_stock_and_count_for_their_buyer(arb: Arc<dy
         fx.best(buyer, FLOOR, 3, false).await.map(|v| v.seats.len()),
         Err(E::LimitExceeded { limit: 4 })
     );
-    assert_eq!(fx.best(buyer, FLOOR, 2, false).await.map(|v| v.seats.len()), Ok(2));
-    let again = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[0, 1])).await;
+    assert_eq!(
+        fx.best(buyer, FLOOR, 2, false).await.map(|v| v.seats.len()),
+        Ok(2)
+    );
+    let again = fx
+        .arb
+        .mark_seats_sold(fx.event, &sold_to(buyer, &[0, 1]))
+        .await;
     assert_eq!(again, Ok(0), "seats already sold stay as they are");
     fx.done().await;
 }
@@ -43,7 +52,10 @@ pub async fn a_held_seat_marked_sold_ends_the_other_buyers_hold(arb: Arc<dyn Sea
         .await
         .expect("pin");
     let owner = BuyerId::random();
-    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(owner, &[0, 6])).await;
+    let n = fx
+        .arb
+        .mark_seats_sold(fx.event, &sold_to(owner, &[0, 6]))
+        .await;
     assert_eq!(n, Ok(2));
     for hold in [h.hold, pinned.hold] {
         let state = fx.arb.get(hold).await.map(|v| v.map(|v| v.state));
@@ -71,7 +83,10 @@ pub async fn a_sale_being_recorded_is_sold_as_a_whole(arb: Arc<dyn SeatArbiter>)
         .pin(h.hold, OrderId::random(), DEADLINE, T0)
         .await
         .expect("pin");
-    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[2, 3])).await;
+    let n = fx
+        .arb
+        .mark_seats_sold(fx.event, &sold_to(buyer, &[2, 3]))
+        .await;
     assert_eq!(n, Ok(2));
     let state = fx.arb.get(h.hold).await.map(|v| v.map(|v| v.state));
     assert_eq!(state, Ok(Some(S::Sold)));
@@ -85,9 +100,15 @@ pub async fn a_sale_being_recorded_is_sold_as_a_whole(arb: Arc<dyn SeatArbiter>)
 pub async fn marking_an_unknown_seat_sold_changes_nothing(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::small(arb).await;
     let buyer = BuyerId::random();
-    let n = fx.arb.mark_seats_sold(fx.event, &sold_to(buyer, &[0, 999])).await;
+    let n = fx
+        .arb
+        .mark_seats_sold(fx.event, &sold_to(buyer, &[0, 999]))
+        .await;
     assert_eq!(n, Err(E::NoSuchSeat(999)));
-    let back = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[0, 999])).await;
+    let back = fx
+        .arb
+        .return_sold_seats(fx.event, &sold_to(buyer, &[0, 999]))
+        .await;
     assert_eq!(back, Err(E::NoSuchSeat(999)));
     assert_eq!(fx.free(&[0]).await, vec![true]);
     let other = unique_event();
@@ -99,13 +120,22 @@ pub async fn marking_an_unknown_seat_sold_changes_nothing(arb: Arc<dyn SeatArbit
 pub async fn returned_seats_come_back_to_stock_once(arb: Arc<dyn SeatArbiter>) {
     let buyer = BuyerId::random();
     let fx = Fixture::load(arb, &small_spec(), &sold_to(buyer, &[0, 1])).await;
-    let back = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[0])).await;
+    let back = fx
+        .arb
+        .return_sold_seats(fx.event, &sold_to(buyer, &[0]))
+        .await;
     assert_eq!(back, Ok(1));
     assert_eq!(fx.free(&[0, 1]).await, vec![true, false]);
-    let again = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[0])).await;
+    let again = fx
+        .arb
+        .return_sold_seats(fx.event, &sold_to(buyer, &[0]))
+        .await;
     assert_eq!(again, Ok(0), "a seat not sold is left as it is");
     let held = fx.named(BuyerId::random(), &[2]).await.expect("hold");
-    let not_sold = fx.arb.return_sold_seats(fx.event, &sold_to(buyer, &[2])).await;
+    let not_sold = fx
+        .arb
+        .return_sold_seats(fx.event, &sold_to(buyer, &[2]))
+        .await;
     assert_eq!(not_sold, Ok(0), "a held seat is not the ledger's to return");
     assert_eq!(fx.free(&[2]).await, vec![false]);
     fx.arb.release(held.hold).await.expect("release");
@@ -116,6 +146,9 @@ pub async fn returned_seats_come_back_to_stock_once(arb: Arc<dyn SeatArbiter>) {
     let req = fx.request(buyer, SeatChoice::Named(vec![3, 4, 5, 6]));
     let four = fx.arb.hold(&req, T0).await.map(|v| v.seats.len());
     assert_eq!(four, Err(E::LimitExceeded { limit: 4 }));
-    assert_eq!(fx.named(buyer, &[3, 4, 5]).await.map(|v| v.seats.len()), Ok(3));
+    assert_eq!(
+        fx.named(buyer, &[3, 4, 5]).await.map(|v| v.seats.len()),
+        Ok(3)
+    );
     fx.done().await;
 }
