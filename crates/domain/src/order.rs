@@ -5,8 +5,12 @@
 //! pending_payment → authorized → committed → confirmed (captured)
 //!                ↘ declined      ↘ lost (auth voided)  ↘ pending_capture (retry sweep)
 //!                               ↘ voiding → voided  (the hold ended before the commit)
-//! payment after expiry: declined | voided | lost → refunding → refunded
+//! payment after expiry: declined | voided | lost | cancelled → refunding → refunded
+//! pending_capture ─(authorization expired, or retries exhausted)─► cancelling → cancelled
 //! ```
+//!
+//! `cancelling` is the claim of a sale that can no longer be paid for: the ledger gives
+//! its seats back in the same step, and only then is the authorization voided.
 //!
 //! `voiding` and `refunding` are claims written *before* the provider is asked to give
 //! money back: the ledger move is conditional, so a racing commit and a racing void
@@ -31,6 +35,12 @@ pub enum OrderState {
     Voiding,
     /// Money arrived for a sale that cannot happen; it is being returned.
     Refunding,
+    /// The authorization of a committed sale can no longer be captured (it expired or
+    /// was cancelled, or capture kept failing): the seats are back on sale and the
+    /// authorization is being released.
+    Cancelling,
+    /// A committed sale that could not be paid for, undone: no tickets, no charge.
+    Cancelled,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +65,17 @@ pub enum OrderEvent {
     Abandoned,
     /// The provider took money for an order that owns no seats: it must be returned.
     RefundDue,
+    /// The authorization of a committed sale can no longer be captured: the ledger gives
+    /// the seats back and the order is cancelled.
+    CaptureAbandoned,
+}
+
+impl OrderEvent {
+    /// Events that sell seats or give them back: only the ledger's own operations for
+    /// them (`commit`, `cancel_sale`) may apply these, never a plain state move.
+    pub fn moves_seats(self) -> bool {
+        matches!(self, OrderEvent::Committed | OrderEvent::CaptureAbandoned)
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -76,12 +97,17 @@ impl OrderState {
             (S::Authorized, E::CommitLost) => S::Lost,
             (S::Committed | S::PendingCapture, E::Captured) => S::Confirmed,
             (S::Committed | S::PendingCapture, E::CaptureFailed) => S::PendingCapture,
-            (S::Declined | S::Voided | S::Lost | S::Voiding | S::Refunding, E::Refunded) => {
-                S::Refunded
-            }
+            (
+                S::Declined | S::Voided | S::Lost | S::Voiding | S::Refunding | S::Cancelling,
+                E::Refunded,
+            ) => S::Refunded,
             (S::Authorized, E::Abandoned) => S::Voiding,
             (S::Voiding, E::Voided) => S::Voided,
-            (S::Declined | S::Voided | S::Lost | S::Voiding, E::RefundDue) => S::Refunding,
+            (S::Declined | S::Voided | S::Lost | S::Voiding | S::Cancelled, E::RefundDue) => {
+                S::Refunding
+            }
+            (S::PendingCapture, E::CaptureAbandoned) => S::Cancelling,
+            (S::Cancelling, E::Voided) => S::Cancelled,
             (from, event) => return Err(IllegalOrderMove { from, event }),
         };
         Ok(to)
@@ -103,17 +129,19 @@ impl OrderState {
                 | OrderState::Lost
                 | OrderState::Voided
                 | OrderState::Refunded
+                | OrderState::Cancelled
         )
     }
 
     /// States the recovery sweep must drive forward.
-    pub const UNFINISHED: [OrderState; 6] = [
+    pub const UNFINISHED: [OrderState; 7] = [
         OrderState::PendingPayment,
         OrderState::Authorized,
         OrderState::Committed,
         OrderState::PendingCapture,
         OrderState::Voiding,
         OrderState::Refunding,
+        OrderState::Cancelling,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +157,8 @@ impl OrderState {
             OrderState::Refunded => "refunded",
             OrderState::Voiding => "voiding",
             OrderState::Refunding => "refunding",
+            OrderState::Cancelling => "cancelling",
+            OrderState::Cancelled => "cancelled",
         }
     }
 
@@ -137,7 +167,7 @@ impl OrderState {
     }
 }
 
-pub const ALL_STATES: [OrderState; 11] = [
+pub const ALL_STATES: [OrderState; 13] = [
     OrderState::PendingPayment,
     OrderState::Authorized,
     OrderState::Committed,
@@ -149,6 +179,8 @@ pub const ALL_STATES: [OrderState; 11] = [
     OrderState::Refunded,
     OrderState::Voiding,
     OrderState::Refunding,
+    OrderState::Cancelling,
+    OrderState::Cancelled,
 ];
 
 #[cfg(test)]
@@ -168,26 +200,54 @@ mod tests {
             Just(OrderEvent::Refunded),
             Just(OrderEvent::Abandoned),
             Just(OrderEvent::RefundDue),
+            Just(OrderEvent::CaptureAbandoned),
         ]
     }
 
     proptest! {
-        /// P2 in miniature: money is captured only for an order that committed seats,
-        /// and an order that owns seats never ends refunded, voided or lost.
+        /// P2 in miniature: money is captured only for an order that committed seats and
+        /// kept them, and an order owns seats from its commit until the ledger gives them
+        /// back for good (a capture abandoned), never ending refunded, voided or lost
+        /// while it owns them.
         #[test]
         fn capture_only_follows_a_commit(events in proptest::collection::vec(any_event(), 0..24)) {
             let mut state = OrderState::PendingPayment;
-            let mut committed = false;
+            let (mut committed, mut given_back) = (false, false);
             for e in events {
                 if let Ok(next) = state.apply(e) {
-                    if next == OrderState::Confirmed { prop_assert!(committed); }
+                    if next == OrderState::Confirmed { prop_assert!(committed && !given_back); }
                     committed |= next == OrderState::Committed;
-                    if committed { prop_assert!(next.holds_seats(), "{state:?} -{e:?}-> {next:?}"); }
+                    given_back |= e == OrderEvent::CaptureAbandoned;
+                    prop_assert_eq!(next.holds_seats(), committed && !given_back, "{:?} -{:?}-> {:?}", state, e, next);
                     prop_assert!(state != OrderState::Confirmed && state != OrderState::Refunded);
                     state = next;
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_uncapturable_sale_is_cancelled_and_can_still_refund_a_late_capture() {
+        let cancelling = OrderState::PendingCapture
+            .apply(OrderEvent::CaptureAbandoned)
+            .unwrap();
+        assert_eq!(cancelling, OrderState::Cancelling);
+        assert!(!cancelling.holds_seats() && !cancelling.is_final());
+        assert!(OrderState::UNFINISHED.contains(&cancelling));
+        assert!(cancelling.apply(OrderEvent::Captured).is_err());
+        let cancelled = cancelling.apply(OrderEvent::Voided).unwrap();
+        assert_eq!(cancelled, OrderState::Cancelled);
+        assert!(cancelled.is_final() && !cancelled.holds_seats());
+        assert_eq!(
+            cancelled.apply(OrderEvent::RefundDue),
+            Ok(OrderState::Refunding)
+        );
+        assert!(
+            OrderState::Committed
+                .apply(OrderEvent::CaptureAbandoned)
+                .is_err()
+        );
+        assert!(OrderEvent::CaptureAbandoned.moves_seats() && OrderEvent::Committed.moves_seats());
     }
 
     #[test]

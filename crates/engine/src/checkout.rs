@@ -6,10 +6,12 @@
 use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState};
 
 use crate::buyers::BuyerSession;
+use crate::cancel::Capturable;
 use crate::order_view::OrderView;
 use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder,
-    LedgerError, NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
+    LedgerError, NextAction, Order, OrderSeat, PaymentError, PaymentGateway, ProviderPayment,
+    ProviderState,
 };
 use crate::{Engine, EngineError};
 
@@ -166,7 +168,8 @@ impl Engine {
             amount: order.total,
             state: ProviderState::Authorized,
         };
-        self.commit_or_give_back(&authorized, &reference, Some(&approved), max_per_buyer)
+        let via = &*self.ports.payments;
+        self.commit_or_give_back(&authorized, &reference, Some(&approved), max_per_buyer, via)
             .await
     }
 
@@ -197,6 +200,7 @@ impl Engine {
         order: &Order,
         reference: &str,
         max_per_buyer: u32,
+        via: &dyn PaymentGateway,
     ) -> Result<CheckoutOutcome, EngineError> {
         let commit = Commit {
             order: order.id,
@@ -211,31 +215,42 @@ impl Engine {
             CommitOutcome::SeatTaken { seat_id } => {
                 tracing::info!(order = %order.id, seat = %seat_id, "lost at commit; voiding the authorization");
                 let agreed = self.agree_with_ledger_on(order).await;
-                self.lose(order, reference, agreed).await?;
+                self.lose(order, reference, agreed, via).await?;
                 return Err(EngineError::SeatSold);
             }
             CommitOutcome::LimitExceeded => {
-                self.lose(order, reference, true).await?;
+                self.lose(order, reference, true, via).await?;
                 return Err(EngineError::LimitExceeded {
                     limit: max_per_buyer,
                 });
             }
             CommitOutcome::NotCommittable(_) => return self.current(order.id).await,
         }
-        self.capture(order, reference).await
+        self.capture(order, reference, via).await
     }
 
+    /// Captures a committed sale. A capture the provider refuses because it holds no
+    /// authorization any more (expired, cancelled) cancels the sale; any other failure
+    /// leaves the order in `pending_capture` for the sweep to retry.
     pub(crate) async fn capture(
         &self,
         order: &Order,
         reference: &str,
+        via: &dyn PaymentGateway,
     ) -> Result<CheckoutOutcome, EngineError> {
-        let event = match self.ports.payments.capture(order.id, reference).await {
+        let event = match via.capture(order.id, reference).await {
             Ok(()) => OrderEvent::Captured,
-            Err(e) => {
-                tracing::warn!(order = %order.id, error = %e, "capture failed; the sweep will retry");
-                OrderEvent::CaptureFailed
-            }
+            Err(e) => match self.capturable(order, &e, via).await {
+                Capturable::Already => OrderEvent::Captured,
+                Capturable::Later => {
+                    tracing::warn!(order = %order.id, error = %e, "capture failed; the sweep will retry");
+                    OrderEvent::CaptureFailed
+                }
+                Capturable::Never => {
+                    self.abandon_capture(order, via).await?;
+                    return self.current(order.id).await;
+                }
+            },
         };
         let Some(after) = self.try_move(order.id, event, None).await? else {
             return self.current(order.id).await;
@@ -247,11 +262,17 @@ impl Engine {
     /// A lost commit: void first, and only record the loss once the void went through,
     /// so a failed void leaves the order `authorized` for recovery to void again. The
     /// hold goes back to stock when `release` (not when its seats may be sold).
-    async fn lose(&self, order: &Order, reference: &str, release: bool) -> Result<(), EngineError> {
+    async fn lose(
+        &self,
+        order: &Order,
+        reference: &str,
+        release: bool,
+        via: &dyn PaymentGateway,
+    ) -> Result<(), EngineError> {
         if release {
             self.release_quietly(order.hold).await;
         }
-        match self.ports.payments.void(order.id, reference).await {
+        match via.void(order.id, reference).await {
             Ok(()) => {
                 self.try_move(order.id, OrderEvent::CommitLost, None)
                     .await?;
@@ -299,6 +320,8 @@ fn new_order(view: &HoldView, labels: Vec<String>, currency: String, now: Millis
         payment_ref: None,
         created_at: now,
         updated_at: now,
+        attempts: 0,
+        next_attempt_at: now,
     }
 }
 
@@ -315,5 +338,8 @@ fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {
         OrderState::Voided | OrderState::Refunded | OrderState::Voiding | OrderState::Refunding => {
             Err(EngineError::HoldExpired)
         }
+        OrderState::Cancelling | OrderState::Cancelled => Err(EngineError::PaymentDeclined(
+            "the payment could not be completed; the tickets were cancelled".into(),
+        )),
     }
 }

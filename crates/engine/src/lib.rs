@@ -5,6 +5,7 @@ mod admission;
 mod audit;
 mod availability;
 mod buyers;
+mod cancel;
 mod catalog;
 mod checkout;
 mod drift;
@@ -13,6 +14,7 @@ mod expiry;
 mod holds;
 mod late;
 mod order_view;
+mod pacing;
 pub mod ports;
 mod queue;
 mod recovery;
@@ -71,9 +73,21 @@ pub struct EngineConfig {
     pub poll_after_ms: u64,
     /// The waiting room: default rules, rate limits, the public document's lifetime.
     pub waiting: waiting::WaitingConfig,
-    /// Longest wait between two capture retries of an order in `pending_capture`; the
-    /// wait doubles from `recovery_after_s` up to this.
-    pub capture_retry_max_s: u64,
+    /// Longest wait between two recovery attempts at one order (a capture retried, a
+    /// provider asked again); the wait doubles from `recovery_after_s` up to this.
+    #[serde(alias = "capture_retry_max_s")]
+    pub recovery_retry_max_s: u64,
+    /// Orders the recovery sweep reads per page.
+    pub recovery_page: usize,
+    /// Most provider calls the recovery sweep has in flight at once (it settles that
+    /// many orders concurrently).
+    pub recovery_in_flight: usize,
+    /// Most provider calls the recovery sweep starts per second (0: no limit). Keep it
+    /// under the provider's rate limit, which live checkouts share.
+    pub recovery_calls_per_s: u32,
+    /// Capture retries of an order in `pending_capture` before its sale is cancelled
+    /// and its seats go back on sale.
+    pub capture_max_attempts: u32,
 }
 
 impl Default for EngineConfig {
@@ -86,7 +100,11 @@ impl Default for EngineConfig {
             admission_interval_ms: 2_000,
             poll_after_ms: 3_000,
             waiting: waiting::WaitingConfig::default(),
-            capture_retry_max_s: 3_600,
+            recovery_retry_max_s: 3_600,
+            recovery_page: 200,
+            recovery_in_flight: 50,
+            recovery_calls_per_s: 200,
+            capture_max_attempts: 48,
         }
     }
 }
@@ -94,6 +112,8 @@ impl Default for EngineConfig {
 /// The on-sale engine: every use case, over the ports it was built with.
 pub struct Engine {
     ports: Ports,
+    /// The provider as the recovery sweep calls it: paced (see `pacing`).
+    recovery_payments: Arc<dyn PaymentGateway>,
     keys: KeyRing,
     config: EngineConfig,
     catalog: catalog::CatalogCache,
@@ -110,8 +130,14 @@ pub struct Engine {
 impl Engine {
     pub fn new(ports: Ports, keys: KeyRing, config: EngineConfig) -> Engine {
         let jwks = bytes::Bytes::from(keys.jwks());
+        let recovery_payments = Arc::new(pacing::Paced::new(
+            ports.payments.clone(),
+            config.recovery_in_flight,
+            config.recovery_calls_per_s,
+        ));
         Engine {
             ports,
+            recovery_payments,
             keys,
             config,
             catalog: catalog::CatalogCache::default(),

@@ -107,7 +107,15 @@ pub fn explain(state: OrderState) -> (&'static str, &'static str) {
         ),
         S::Refunded => (
             "returned",
-            "Your payment arrived after your hold ended and was refunded in full.",
+            "Your payment was refunded in full; this order has no tickets.",
+        ),
+        S::Cancelling => (
+            "being_returned",
+            "We could not complete the charge for your order, so your tickets are cancelled and the seats are back on sale. The reservation on your card is being released; you will not be charged.",
+        ),
+        S::Cancelled => (
+            "none",
+            "We could not complete the charge for your order, so your tickets were cancelled and the seats went back on sale. You were not charged.",
         ),
     }
 }

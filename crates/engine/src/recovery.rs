@@ -1,93 +1,123 @@
 //! The recovery sweep: drives every order left mid-checkout (a crash, a provider
 //! timeout, a buyer who never finished 3-D Secure, a failed capture, a void or refund
-//! that did not go through) to a final state by asking the provider what happened
-//! (`settle`). It only touches orders idle for `recovery_after_s`, so it rarely races
-//! a checkout that is still running, and it is safe when it does.
+//! that did not go through, a sale being cancelled) to a final state by asking the
+//! provider what happened (`settle`). It only touches orders idle for
+//! `recovery_after_s`, so it rarely races a checkout that is still running, and it is
+//! safe when it does.
 //!
-//! Failed captures back off: an order in `pending_capture` is retried once it has been
-//! idle as long as it has been alive (so the wait doubles each attempt), between
-//! `recovery_after_s` and `capture_retry_max_s`. No counter is needed: every failed
-//! attempt rewrites `updated_at`.
+//! Each step pages through every due order with a cursor, so none waits behind orders
+//! that cannot move yet. Each attempt is claimed in the ledger before it is made, which
+//! sets the order's next attempt: the wait doubles from `recovery_after_s` up to
+//! `recovery_retry_max_s` while the order stays in one state, survives a restart, and
+//! keeps two nodes from attempting one order at once. Orders of a page are settled
+//! concurrently through the sweep's paced door to the provider (`recovery_in_flight`
+//! calls at once, `recovery_calls_per_s`), so a backlog after a crash drains quickly
+//! without flooding the provider.
 
 use boxoffice_domain::{Millis, OrderState};
+use futures::StreamExt;
 
-use crate::ports::Order;
+use crate::ports::{DueOrders, Order};
 use crate::worker::Outcome;
 use crate::{Engine, EngineError};
-
-/// Orders looked at per state per step. One query per state, so orders that must wait
-/// (a buyer still at their bank) cannot starve the others of a batch.
-const BATCH: usize = 200;
 
 impl Engine {
     pub async fn recovery_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
-        let before = Millis(now.0 - (self.config.recovery_after_s as i64) * 1000);
+        let limit = self.config.recovery_page.max(1);
+        let mut q = DueOrders {
+            states: &OrderState::UNFINISHED,
+            idle_since: Millis(now.0 - secs_ms(self.config.recovery_after_s)),
+            due_at: now,
+            after: None,
+            limit,
+        };
         let mut done = 0;
-        for state in OrderState::UNFINISHED {
-            let orders = self.ports.ledger.orders_in(&[state], before, BATCH).await?;
-            for order in orders.iter().filter(|o| self.due(o, now)) {
-                match self.settle(order).await {
-                    Ok(true) => done += 1,
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::warn!(order = %order.id, error = %e, "recovery of order failed; will retry")
-                    }
-                }
+        loop {
+            let page = self.ports.ledger.orders_due(&q).await?;
+            let Some(last) = page.last() else { break };
+            q.after = Some((last.next_attempt_at, last.id));
+            let full = page.len() == limit;
+            done += self.settle_page(page, now).await;
+            if !full {
+                break;
             }
         }
         Ok(Outcome { done })
     }
 
-    /// Whether the sweep should try this order now (capture retries back off).
-    fn due(&self, order: &Order, now: Millis) -> bool {
-        if order.state != OrderState::PendingCapture {
-            return true;
+    /// Settles a page's orders, as many at once as the sweep may have provider calls in
+    /// flight; returns how many moved.
+    async fn settle_page(&self, page: Vec<Order>, now: Millis) -> usize {
+        futures::stream::iter(page)
+            .map(|order| self.attempt(order, now))
+            .buffer_unordered(self.config.recovery_in_flight.max(1))
+            .filter(|moved| std::future::ready(*moved))
+            .count()
+            .await
+    }
+
+    /// One attempt at one order: claimed first, so its next attempt is spaced whatever
+    /// happens next (a failure, a crash), then settled.
+    async fn attempt(&self, order: Order, now: Millis) -> bool {
+        let attempts = order.attempts.saturating_add(1);
+        let next = now.plus_millis(self.retry_wait_ms(attempts));
+        match self.ports.ledger.claim_attempt(&order, next).await {
+            Ok(true) => {}
+            // Moved or claimed by another path (or node) since the page was read.
+            Ok(false) => return false,
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "could not claim a recovery attempt");
+                return false;
+            }
         }
-        let wait = capture_backoff_ms(
-            order,
+        let claimed = Order {
+            attempts,
+            next_attempt_at: next,
+            ..order
+        };
+        match self.settle_via(&claimed, &*self.recovery_payments).await {
+            Ok(moved) => moved,
+            Err(e) => {
+                tracing::warn!(order = %claimed.id, error = %e, "recovery of order failed; will retry");
+                false
+            }
+        }
+    }
+
+    fn retry_wait_ms(&self, attempts: u32) -> i64 {
+        retry_wait_ms(
+            attempts,
             self.config.recovery_after_s,
-            self.config.capture_retry_max_s,
-        );
-        now.0 - order.updated_at.0 >= wait
+            self.config.recovery_retry_max_s,
+        )
     }
 }
 
-/// Idle time required before the next capture attempt: the order's age at its last
-/// attempt, clamped to [`min_s`, `max_s`].
-fn capture_backoff_ms(order: &Order, min_s: u64, max_s: u64) -> i64 {
-    let age = order.updated_at.0 - order.created_at.0;
-    age.clamp(min_s as i64 * 1000, (max_s.max(min_s)) as i64 * 1000)
+fn secs_ms(s: u64) -> i64 {
+    i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)
+}
+
+/// The wait after an order's `attempts`-th attempt in one state: `min_s` (at least a
+/// second), doubling with each attempt, at most `max_s`.
+fn retry_wait_ms(attempts: u32, min_s: u64, max_s: u64) -> i64 {
+    let min = secs_ms(min_s).max(1_000);
+    let doubled = min.saturating_mul(1i64 << attempts.saturating_sub(1).min(40));
+    doubled.min(secs_ms(max_s).max(min))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use boxoffice_domain::{BuyerId, EventId, HoldId, Money, OrderId};
-
-    fn order(created: i64, updated: i64) -> Order {
-        Order {
-            id: OrderId::random(),
-            event: EventId(1),
-            buyer: BuyerId::random(),
-            hold: HoldId::random(EventId(1)),
-            seats: vec![],
-            total: Money(1),
-            currency: "EUR".into(),
-            state: OrderState::PendingCapture,
-            payment_ref: None,
-            created_at: Millis(created),
-            updated_at: Millis(updated),
-        }
-    }
 
     #[test]
-    fn capture_retries_wait_as_long_as_the_order_has_lived_within_bounds() {
-        assert_eq!(capture_backoff_ms(&order(0, 1_000), 30, 3_600), 30_000);
-        assert_eq!(capture_backoff_ms(&order(0, 100_000), 30, 3_600), 100_000);
-        assert_eq!(
-            capture_backoff_ms(&order(0, 10_000_000), 30, 3_600),
-            3_600_000
-        );
+    fn retries_wait_twice_as_long_each_time_within_bounds() {
+        assert_eq!(retry_wait_ms(1, 30, 3_600), 30_000);
+        assert_eq!(retry_wait_ms(2, 30, 3_600), 60_000);
+        assert_eq!(retry_wait_ms(5, 30, 3_600), 480_000);
+        assert_eq!(retry_wait_ms(8, 30, 3_600), 3_600_000);
+        assert_eq!(retry_wait_ms(u32::MAX, 30, 3_600), 3_600_000);
+        // A zero minimum still waits a second, so one step cannot meet an order twice.
+        assert_eq!(retry_wait_ms(1, 0, 0), 1_000);
     }
 }

@@ -3,36 +3,56 @@
 //! lost a race all call it, so it must be safe to run twice at once on one order:
 //! every ledger move is conditional ([`Engine::try_move`]), every provider call is
 //! idempotent, and money is given back only after the ledger has claimed the order
-//! (`voiding`, `refunding`), so a racing commit and a racing void cannot both win.
+//! (`voiding`, `refunding`, `cancelling`), so a racing commit and a racing void cannot
+//! both win. Every provider call goes through `via`: directly for a buyer waiting on
+//! the answer, through the recovery sweep's paced door for the sweep.
 
 use boxoffice_domain::{HoldState, OrderEvent, OrderState};
 
 use crate::checkout::CheckoutOutcome;
-use crate::ports::{Inquiry, Order, PaymentError, ProviderPayment, ProviderState};
+use crate::ports::{Inquiry, Order, PaymentError, PaymentGateway, ProviderPayment, ProviderState};
 use crate::{Engine, EngineError};
 
 impl Engine {
-    /// Moves one order on as far as it can go now; returns whether anything changed.
+    /// Moves one order on as far as it can go now, calling the provider directly (a
+    /// webhook, a checkout); returns whether anything changed.
     pub(crate) async fn settle(&self, order: &Order) -> Result<bool, EngineError> {
+        self.settle_via(order, &*self.ports.payments).await
+    }
+
+    /// `settle`, calling the provider through `via` (the sweep's paced door).
+    pub(crate) async fn settle_via(
+        &self,
+        order: &Order,
+        via: &dyn PaymentGateway,
+    ) -> Result<bool, EngineError> {
         use OrderState as S;
         match order.state {
-            S::Authorized => self.finish_authorized(order, None).await,
-            // An attempt counts as work even when it fails: it moved `updated_at`,
-            // which is what spaces the next attempt (see recovery).
+            S::Authorized => self.finish_authorized(order, None, via).await,
+            S::PendingCapture if self.capture_exhausted(order) => {
+                self.abandon_capture(order, via).await
+            }
+            // An attempt counts as work even when it fails: the sweep's claim spaced
+            // the next one.
             S::Committed | S::PendingCapture => {
-                self.capture(order, reference(order)).await?;
+                self.capture(order, reference(order), via).await?;
                 Ok(true)
             }
+            S::Cancelling => self.finish_cancelling(order, via).await,
             S::Confirmed | S::Refunded => Ok(false),
-            S::PendingPayment | S::Voiding | S::Refunding | S::Declined | S::Voided | S::Lost => {
-                match self.ports.payments.inquire(&Inquiry::of(order)).await {
-                    Ok(found) => self.settle_with(order, found).await,
-                    Err(e) => {
-                        tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
-                        Ok(false)
-                    }
+            S::PendingPayment
+            | S::Voiding
+            | S::Refunding
+            | S::Declined
+            | S::Voided
+            | S::Lost
+            | S::Cancelled => match via.inquire(&Inquiry::of(order)).await {
+                Ok(found) => self.settle_with(order, found, via).await,
+                Err(e) => {
+                    tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
+                    Ok(false)
                 }
-            }
+            },
         }
     }
 
@@ -40,6 +60,7 @@ impl Engine {
         &self,
         order: &Order,
         found: Option<ProviderPayment>,
+        via: &dyn PaymentGateway,
     ) -> Result<bool, EngineError> {
         use OrderState as S;
         use ProviderState as P;
@@ -56,7 +77,7 @@ impl Engine {
                 if self.pinned(order).await? {
                     return Ok(false); // the buyer still has time at their bank
                 }
-                self.cancel_then(order, &p, OrderEvent::Voided).await
+                self.cancel_then(order, &p, OrderEvent::Voided, via).await
             }
             (S::PendingPayment, P::Declined) => self.end_unpaid(order, OrderEvent::Declined).await,
             (S::PendingPayment, P::Voided | P::Refunded) => {
@@ -67,18 +88,19 @@ impl Engine {
                     .try_move(order.id, OrderEvent::Authorized, Some(&p.reference))
                     .await?
                 {
-                    Some(a) => self.finish_authorized(&a, Some(&p)).await,
+                    Some(a) => self.finish_authorized(&a, Some(&p), via).await,
                     None => Ok(false),
                 }
             }
-            (S::Voiding | S::Refunding, _) => self.give_back(order, &p).await,
+            (S::Voiding | S::Refunding, _) => self.give_back(order, &p, via).await,
             // Money that arrived for an order that ended without seats: a late payment.
-            (S::Declined | S::Voided | S::Lost, P::Authorized | P::RequiresAction) => {
-                self.void_at_provider(order, &p.reference).await
-            }
-            (S::Declined | S::Voided | S::Lost, P::Captured) => {
+            (
+                S::Declined | S::Voided | S::Lost | S::Cancelled,
+                P::Authorized | P::RequiresAction,
+            ) => self.void_at_provider(order, &p.reference, via).await,
+            (S::Declined | S::Voided | S::Lost | S::Cancelled, P::Captured) => {
                 match self.try_move(order.id, OrderEvent::RefundDue, None).await? {
-                    Some(claimed) => self.give_back(&claimed, &p).await,
+                    Some(claimed) => self.give_back(&claimed, &p, via).await,
                     None => Ok(false),
                 }
             }
@@ -92,6 +114,7 @@ impl Engine {
         &self,
         order: &Order,
         known: Option<&ProviderPayment>,
+        via: &dyn PaymentGateway,
     ) -> Result<bool, EngineError> {
         let max = self
             .event(order.event)
@@ -100,7 +123,10 @@ impl Engine {
             .sale
             .max_tickets_per_buyer;
         let reference = known.map_or(reference(order), |p| p.reference.as_str());
-        match self.commit_or_give_back(order, reference, known, max).await {
+        match self
+            .commit_or_give_back(order, reference, known, max, via)
+            .await
+        {
             // A lost race, a limit, a lapsed hold: the order ended, which is progress.
             Ok(_) | Err(EngineError::SeatSold | EngineError::LimitExceeded { .. }) => Ok(true),
             Err(EngineError::HoldExpired | EngineError::PaymentDeclined(_)) => Ok(true),
@@ -120,10 +146,11 @@ impl Engine {
         reference: &str,
         known: Option<&ProviderPayment>,
         max_per_buyer: u32,
+        via: &dyn PaymentGateway,
     ) -> Result<CheckoutOutcome, EngineError> {
         if self.pinned(order).await? || self.retake_for_late_payment(order).await? {
             return self
-                .commit_and_capture(order, reference, max_per_buyer)
+                .commit_and_capture(order, reference, max_per_buyer, via)
                 .await;
         }
         let Some(claimed) = self.try_move(order.id, OrderEvent::Abandoned, None).await? else {
@@ -131,11 +158,11 @@ impl Engine {
         };
         let found = match known {
             Some(p) => Ok(Some(p.clone())),
-            None => self.ports.payments.inquire(&Inquiry::of(order)).await,
+            None => via.inquire(&Inquiry::of(order)).await,
         };
         match found {
             Ok(Some(p)) => {
-                self.give_back(&claimed, &p).await?;
+                self.give_back(&claimed, &p, via).await?;
             }
             Ok(None) => {
                 self.end_unpaid(&claimed, OrderEvent::Voided).await?;
@@ -147,19 +174,23 @@ impl Engine {
         self.current(order.id).await
     }
 
-    /// An order claimed `voiding` or `refunding`: void an authorization, refund a
-    /// capture, then record how it ended.
-    async fn give_back(&self, order: &Order, p: &ProviderPayment) -> Result<bool, EngineError> {
+    /// An order claimed `voiding`, `refunding` or `cancelling`: void an authorization,
+    /// refund a capture, then record how it ended.
+    pub(crate) async fn give_back(
+        &self,
+        order: &Order,
+        p: &ProviderPayment,
+        via: &dyn PaymentGateway,
+    ) -> Result<bool, EngineError> {
         let (call, event) = match p.state {
             ProviderState::Captured => (
-                self.ports.payments.refund(order.id, &p.reference).await,
+                via.refund(order.id, &p.reference).await,
                 OrderEvent::Refunded,
             ),
             ProviderState::Refunded => (Ok(()), OrderEvent::Refunded),
-            ProviderState::Authorized | ProviderState::RequiresAction => (
-                self.ports.payments.void(order.id, &p.reference).await,
-                OrderEvent::Voided,
-            ),
+            ProviderState::Authorized | ProviderState::RequiresAction => {
+                (via.void(order.id, &p.reference).await, OrderEvent::Voided)
+            }
             ProviderState::Voided | ProviderState::Declined => (Ok(()), OrderEvent::Voided),
         };
         if let Err(e) = call {
@@ -172,7 +203,7 @@ impl Engine {
         } else {
             event
         };
-        if event == OrderEvent::Refunded {
+        if event == OrderEvent::Refunded && order.state != OrderState::Cancelling {
             metrics::counter!("boxoffice_late_payments_refunded_total").increment(1);
         }
         self.try_move(order.id, event, None).await?;
@@ -187,8 +218,9 @@ impl Engine {
         order: &Order,
         p: &ProviderPayment,
         event: OrderEvent,
+        via: &dyn PaymentGateway,
     ) -> Result<bool, EngineError> {
-        match self.ports.payments.void(order.id, &p.reference).await {
+        match via.void(order.id, &p.reference).await {
             Ok(()) => self.end_unpaid(order, event).await,
             Err(e) => {
                 tracing::info!(order = %order.id, error = %e, "cancel refused; will ask again");
@@ -197,8 +229,13 @@ impl Engine {
         }
     }
 
-    async fn void_at_provider(&self, order: &Order, reference: &str) -> Result<bool, EngineError> {
-        match self.ports.payments.void(order.id, reference).await {
+    async fn void_at_provider(
+        &self,
+        order: &Order,
+        reference: &str,
+        via: &dyn PaymentGateway,
+    ) -> Result<bool, EngineError> {
+        match via.void(order.id, reference).await {
             Ok(()) => Ok(true),
             Err(PaymentError::Rejected(_)) => Ok(false),
             Err(e) => {

@@ -51,6 +51,8 @@ async fn authorized_order_without_its_hold(app: &TestApp) -> (OrderId, String) {
         payment_ref: None,
         created_at: now,
         updated_at: now,
+        attempts: 0,
+        next_attempt_at: now,
     };
     let inserted = ports.ledger.insert_order(&order).await.unwrap();
     assert_eq!(inserted, InsertOrder::Inserted);

@@ -7,10 +7,11 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use boxoffice_domain::{
-    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, InsertOrder, Ledger, LedgerError, Order,
+    StoreError,
 };
 use parking_lot::Mutex;
 use sqlx::PgPool;
@@ -19,7 +20,7 @@ use sqlx::postgres::PgPoolOptions;
 use crate::idempotency::PostgresIdempotency;
 use crate::options::PostgresOptions;
 use crate::writer::Writer;
-use crate::{audit, conn, events, migrate, moves, orders};
+use crate::{audit, cancel, conn, events, migrate, moves, orders};
 
 /// Things that must live as long as the database is in use, such as a test's
 /// throw-away database (dropped with the last ledger or idempotency store).
@@ -156,14 +157,21 @@ impl Ledger for PostgresLedger {
         orders::of_buyer(&self.pool, &buyer.to_string()).await
     }
 
-    async fn orders_in(
+    async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError> {
+        orders::due(&self.pool, q).await
+    }
+
+    async fn claim_attempt(
         &self,
-        states: &[OrderState],
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<Order>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        orders::in_states(&self.pool, states, before, limit).await
+        order: &Order,
+        next_attempt_at: Millis,
+    ) -> Result<bool, StoreError> {
+        let order = order.clone();
+        self.writer
+            .submit(move |c| {
+                Box::pin(async move { moves::claim_attempt(c, &order, next_attempt_at).await })
+            })
+            .await
     }
 
     async fn apply(
@@ -185,6 +193,12 @@ impl Ledger for PostgresLedger {
 
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         self.writer.commit(commit.clone()).await
+    }
+
+    async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.writer
+            .submit(move |c| Box::pin(cancel::cancel_sale(c, order, now)))
+            .await?
     }
 
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {

@@ -11,6 +11,7 @@
 //! Migrations are embedded from `migrations/postgres`.
 
 mod audit;
+mod cancel;
 mod commit;
 mod conn;
 mod events;

@@ -27,6 +27,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "idempotency_holders",
         include_str!("../../../migrations/postgres/0003_idempotency_holders.sql"),
     ),
+    (
+        4,
+        "order_retry_schedule",
+        include_str!("../../../migrations/postgres/0004_order_retry_schedule.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

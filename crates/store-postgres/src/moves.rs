@@ -22,6 +22,7 @@ pub(crate) fn event_name(event: OrderEvent) -> &'static str {
         OrderEvent::Refunded => "refunded",
         OrderEvent::Abandoned => "abandoned",
         OrderEvent::RefundDue => "refund_due",
+        OrderEvent::CaptureAbandoned => "capture_abandoned",
     }
 }
 
@@ -30,8 +31,8 @@ pub(crate) fn event_name(event: OrderEvent) -> &'static str {
 const INSERT: &str = "
     WITH ins AS (
         INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state,
-                            payment_ref, created_at, updated_at)
-        VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11)
+                            payment_ref, created_at, updated_at, attempts, next_attempt_at)
+        VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13)
         ON CONFLICT (hold_id) DO NOTHING
         RETURNING id
     ), history AS (
@@ -41,10 +42,11 @@ const INSERT: &str = "
     SELECT count(*) FROM ins";
 
 /// The move happens only from the state it was computed from; payments get a row when
-/// the provider gave a reference.
+/// the provider gave a reference. A new state starts the sweep's attempt count again.
 const MOVE: &str = "
     WITH moved AS (
-        UPDATE orders SET state = $3, payment_ref = COALESCE($4, payment_ref), updated_at = $5
+        UPDATE orders SET state = $3, payment_ref = COALESCE($4, payment_ref), updated_at = $5,
+            attempts = CASE WHEN $2 = $3 THEN attempts ELSE 0 END
         WHERE id = $1 AND state = $2
         RETURNING id, total
     ), history AS (
@@ -75,6 +77,8 @@ pub(crate) async fn insert(
         .bind(&order.payment_ref)
         .bind(order.created_at.0)
         .bind(order.updated_at.0)
+        .bind(i32::try_from(order.attempts).unwrap_or(i32::MAX))
+        .bind(order.next_attempt_at.0)
         .fetch_one(&mut *conn)
         .await
         .map_err(db)?;
@@ -87,8 +91,9 @@ pub(crate) async fn insert(
         .ok_or_else(|| StoreError::new("postgres: hold conflict without an order"))
 }
 
-/// Writer job: moves the order if the state machine allows it. `Committed` is refused
-/// here: only `commit` may make an order own seats, or P2 would break silently.
+/// Writer job: moves the order if the state machine allows it. Events that move seats
+/// are refused here: only `commit` may make an order own seats and only `cancel_sale`
+/// may take them back, or P2 would break silently.
 pub(crate) async fn apply(
     conn: &mut PgConnection,
     id: OrderId,
@@ -105,7 +110,7 @@ pub(crate) async fn apply(
         };
         let from = order.state;
         let to = match from.apply(event) {
-            Ok(to) if event != OrderEvent::Committed => to,
+            Ok(to) if !event.moves_seats() => to,
             _ => return Ok(Step::Undo(Err(LedgerError::Conflict(from)))),
         };
         let moved: i64 = sqlx::query_scalar(MOVE)
@@ -122,6 +127,9 @@ pub(crate) async fn apply(
             if let Some(reference) = payment_ref {
                 order.payment_ref = Some(reference.to_string());
             }
+            if to != from {
+                order.attempts = 0;
+            }
             order.state = to;
             order.updated_at = now;
             return Ok(Step::Keep(Ok(order)));
@@ -130,4 +138,30 @@ pub(crate) async fn apply(
     Err(StoreError::new(format_args!(
         "postgres: order {key} keeps changing under the writer"
     )))
+}
+
+const CLAIM: &str = "
+    UPDATE orders SET attempts = attempts + 1, next_attempt_at = $4
+    WHERE id = $1 AND state = $2 AND next_attempt_at = $3";
+
+/// Writer job: counts one more sweep attempt and sets the next, if the order is still
+/// as the sweep read it.
+pub(crate) async fn claim_attempt(
+    conn: &mut PgConnection,
+    order: &Order,
+    next_attempt_at: Millis,
+) -> Result<Step<bool>, StoreError> {
+    let done = sqlx::query(CLAIM)
+        .bind(order.id.to_string())
+        .bind(order.state.as_str())
+        .bind(order.next_attempt_at.0)
+        .bind(next_attempt_at.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    Ok(if done.rows_affected() == 1 {
+        Step::Keep(true)
+    } else {
+        Step::Undo(false)
+    })
 }

@@ -2,7 +2,7 @@
 //! shared by the read path and the writer.
 
 use boxoffice_domain::{EventId, HoldId, Millis, Money, OrderState};
-use boxoffice_engine::ports::{Order, OrderSeat, StoreError};
+use boxoffice_engine::ports::{DueOrders, Order, OrderSeat, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
@@ -11,7 +11,7 @@ use crate::conn::{corrupt, db};
 /// `seats` is read as text so serde_json, not a second JSON type, parses it.
 macro_rules! order_columns {
     () => {
-        "id, hold_id, event_id, buyer_id, seats::text, total, currency, state, payment_ref, created_at, updated_at"
+        "id, hold_id, event_id, buyer_id, seats::text, total, currency, state, payment_ref, created_at, updated_at, attempts, next_attempt_at"
     };
 }
 
@@ -26,10 +26,11 @@ const OF_BUYER: &str = concat!(
     order_columns!(),
     " FROM orders WHERE buyer_id = $1 ORDER BY created_at, id"
 );
-const IN_STATES: &str = concat!(
+const DUE: &str = concat!(
     "SELECT ",
     order_columns!(),
-    " FROM orders WHERE state = ANY($1) AND updated_at <= $2 ORDER BY updated_at, id LIMIT $3"
+    " FROM orders WHERE state = ANY($1) AND updated_at <= $2 AND next_attempt_at <= $3",
+    " AND (next_attempt_at, id) > ($4, $5) ORDER BY next_attempt_at, id LIMIT $6"
 );
 
 fn parse(row: &PgRow) -> Result<Order, StoreError> {
@@ -50,6 +51,9 @@ fn parse(row: &PgRow) -> Result<Order, StoreError> {
         payment_ref: row.try_get(8).map_err(db)?,
         created_at: Millis(int(9)?),
         updated_at: Millis(int(10)?),
+        attempts: u32::try_from(row.try_get::<i32, _>(11).map_err(db)?)
+            .map_err(|e| corrupt("order attempts", e))?,
+        next_attempt_at: Millis(int(12)?),
     })
 }
 
@@ -93,19 +97,22 @@ pub(crate) async fn of_buyer<'e>(
     rows.iter().map(parse).collect()
 }
 
-/// Orders in any of `states` touched at or before `before`, oldest first: the recovery
-/// sweep's work list.
-pub(crate) async fn in_states<'e>(
+/// A page of the recovery sweep's work list (see `DueOrders`).
+pub(crate) async fn due<'e>(
     conn: impl PgExecutor<'e>,
-    states: &[OrderState],
-    before: Millis,
-    limit: i64,
+    q: &DueOrders<'_>,
 ) -> Result<Vec<Order>, StoreError> {
-    let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
-    let rows = sqlx::query(IN_STATES)
+    let names: Vec<&str> = q.states.iter().map(|s| s.as_str()).collect();
+    let (after_at, after_id) = q
+        .after
+        .map_or((i64::MIN, String::new()), |(at, id)| (at.0, id.to_string()));
+    let rows = sqlx::query(DUE)
         .bind(names)
-        .bind(before.0)
-        .bind(limit)
+        .bind(q.idle_since.0)
+        .bind(q.due_at.0)
+        .bind(after_at)
+        .bind(after_id)
+        .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
         .fetch_all(conn)
         .await
         .map_err(db)?;

@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use boxoffice_domain::{
-    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, InsertOrder, Ledger, LedgerError, Order,
+    StoreError,
 };
 use parking_lot::Mutex;
 
@@ -19,7 +20,7 @@ use crate::idempotency::SqliteIdempotency;
 use crate::options::SqliteOptions;
 use crate::reader::ReadPool;
 use crate::writer::Writer;
-use crate::{audit, commit, conn, events, migrate, moves, orders};
+use crate::{audit, cancel, commit, conn, events, migrate, moves, orders};
 
 /// Things that must live as long as the file is in use, such as a test's temp directory.
 pub(crate) type Guards = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
@@ -135,16 +136,28 @@ impl Ledger for SqliteLedger {
             .await
     }
 
-    async fn orders_in(
+    async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError> {
+        let (after_at, after_id) = q
+            .after
+            .map_or((i64::MIN, String::new()), |(at, id)| (at.0, id.to_string()));
+        let query = orders::DueQuery {
+            states: orders::state_list(q.states.iter().copied()),
+            idle_since: q.idle_since.0,
+            due_at: q.due_at.0,
+            after: (after_at, after_id),
+            limit: i64::try_from(q.limit).unwrap_or(i64::MAX),
+        };
+        self.readers.read(move |c| orders::due(c, &query)).await
+    }
+
+    async fn claim_attempt(
         &self,
-        states: &[OrderState],
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<Order>, StoreError> {
-        let states = orders::state_list(states.iter().copied());
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.readers
-            .read(move |c| orders::in_states(c, &states, before.0, limit))
+        order: &Order,
+        next_attempt_at: Millis,
+    ) -> Result<bool, StoreError> {
+        let order = order.clone();
+        self.writer
+            .submit(move |c| moves::claim_attempt(c, &order, next_attempt_at))
             .await
     }
 
@@ -166,6 +179,12 @@ impl Ledger for SqliteLedger {
         self.writer
             .submit(move |c| commit::commit(c, &commit))
             .await
+    }
+
+    async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.writer
+            .submit(move |c| cancel::cancel_sale(c, order, now))
+            .await?
     }
 
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {

@@ -7,6 +7,7 @@
 //! connections on blocking threads. Migrations are embedded from `migrations/sqlite`.
 
 mod audit;
+mod cancel;
 mod commit;
 mod conn;
 mod events;

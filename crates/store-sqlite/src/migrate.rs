@@ -23,6 +23,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "idempotency_holders",
         include_str!("../../../migrations/sqlite/0002_idempotency_holders.sql"),
     ),
+    (
+        3,
+        "order_retry_schedule",
+        include_str!("../../../migrations/sqlite/0003_order_retry_schedule.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

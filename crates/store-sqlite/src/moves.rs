@@ -36,6 +36,7 @@ pub(crate) fn event_name(event: OrderEvent) -> &'static str {
         OrderEvent::Refunded => "refunded",
         OrderEvent::Abandoned => "abandoned",
         OrderEvent::RefundDue => "refund_due",
+        OrderEvent::CaptureAbandoned => "capture_abandoned",
     }
 }
 
@@ -47,8 +48,8 @@ pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrde
     let seats = serde_json::to_string(&order.seats).map_err(StoreError::new)?;
     let inserted = conn
         .prepare_cached(
-            "INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (hold_id) DO NOTHING",
+            "INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at, attempts, next_attempt_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (hold_id) DO NOTHING",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -62,7 +63,9 @@ pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrde
                 order.state.as_str(),
                 order.payment_ref,
                 order.created_at.0,
-                order.updated_at.0
+                order.updated_at.0,
+                order.attempts,
+                order.next_attempt_at.0
             ])
         })
         .map_err(db)?;
@@ -76,8 +79,9 @@ pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrde
     Ok(Step::Keep(InsertOrder::Inserted))
 }
 
-/// Writer job: moves the order if the state machine allows it. `Committed` is refused
-/// here: only `commit` may make an order own seats, or P2 would break silently.
+/// Writer job: moves the order if the state machine allows it. Events that move seats
+/// are refused here: only `commit` may make an order own seats and only `cancel_sale`
+/// may take them back, or P2 would break silently.
 pub(crate) fn apply(
     conn: &Connection,
     id: OrderId,
@@ -91,12 +95,14 @@ pub(crate) fn apply(
     };
     let from = order.state;
     let to = match from.apply(event) {
-        Ok(to) if event != OrderEvent::Committed => to,
+        Ok(to) if !event.moves_seats() => to,
         _ => return Ok(Step::Undo(Err(LedgerError::Conflict(from)))),
     };
+    // A new state starts the sweep's attempt count again.
     let changed = conn
         .prepare_cached(
-            "UPDATE orders SET state = ?3, payment_ref = COALESCE(?4, payment_ref), updated_at = ?5
+            "UPDATE orders SET state = ?3, payment_ref = COALESCE(?4, payment_ref), updated_at = ?5,
+                attempts = CASE WHEN ?2 = ?3 THEN attempts ELSE 0 END
              WHERE id = ?1 AND state = ?2",
         )
         .and_then(|mut s| s.execute(params![key, from.as_str(), to.as_str(), payment_ref, now.0]))
@@ -111,7 +117,38 @@ pub(crate) fn apply(
             .map_err(db)?;
         order.payment_ref = Some(reference.to_string());
     }
+    if to != from {
+        order.attempts = 0;
+    }
     order.state = to;
     order.updated_at = now;
     Ok(Step::Keep(Ok(order)))
+}
+
+/// Writer job: counts one more sweep attempt and sets the next, if the order is still
+/// as the sweep read it.
+pub(crate) fn claim_attempt(
+    conn: &Connection,
+    order: &Order,
+    next_attempt_at: Millis,
+) -> Result<Step<bool>, StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE orders SET attempts = attempts + 1, next_attempt_at = ?4
+             WHERE id = ?1 AND state = ?2 AND next_attempt_at = ?3",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                order.id.to_string(),
+                order.state.as_str(),
+                order.next_attempt_at.0,
+                next_attempt_at.0
+            ])
+        })
+        .map_err(db)?;
+    Ok(if changed == 1 {
+        Step::Keep(true)
+    } else {
+        Step::Undo(false)
+    })
 }

@@ -7,7 +7,7 @@ use rusqlite::{Connection, Params, Row};
 
 use crate::conn::{corrupt, db};
 
-pub(crate) const ORDER_COLUMNS: &str = "id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at";
+pub(crate) const ORDER_COLUMNS: &str = "id, hold_id, event_id, buyer_id, seats, total, currency, state, payment_ref, created_at, updated_at, attempts, next_attempt_at";
 
 /// The columns as stored, before they are parsed back into domain types.
 struct RawOrder {
@@ -22,6 +22,8 @@ struct RawOrder {
     payment_ref: Option<String>,
     created_at: i64,
     updated_at: i64,
+    attempts: u32,
+    next_attempt_at: i64,
 }
 
 fn raw(row: &Row<'_>) -> rusqlite::Result<RawOrder> {
@@ -37,6 +39,8 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawOrder> {
         payment_ref: row.get(8)?,
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
+        attempts: row.get(11)?,
+        next_attempt_at: row.get(12)?,
     })
 }
 
@@ -58,6 +62,8 @@ impl RawOrder {
             payment_ref: self.payment_ref,
             created_at: Millis(self.created_at),
             updated_at: Millis(self.updated_at),
+            attempts: self.attempts,
+            next_attempt_at: Millis(self.next_attempt_at),
         })
     }
 }
@@ -108,20 +114,39 @@ pub(crate) fn of_buyer(conn: &Connection, buyer: &str) -> Result<Vec<Order>, Sto
     query(conn, &sql, [buyer])
 }
 
-/// Orders in any of `states` (a JSON array of state names) touched at or before
-/// `before`, oldest first: the recovery sweep's work list.
-pub(crate) fn in_states(
-    conn: &Connection,
-    states: &str,
-    before: i64,
-    limit: i64,
-) -> Result<Vec<Order>, StoreError> {
+/// A page of the recovery sweep's work list: orders in any of `q.states` idle since
+/// `q.idle_since` and due at `q.due_at`, in (next_attempt_at, id) order after the
+/// cursor.
+pub(crate) fn due(conn: &Connection, q: &DueQuery) -> Result<Vec<Order>, StoreError> {
     let sql = format!(
         "SELECT {ORDER_COLUMNS} FROM orders
          WHERE state IN (SELECT value FROM json_each(?1)) AND updated_at <= ?2
-         ORDER BY updated_at, id LIMIT ?3"
+           AND next_attempt_at <= ?3 AND (next_attempt_at, id) > (?4, ?5)
+         ORDER BY next_attempt_at, id LIMIT ?6"
     );
-    query(conn, &sql, rusqlite::params![states, before, limit])
+    query(
+        conn,
+        &sql,
+        rusqlite::params![
+            q.states,
+            q.idle_since,
+            q.due_at,
+            q.after.0,
+            q.after.1,
+            q.limit
+        ],
+    )
+}
+
+/// `DueOrders` in the columns' terms, owned so it can go to a reader thread.
+pub(crate) struct DueQuery {
+    /// A JSON array of state names.
+    pub states: String,
+    pub idle_since: i64,
+    pub due_at: i64,
+    /// Before every order when the sweep starts: (i64::MIN, "").
+    pub after: (i64, String),
+    pub limit: i64,
 }
 
 /// A JSON array of state names, for `IN (SELECT value FROM json_each(?))`.

@@ -10,17 +10,21 @@
 //! for the whole run) passes as well as a fresh file per case.
 
 mod audit;
+mod cancel;
 mod catalog;
 mod commit;
 mod concurrency;
 pub mod fixtures;
 mod orders;
+mod schedule;
 
 pub use audit::*;
+pub use cancel::*;
 pub use catalog::*;
 pub use commit::*;
 pub use concurrency::*;
 pub use orders::*;
+pub use schedule::*;
 
 /// Expands into `mod ledger { … }` with one timed tokio test per case.
 #[macro_export]
@@ -41,7 +45,11 @@ macro_rules! ledger_conformance {
                 an_illegal_move_is_a_conflict_holding_the_actual_state,
                 moving_an_unknown_order_is_not_found,
                 apply_cannot_commit_an_order_without_selling_its_seats,
-                orders_in_filters_by_state_and_time_oldest_first,
+                orders_due_are_idle_and_due_orders_of_the_states_in_schedule_order,
+                orders_due_page_from_a_cursor,
+                a_claimed_attempt_is_counted_once_and_a_new_state_starts_the_count_again,
+                cancelling_a_sale_gives_its_seats_back_in_one_step,
+                apply_cannot_cancel_a_sale_without_giving_its_seats_back,
                 a_committed_order_has_its_seats_sold_to_its_buyer,
                 a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing,
                 an_order_can_be_committed_only_once,

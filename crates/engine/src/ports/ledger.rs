@@ -27,6 +27,30 @@ pub struct Order {
     pub payment_ref: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
+    /// Attempts the recovery sweep made at the order in its current state (a move to
+    /// another state starts the count again).
+    #[serde(default)]
+    pub attempts: u32,
+    /// The sweep leaves the order alone until then (its backoff, kept in the ledger so
+    /// that it survives a restart).
+    #[serde(default)]
+    pub next_attempt_at: Millis,
+}
+
+/// One page of the recovery sweep's work list: unfinished orders, idle and due, in
+/// (`next_attempt_at`, id) order from just after a cursor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueOrders<'a> {
+    pub states: &'a [OrderState],
+    /// Only orders whose state last moved at or before this, so that a checkout still
+    /// running is not raced.
+    pub idle_since: Millis,
+    /// Only orders whose next attempt is due at or before this.
+    pub due_at: Millis,
+    /// The (`next_attempt_at`, id) of the last order of the previous page; `None` for
+    /// the first page.
+    pub after: Option<(Millis, OrderId)>,
+    pub limit: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,16 +136,23 @@ pub trait Ledger: Send + Sync {
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError>;
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;
     async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError>;
-    /// Orders in any of `states` last touched at or before `before`, oldest first.
-    async fn orders_in(
+    /// A page of the recovery sweep's work list (see `DueOrders`); a cursor, so a page
+    /// costs the same however deep into the list it is.
+    async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError>;
+    /// Claims the sweep's next attempt at `order` as it was read: if it is still in
+    /// `order.state` with `order.next_attempt_at`, one more attempt is counted and the
+    /// next one is due at `next_attempt_at`. `false` when another path (or node) moved
+    /// or claimed it first, which then leaves it alone.
+    async fn claim_attempt(
         &self,
-        states: &[OrderState],
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<Order>, StoreError>;
+        order: &Order,
+        next_attempt_at: Millis,
+    ) -> Result<bool, StoreError>;
 
     /// Moves an order by `event` if its state allows, appending to its history.
-    /// `payment_ref` is recorded when given.
+    /// `payment_ref` is recorded when given. A move to another state starts the
+    /// sweep's attempt count again. Events that move seats (`OrderEvent::moves_seats`)
+    /// are refused as a `Conflict`: `commit` and `cancel_sale` apply those.
     async fn apply(
         &self,
         order: OrderId,
@@ -133,6 +164,11 @@ pub trait Ledger: Send + Sync {
     /// transaction. Concurrent commits may share a transaction (group commit); each
     /// gets its own outcome.
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
+    /// pending_capture → cancelling (`OrderEvent::CaptureAbandoned`): the order's sold
+    /// seats are deleted and its buyer's ticket count lowered, with an `order_cancelled`
+    /// outbox row and a history line, in one transaction. `Conflict` (holding the
+    /// state) when the order is in another state; nothing is written then.
+    async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
 
     /// (seat id, buyer) of every sold seat of an event: the input of a rebuild.
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError>;

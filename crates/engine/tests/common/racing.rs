@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use boxoffice_domain::{
-    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, InsertOrder, Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, InsertOrder, Ledger, LedgerError, Order,
+    StoreError,
 };
 use parking_lot::Mutex;
 
@@ -76,13 +77,11 @@ impl Ledger for Racing {
     async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
         self.inner.orders_of_buyer(buyer).await
     }
-    async fn orders_in(
-        &self,
-        states: &[OrderState],
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<Order>, StoreError> {
-        self.inner.orders_in(states, before, limit).await
+    async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError> {
+        self.inner.orders_due(q).await
+    }
+    async fn claim_attempt(&self, order: &Order, next: Millis) -> Result<bool, StoreError> {
+        self.inner.claim_attempt(order, next).await
     }
     async fn apply(
         &self,
@@ -106,6 +105,9 @@ impl Ledger for Racing {
     }
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         self.inner.commit(commit).await
+    }
+    async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.inner.cancel_sale(order, now).await
     }
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
         self.inner.sold_seats(event).await

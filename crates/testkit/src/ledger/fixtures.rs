@@ -78,6 +78,8 @@ pub fn order(event: &Event, buyer: BuyerId, indexes: &[usize], now: Millis) -> O
         payment_ref: None,
         created_at: now,
         updated_at: now,
+        attempts: 0,
+        next_attempt_at: now,
     }
 }
 

@@ -1,0 +1,74 @@
+//! Cancelling a sale that can no longer be paid for: the order's sold seats are
+//! deleted, its buyer's ticket count lowered, an `order_cancelled` outbox row and a
+//! history line written, and the order moved to `cancelling`, or none of it happens.
+//! The inverse of the commit, and like it the only write allowed to change which seats
+//! an order owns. One statement: one round trip.
+
+use boxoffice_domain::{Millis, OrderEvent, OrderId};
+use boxoffice_engine::ports::{LedgerError, Order, StoreError};
+use sqlx::PgConnection;
+
+use crate::conn::db;
+use crate::moves::event_name;
+use crate::orders;
+use crate::writer::Step;
+
+/// Each data-modifying part runs once; the ticket count drops by the seats deleted.
+/// The outbox row is the document the SQLite ledger writes.
+const CANCEL: &str = "
+    WITH moved AS (
+        UPDATE orders SET state = $3, updated_at = $4, attempts = 0
+        WHERE id = $1 AND state = $2
+        RETURNING id, event_id, buyer_id, hold_id, seats
+    ), freed AS (
+        DELETE FROM sold_seats s USING moved m WHERE s.order_id = m.id RETURNING s.seat_id
+    ), tickets AS (
+        UPDATE buyer_tickets g SET tickets = g.tickets - (SELECT count(*) FROM freed)
+        FROM moved m WHERE g.event_id = m.event_id AND g.buyer_id = m.buyer_id
+    ), history AS (
+        INSERT INTO order_events (order_id, from_state, to_state, event, at)
+        SELECT id, $2, $3, $5, $4 FROM moved
+    ), outbox AS (
+        INSERT INTO outbox (order_id, kind, payload, created_at)
+        SELECT id, 'order_cancelled', jsonb_build_object(
+            'order_id', id, 'event_id', event_id, 'buyer_id', buyer_id, 'hold_id', hold_id,
+            'seats', seats, 'cancelled_at', $4), $4
+        FROM moved
+    )
+    SELECT count(*) FROM moved";
+
+/// Writer job.
+pub(crate) async fn cancel_sale(
+    conn: &mut PgConnection,
+    id: OrderId,
+    now: Millis,
+) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
+    let key = id.to_string();
+    // Another node may move the order between the read and the update; the update is
+    // conditional, so a lost race just reads the new state and decides again.
+    for _ in 0..3 {
+        let Some(mut order) = orders::by_id(&mut *conn, &key).await? else {
+            return Ok(Step::Undo(Err(LedgerError::NotFound)));
+        };
+        let from = order.state;
+        let Ok(to) = from.apply(OrderEvent::CaptureAbandoned) else {
+            return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
+        };
+        let moved: i64 = sqlx::query_scalar(CANCEL)
+            .bind(&key)
+            .bind(from.as_str())
+            .bind(to.as_str())
+            .bind(now.0)
+            .bind(event_name(OrderEvent::CaptureAbandoned))
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db)?;
+        if moved == 1 {
+            (order.state, order.updated_at, order.attempts) = (to, now, 0);
+            return Ok(Step::Keep(Ok(order)));
+        }
+    }
+    Err(StoreError::new(format_args!(
+        "postgres: order {key} keeps changing under the writer"
+    )))
+}
