@@ -110,6 +110,20 @@ impl FakeGateway {
             .await
     }
 
+    /// The provider lets an uncaptured authorization lapse, as Stripe cancels one after
+    /// seven days: it becomes voided, with the webhook that says so. For tests and
+    /// rehearsals: no latency, no injected faults.
+    pub async fn expire_authorization(&self, order: OrderId) -> Result<(), PaymentError> {
+        let copies = self.copies();
+        self.blocking(move |c| {
+            let record = records::get(c, order)
+                .map_err(storage)?
+                .ok_or_else(|| PaymentError::Rejected(format!("no payment for order {order}")))?;
+            ops::apply(c, order, &record.reference, Move::Void, copies)
+        })
+        .await
+    }
+
     /// Up to `limit` webhooks not yet delivered, oldest first.
     pub async fn undelivered_webhooks(
         &self,

@@ -1,0 +1,103 @@
+//! A committed sale whose payment can no longer be captured ends cancelled: no tickets,
+//! no charge, its seats back on sale exactly once, and the buyer told in plain words.
+
+mod common;
+
+use boxoffice_domain::OrderState;
+use boxoffice_engine::ports::{ProviderState, SeatArbiter};
+use boxoffice_engine::{CheckoutOutcome, EngineConfig, OrderView};
+use boxoffice_payment_fake::{FakeGatewayConfig, methods};
+use common::*;
+
+/// The provider let the authorization lapse while capture was failing: the sale is
+/// cancelled, its seats go back to stock in the ledger and in the hot store, and the
+/// order view says what happened. A later sale of a seat is not undone by the sweep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncapturable_order_ends_voided_with_its_seats_back() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
+    d.fake.fail_next_capture(1);
+    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    assert_eq!(o.state, OrderState::PendingCapture);
+    d.fake.expire_authorization(o.id).await.expect("lapsed");
+    d.clock.advance_secs(31);
+    n.engine.recovery_step().await.expect("the sweep runs");
+
+    let ended = order(&n.engine, o.id).await;
+    assert_eq!(ended.state.as_str(), "cancelled");
+    assert!(!ended.state.holds_seats() && ended.state.is_final());
+    let view = OrderView::from(&ended);
+    assert!(
+        view.tickets.is_empty() && view.payment == "none",
+        "{view:?}"
+    );
+    assert!(view.message.contains("cancelled"), "{}", view.message);
+    let sold = n
+        .engine
+        .ports()
+        .ledger
+        .sold_seats(event)
+        .await
+        .expect("read");
+    assert!(sold.is_empty(), "the ledger gave the seats back: {sold:?}");
+    assert_eq!(
+        free(&n.engine, event, &["A-1-1", "A-1-2"]).await,
+        vec![true, true]
+    );
+
+    // Someone buys one of the seats; the sweep, running again, leaves that sale alone.
+    let (next, h2) = hold(&n.engine, event, &["A-1-1"]).await;
+    let bought = checkout(&n.engine, &next, &h2, methods::VISA).await;
+    assert!(
+        matches!(bought, Ok(CheckoutOutcome::Confirmed(_))),
+        "{bought:?}"
+    );
+    d.clock.advance_secs(7_200);
+    recover_until_idle(&n.engine, 10).await;
+    assert_eq!(order(&n.engine, o.id).await.state, ended.state);
+    let labels = ["A-1-1", "A-1-2"];
+    assert_eq!(
+        sold_in_hot_store(&n.engine, event, &labels).await,
+        vec![true, false]
+    );
+    let c = n.arbiter.counts(event).await.expect("counts");
+    assert_eq!((c.free, c.held, c.sold), (c.capacity - 1, 0, 1));
+    let report = n.engine.audit().await.expect("audited");
+    assert!(report.clean(), "{:?}", report.violations);
+}
+
+/// Capture keeps failing with the authorization still there: after the configured
+/// number of retries the sale is cancelled and the authorization released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_that_keeps_failing_is_cancelled_after_its_attempts() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let config = EngineConfig {
+        capture_max_attempts: 2,
+        ..EngineConfig::default()
+    };
+    let n = node(&d, config);
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
+    d.fake.fail_next_capture(1_000);
+    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    for _ in 0..6 {
+        d.clock.advance_secs(3_600);
+        n.engine.recovery_step().await.expect("the sweep runs");
+    }
+    assert_eq!(order(&n.engine, o.id).await.state.as_str(), "cancelled");
+    let record = d.fake.record(o.id).await.expect("read").expect("a record");
+    assert_eq!(
+        record.state,
+        ProviderState::Voided,
+        "the authorization is released"
+    );
+    assert_eq!(free(&n.engine, event, &["A-1-1"]).await, vec![true]);
+    let report = n.engine.audit().await.expect("audited");
+    assert!(report.clean(), "{:?}", report.violations);
+}
