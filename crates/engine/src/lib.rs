@@ -82,9 +82,10 @@ pub struct EngineConfig {
     /// Most provider calls the recovery sweep has in flight at once (it settles that
     /// many orders concurrently).
     pub recovery_in_flight: usize,
-    /// Most provider calls the recovery sweep starts per second (0: no limit). Keep it
-    /// under the provider's rate limit, which live checkouts share.
-    pub recovery_calls_per_s: u32,
+    /// Most provider calls the recovery sweep starts per second (0: no limit). Unset:
+    /// four fifths of the provider's own rate limit (Stripe: 20), which live checkouts
+    /// share, or 200 for a provider without one (the stand-in).
+    pub recovery_calls_per_s: Option<u32>,
     /// Capture retries of an order in `pending_capture` before its sale is cancelled
     /// and its seats go back on sale.
     pub capture_max_attempts: u32,
@@ -103,7 +104,7 @@ impl Default for EngineConfig {
             recovery_retry_max_s: 3_600,
             recovery_page: 200,
             recovery_in_flight: 50,
-            recovery_calls_per_s: 200,
+            recovery_calls_per_s: None,
             capture_max_attempts: 48,
         }
     }
@@ -130,10 +131,13 @@ pub struct Engine {
 impl Engine {
     pub fn new(ports: Ports, keys: KeyRing, config: EngineConfig) -> Engine {
         let jwks = bytes::Bytes::from(keys.jwks());
+        let per_s = config
+            .recovery_calls_per_s
+            .unwrap_or_else(|| pacing::default_rate(&*ports.payments));
         let recovery_payments = Arc::new(pacing::Paced::new(
             ports.payments.clone(),
             config.recovery_in_flight,
-            config.recovery_calls_per_s,
+            per_s,
         ));
         Engine {
             ports,

@@ -92,6 +92,9 @@ impl PaymentGateway for Paced {
     async fn all_payments(&self) -> Result<Vec<ProviderPayment>, PaymentError> {
         self.call(self.inner.all_payments()).await
     }
+    fn rate_limit_per_s(&self) -> Option<u32> {
+        self.inner.rate_limit_per_s()
+    }
     fn verify_webhook(
         &self,
         payload: &[u8],
@@ -100,6 +103,14 @@ impl PaymentGateway for Paced {
     ) -> Result<WebhookEvent, WebhookError> {
         self.inner.verify_webhook(payload, signature, now)
     }
+}
+
+/// The sweep's rate when none is configured: four fifths of the provider's own limit,
+/// leaving the rest to live checkouts, or 200 a second for a provider without one.
+pub(crate) fn default_rate(provider: &dyn PaymentGateway) -> u32 {
+    provider
+        .rate_limit_per_s()
+        .map_or(200, |limit| (limit.saturating_mul(4) / 5).max(1))
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ async fn a_recovery_attempt_waits_its_backoff_across_a_restart() {
 async fn recovery_calls_to_the_provider_keep_the_configured_rate() {
     let d = Durable::new(FakeGatewayConfig::default());
     let config = EngineConfig {
-        recovery_calls_per_s: 20,
+        recovery_calls_per_s: Some(20),
         ..EngineConfig::default()
     };
     let n = node(&d, config);
@@ -129,7 +129,7 @@ async fn recovery_settles_orders_concurrently_within_the_provider_bound() {
     });
     let config = EngineConfig {
         recovery_in_flight: 4,
-        recovery_calls_per_s: 0,
+        recovery_calls_per_s: Some(0),
         ..EngineConfig::default()
     };
     let before = node(&d, config.clone());

@@ -142,6 +142,12 @@ fn outcome(i: &Intent) -> AuthorizeOutcome {
 
 #[async_trait]
 impl PaymentGateway for StripeGateway {
+    /// Stripe allows each endpoint 25 requests a second by default (and 100 in all in
+    /// live mode); searches and inquiries are the recovery sweep's most frequent calls.
+    fn rate_limit_per_s(&self) -> Option<u32> {
+        Some(25)
+    }
+
     async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError> {
         // A search that lags may miss an intent made moments ago; the Idempotency-Key
         // below then still returns that intent instead of charging twice (Stripe keeps

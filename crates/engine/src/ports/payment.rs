@@ -154,6 +154,11 @@ pub trait PaymentGateway: Send + Sync {
     ) -> Result<Option<ProviderPayment>, PaymentError>;
     /// Everything the provider has on record, for payment reconciliation in the audit.
     async fn all_payments(&self) -> Result<Vec<ProviderPayment>, PaymentError>;
+    /// The provider's own limit on requests per second for one kind of call, if it has
+    /// one, so that background work (the recovery sweep) can stay under it.
+    fn rate_limit_per_s(&self) -> Option<u32> {
+        None
+    }
     /// Checks a webhook's signature (and its age against `now`) and reads it.
     fn verify_webhook(
         &self,
