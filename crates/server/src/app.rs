@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use crate::backends;
 use crate::config::Config;
+use crate::dir_lock::DirLock;
 use crate::{replays, secrets, serve};
 
 /// A built application: bound, rebuilt, not yet serving.
@@ -33,6 +34,8 @@ pub struct Application {
     webhooks: Option<WebhookSender>,
     /// Heartbeats and pruning of the replay stores.
     upkeep: Arc<ReplayUpkeep>,
+    /// Embedded mode: this process's hold on the data directory, kept while it serves.
+    dir_lock: Option<DirLock>,
     pub operator_key: String,
     pub operator_key_generated: bool,
 }
@@ -48,6 +51,7 @@ impl Application {
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Application> {
         config.idempotency.check()?;
+        let dir_lock = lock_if_embedded(&config)?;
         let backends = backends::open(&config, clock.clone()).await?;
         let fake = backends.fake.clone();
         let (claimant, upkeep) = replay_upkeep(&config, &backends, clock.clone()).await?;
@@ -68,6 +72,7 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
+        DirLock::note_if_held(dir_lock.as_ref(), listener.local_addr()?)?;
         let webhooks = webhook_sender(fake, &config, listener.local_addr()?, clock)?;
         let state = AppState {
             engine,
@@ -85,6 +90,7 @@ impl Application {
             config,
             webhooks,
             upkeep,
+            dir_lock,
             operator_key,
             operator_key_generated: generated,
         })
@@ -113,6 +119,8 @@ impl Application {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let router = self.router();
+        // Held until serving ends; dropped with this function.
+        let _dir_lock = self.dir_lock;
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut workers = spawn_workers(&self.state.engine, &self.config, stop_rx.clone());
         workers.extend(replays::spawn_upkeep(
@@ -193,6 +201,17 @@ async fn replay_upkeep(
         .context("recording this node's first heartbeat")?;
     tracing::info!(incarnation = %claimant.node, "claims of earlier incarnations are dead");
     Ok((claimant, upkeep))
+}
+
+/// In embedded mode (the hot store in this process) only one process may serve a data
+/// directory: take its lock before opening anything in it.
+fn lock_if_embedded(config: &Config) -> anyhow::Result<Option<DirLock>> {
+    if !config.embedded() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    DirLock::acquire(&config.data_dir, config.listen).map(Some)
 }
 
 /// The fake provider's webhook delivery to `fake_payments.webhook_url` (a bare path

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use boxoffice_domain::EventId;
 use boxoffice_domain::token::KeyRing;
+use boxoffice_domain::{EventId, SaleStatus};
 use boxoffice_engine::ports::SystemClock;
 use boxoffice_engine::{AuditReport, Engine};
 
@@ -93,16 +93,41 @@ pub async fn rebuild(config: &Config, event: EventId) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates and opens the demo stadium; returns its event id.
-pub async fn create_demo(engine: &Engine) -> anyhow::Result<EventId> {
-    let entry = engine
-        .create_event(&crate::demo::stadium_spec())
-        .await
-        .context("creating the demo event")?;
-    let id = entry.event.id;
+/// Opens the demo stadium, creating it only if the ledger has none yet (an open or
+/// scheduled event of the demo's name): `serve --demo` run again on a data directory
+/// sells the same demo, not another 51,000 units at every start. Returns its id.
+pub async fn ensure_demo(engine: &Engine) -> anyhow::Result<EventId> {
+    let id = match existing_demo(engine).await? {
+        Some(id) => id,
+        None => {
+            engine
+                .create_event(&crate::demo::stadium_spec())
+                .await
+                .context("creating the demo event")?
+                .event
+                .id
+        }
+    };
     engine
         .open_sale(id)
         .await
         .context("opening the demo sale")?;
     Ok(id)
+}
+
+/// The oldest open or scheduled event named as the demo, if any.
+async fn existing_demo(engine: &Engine) -> anyhow::Result<Option<EventId>> {
+    let name = crate::demo::stadium_spec().name;
+    let ledger = &engine.ports().ledger;
+    let mut ids = Vec::new();
+    for status in [SaleStatus::Open, SaleStatus::Scheduled] {
+        ids.extend(ledger.events_with_status(status).await?);
+    }
+    ids.sort_unstable_by_key(|id| id.0);
+    for id in ids {
+        if ledger.event(id).await?.is_some_and(|e| e.name == name) {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
 }

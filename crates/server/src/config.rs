@@ -198,6 +198,11 @@ impl Config {
         self
     }
 
+    /// Embedded mode: the hot store and queue live in this process.
+    pub fn embedded(&self) -> bool {
+        self.hot == "memory"
+    }
+
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, Box<figment::Error>> {
         let mut fig = Figment::new();
         if let Some(f) = file {

@@ -6,6 +6,7 @@ pub mod backends;
 pub mod commands;
 pub mod config;
 pub mod demo;
+pub mod dir_lock;
 pub mod kept_settings;
 pub mod payments;
 pub mod replays;

@@ -147,7 +147,7 @@ async fn serve(mut config: Config, demo: bool) -> anyhow::Result<ExitCode> {
         println!("operator key: {}", app.operator_key);
     }
     if demo {
-        let event = commands::create_demo(&app.engine()).await?;
+        let event = commands::ensure_demo(&app.engine()).await?;
         print_demo_help(addr, event, &app.operator_key);
     }
     println!("listening on http://{addr}");

@@ -21,6 +21,17 @@ pub type Said = std::sync::Arc<parking_lot::Mutex<String>>;
 
 /// As [`start_server`], and what the server writes on stderr.
 pub async fn start_server_said(args: &[&str]) -> (Child, String, Said) {
+    let (child, addr, said, _) = spawn_server(args).await;
+    (child, addr, said)
+}
+
+/// As [`start_server`], and the lines the server printed before it listened.
+pub async fn start_server_saying(args: &[&str]) -> (Child, String, Vec<String>) {
+    let (child, addr, _, printed) = spawn_server(args).await;
+    (child, addr, printed)
+}
+
+async fn spawn_server(args: &[&str]) -> (Child, String, Said, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_boxoffice"))
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
@@ -47,17 +58,19 @@ pub async fn start_server_said(args: &[&str]) -> (Child, String, Said) {
         }
     });
     let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let mut printed = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.ok().flatten() {
             if let Some(addr) = line.strip_prefix("listening on ") {
                 return Some(addr.trim().to_string());
             }
+            printed.push(line);
         }
         None
     });
     if let Ok(Some(addr)) = read.await {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        return (child, addr, said);
+        return (child, addr, said, printed);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     panic!(
