@@ -6,12 +6,10 @@
 use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState};
 
 use crate::buyers::BuyerSession;
-use crate::cancel::Capturable;
 use crate::order_view::OrderView;
 use crate::ports::{
-    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, HoldView, InsertOrder,
-    LedgerError, NextAction, Order, OrderSeat, PaymentError, PaymentGateway, ProviderPayment,
-    ProviderState,
+    ArbiterError, AuthorizeOutcome, AuthorizeRequest, HoldView, InsertOrder, LedgerError,
+    NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
 };
 use crate::{Engine, EngineError};
 
@@ -194,97 +192,6 @@ impl Engine {
         }
     }
 
-    /// The commit point, then capture. Shared by checkout and the recovery sweep.
-    pub(crate) async fn commit_and_capture(
-        &self,
-        order: &Order,
-        reference: &str,
-        max_per_buyer: u32,
-        via: &dyn PaymentGateway,
-    ) -> Result<CheckoutOutcome, EngineError> {
-        let commit = Commit {
-            order: order.id,
-            max_per_buyer,
-            now: self.now(),
-        };
-        match self.ports.ledger.commit(&commit).await? {
-            CommitOutcome::Committed => {
-                metrics::counter!("boxoffice_seats_sold_total").increment(order.seats.len() as u64);
-                self.record_sale_in_hot_store(order).await;
-            }
-            CommitOutcome::SeatTaken { seat_id } => {
-                tracing::info!(order = %order.id, seat = %seat_id, "lost at commit; voiding the authorization");
-                let agreed = self.agree_with_ledger_on(order).await;
-                self.lose(order, reference, agreed, via).await?;
-                return Err(EngineError::SeatSold);
-            }
-            CommitOutcome::LimitExceeded => {
-                self.lose(order, reference, true, via).await?;
-                return Err(EngineError::LimitExceeded {
-                    limit: max_per_buyer,
-                });
-            }
-            CommitOutcome::NotCommittable(_) => return self.current(order.id).await,
-        }
-        self.capture(order, reference, via).await
-    }
-
-    /// Captures a committed sale. A capture the provider refuses because it holds no
-    /// authorization any more (expired, cancelled) cancels the sale; any other failure
-    /// leaves the order in `pending_capture` for the sweep to retry.
-    pub(crate) async fn capture(
-        &self,
-        order: &Order,
-        reference: &str,
-        via: &dyn PaymentGateway,
-    ) -> Result<CheckoutOutcome, EngineError> {
-        let event = match via.capture(order.id, reference).await {
-            Ok(()) => OrderEvent::Captured,
-            Err(e) => match self.capturable(order, &e, via).await {
-                Capturable::Already => OrderEvent::Captured,
-                Capturable::Later => {
-                    tracing::warn!(order = %order.id, error = %e, "capture failed; the sweep will retry");
-                    OrderEvent::CaptureFailed
-                }
-                Capturable::Never => {
-                    self.abandon_capture(order, via).await?;
-                    return self.current(order.id).await;
-                }
-            },
-        };
-        let Some(after) = self.try_move(order.id, event, None).await? else {
-            return self.current(order.id).await;
-        };
-        metrics::counter!("boxoffice_orders_total", "outcome" => after.state.as_str()).increment(1);
-        outcome_of(&after)
-    }
-
-    /// A lost commit: void first, and only record the loss once the void went through,
-    /// so a failed void leaves the order `authorized` for recovery to void again. The
-    /// hold goes back to stock when `release` (not when its seats may be sold).
-    async fn lose(
-        &self,
-        order: &Order,
-        reference: &str,
-        release: bool,
-        via: &dyn PaymentGateway,
-    ) -> Result<(), EngineError> {
-        if release {
-            self.release_quietly(order.hold).await;
-        }
-        match via.void(order.id, reference).await {
-            Ok(()) => {
-                self.try_move(order.id, OrderEvent::CommitLost, None)
-                    .await?;
-                metrics::counter!("boxoffice_orders_total", "outcome" => "lost").increment(1);
-            }
-            Err(e) => {
-                tracing::warn!(order = %order.id, error = %e, "void failed; recovery will retry")
-            }
-        }
-        Ok(())
-    }
-
     pub(crate) async fn release_quietly(&self, hold: HoldId) {
         if let Err(e) = self.ports.arbiter.release(hold).await {
             tracing::debug!(hold = %hold, error = %e, "hold already gone");
@@ -326,7 +233,7 @@ fn new_order(view: &HoldView, labels: Vec<String>, currency: String, now: Millis
 }
 
 /// What a checkout of this order reports, whoever asks and however often.
-fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {
+pub(crate) fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {
     let view = OrderView::from(order);
     match order.state {
         OrderState::Committed | OrderState::PendingCapture | OrderState::Confirmed => {

@@ -8,6 +8,7 @@ mod buyers;
 mod cancel;
 mod catalog;
 mod checkout;
+mod commit;
 mod drift;
 mod error;
 mod expiry;
