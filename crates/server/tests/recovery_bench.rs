@@ -22,7 +22,7 @@ const ORDERS: usize = 1_000;
 fn config(dir: &Path, name: &str, recovery_after_s: u64) -> PathBuf {
     let file = dir.join(name);
     let text = format!(
-        "operator_key = \"{OPERATOR}\"\n[engine]\nrecovery_after_s = {recovery_after_s}\n\
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n[engine]\nrecovery_after_s = {recovery_after_s}\n\
          admission_interval_ms = 50\n[workers]\nrecovery_interval_ms = 1000\n\
          [fake_payments]\nlatency_ms = 200\n"
     );
