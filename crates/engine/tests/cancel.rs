@@ -12,7 +12,7 @@ use common::*;
 /// The provider let the authorization lapse while capture was failing: the sale is
 /// cancelled, its seats go back to stock in the ledger and in the hot store, and the
 /// order view says what happened. A later sale of a seat is not undone by the sweep.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncapturable_order_ends_voided_with_its_seats_back() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());
@@ -72,7 +72,7 @@ async fn an_uncapturable_order_ends_voided_with_its_seats_back() {
 
 /// Capture keeps failing with the authorization still there: after the configured
 /// number of retries the sale is cancelled and the authorization released.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capture_that_keeps_failing_is_cancelled_after_its_attempts() {
     let d = Durable::new(FakeGatewayConfig::default());
     let config = EngineConfig {

@@ -10,7 +10,7 @@ use common::*;
 /// Seats the ledger sold but the hot store offers (free) or lets someone hold are marked
 /// sold there by the repair step, which ends the holds on them; a second step finds
 /// nothing left to do.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_repair_marks_ledger_sold_seats_sold_in_the_hot_store() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());

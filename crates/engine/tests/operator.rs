@@ -9,7 +9,7 @@ use common::*;
 
 /// A second "open" (a double click, a retried script) is a no-op: the same answer, and
 /// every live and pinned hold as it was.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opening_an_open_event_keeps_its_holds() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());

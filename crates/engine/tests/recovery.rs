@@ -40,7 +40,7 @@ async fn checkouts(
 /// More orders wait (buyers still at their bank's 3-D Secure page, pinned) than the
 /// sweep reads in one page; an order behind them that can be settled at once must not
 /// starve behind them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_reaches_orders_beyond_the_first_page() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());
@@ -63,7 +63,7 @@ async fn recovery_reaches_orders_beyond_the_first_page() {
 
 /// An attempt that did not finish an order spaces the next one, and the wait is kept in
 /// the ledger: a restarted node does not ask the provider again before it is due.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recovery_attempt_waits_its_backoff_across_a_restart() {
     let d = Durable::new(FakeGatewayConfig::default());
     let first = node(&d, EngineConfig::default());
@@ -97,7 +97,7 @@ async fn a_recovery_attempt_waits_its_backoff_across_a_restart() {
 
 /// The sweep starts at most `recovery_calls_per_s` provider calls a second, however
 /// many orders are due.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_calls_to_the_provider_keep_the_configured_rate() {
     let d = Durable::new(FakeGatewayConfig::default());
     let config = EngineConfig {
@@ -121,7 +121,7 @@ async fn recovery_calls_to_the_provider_keep_the_configured_rate() {
 
 /// Orders left mid-checkout by a crash are settled concurrently after the restart: more
 /// than one provider call in flight, never more than the configured bound.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_settles_orders_concurrently_within_the_provider_bound() {
     let d = Durable::new(FakeGatewayConfig {
         latency_ms: 50,

@@ -14,7 +14,7 @@ use common::*;
 /// The sweep finds a payment the provider never heard of and ends the order unpaid. If
 /// that move loses to a path that committed the order meanwhile, the hold, whose seats
 /// the ledger has just sold, must stay as it is.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_unpaid_move_keeps_the_hold() {
     let d = Durable::new(FakeGatewayConfig::default());
     let racing = Arc::new(Racing::new(d.ledger.clone()));
@@ -44,7 +44,7 @@ async fn a_failed_unpaid_move_keeps_the_hold() {
 /// from a stale read, or lost a sale): that buyer loses at the primary key. Their hold
 /// must not hand the seat back to stock, where every later buyer would lose on it too:
 /// the seat the ledger sold becomes sold in the hot store, the others go back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());
@@ -82,7 +82,7 @@ async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
 /// Secure), and another buyer may then hold the seats. The authorization that comes
 /// back must not be committed blindly: the seats are someone else's in the hot store,
 /// so the order gives the money back and the other buyer can buy.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_checkout_rechecks_its_pin_before_committing() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());

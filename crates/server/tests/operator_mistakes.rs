@@ -18,7 +18,7 @@ fn fake_payments(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
 /// Two embedded processes on one data directory would each sell its events from their
 /// own in-process hot store (two buyers holding one seat, one losing at commit): the
 /// second refuses to start and names the process that holds the directory.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_embedded_process_on_a_data_dir_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     let config = fake_payments(dir.path(), "");
@@ -51,7 +51,7 @@ async fn a_second_embedded_process_on_a_data_dir_refuses_to_start() {
 }
 
 /// Cluster mode keeps allowing several nodes on one shared data directory.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_nodes_still_share_a_data_dir() {
     let dir = tempfile::tempdir().unwrap();
     let db = TestDatabase::create();
@@ -82,7 +82,7 @@ async fn cluster_nodes_still_share_a_data_dir() {
 
 /// `serve --demo` on a data directory that has the demo already reuses that event
 /// instead of creating another 51,000 units at every start.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_reuses_its_event_on_restart() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["--data-dir", path_str(dir.path()), "--demo"];

@@ -122,7 +122,7 @@ async fn settled(dir: &Path, config: &Path, limit: Duration) -> Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
+#[boxoffice_testkit::test(flavor = "multi_thread", timeout_s = 600)]
 #[ignore = "a measurement; run explicitly in release"]
 async fn a_thousand_orders_left_mid_checkout_settle_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
