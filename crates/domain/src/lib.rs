@@ -1,6 +1,7 @@
 //! The rules of an on-sale with no I/O, no async and no framework: identifiers, money,
 //! the catalog (events, sections, rows, seats), the hold and order state machines, and
-//! the signed tokens buyers carry. Time is always an argument (`Millis`).
+//! the signed tokens buyers carry, and tickets with the signed barcodes a door checks.
+//! Time is always an argument (`Millis`).
 
 pub mod admission;
 pub mod catalog;
@@ -10,6 +11,7 @@ pub mod ids;
 pub mod money;
 pub mod order;
 pub mod pow;
+pub mod ticket;
 pub mod time;
 pub mod token;
 

@@ -1,0 +1,61 @@
+//! What an offline gate downloads before doors open: the event's public keys, the
+//! revoked ticket versions, the rotation secret when the event's barcodes rotate, and
+//! when it was made, so a gate can show how stale its list is. A revocation made after
+//! `generated_at` is unknown to the gate until it downloads a new bundle.
+//!
+//! A bundle with a rotation secret is a credential: it lets its holder make codes for
+//! any barcode of the event it has a copy of (see the module documentation).
+
+use serde::{Deserialize, Serialize};
+
+use super::keys::PublicKeys;
+use super::rotating::RotationSecret;
+use super::verify::{Revocations, VerifiedTicket, verify};
+use super::{BarcodeRefusal, KeyError};
+use crate::ids::EventId;
+use crate::time::Millis;
+
+/// Largest bundle read: 200,000 revocations at about 70 bytes each, and room.
+pub const MAX_BUNDLE_BYTES: usize = 16 << 20;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateBundle {
+    pub event_id: EventId,
+    pub keys: PublicKeys,
+    pub revoked: Revocations,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<RotationSecret>,
+    pub generated_at: Millis,
+}
+
+impl GateBundle {
+    /// Reads a downloaded bundle, refusing one too large before parsing it and one
+    /// whose keys are for another event than it says.
+    pub fn from_json(json: &[u8]) -> Result<GateBundle, KeyError> {
+        if json.len() > MAX_BUNDLE_BYTES {
+            return Err(KeyError::BundleTooLarge);
+        }
+        let bundle: GateBundle =
+            serde_json::from_slice(json).map_err(|e| KeyError::BadBundle(e.to_string()))?;
+        if bundle.keys.event() != bundle.event_id {
+            return Err(KeyError::BadBundle("the keys are for another event".into()));
+        }
+        Ok(bundle)
+    }
+
+    pub fn to_json(&self) -> String {
+        // Every field serializes (no map with non-string keys, no failing Serialize).
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn verify(&self, barcode: &str, now: Millis) -> Result<VerifiedTicket, BarcodeRefusal> {
+        verify(
+            barcode,
+            &self.keys,
+            &self.revoked,
+            self.rotation.as_ref(),
+            now,
+        )
+    }
+}
