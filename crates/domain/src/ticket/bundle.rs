@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use super::keys::PublicKeys;
 use super::rotating::RotationSecret;
 use super::verify::{Revocations, VerifiedTicket, verify};
-use super::{BarcodeRefusal, KeyError};
+use super::{BarcodeRefusal, BundleError};
 use crate::ids::EventId;
 use crate::time::Millis;
 
-/// Largest bundle read: 200,000 revocations at about 70 bytes each, and room.
+/// Largest bundle read: `MAX_REVOCATIONS` revocations take at most 74 bytes each.
 pub const MAX_BUNDLE_BYTES: usize = 16 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,21 +32,18 @@ pub struct GateBundle {
 impl GateBundle {
     /// Reads a downloaded bundle, refusing one too large before parsing it and one
     /// whose keys are for another event than it says.
-    pub fn from_json(json: &[u8]) -> Result<GateBundle, KeyError> {
+    pub fn from_json(json: &[u8]) -> Result<GateBundle, BundleError> {
         if json.len() > MAX_BUNDLE_BYTES {
-            return Err(KeyError::BundleTooLarge);
+            return Err(BundleError::TooLarge);
         }
         let bundle: GateBundle =
-            serde_json::from_slice(json).map_err(|e| KeyError::BadBundle(e.to_string()))?;
+            serde_json::from_slice(json).map_err(|e| BundleError::Invalid(e.to_string()))?;
         if bundle.keys.event() != bundle.event_id {
-            return Err(KeyError::BadBundle("the keys are for another event".into()));
+            return Err(BundleError::Invalid(
+                "the keys are for another event".into(),
+            ));
         }
         Ok(bundle)
-    }
-
-    pub fn to_json(&self) -> String {
-        // Every field serializes (no map with non-string keys, no failing Serialize).
-        serde_json::to_string(self).unwrap_or_default()
     }
 
     pub fn verify(&self, barcode: &str, now: Millis) -> Result<VerifiedTicket, BarcodeRefusal> {

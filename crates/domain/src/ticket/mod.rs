@@ -120,12 +120,14 @@ pub enum KeyError {
     DuplicateKeyId,
     #[error("the current key cannot be retired; rotate first")]
     CurrentKey,
-    #[error("a revocation list holds at most {MAX_REVOCATIONS} tickets")]
-    TooManyRevocations,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
     #[error("a gate bundle is at most {MAX_BUNDLE_BYTES} bytes")]
-    BundleTooLarge,
+    TooLarge,
     #[error("not a gate bundle: {0}")]
-    BadBundle(String),
+    Invalid(String),
 }
 
 /// A signed barcode as issued: the signed bytes, to which a rotating barcode's

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use ed25519_dalek::Signature;
 use serde::{Deserialize, Serialize};
 
+use super::BarcodeRefusal;
 use super::base45;
 use super::identity::{AttendeeName, TicketId};
 use super::keys::{KeyId, PublicKeys};
-use super::payload::{self, CONTEXT, MAX_LEN};
+use super::payload::{self, CONTEXT, Fields, MAX_LEN, Parsed};
 use super::rotating::RotationSecret;
-use super::{BarcodeRefusal, KeyError};
 use crate::ids::EventId;
 use crate::time::Millis;
 
@@ -73,7 +73,9 @@ impl<'de> Deserialize<'de> for Revocations {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let list = Vec::<Revoked>::deserialize(d)?;
         if list.len() > MAX_REVOCATIONS {
-            return Err(serde::de::Error::custom(KeyError::TooManyRevocations));
+            return Err(serde::de::Error::custom(format_args!(
+                "a revocation list holds at most {MAX_REVOCATIONS} tickets"
+            )));
         }
         let mut out = Revocations::default();
         for r in list {
@@ -117,34 +119,50 @@ pub fn verify(
     if f.event != keys.event {
         return Err(BarcodeRefusal::WrongEvent);
     }
-    let key = keys.key(f.key).ok_or(BarcodeRefusal::UnknownKey)?;
+    check_signature(keys, &p)?;
+    if revoked.is_revoked(f.ticket, f.version) {
+        return Err(BarcodeRefusal::Revoked);
+    }
+    check_code(rotation, &p, now)?;
+    Ok(VerifiedTicket::from(p.fields))
+}
+
+fn check_signature(keys: &PublicKeys, p: &Parsed<'_>) -> Result<(), BarcodeRefusal> {
+    let key = keys.key(p.fields.key).ok_or(BarcodeRefusal::UnknownKey)?;
     let mut message = Vec::with_capacity(CONTEXT.len() + p.signed.len());
     message.extend_from_slice(CONTEXT);
     message.extend_from_slice(p.signed);
     key.verify_strict(&message, &Signature::from_bytes(&p.signature))
-        .map_err(|_| BarcodeRefusal::BadSignature)?;
-    if revoked.is_revoked(f.ticket, f.version) {
-        return Err(BarcodeRefusal::Revoked);
-    }
+        .map_err(|_| BarcodeRefusal::BadSignature)
+}
+
+fn check_code(
+    rotation: Option<&RotationSecret>,
+    p: &Parsed<'_>,
+    now: Millis,
+) -> Result<(), BarcodeRefusal> {
+    let f = &p.fields;
     match (rotation, p.code) {
-        (None, None) => {}
-        (None, Some(_)) => return Err(BarcodeRefusal::CannotCheckCode),
-        (Some(_), None) => return Err(BarcodeRefusal::CodeMissing),
+        (None, None) => Ok(()),
+        (None, Some(_)) => Err(BarcodeRefusal::CannotCheckCode),
+        (Some(_), None) => Err(BarcodeRefusal::CodeMissing),
         (Some(r), Some(code)) => r
             .ticket_secret(f.event, f.ticket, f.version)
-            .check(&code, now)?,
+            .check(&code, now),
     }
-    Ok(VerifiedTicket {
-        event: f.event,
-        ticket: f.ticket,
-        version: f.version,
-        key: f.key,
-        issued_at: Millis(
-            i64::try_from(f.issued_at_secs)
-                .unwrap_or(0)
-                .saturating_mul(1000),
-        ),
-        attendee: f.attendee.clone(),
-        rotating: f.rotating,
-    })
+}
+
+impl From<Fields> for VerifiedTicket {
+    fn from(f: Fields) -> VerifiedTicket {
+        let secs = i64::try_from(f.issued_at_secs).unwrap_or(i64::MAX);
+        VerifiedTicket {
+            event: f.event,
+            ticket: f.ticket,
+            version: f.version,
+            key: f.key,
+            issued_at: Millis(secs.saturating_mul(1000)),
+            attendee: f.attendee,
+            rotating: f.rotating,
+        }
+    }
 }

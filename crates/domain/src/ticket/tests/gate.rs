@@ -123,14 +123,11 @@ fn a_bundle_round_trips_through_json_and_still_decides_the_same() {
     let old = ticket(7);
     g.revoked.revoke(old.id, 1);
     g.revoked.revoke(TicketId(Uuid::from_u128(5)), 4);
-    let json = g.to_json();
+    let json = serde_json::to_string(&g).unwrap();
     let back = GateBundle::from_json(json.as_bytes()).unwrap();
     assert_eq!(back, g);
-    assert_eq!(
-        back.to_json(),
-        json,
-        "the same bundle writes the same bytes"
-    );
+    let again = serde_json::to_string(&back).unwrap();
+    assert_eq!(again, json, "the same bundle writes the same bytes");
     let (fresh, secret) = k
         .issue(&old.transferred_to(buyer(2)).unwrap(), NOW)
         .unwrap();
@@ -142,11 +139,11 @@ fn a_bundle_round_trips_through_json_and_still_decides_the_same() {
 #[test]
 fn a_bundle_that_is_too_large_inconsistent_or_loose_is_refused() {
     let g = gate(&keys(7, 1));
-    let json = g.to_json();
+    let json = serde_json::to_string(&g).unwrap();
     let big = format!("{json}{}", " ".repeat(MAX_BUNDLE_BYTES));
     assert_eq!(
         GateBundle::from_json(big.as_bytes()),
-        Err(KeyError::BundleTooLarge)
+        Err(BundleError::TooLarge)
     );
     let other = json.replacen("\"event_id\":7", "\"event_id\":8", 1);
     assert!(GateBundle::from_json(other.as_bytes()).is_err());
@@ -159,4 +156,37 @@ fn a_bundle_that_is_too_large_inconsistent_or_loose_is_refused() {
     );
     assert!(GateBundle::from_json(bad_secret.as_bytes()).is_err());
     assert!(GateBundle::from_json(b"[]").is_err());
+}
+
+#[test]
+fn the_longest_revocation_list_fits_a_bundle_and_a_longer_one_is_refused() {
+    let mut g = gate(&keys(7, 1));
+    for n in 0..MAX_REVOCATIONS as u128 {
+        assert!(
+            g.revoked
+                .revoke(TicketId(Uuid::from_u128(u128::MAX - n)), u32::MAX)
+        );
+    }
+    assert!(
+        !g.revoked.revoke(TicketId(Uuid::from_u128(1)), 1),
+        "the list is full"
+    );
+    let json = serde_json::to_string(&g).unwrap();
+    assert!(json.len() <= MAX_BUNDLE_BYTES, "{} bytes", json.len());
+    assert_eq!(
+        GateBundle::from_json(json.as_bytes())
+            .unwrap()
+            .revoked
+            .len(),
+        MAX_REVOCATIONS
+    );
+    let one_more = json.replacen(
+        "\"revoked\":[",
+        "\"revoked\":[{\"ticket_id\":\"00000000-0000-0000-0000-000000000001\",\"version\":1},",
+        1,
+    );
+    assert!(matches!(
+        GateBundle::from_json(one_more.as_bytes()),
+        Err(BundleError::Invalid(_))
+    ));
 }
