@@ -115,7 +115,9 @@ impl EventKeys {
     }
 
     /// The barcode of `ticket`'s current version, and for a rotating event the secret
-    /// its holder's device makes codes with.
+    /// its holder's device makes codes with. Signing is deterministic: the same
+    /// version, key and second of issue give the same barcode, so it can be made again
+    /// rather than stored.
     pub fn issue(
         &self,
         ticket: &Ticket,

@@ -7,15 +7,16 @@
 //! event id, ticket id, ticket version, key id, issue time in seconds and, for named
 //! tickets, the attendee's name, followed by an Ed25519 signature (64 bytes) and, for
 //! rotating barcodes, a 4-byte time-step code. A typical ticket (event 1234, version
-//! 1, no name) is 91 bytes; rotating, 95; a 20-byte name adds 21; the largest
-//! possible is 179.
+//! 1, no name) is 91 bytes; rotating, 95; a 20-byte name adds 21; no barcode exceeds
+//! 179 bytes (`MAX_BARCODE_TEXT`, 269 characters, is the most a gate reads).
 //!
 //! The bytes are written in base45 (RFC 9285), which uses only the QR code's
 //! alphanumeric characters (5.5 bits each): 91 bytes become 137 characters, which fit
-//! a version 6 QR code at error-correction level M (154 alphanumeric characters),
-//! as many modules as the raw bytes in byte mode would need, while staying text. In
-//! byte mode base64url would take 122 characters and a version 7 code; base32 in
-//! alphanumeric mode 146 characters.
+//! a version 6 QR code at error-correction level M (154 alphanumeric characters), as
+//! small as the raw bytes in byte mode would need, while staying text. Base64url in
+//! byte mode takes 122 characters and a version 7 code. Base32 in alphanumeric mode
+//! (146 characters) also fits version 6 for a typical ticket but falls a version behind
+//! for a named one (20-byte name: 180 characters and version 8, base45 168 and 7).
 //!
 //! # Keys
 //!
@@ -28,14 +29,16 @@
 //! # What each adversary can do
 //!
 //! - A forger without the event's signing key cannot make or alter a barcode: every
-//!   field and the rotating flag are signed, the key is chosen by the event's key set
-//!   and not by the barcode, and each event has its own keys, so a genuine barcode of
-//!   one event is refused at another's gate. They can copy a genuine barcode.
+//!   field and the rotating flag are signed, a barcode can only name a key of the
+//!   event's own set, and each event has its own keys, so a genuine barcode of one
+//!   event is refused at another's gate. They can copy a genuine barcode. Whoever
+//!   steals a signing key can forge until it is retired (rotate, retire, reissue).
 //! - A copy (a screenshot, a photograph, a forwarded file) of a static barcode passes
 //!   the signature check exactly like the original: only check-in, which admits a
 //!   ticket once, stops the second person at the door. A copy of a rotating barcode
-//!   stops passing after at most two 15-second steps; a live relay of the holder's
-//!   screen is not stopped by rotation, again only by check-in.
+//!   stops passing within 30 seconds (a gate accepts the code of its own 15-second
+//!   step and of one step either side); a live relay of the holder's screen is not
+//!   stopped by rotation, again only by check-in.
 //! - An old ticket (the version before a transfer, a rename or a refund) still carries
 //!   a valid signature; it is refused because its version is on the revocation list.
 //!   A gate whose bundle predates the revocation admits it, which is why the bundle
@@ -51,7 +54,7 @@
 //! the download, and would give a stolen gate the same power. Signing each code with
 //! a per-ticket Ed25519 key held by the holder's device would put no secret at the
 //! gate, but adds a 32-byte public key to the signed part and a 64-byte signature to
-//! every code: about 190 bytes, a version 9 QR code instead of 6, and two signature
+//! every code: about 190 bytes, a version 10 QR code instead of 6, and two signature
 //! checks per scan. The cost of the choice: whoever steals a gate's bundle can make
 //! codes for any barcode of the event they hold a copy of, which undoes rotation (not
 //! the signature) until the event's rotation secret is replaced and barcodes reissued.
