@@ -8,7 +8,7 @@ use boxoffice_domain::{Event, EventId, EventSpec, SaleStatus, SeatIndex, Section
 use parking_lot::RwLock;
 
 use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection};
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, Resource};
 
 /// A cached event with its seat-label index.
 pub struct EventEntry {
@@ -73,7 +73,7 @@ impl Engine {
             .ledger
             .event(id)
             .await?
-            .ok_or(EngineError::NotFound("event"))?;
+            .ok_or(EngineError::NotFound(Resource::Event))?;
         Ok(self.cache(event))
     }
 
@@ -85,7 +85,7 @@ impl Engine {
             .ledger
             .event(id)
             .await?
-            .ok_or(EngineError::NotFound("event"))?;
+            .ok_or(EngineError::NotFound(Resource::Event))?;
         Ok(self.cache(event))
     }
 

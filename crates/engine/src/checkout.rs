@@ -11,7 +11,7 @@ use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, HoldView, InsertOrder, LedgerError,
     NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
 };
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, Resource};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckoutOutcome {
@@ -93,7 +93,7 @@ impl Engine {
             .ledger
             .order(id)
             .await?
-            .ok_or(EngineError::NotFound("order"))?;
+            .ok_or(EngineError::NotFound(Resource::Order))?;
         Ok(OrderView::from(&self.owned(who, &order)?))
     }
 
@@ -112,7 +112,7 @@ impl Engine {
         if order.buyer == who.buyer {
             Ok(order.clone())
         } else {
-            Err(EngineError::NotFound("order"))
+            Err(EngineError::NotFound(Resource::Order))
         }
     }
 
@@ -204,7 +204,7 @@ impl Engine {
             .ledger
             .order(order)
             .await?
-            .ok_or(EngineError::NotFound("order"))?;
+            .ok_or(EngineError::NotFound(Resource::Order))?;
         outcome_of(&order)
     }
 }

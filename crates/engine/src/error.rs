@@ -7,10 +7,38 @@ use boxoffice_domain::token::TokenError;
 
 use crate::ports::{ArbiterError, LedgerError, StoreError};
 
+/// What a request named that does not exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Event,
+    Seat,
+    Section,
+    Hold,
+    Order,
+}
+
+impl Resource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::Event => "event",
+            Resource::Seat => "seat",
+            Resource::Section => "section",
+            Resource::Hold => "hold",
+            Resource::Order => "order",
+        }
+    }
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("{0} not found")]
-    NotFound(&'static str),
+    NotFound(Resource),
     #[error("{0}")]
     Invalid(String),
     #[error("the token is not accepted: {0}")]
@@ -64,7 +92,7 @@ impl From<TokenError> for EngineError {
 impl From<LedgerError> for EngineError {
     fn from(e: LedgerError) -> Self {
         match e {
-            LedgerError::NotFound => EngineError::NotFound("order"),
+            LedgerError::NotFound => EngineError::NotFound(Resource::Order),
             LedgerError::Conflict(s) => EngineError::Internal(format!("order unexpectedly {s:?}")),
             LedgerError::Store(s) => s.into(),
         }
@@ -77,11 +105,11 @@ impl From<ArbiterError> for EngineError {
         match e {
             A::UnknownEvent => EngineError::Unavailable("the event is being rebuilt; retry".into()),
             A::SeatUnavailable(_) => EngineError::SeatUnavailable,
-            A::NoSuchSeat(_) => EngineError::NotFound("seat"),
-            A::NoSuchSection => EngineError::NotFound("section"),
+            A::NoSuchSeat(_) => EngineError::NotFound(Resource::Seat),
+            A::NoSuchSection => EngineError::NotFound(Resource::Section),
             A::SoldOut => EngineError::SoldOut,
             A::LimitExceeded { limit } => EngineError::LimitExceeded { limit },
-            A::UnknownHold => EngineError::NotFound("hold"),
+            A::UnknownHold => EngineError::NotFound(Resource::Hold),
             A::Expired => EngineError::HoldExpired,
             A::WrongState(s) => EngineError::HoldNotActive(s),
             A::BadQuantity => EngineError::Invalid(

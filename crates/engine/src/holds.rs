@@ -9,7 +9,7 @@ use crate::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
 use crate::verified::Verified;
 use crate::waiting::Refusal;
 use crate::waiting::limits::Key;
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, Resource};
 
 /// What the buyer asked for, still in public terms (labels, section keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,7 +124,7 @@ impl Engine {
     ) -> Result<HoldView, EngineError> {
         match self.ports.arbiter.get(hold).await? {
             Some(h) if h.buyer == who.buyer => Ok(h),
-            _ => Err(EngineError::NotFound("hold")),
+            _ => Err(EngineError::NotFound(Resource::Hold)),
         }
     }
 
@@ -176,7 +176,7 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
                 let seat = *entry
                     .seat_index
                     .get(label)
-                    .ok_or(EngineError::NotFound("seat"))?;
+                    .ok_or(EngineError::NotFound(Resource::Seat))?;
                 if seats.contains(&seat) {
                     return Err(EngineError::Invalid(format!("seat {label} is named twice")));
                 }
@@ -192,7 +192,7 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
             let section = entry
                 .event
                 .section_index(section)
-                .ok_or(EngineError::NotFound("section"))?;
+                .ok_or(EngineError::NotFound(Resource::Section))?;
             if *quantity == 0 {
                 return Err(EngineError::Invalid("quantity must be at least 1".into()));
             }

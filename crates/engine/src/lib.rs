@@ -37,7 +37,7 @@ pub use availability::{AvailabilitySnapshot, availability_delta};
 pub use buyers::{BuyerSession, BuyersConfig, Identity};
 pub use catalog::EventEntry;
 pub use checkout::CheckoutOutcome;
-pub use error::EngineError;
+pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};

@@ -4,7 +4,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::token::TokenError;
-use boxoffice_engine::EngineError;
+use boxoffice_engine::{EngineError, Resource};
 use serde::Serialize;
 
 #[derive(Debug)]
@@ -29,7 +29,7 @@ impl ApiError {
         }
     }
 
-    pub fn not_found(what: &'static str) -> ApiError {
+    pub fn not_found(what: Resource) -> ApiError {
         ApiError::new(
             StatusCode::NOT_FOUND,
             not_found_code(what),
@@ -46,14 +46,13 @@ impl ApiError {
     }
 }
 
-fn not_found_code(what: &'static str) -> &'static str {
+fn not_found_code(what: Resource) -> &'static str {
     match what {
-        "event" => "event_not_found",
-        "seat" => "seat_not_found",
-        "section" => "section_not_found",
-        "hold" => "hold_not_found",
-        "order" => "order_not_found",
-        _ => "not_found",
+        Resource::Event => "event_not_found",
+        Resource::Seat => "seat_not_found",
+        Resource::Section => "section_not_found",
+        Resource::Hold => "hold_not_found",
+        Resource::Order => "order_not_found",
     }
 }
 
@@ -63,7 +62,7 @@ impl From<EngineError> for ApiError {
         use StatusCode as S;
         let msg = e.to_string();
         let (status, code) = match &e {
-            E::NotFound(what) => return ApiError::not_found(what),
+            E::NotFound(what) => return ApiError::not_found(*what),
             E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, "invalid_request"),
             E::BadToken(TokenError::Expired) => (S::UNAUTHORIZED, "token_expired"),
             E::BadToken(TokenError::NotYetValid) => (S::UNAUTHORIZED, "token_not_yet_valid"),

@@ -1,8 +1,6 @@
 //! Parsing requests into domain terms, once, at the edge: bearer tokens, ids in paths,
 //! the Idempotency-Key header and JSON bodies. Each failure is a clear 4xx.
 
-use std::str::FromStr;
-
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -131,11 +129,6 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
         }
         Ok(IdempotencyKey(key.to_string()))
     }
-}
-
-/// Parses an id from a path segment; an id that cannot exist is simply not found.
-pub fn parse_id<T: FromStr>(raw: &str, what: &'static str) -> Result<T, ApiError> {
-    raw.parse().map_err(|_| ApiError::not_found(what))
 }
 
 /// Parses a JSON body: broken JSON is 400 `malformed_json`, the wrong shape is 422

@@ -11,6 +11,7 @@ mod extract;
 mod feed;
 mod idempotency;
 mod observe;
+mod path_id;
 mod routes;
 mod seatmap;
 mod sse;

@@ -4,22 +4,21 @@
 //! and the stream's deltas are computed once per node, not once per viewer.
 //! Advisory: the hold is the only check that counts.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
 
 use crate::error::ApiError;
-use crate::extract::parse_id;
 use crate::feed::snapshot_body;
+use crate::path_id::Id;
 use crate::{AppState, ClientAddr, sse};
 
 pub async fn get(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Response, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     let entry = st.engine.event(id).await?;
     let snapshot = st.engine.availability(id).await?;
     let etag = format!("\"{}\"", snapshot.version);
@@ -49,9 +48,8 @@ pub async fn get(
 pub async fn stream(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Response, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     let slot = st.edge.open_stream(addr)?;
     let frames = st.watch(id).await?;
     Ok(sse::respond(slot, frames))

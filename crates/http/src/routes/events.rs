@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, EventSpec};
@@ -13,8 +13,9 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, Operator, json, parse_id};
+use crate::extract::{IdempotencyKey, Operator, json};
 use crate::idempotency::{Call, reply};
+use crate::path_id::Id;
 
 #[derive(Serialize)]
 struct SectionSummary<'a> {
@@ -74,9 +75,9 @@ pub async fn create(
 
 pub async fn get(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let entry = st.engine.event(parse_id(&id, "event")?).await?;
+    let entry = st.engine.event(id).await?;
     let counts = st.engine.ports().arbiter.counts(entry.event.id).await.ok();
     Ok(Json(summary(&entry, counts)))
 }
@@ -85,7 +86,7 @@ pub async fn open(
     st: State<AppState>,
     op: Operator,
     key: IdempotencyKey,
-    id: Path<String>,
+    id: Id<EventId>,
 ) -> Response {
     set_sale(st, op, key, id, true).await
 }
@@ -94,7 +95,7 @@ pub async fn close(
     st: State<AppState>,
     op: Operator,
     key: IdempotencyKey,
-    id: Path<String>,
+    id: Id<EventId>,
 ) -> Response {
     set_sale(st, op, key, id, false).await
 }
@@ -103,13 +104,9 @@ async fn set_sale(
     State(st): State<AppState>,
     _: Operator,
     key: IdempotencyKey,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
     open: bool,
 ) -> Response {
-    let id: EventId = match parse_id(&id, "event") {
-        Ok(id) => id,
-        Err(e) => return e.into_response(),
-    };
     let path = format!("/v1/events/{id}/{}", if open { "open" } else { "close" });
     let call = Call {
         store: &*st.idempotency,
@@ -136,9 +133,8 @@ async fn set_sale(
 pub async fn stats(
     State(st): State<AppState>,
     _: Operator,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     let entry = st.engine.event(id).await?;
     let counts = st.engine.ports().arbiter.counts(id).await.ok();
     let queue = st.engine.queue_state(id).await?;
@@ -154,9 +150,9 @@ pub async fn stats(
 pub async fn seatmap(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Response, ApiError> {
-    let entry = st.engine.event(parse_id(&id, "event")?).await?;
+    let entry = st.engine.event(id).await?;
     let map = st.edge.seat_maps.get(&entry).await?;
     let cache = HeaderValue::from_static("public, max-age=60");
     if headers.get(header::IF_NONE_MATCH) == Some(&map.etag) {

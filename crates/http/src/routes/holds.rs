@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json, parse_id};
+use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json};
 use crate::idempotency::{Call, reply};
 use crate::observe::Sample;
+use crate::path_id::Id;
 use crate::routes::waiting::refused;
 
 #[derive(Deserialize)]
@@ -90,11 +91,10 @@ pub async fn create(
     token: BearerToken,
     session: BuyerSessionHeader,
     key: IdempotencyKey,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
     body: Bytes,
 ) -> Response {
     let prepared = async {
-        let id: EventId = parse_id(&id, "event")?;
         // The buyer's own session token, when sent, must match the admission token's.
         let admitted = st
             .engine
@@ -137,9 +137,9 @@ pub async fn create(
 pub async fn get(
     State(st): State<AppState>,
     Buyer(who): Buyer,
-    Path(id): Path<String>,
+    Id(id): Id<HoldId>,
 ) -> Result<Json<HoldOut>, ApiError> {
-    let hold = st.engine.get_hold(&who, parse_id(&id, "hold")?).await?;
+    let hold = st.engine.get_hold(&who, id).await?;
     Ok(Json(view(&st, hold).await?))
 }
 
@@ -147,12 +147,8 @@ pub async fn release(
     State(st): State<AppState>,
     Buyer(who): Buyer,
     key: IdempotencyKey,
-    Path(id): Path<String>,
+    Id(hold): Id<HoldId>,
 ) -> Response {
-    let hold: HoldId = match parse_id(&id, "hold") {
-        Ok(h) => h,
-        Err(e) => return e.into_response(),
-    };
     let path = format!("/v1/holds/{hold}");
     let scope = format!("buyer:{}", who.buyer);
     let call = Call {

@@ -2,19 +2,20 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use boxoffice_domain::HoldId;
+use boxoffice_domain::{HoldId, OrderId};
 use boxoffice_engine::{CheckoutOutcome, OrderView};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Buyer, IdempotencyKey, json, parse_id};
+use crate::extract::{Buyer, IdempotencyKey, json};
 use crate::idempotency::{Call, reply};
 use crate::observe::Sample;
+use crate::path_id::Id;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,11 +27,10 @@ pub async fn checkout(
     State(st): State<AppState>,
     Buyer(who): Buyer,
     key: IdempotencyKey,
-    Path(id): Path<String>,
+    Id(hold): Id<HoldId>,
     body: Bytes,
 ) -> Response {
     let prepared = (|| {
-        let hold: HoldId = parse_id(&id, "hold")?;
         let body: CheckoutBody = json(&body)?;
         if body.payment_method.is_empty() || body.payment_method.len() > 255 {
             return Err(ApiError::new(
@@ -39,9 +39,9 @@ pub async fn checkout(
                 "payment_method must be 1-255 characters",
             ));
         }
-        Ok((hold, body))
+        Ok(body)
     })();
-    let (hold, input) = match prepared {
+    let input = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -84,11 +84,9 @@ pub async fn checkout(
 pub async fn get(
     State(st): State<AppState>,
     Buyer(who): Buyer,
-    Path(id): Path<String>,
+    Id(id): Id<OrderId>,
 ) -> Result<Json<OrderView>, ApiError> {
-    Ok(Json(
-        st.engine.order_for(&who, parse_id(&id, "order")?).await?,
-    ))
+    Ok(Json(st.engine.order_for(&who, id).await?))
 }
 
 pub async fn mine(State(st): State<AppState>, Buyer(who): Buyer) -> Result<Response, ApiError> {

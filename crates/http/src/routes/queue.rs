@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
@@ -13,8 +13,9 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, bearer, json, parse_id};
+use crate::extract::{IdempotencyKey, bearer, json};
 use crate::idempotency::{Call, reply};
+use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
 
@@ -30,17 +31,16 @@ pub async fn join(
     ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
     key: IdempotencyKey,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
     body: Bytes,
 ) -> Response {
     let prepared = async {
-        let id: EventId = parse_id(&id, "event")?;
         let token = bearer(&headers)?;
         let who = st.engine.identify(token).await?;
-        Ok::<_, ApiError>((id, who, json::<JoinBody>(&body)?))
+        Ok::<_, ApiError>((who, json::<JoinBody>(&body)?))
     }
     .await;
-    let (id, who, parsed) = match prepared {
+    let (who, parsed) = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -80,9 +80,9 @@ pub async fn join(
 pub async fn public(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Response, ApiError> {
-    let doc = st.engine.public_doc(parse_id(&id, "event")?).await?;
+    let doc = st.engine.public_doc(id).await?;
     let etag = HeaderValue::from_str(&doc.etag).unwrap_or(HeaderValue::from_static("\"0\""));
     let cache = HeaderValue::from_static("public, max-age=1");
     if headers.get(header::IF_NONE_MATCH) == Some(&etag) {
@@ -107,9 +107,8 @@ pub async fn public(
 pub async fn stream(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Result<Response, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     st.engine.public_doc(id).await?;
     let slot = st.edge.open_stream(addr)?;
     let ticks =
@@ -165,11 +164,10 @@ pub async fn challenge(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
 ) -> Response {
-    let prepared = (|| Ok::<_, ApiError>((parse_id(&id, "event")?, bearer(&headers)?)))();
-    let (id, token) = match prepared {
-        Ok(p) => p,
+    let token = match bearer(&headers) {
+        Ok(t) => t,
         Err(e) => return e.into_response(),
     };
     match st.engine.pow_challenge(id, token, Some(addr)).await {

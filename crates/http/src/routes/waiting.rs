@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
@@ -16,8 +16,9 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, Operator, QueryParams, json, parse_id};
+use crate::extract::{IdempotencyKey, Operator, QueryParams, json};
 use crate::idempotency::{Call, reply};
+use crate::path_id::Id;
 
 /// Largest page of pool members one fairness response carries (about 37 KB), and the
 /// page a client gets when it names none: the document is public and unauthenticated.
@@ -64,10 +65,9 @@ fn page() -> u64 {
 /// recompute the pre-opening order, a page of at most `MAX_POOL_PAGE` members at a time.
 pub async fn fairness(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
     QueryParams(q): QueryParams<PoolPage>,
 ) -> Result<Json<FairnessView>, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     let limit = q.limit.clamp(1, MAX_POOL_PAGE);
     Ok(Json(st.engine.fairness(id, q.offset, limit).await?))
 }
@@ -75,10 +75,9 @@ pub async fn fairness(
 pub async fn set_admission(
     State(st): State<AppState>,
     _: Operator,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
     body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     let control: AdmissionControl = json(&body)?;
     let control = st.engine.set_admission(id, control).await?;
     let stats = st.engine.waiting_stats(id).await?;
@@ -90,10 +89,9 @@ pub async fn set_admission(
 pub async fn set_rules(
     State(st): State<AppState>,
     _: Operator,
-    Path(id): Path<String>,
+    Id(id): Id<EventId>,
     body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let id: EventId = parse_id(&id, "event")?;
     let rules: WaitingRules = json(&body)?;
     let rules = st.engine.set_waiting_rules(id, rules).await?;
     Ok(Json(json!({"event_id": id, "rules": rules})))

@@ -1,0 +1,97 @@
+//! Ids in paths, parsed once by the extractor: a handler takes `Id<EventId>` and never
+//! sees the raw segment. An id that cannot exist names no resource, so it is refused as
+//! that resource not found (`event_not_found`, `hold_not_found`, `order_not_found`).
+
+use std::str::FromStr;
+
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+use boxoffice_domain::{EventId, HoldId, OrderId};
+use boxoffice_engine::Resource;
+
+use crate::error::ApiError;
+
+/// An id type that may stand in a path, and the resource it names.
+pub trait PathId: FromStr + Send {
+    const RESOURCE: Resource;
+}
+
+impl PathId for EventId {
+    const RESOURCE: Resource = Resource::Event;
+}
+
+impl PathId for HoldId {
+    const RESOURCE: Resource = Resource::Hold;
+}
+
+impl PathId for OrderId {
+    const RESOURCE: Resource = Resource::Order;
+}
+
+/// The `{id}` of the matched route, parsed.
+pub struct Id<T>(pub T);
+
+impl<T: PathId, S: Send + Sync> FromRequestParts<S> for Id<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let not_found = || ApiError::not_found(T::RESOURCE);
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| not_found())?;
+        raw.parse().map(Id).map_err(|_| not_found())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn call(uri: &str) -> (StatusCode, String) {
+        let app = Router::new()
+            .route(
+                "/events/{id}",
+                get(|Id(id): Id<EventId>| async move { id.to_string() }),
+            )
+            .route(
+                "/holds/{id}",
+                get(|Id(id): Id<HoldId>| async move { id.to_string() }),
+            );
+        let res = app
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = res.status();
+        let body = axum::body::to_bytes(res.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_well_formed_id_reaches_the_handler_parsed() {
+        assert_eq!(call("/events/42").await, (StatusCode::OK, "42".into()));
+    }
+
+    #[tokio::test]
+    async fn a_malformed_id_is_refused_as_its_resource_not_found() {
+        for (uri, code) in [
+            ("/events/x42", "event_not_found"),
+            ("/events/0", "event_not_found"),
+            ("/events/%FF", "event_not_found"),
+            ("/holds/zzz", "hold_not_found"),
+        ] {
+            let (status, body) = call(uri).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+            assert!(
+                body.contains(&format!("\"error\":\"{code}\"")),
+                "{uri}: {body}"
+            );
+        }
+    }
+}
