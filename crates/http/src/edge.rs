@@ -7,11 +7,11 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 
 use crate::client_addr::Proxies;
+use crate::code::ErrorCode;
 use crate::config::HttpConfig;
 use crate::error::ApiError;
 use crate::feed::Feeds;
@@ -76,8 +76,7 @@ impl Edge {
     pub(crate) fn shed(&self) -> Response {
         metrics::counter!("boxoffice_http_shed_total").increment(1);
         ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
+            ErrorCode::Overloaded,
             "this node is handling as many requests as it can; retry shortly",
         )
         .into_response()
@@ -90,8 +89,7 @@ impl Edge {
             Err(_) => {
                 metrics::counter!("boxoffice_http_timeouts_total").increment(1);
                 ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "request_timeout",
+                    ErrorCode::RequestTimeout,
                     format!(
                         "the request did not finish within {} ms; retry (a write with \
                          the same Idempotency-Key)",

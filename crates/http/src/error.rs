@@ -5,23 +5,35 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::token::TokenError;
 use boxoffice_engine::{EngineError, Resource};
+
+use crate::code::ErrorCode;
 use serde::Serialize;
 
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 #[derive(Serialize)]
 struct Body<'a> {
-    error: &'a str,
+    error: ErrorCode,
     message: &'a str,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    /// A refusal with the code's usual status.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError::with_status(code.status(), code, message)
+    }
+
+    /// A refusal with one of the code's other statuses.
+    pub fn with_status(
+        status: StatusCode,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) -> ApiError {
         ApiError {
             status,
             code,
@@ -30,11 +42,7 @@ impl ApiError {
     }
 
     pub fn not_found(what: Resource) -> ApiError {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            not_found_code(what),
-            format!("no such {what}"),
-        )
+        ApiError::new(not_found_code(what), format!("no such {what}"))
     }
 
     pub fn body(&self) -> Vec<u8> {
@@ -46,65 +54,74 @@ impl ApiError {
     }
 }
 
-fn not_found_code(what: Resource) -> &'static str {
+fn not_found_code(what: Resource) -> ErrorCode {
     match what {
-        Resource::Event => "event_not_found",
-        Resource::Seat => "seat_not_found",
-        Resource::Section => "section_not_found",
-        Resource::Hold => "hold_not_found",
-        Resource::Order => "order_not_found",
+        Resource::Event => ErrorCode::EventNotFound,
+        Resource::Seat => ErrorCode::SeatNotFound,
+        Resource::Section => ErrorCode::SectionNotFound,
+        Resource::Hold => ErrorCode::HoldNotFound,
+        Resource::Order => ErrorCode::OrderNotFound,
+    }
+}
+
+/// The code of an engine error.
+fn engine_code(e: &EngineError) -> ErrorCode {
+    use EngineError as E;
+    use ErrorCode as C;
+    match e {
+        E::NotFound(what) => not_found_code(*what),
+        E::Invalid(_) => C::InvalidRequest,
+        E::BadToken(t) => token_code(t),
+        E::Forbidden(_) => C::Forbidden,
+        E::NotAdmitted => C::NotAdmitted,
+        E::AdmissionExpired => C::AdmissionExpired,
+        E::SaleNotOpen => C::SaleNotOpen,
+        E::SaleClosed => C::SaleClosed,
+        E::SeatUnavailable => C::SeatUnavailable,
+        E::SoldOut => C::SoldOut,
+        E::LimitExceeded { .. } => C::LimitExceeded,
+        E::HoldExpired => C::HoldExpired,
+        E::HoldNotActive(_) => C::HoldNotActive,
+        E::CheckoutInProgress => C::CheckoutInProgress,
+        E::PaymentDeclined(_) => C::PaymentDeclined,
+        E::SeatSold => C::SeatSold,
+        E::Unavailable(_) => C::Unavailable,
+        E::Internal(_) => C::Internal,
+    }
+}
+
+fn token_code(e: &TokenError) -> ErrorCode {
+    use ErrorCode as C;
+    match e {
+        TokenError::Expired => C::TokenExpired,
+        TokenError::NotYetValid => C::TokenNotYetValid,
+        TokenError::UnknownKey => C::TokenUnknownKey,
+        TokenError::WrongIssuer => C::TokenWrongIssuer,
+        TokenError::WrongAudience => C::TokenWrongAudience,
+        TokenError::WrongEvent => C::TokenWrongEvent,
+        TokenError::WrongSession => C::SessionMismatch,
+        TokenError::Malformed | TokenError::BadSignature | TokenError::WrongKind(_) => {
+            C::InvalidToken
+        }
     }
 }
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> ApiError {
-        use EngineError as E;
-        use StatusCode as S;
-        let msg = e.to_string();
-        let (status, code) = match &e {
-            E::NotFound(what) => return ApiError::not_found(*what),
-            E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, "invalid_request"),
-            E::BadToken(TokenError::Expired) => (S::UNAUTHORIZED, "token_expired"),
-            E::BadToken(TokenError::NotYetValid) => (S::UNAUTHORIZED, "token_not_yet_valid"),
-            E::BadToken(TokenError::UnknownKey) => (S::UNAUTHORIZED, "token_unknown_key"),
-            E::BadToken(TokenError::WrongIssuer) => (S::UNAUTHORIZED, "token_wrong_issuer"),
-            E::BadToken(TokenError::WrongAudience) => (S::UNAUTHORIZED, "token_wrong_audience"),
-            E::BadToken(TokenError::WrongEvent) => (S::FORBIDDEN, "token_wrong_event"),
-            E::BadToken(TokenError::WrongSession) => (S::FORBIDDEN, "session_mismatch"),
-            E::BadToken(_) => (S::UNAUTHORIZED, "invalid_token"),
-            E::Forbidden(_) => (S::FORBIDDEN, "forbidden"),
-            E::NotAdmitted => (S::FORBIDDEN, "not_admitted"),
-            E::AdmissionExpired => (S::GONE, "admission_expired"),
-            E::SaleNotOpen => (S::CONFLICT, "sale_not_open"),
-            E::SaleClosed => (S::CONFLICT, "sale_closed"),
-            E::SeatUnavailable => (S::CONFLICT, "seat_unavailable"),
-            E::SoldOut => (S::CONFLICT, "sold_out"),
-            E::LimitExceeded { .. } => (S::UNPROCESSABLE_ENTITY, "limit_exceeded"),
-            E::HoldExpired => (S::GONE, "hold_expired"),
-            E::HoldNotActive(_) => (S::CONFLICT, "hold_not_active"),
-            E::CheckoutInProgress => (S::CONFLICT, "checkout_in_progress"),
-            E::PaymentDeclined(_) => (S::PAYMENT_REQUIRED, "payment_declined"),
-            E::SeatSold => (S::CONFLICT, "seat_sold"),
-            E::Unavailable(_) => (S::SERVICE_UNAVAILABLE, "unavailable"),
-            E::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
-        };
+        let code = engine_code(&e);
         let message = match &e {
-            E::Unavailable(detail) | E::Internal(detail) => {
-                tracing::error!(detail = %detail, code, "request failed");
-                if status == S::SERVICE_UNAVAILABLE {
+            EngineError::Unavailable(detail) | EngineError::Internal(detail) => {
+                tracing::error!(detail = %detail, code = code.as_str(), "request failed");
+                if code == ErrorCode::Unavailable {
                     "temporarily unavailable; retry shortly"
                 } else {
                     "internal error"
                 }
                 .to_string()
             }
-            _ => msg,
+            _ => e.to_string(),
         };
-        ApiError {
-            status,
-            code,
-            message,
-        }
+        ApiError::new(code, message)
     }
 }
 

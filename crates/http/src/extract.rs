@@ -3,12 +3,13 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use boxoffice_engine::BuyerSession;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 
 /// The raw bearer token of a request.
@@ -20,8 +21,7 @@ pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     match value.strip_prefix("Bearer ").map(str::trim) {
         Some(t) if !t.is_empty() => Ok(t),
         _ => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "missing_token",
+            ErrorCode::MissingToken,
             "send the token as Authorization: Bearer <token>",
         )),
     }
@@ -60,8 +60,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BuyerSessionHeader {
 
 fn missing_token() -> ApiError {
     ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "missing_token",
+        ErrorCode::MissingToken,
         "send the token as Authorization: Bearer <token>",
     )
 }
@@ -97,8 +96,7 @@ impl FromRequestParts<AppState> for Operator {
             Ok(Operator)
         } else {
             Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
+                ErrorCode::Forbidden,
                 "this call needs the operator key",
             ))
         }
@@ -113,8 +111,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let missing = || {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "idempotency_key_required",
+                ErrorCode::IdempotencyKeyRequired,
                 "writes need an Idempotency-Key header (1-255 visible ASCII characters)",
             )
         };
@@ -142,14 +139,12 @@ pub fn json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         if e.is_syntax() || e.is_eof() {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "malformed_json",
+                ErrorCode::MalformedJson,
                 format!("the body is not valid JSON: {e}"),
             )
         } else {
             ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_body",
+                ErrorCode::InvalidBody,
                 format!("the body does not match the schema: {e}"),
             )
         }
@@ -166,8 +161,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
             .map(|q| QueryParams(q.0))
             .map_err(|e| {
                 ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_query",
+                    ErrorCode::InvalidQuery,
                     format!("the query string is not valid: {}", e.body_text()),
                 )
             })

@@ -12,6 +12,7 @@ use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, StoredResponse}
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 
@@ -71,20 +72,17 @@ impl Call<'_> {
                 true,
             ),
             Ok(Begin::Mismatch) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
+                ErrorCode::IdempotencyKeyReused,
                 "this Idempotency-Key was already used for a different request",
             )
             .into_response(),
             Ok(Begin::InFlight) => ApiError::new(
-                StatusCode::CONFLICT,
-                "request_in_progress",
+                ErrorCode::RequestInProgress,
                 "a request with this Idempotency-Key is still running; retry shortly",
             )
             .into_response(),
             Ok(Begin::Full) => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "idempotency_store_full",
+                ErrorCode::IdempotencyStoreFull,
                 "too many requests are running to remember another Idempotency-Key; retry shortly",
             )
             .into_response(),

@@ -4,6 +4,7 @@
 //! never a concrete backend.
 
 mod client_addr;
+mod code;
 mod config;
 mod edge;
 mod error;
@@ -21,13 +22,13 @@ use std::sync::atomic::AtomicBool;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
 use axum::middleware;
 use axum::routing::{get, post, put};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Claimant, IdempotencyStore};
 
 pub use client_addr::ClientAddr;
+pub use code::ErrorCode;
 pub use config::{ForwardedHeader, HttpConfig};
 pub use edge::Edge;
 pub use error::ApiError;
@@ -111,13 +112,12 @@ pub fn app(state: AppState) -> Router {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+    ApiError::new(ErrorCode::NotFound, "no such route")
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ErrorCode::MethodNotAllowed,
         "this route does not take that method",
     )
 }

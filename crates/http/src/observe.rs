@@ -17,6 +17,7 @@ use metrics::Histogram;
 use parking_lot::RwLock;
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 
 /// route → (method, status) → histogram; two levels so a lookup borrows the route.
@@ -80,8 +81,7 @@ pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Re
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
         return ApiError::new(
-            status,
-            "payload_too_large",
+            ErrorCode::PayloadTooLarge,
             format!("request bodies are limited to {} bytes", crate::MAX_BODY),
         )
         .into_response();

@@ -14,6 +14,7 @@ use axum::response::Response;
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 
+use crate::code::ErrorCode;
 use crate::edge::Edge;
 use crate::error::ApiError;
 
@@ -43,7 +44,7 @@ impl StreamSlots {
 
 fn refuse(reason: &'static str, status: StatusCode, message: &str) -> ApiError {
     metrics::counter!("boxoffice_sse_refused_total", "reason" => reason).increment(1);
-    ApiError::new(status, "too_many_streams", message)
+    ApiError::with_status(status, ErrorCode::TooManyStreams, message)
 }
 
 impl Edge {
@@ -52,8 +53,7 @@ impl Edge {
     pub(crate) fn open_stream(self: &Arc<Self>, addr: IpAddr) -> Result<StreamSlot, ApiError> {
         if self.stopping().is_cancelled() {
             return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
+                ErrorCode::ShuttingDown,
                 "this node is stopping; reconnect to another",
             ));
         }

@@ -7,23 +7,6 @@ use serde_json::Value;
 
 const DOC: &str = include_str!("../src/openapi.json");
 const ROUTER: &str = include_str!("../src/lib.rs");
-const SOURCES: &[&str] = &[
-    include_str!("../src/lib.rs"),
-    include_str!("../src/error.rs"),
-    include_str!("../src/extract.rs"),
-    include_str!("../src/idempotency.rs"),
-    include_str!("../src/routes/buyers.rs"),
-    include_str!("../src/routes/events.rs"),
-    include_str!("../src/routes/holds.rs"),
-    include_str!("../src/routes/ops.rs"),
-    include_str!("../src/routes/orders.rs"),
-    include_str!("../src/routes/payments.rs"),
-    include_str!("../src/routes/queue.rs"),
-    include_str!("../src/routes/waiting.rs"),
-    include_str!("../src/edge.rs"),
-    include_str!("../src/sse.rs"),
-    include_str!("../src/observe.rs"),
-];
 const METHODS: &[&str] = &[
     "get", "post", "put", "patch", "delete", "head", "options", "trace",
 ];
@@ -127,37 +110,11 @@ fn collect_refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// Every error code a response can carry: the literal after the status in
-/// `ApiError::new(status, "code", ..)`, `(S::STATUS, "code")` and `=> "code"` in error.rs.
+/// Every error code a response can carry.
 fn source_error_codes() -> BTreeSet<String> {
-    let mut codes = BTreeSet::new();
-    for src in SOURCES {
-        for (at, _) in src.match_indices("ApiError::new(") {
-            let args = balanced(&src[at + "ApiError::new(".len()..]);
-            if let Some(code) = args.find(',').and_then(|c| leading_literal(&args[c + 1..])) {
-                codes.insert(code.to_string());
-            }
-        }
-        for (at, _) in src.match_indices("(S::") {
-            let rest = &src[at + "(S::".len()..];
-            let ident_end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            if let Some(code) = rest[ident_end..]
-                .strip_prefix(',')
-                .and_then(leading_literal)
-            {
-                codes.insert(code.to_string());
-            }
-        }
-    }
-    let error_rs = SOURCES[1];
-    for (at, _) in error_rs.match_indices("=> \"") {
-        if let Some(code) = leading_literal(&error_rs[at + 2..]) {
-            codes.insert(code.to_string());
-        }
-    }
-    codes
+    (boxoffice_http::ErrorCode::ALL.iter())
+        .map(|c| c.as_str().to_string())
+        .collect()
 }
 
 #[test]

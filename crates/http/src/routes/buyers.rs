@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 use crate::idempotency::{Call, reply};
@@ -36,8 +37,7 @@ fn secret_digest(key: &IdempotencyKey) -> Result<IdempotencyKey, ApiError> {
     let distinct = seen.iter().filter(|s| **s).count();
     if raw.len() < MIN_KEY_LEN || distinct < MIN_DISTINCT {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "idempotency_key_weak",
+            ErrorCode::IdempotencyKeyWeak,
             "creating a buyer needs an Idempotency-Key that is a secret: a retry with it gets \
              the buyer's token back. Use a fresh random value of at least 32 characters \
              (a UUID v4), never a key shared with anyone else",

@@ -12,6 +12,7 @@ use boxoffice_engine::{HoldInput, SeatSelection};
 use serde::{Deserialize, Serialize};
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json};
 use crate::idempotency::{Call, reply};
@@ -52,8 +53,7 @@ impl HoldBody {
             },
             _ => {
                 return Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_body",
+                    ErrorCode::InvalidBody,
                     "send exactly one of seat_ids or best_available",
                 ));
             }

@@ -4,11 +4,12 @@
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::SaleStatus;
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 
 pub async fn healthz() -> &'static str {
@@ -19,8 +20,7 @@ pub async fn healthz() -> &'static str {
 pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError> {
     if !st.ready.load(Ordering::Acquire) {
         return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "starting",
+            ErrorCode::Starting,
             "start-up has not finished",
         ));
     }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, IdempotencyKey, json};
 use crate::idempotency::{Call, reply};
@@ -34,8 +35,7 @@ pub async fn checkout(
         let body: CheckoutBody = json(&body)?;
         if body.payment_method.is_empty() || body.payment_method.len() > 255 {
             return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_body",
+                ErrorCode::InvalidBody,
                 "payment_method must be 1-255 characters",
             ));
         }

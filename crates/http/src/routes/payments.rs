@@ -6,13 +6,14 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use boxoffice_engine::ports::WebhookError;
 use boxoffice_engine::{WebhookReceipt, WebhookRejected};
 use serde_json::json;
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 
 /// The header providers sign with (Stripe's name; the fake uses the same format).
@@ -43,10 +44,10 @@ pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes
 
 fn rejected(e: WebhookError) -> ApiError {
     let code = match e {
-        WebhookError::MissingSignature => "missing_signature",
-        WebhookError::BadSignature => "invalid_signature",
-        WebhookError::Stale => "stale_webhook",
-        WebhookError::Malformed(_) => "malformed_webhook",
+        WebhookError::MissingSignature => ErrorCode::MissingSignature,
+        WebhookError::BadSignature => ErrorCode::InvalidSignature,
+        WebhookError::Stale => ErrorCode::StaleWebhook,
+        WebhookError::Malformed(_) => ErrorCode::MalformedWebhook,
     };
-    ApiError::new(StatusCode::BAD_REQUEST, code, e.to_string())
+    ApiError::new(code, e.to_string())
 }

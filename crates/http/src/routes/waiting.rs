@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{IdempotencyKey, Operator, QueryParams, json};
 use crate::idempotency::{Call, reply};
@@ -26,20 +27,19 @@ const MAX_POOL_PAGE: u64 = 1_000;
 
 /// A refusal or an engine error as a response.
 pub fn refused(e: WaitingError) -> Response {
-    use StatusCode as S;
     let r = match e {
         WaitingError::Engine(e) => return ApiError::from(e).into_response(),
         WaitingError::Refused(r) => r,
     };
     let msg = r.to_string();
     let err = match r {
-        Refusal::NotVerified => ApiError::new(S::FORBIDDEN, "buyer_not_verified", msg),
-        Refusal::AccountTooNew => ApiError::new(S::FORBIDDEN, "account_too_new", msg),
-        Refusal::PowRequired => ApiError::new(S::FORBIDDEN, "pow_required", msg),
-        Refusal::PowInvalid => ApiError::new(S::FORBIDDEN, "pow_invalid", msg),
-        Refusal::SignupDisabled => ApiError::new(S::FORBIDDEN, "self_signup_disabled", msg),
+        Refusal::NotVerified => ApiError::new(ErrorCode::BuyerNotVerified, msg),
+        Refusal::AccountTooNew => ApiError::new(ErrorCode::AccountTooNew, msg),
+        Refusal::PowRequired => ApiError::new(ErrorCode::PowRequired, msg),
+        Refusal::PowInvalid => ApiError::new(ErrorCode::PowInvalid, msg),
+        Refusal::SignupDisabled => ApiError::new(ErrorCode::SelfSignupDisabled, msg),
         Refusal::RateLimited { retry_after_ms } => {
-            let mut res = ApiError::new(S::TOO_MANY_REQUESTS, "rate_limited", msg).into_response();
+            let mut res = ApiError::new(ErrorCode::RateLimited, msg).into_response();
             let secs = retry_after_ms.div_ceil(1000).max(1);
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -1,0 +1,147 @@
+//! The machine-readable codes of error responses: one table, naming each code's text on
+//! the wire and the statuses it is sent with. Clients branch on these texts, so a text
+//! never changes once published.
+
+use axum::http::StatusCode;
+use serde::{Serialize, Serializer};
+
+macro_rules! error_codes {
+    ($($variant:ident = $text:literal => $($status:ident)|+;)*) => {
+        /// A stable error code; serialized as its snake_case text.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ErrorCode {
+            $($variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the table's order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The code as clients see it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $text,)*
+                }
+            }
+
+            /// The statuses this code is sent with; the first is its usual one.
+            pub fn statuses(self) -> &'static [StatusCode] {
+                match self {
+                    $(ErrorCode::$variant => &[$(StatusCode::$status),+],)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    NotFound = "not_found" => NOT_FOUND;
+    EventNotFound = "event_not_found" => NOT_FOUND;
+    SeatNotFound = "seat_not_found" => NOT_FOUND;
+    SectionNotFound = "section_not_found" => NOT_FOUND;
+    HoldNotFound = "hold_not_found" => NOT_FOUND;
+    OrderNotFound = "order_not_found" => NOT_FOUND;
+    MethodNotAllowed = "method_not_allowed" => METHOD_NOT_ALLOWED;
+    PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE;
+    MalformedJson = "malformed_json" => BAD_REQUEST;
+    InvalidQuery = "invalid_query" => BAD_REQUEST;
+    InvalidBody = "invalid_body" => UNPROCESSABLE_ENTITY;
+    InvalidRequest = "invalid_request" => UNPROCESSABLE_ENTITY;
+    IdempotencyKeyRequired = "idempotency_key_required" => BAD_REQUEST;
+    IdempotencyKeyWeak = "idempotency_key_weak" => BAD_REQUEST;
+    IdempotencyKeyReused = "idempotency_key_reused" => UNPROCESSABLE_ENTITY;
+    RequestInProgress = "request_in_progress" => CONFLICT;
+    IdempotencyStoreFull = "idempotency_store_full" => SERVICE_UNAVAILABLE;
+    MissingToken = "missing_token" => UNAUTHORIZED;
+    InvalidToken = "invalid_token" => UNAUTHORIZED;
+    TokenExpired = "token_expired" => UNAUTHORIZED;
+    TokenNotYetValid = "token_not_yet_valid" => UNAUTHORIZED;
+    TokenUnknownKey = "token_unknown_key" => UNAUTHORIZED;
+    TokenWrongIssuer = "token_wrong_issuer" => UNAUTHORIZED;
+    TokenWrongAudience = "token_wrong_audience" => UNAUTHORIZED;
+    TokenWrongEvent = "token_wrong_event" => FORBIDDEN;
+    SessionMismatch = "session_mismatch" => FORBIDDEN;
+    Forbidden = "forbidden" => FORBIDDEN;
+    NotAdmitted = "not_admitted" => FORBIDDEN;
+    AdmissionExpired = "admission_expired" => GONE;
+    BuyerNotVerified = "buyer_not_verified" => FORBIDDEN;
+    AccountTooNew = "account_too_new" => FORBIDDEN;
+    PowRequired = "pow_required" => FORBIDDEN;
+    PowInvalid = "pow_invalid" => FORBIDDEN;
+    SelfSignupDisabled = "self_signup_disabled" => FORBIDDEN;
+    RateLimited = "rate_limited" => TOO_MANY_REQUESTS;
+    SaleNotOpen = "sale_not_open" => CONFLICT;
+    SaleClosed = "sale_closed" => CONFLICT;
+    SeatUnavailable = "seat_unavailable" => CONFLICT;
+    SoldOut = "sold_out" => CONFLICT;
+    LimitExceeded = "limit_exceeded" => UNPROCESSABLE_ENTITY;
+    HoldExpired = "hold_expired" => GONE;
+    HoldNotActive = "hold_not_active" => CONFLICT;
+    CheckoutInProgress = "checkout_in_progress" => CONFLICT;
+    PaymentDeclined = "payment_declined" => PAYMENT_REQUIRED;
+    SeatSold = "seat_sold" => CONFLICT;
+    MissingSignature = "missing_signature" => BAD_REQUEST;
+    InvalidSignature = "invalid_signature" => BAD_REQUEST;
+    StaleWebhook = "stale_webhook" => BAD_REQUEST;
+    MalformedWebhook = "malformed_webhook" => BAD_REQUEST;
+    TooManyStreams = "too_many_streams" => TOO_MANY_REQUESTS | SERVICE_UNAVAILABLE;
+    ShuttingDown = "shutting_down" => SERVICE_UNAVAILABLE;
+    Overloaded = "overloaded" => SERVICE_UNAVAILABLE;
+    RequestTimeout = "request_timeout" => SERVICE_UNAVAILABLE;
+    Starting = "starting" => SERVICE_UNAVAILABLE;
+    Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
+    Internal = "internal" => INTERNAL_SERVER_ERROR;
+}
+
+impl ErrorCode {
+    /// The usual status of this code.
+    pub fn status(self) -> StatusCode {
+        self.statuses()[0]
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_own_snake_case_text() {
+        let texts: BTreeSet<_> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(texts.len(), ErrorCode::ALL.len());
+        for code in ErrorCode::ALL {
+            let text = code.as_str();
+            assert!(text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+            assert_eq!(serde_json::to_string(code).unwrap(), format!("\"{text}\""));
+            let camel: String = text
+                .split('_')
+                .map(|w| w[..1].to_uppercase() + &w[1..])
+                .collect();
+            assert_eq!(format!("{code:?}"), camel);
+        }
+    }
+
+    #[test]
+    fn every_error_code_is_sent_with_an_error_status() {
+        for code in ErrorCode::ALL {
+            assert!(
+                code.statuses()
+                    .iter()
+                    .all(|s| s.is_client_error() || s.is_server_error())
+            );
+        }
+    }
+}
