@@ -3,69 +3,128 @@
 //! key and another body gets 422, and while the first is still running gets 409. A claim
 //! left by a process that died is taken over at once (see `Claimant`), and a replay
 //! store too full of running requests to take another key answers 503.
+//!
+//! A handler takes the `Replay` extractor, which reads the key, method and path from the
+//! request itself; the handler names only whose key it is (`Scope`) and the work. The
+//! work runs detached from the request: a request abandoned by its client or cut off by
+//! the request deadline still finishes and records its answer, so the retry replays it
+//! instead of waiting for the claim's lease to lapse.
 
+use std::borrow::Cow;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use boxoffice_domain::BuyerId;
+use boxoffice_engine::EngineError;
 use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, StoredResponse};
+use futures::FutureExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 
-pub struct Call<'a> {
-    pub store: &'a dyn IdempotencyStore,
-    /// This process, and how long its claims block retries.
-    pub claimant: Claimant,
-    pub scope: String,
-    pub key: &'a IdempotencyKey,
-    pub method: &'static str,
-    pub path: &'a str,
-    pub body: &'a [u8],
-    pub now: boxoffice_domain::Millis,
-}
-
-/// A handler's result before it becomes a response: a status and a JSON value.
+/// A handler's result before it becomes a response: a status and a JSON body.
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 
 pub fn reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
     serde_json::to_vec(value)
         .map(|b| (status, b))
-        .map_err(|e| ApiError::from(boxoffice_engine::EngineError::Internal(e.to_string())))
+        .map_err(|e| ApiError::from(EngineError::Internal(e.to_string())))
 }
 
-impl Call<'_> {
-    fn fingerprint(&self) -> [u8; 32] {
+/// Whose keys a key is among: a buyer's, the operator's, or the one shared namespace of
+/// keys that are secrets themselves (buyer creation).
+pub enum Scope {
+    Buyer(BuyerId),
+    Operator,
+    Secrets,
+}
+
+impl Scope {
+    fn name(&self) -> Cow<'static, str> {
+        match self {
+            Scope::Buyer(b) => Cow::Owned(format!("buyer:{b}")),
+            Scope::Operator => Cow::Borrowed("operator"),
+            Scope::Secrets => Cow::Borrowed("buyers"),
+        }
+    }
+}
+
+/// A write's Idempotency-Key and what identifies the request it was sent with.
+pub struct Replay {
+    key: IdempotencyKey,
+    method: Method,
+    uri: Uri,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Replay {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Ok(Replay {
+            key: IdempotencyKey::from_request_parts(parts, state).await?,
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+        })
+    }
+}
+
+/// Where a write's claim is kept while it runs and its answer afterwards.
+pub struct Store<'a> {
+    pub replays: &'a Arc<dyn IdempotencyStore>,
+    /// This process, and how long its claims block retries.
+    pub claimant: Claimant,
+    pub now: boxoffice_domain::Millis,
+}
+
+impl Replay {
+    pub fn key(&self) -> &IdempotencyKey {
+        &self.key
+    }
+
+    /// The same request, kept under another key (a digest of a secret key).
+    pub fn rekey(self, key: IdempotencyKey) -> Replay {
+        Replay { key, ..self }
+    }
+
+    fn fingerprint(&self, body: &[u8]) -> [u8; 32] {
         let mut h = Sha256::new();
         for part in [
-            self.method.as_bytes(),
+            self.method.as_str().as_bytes(),
             b"\0",
-            self.path.as_bytes(),
+            self.uri.path().as_bytes(),
             b"\0",
-            self.body,
+            body,
         ] {
             h.update(part);
         }
         h.finalize().into()
     }
 
-    pub async fn run<F: Future<Output = Reply>>(self, work: F) -> Response {
-        let key = &self.key.0;
-        match self
-            .store
+    /// Runs `work` once per key and scope, and answers retries from the store.
+    pub async fn run<F>(self, store: Store<'_>, scope: Scope, body: &[u8], work: F) -> Response
+    where
+        F: Future<Output = Reply> + Send + 'static,
+    {
+        let scope = scope.name();
+        let begun = (store.replays)
             .begin(
-                &self.scope,
-                key,
-                &self.fingerprint(),
-                self.now,
-                &self.claimant,
+                &scope,
+                &self.key.0,
+                &self.fingerprint(body),
+                store.now,
+                &store.claimant,
             )
-            .await
-        {
-            Err(e) => ApiError::from(boxoffice_engine::EngineError::from(e)).into_response(),
+            .await;
+        match begun {
+            Err(e) => ApiError::from(EngineError::from(e)).into_response(),
             Ok(Begin::Replay(r)) => respond(
                 StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK),
                 r.body,
@@ -86,34 +145,74 @@ impl Call<'_> {
                 "too many requests are running to remember another Idempotency-Key; retry shortly",
             )
             .into_response(),
-            Ok(Begin::Proceed) => self.finish(work.await).await,
+            Ok(Begin::Proceed) => {
+                let claim = Claim {
+                    replays: store.replays.clone(),
+                    scope: scope.into_owned(),
+                    key: self.key.0,
+                };
+                claim.run_detached(work).await
+            }
+        }
+    }
+}
+
+/// A key claimed by this request: it is finished with the answer, or abandoned.
+struct Claim {
+    replays: Arc<dyn IdempotencyStore>,
+    scope: String,
+    key: String,
+}
+
+impl Claim {
+    /// Runs the work and records its answer in a task of its own, which goes on when
+    /// the request is dropped (the client left, or the deadline passed).
+    async fn run_detached<F>(self, work: F) -> Response
+    where
+        F: Future<Output = Reply> + Send + 'static,
+    {
+        let task = tokio::spawn(
+            async move {
+                let reply = AssertUnwindSafe(work).catch_unwind().await;
+                let reply = reply.unwrap_or_else(|_| {
+                    Err(ApiError::from(EngineError::Internal(
+                        "the request's work panicked".into(),
+                    )))
+                });
+                self.finish(reply).await
+            }
+            .in_current_span(),
+        );
+        match task.await {
+            Ok((status, body)) => respond(status, body, false),
+            Err(e) => ApiError::from(EngineError::Internal(e.to_string())).into_response(),
         }
     }
 
-    async fn finish(self, reply: Reply) -> Response {
+    async fn finish(self, reply: Reply) -> (StatusCode, Vec<u8>) {
         let (status, body) = match reply {
             Ok(ok) => ok,
             Err(e) => (e.status, e.body()),
         };
         // A failure of ours changed nothing the client can rely on: let a retry run again.
         let outcome = if status.is_server_error() {
-            self.store.abandon(&self.scope, &self.key.0).await
+            self.replays.abandon(&self.scope, &self.key).await
         } else {
-            self.store
-                .finish(
-                    &self.scope,
-                    &self.key.0,
-                    &StoredResponse {
-                        status: status.as_u16(),
-                        body: body.clone(),
-                    },
-                )
-                .await
+            let kept = StoredResponse {
+                status: status.as_u16(),
+                body,
+            };
+            let outcome = self.replays.finish(&self.scope, &self.key, &kept).await;
+            return Self::logged(outcome, (status, kept.body));
         };
+        Self::logged(outcome, (status, body))
+    }
+
+    fn logged<T>(outcome: Result<(), boxoffice_engine::ports::StoreError>, answer: T) -> T {
         if let Err(e) = outcome {
             tracing::warn!(error = %e, "could not record the idempotent response");
         }
-        respond(status, body, false)
+        answer
     }
 }
 
@@ -136,4 +235,105 @@ pub fn respond(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::http::Request;
+    use boxoffice_domain::Millis;
+    use boxoffice_engine::ports::Incarnation;
+    use boxoffice_store_memory::MemoryIdempotency;
+    use boxoffice_testkit::deadline::eventually;
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    fn claimant() -> Claimant {
+        Claimant {
+            node: Incarnation::random(),
+            lease_ms: 60_000,
+            dead_after_ms: 30_000,
+        }
+    }
+
+    async fn replay(key: &str) -> Replay {
+        let req = Request::post("/v1/events/7/open")
+            .header("idempotency-key", key)
+            .body(())
+            .unwrap();
+        let (mut parts, ()) = req.into_parts();
+        Replay::from_request_parts(&mut parts, &()).await.unwrap()
+    }
+
+    async fn send(
+        replays: &Arc<dyn IdempotencyStore>,
+        claimant: Claimant,
+        work: impl Future<Output = Reply> + Send + 'static,
+    ) -> Response {
+        let store = Store {
+            replays,
+            claimant,
+            now: Millis(1_000),
+        };
+        replay("k-1")
+            .await
+            .run(store, Scope::Operator, b"{}", work)
+            .await
+    }
+
+    async fn body(res: Response) -> Vec<u8> {
+        axum::body::to_bytes(res.into_body(), 1 << 16)
+            .await
+            .unwrap()
+            .to_vec()
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_request_was_dropped_still_records_its_answer_for_the_retry() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let claimant = claimant();
+        let (release, released) = oneshot::channel::<()>();
+        let (done, finished) = oneshot::channel::<()>();
+        let work = async move {
+            let _ = released.await;
+            let _ = done.send(());
+            Ok((StatusCode::CREATED, b"{\"made\":1}".to_vec()))
+        };
+        // The request is cut off (deadline, client gone) while its work runs.
+        let cut = tokio::time::timeout(Duration::from_millis(20), send(&replays, claimant, work));
+        assert!(cut.await.is_err(), "the work was still waiting");
+        let res = send(&replays, claimant, async { unreachable!("ran twice") }).await;
+        assert_eq!(res.status(), StatusCode::CONFLICT, "still running");
+        release.send(()).unwrap();
+        finished.await.unwrap();
+        // The answer is recorded after the work, by the detached task.
+        let retry = || async {
+            let res = send(&replays, claimant, async { unreachable!("ran twice") }).await;
+            match res.status() {
+                StatusCode::CONFLICT => Err("still in progress"),
+                _ => Ok(res),
+            }
+        };
+        let every = Duration::from_millis(5);
+        let res = eventually("the answer recorded", Duration::from_secs(5), every, retry).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert_eq!(res.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(res).await, b"{\"made\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_write_answers_500_and_leaves_the_key_free_for_a_retry() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let claimant = claimant();
+        let res = send(&replays, claimant, async { panic!("a bug") }).await;
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let res = send(&replays, claimant, async {
+            Ok((StatusCode::OK, b"{}".to_vec()))
+        })
+        .await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+    }
 }

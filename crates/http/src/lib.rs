@@ -62,6 +62,24 @@ impl AppState {
     fn now(&self) -> boxoffice_domain::Millis {
         self.engine.ports().clock.now()
     }
+
+    /// The durable replay store (checkout, event and queue writes).
+    pub(crate) fn replays(&self) -> idempotency::Store<'_> {
+        idempotency::Store {
+            replays: &self.idempotency,
+            claimant: self.claimant,
+            now: self.now(),
+        }
+    }
+
+    /// The fast replay store of holds.
+    pub(crate) fn hold_replays(&self) -> idempotency::Store<'_> {
+        idempotency::Store {
+            replays: &self.hold_idempotency,
+            claimant: self.claimant,
+            now: self.now(),
+        }
+    }
 }
 
 pub fn app(state: AppState) -> Router {

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
-use crate::idempotency::{Call, reply};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr};
 
@@ -52,31 +52,23 @@ fn secret_digest(key: &IdempotencyKey) -> Result<IdempotencyKey, ApiError> {
 pub async fn create_buyer(
     State(st): State<AppState>,
     ClientAddr(ip): ClientAddr,
-    key: IdempotencyKey,
+    replay: Replay,
 ) -> Response {
     if let Err(r) = st.engine.may_sign_up(Some(ip)) {
         return refused(r.into());
     }
-    let digest = match secret_digest(&key) {
-        Ok(d) => d,
+    let replay = match secret_digest(replay.key()) {
+        Ok(d) => replay.rekey(d),
         Err(e) => return e.into_response(),
     };
-    let call = Call {
-        store: &*st.idempotency,
-        claimant: st.claimant,
-        scope: "buyers".into(),
-        key: &digest,
-        method: "POST",
-        path: "/v1/buyers",
-        body: b"",
-        now: st.now(),
-    };
-    call.run(async {
-        let (buyer_id, token) = st.engine.create_buyer().await?;
-        reply(
-            StatusCode::CREATED,
-            &json!({"buyer_id": buyer_id, "token": token}),
-        )
-    })
-    .await
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Secrets, b"", async move {
+            let (buyer_id, token) = engine.create_buyer().await?;
+            reply(
+                StatusCode::CREATED,
+                &json!({"buyer_id": buyer_id, "token": token}),
+            )
+        })
+        .await
 }

@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, Operator, json};
-use crate::idempotency::{Call, reply};
+use crate::extract::{Operator, json};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::path_id::Id;
 
 #[derive(Serialize)]
@@ -49,28 +49,20 @@ fn summary(entry: &EventEntry, counts: Option<SeatCounts>) -> serde_json::Value 
 pub async fn create(
     State(st): State<AppState>,
     _: Operator,
-    key: IdempotencyKey,
+    replay: Replay,
     body: Bytes,
 ) -> Response {
     let spec: EventSpec = match json(&body) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    let call = Call {
-        store: &*st.idempotency,
-        claimant: st.claimant,
-        scope: "operator".into(),
-        key: &key,
-        method: "POST",
-        path: "/v1/events",
-        body: &body,
-        now: st.now(),
-    };
-    call.run(async {
-        let entry = st.engine.create_event(&spec).await?;
-        reply(StatusCode::CREATED, &summary(&entry, None))
-    })
-    .await
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Operator, &body, async move {
+            let entry = engine.create_event(&spec).await?;
+            reply(StatusCode::CREATED, &summary(&entry, None))
+        })
+        .await
 }
 
 pub async fn get(
@@ -82,52 +74,33 @@ pub async fn get(
     Ok(Json(summary(&entry, counts)))
 }
 
-pub async fn open(
-    st: State<AppState>,
-    op: Operator,
-    key: IdempotencyKey,
-    id: Id<EventId>,
-) -> Response {
-    set_sale(st, op, key, id, true).await
+pub async fn open(st: State<AppState>, op: Operator, replay: Replay, id: Id<EventId>) -> Response {
+    set_sale(st, op, replay, id, true).await
 }
 
-pub async fn close(
-    st: State<AppState>,
-    op: Operator,
-    key: IdempotencyKey,
-    id: Id<EventId>,
-) -> Response {
-    set_sale(st, op, key, id, false).await
+pub async fn close(st: State<AppState>, op: Operator, replay: Replay, id: Id<EventId>) -> Response {
+    set_sale(st, op, replay, id, false).await
 }
 
 async fn set_sale(
     State(st): State<AppState>,
     _: Operator,
-    key: IdempotencyKey,
+    replay: Replay,
     Id(id): Id<EventId>,
     open: bool,
 ) -> Response {
-    let path = format!("/v1/events/{id}/{}", if open { "open" } else { "close" });
-    let call = Call {
-        store: &*st.idempotency,
-        claimant: st.claimant,
-        scope: "operator".into(),
-        key: &key,
-        method: "POST",
-        path: &path,
-        body: b"",
-        now: st.now(),
-    };
-    call.run(async {
-        let entry = if open {
-            st.engine.open_sale(id).await?
-        } else {
-            st.engine.close_sale(id).await?
-        };
-        let counts = st.engine.ports().arbiter.counts(id).await.ok();
-        reply(StatusCode::OK, &summary(&entry, counts))
-    })
-    .await
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Operator, b"", async move {
+            let entry = if open {
+                engine.open_sale(id).await?
+            } else {
+                engine.close_sale(id).await?
+            };
+            let counts = engine.ports().arbiter.counts(id).await.ok();
+            reply(StatusCode::OK, &summary(&entry, counts))
+        })
+        .await
 }
 
 pub async fn stats(

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, IdempotencyKey, json};
-use crate::idempotency::{Call, reply};
+use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, json};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Sample;
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
@@ -90,7 +90,7 @@ pub async fn create(
     State(st): State<AppState>,
     token: BearerToken,
     session: BuyerSessionHeader,
-    key: IdempotencyKey,
+    replay: Replay,
     Id(id): Id<EventId>,
     body: Bytes,
 ) -> Response {
@@ -113,25 +113,16 @@ pub async fn create(
     if let Err(r) = st.engine.limit_hold(&admitted) {
         return refused(r.into());
     }
-    let path = format!("/v1/events/{}/holds", admitted.event);
-    let scope = format!("buyer:{}", admitted.who.buyer);
-    let call = Call {
-        store: &*st.hold_idempotency,
-        claimant: st.claimant,
-        scope,
-        key: &key,
-        method: "POST",
-        path: &path,
-        body: &body,
-        now: st.now(),
-    };
-    call.run(async {
-        let sample = Sample::start();
-        let hold = st.engine.hold(&admitted, &input).await;
-        sample.hold(&st, &hold);
-        reply(StatusCode::CREATED, &view(&st, hold?).await?)
-    })
-    .await
+    let scope = Scope::Buyer(admitted.who.buyer);
+    let state = st.clone();
+    replay
+        .run(st.hold_replays(), scope, &body, async move {
+            let sample = Sample::start();
+            let hold = state.engine.hold(&admitted, &input).await;
+            sample.hold(&state, &hold);
+            reply(StatusCode::CREATED, &view(&state, hold?).await?)
+        })
+        .await
 }
 
 pub async fn get(
@@ -146,24 +137,15 @@ pub async fn get(
 pub async fn release(
     State(st): State<AppState>,
     Buyer(who): Buyer,
-    key: IdempotencyKey,
+    replay: Replay,
     Id(hold): Id<HoldId>,
 ) -> Response {
-    let path = format!("/v1/holds/{hold}");
-    let scope = format!("buyer:{}", who.buyer);
-    let call = Call {
-        store: &*st.hold_idempotency,
-        claimant: st.claimant,
-        scope,
-        key: &key,
-        method: "DELETE",
-        path: &path,
-        body: b"",
-        now: st.now(),
-    };
-    call.run(async {
-        let released = st.engine.release_hold(&who, hold).await?;
-        reply(StatusCode::OK, &view(&st, released).await?)
-    })
-    .await
+    let scope = Scope::Buyer(who.buyer);
+    let state = st.clone();
+    replay
+        .run(st.hold_replays(), scope, b"", async move {
+            let released = state.engine.release_hold(&who, hold).await?;
+            reply(StatusCode::OK, &view(&state, released).await?)
+        })
+        .await
 }

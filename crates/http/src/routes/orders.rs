@@ -13,8 +13,8 @@ use serde_json::json;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{Buyer, IdempotencyKey, json};
-use crate::idempotency::{Call, reply};
+use crate::extract::{Buyer, json};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Sample;
 use crate::path_id::Id;
 
@@ -27,7 +27,7 @@ struct CheckoutBody {
 pub async fn checkout(
     State(st): State<AppState>,
     Buyer(who): Buyer,
-    key: IdempotencyKey,
+    replay: Replay,
     Id(hold): Id<HoldId>,
     body: Bytes,
 ) -> Response {
@@ -45,40 +45,33 @@ pub async fn checkout(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    let path = format!("/v1/holds/{hold}/checkout");
-    let scope = format!("buyer:{}", who.buyer);
-    let call = Call {
-        store: &*st.idempotency,
-        claimant: st.claimant,
-        scope,
-        key: &key,
-        method: "POST",
-        path: &path,
-        body: &body,
-        now: st.now(),
-    };
-    call.run(async {
-        let sample = Sample::start();
-        let outcome = st.engine.checkout(&who, hold, &input.payment_method).await;
-        sample.checkout(&st, &outcome);
-        match outcome? {
-            CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
-            CheckoutOutcome::Pending(order) => {
-                let poll = format!("/v1/orders/{}", order.order_id);
-                let next = json!({"type": "poll", "url": poll});
-                reply(
+    let scope = Scope::Buyer(who.buyer);
+    let state = st.clone();
+    replay
+        .run(st.replays(), scope, &body, async move {
+            let sample = Sample::start();
+            let outcome = (state.engine)
+                .checkout(&who, hold, &input.payment_method)
+                .await;
+            sample.checkout(&state, &outcome);
+            match outcome? {
+                CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
+                CheckoutOutcome::Pending(order) => {
+                    let poll = format!("/v1/orders/{}", order.order_id);
+                    let next = json!({"type": "poll", "url": poll});
+                    reply(
+                        StatusCode::ACCEPTED,
+                        &json!({"status": "payment_pending", "order": order, "next_action": next}),
+                    )
+                }
+                // The buyer must finish at their bank; the provider's webhook completes it.
+                CheckoutOutcome::ActionRequired(order, next) => reply(
                     StatusCode::ACCEPTED,
                     &json!({"status": "payment_pending", "order": order, "next_action": next}),
-                )
+                ),
             }
-            // The buyer must finish at their bank; the provider's webhook completes it.
-            CheckoutOutcome::ActionRequired(order, next) => reply(
-                StatusCode::ACCEPTED,
-                &json!({"status": "payment_pending", "order": order, "next_action": next}),
-            ),
-        }
-    })
-    .await
+        })
+        .await
 }
 
 pub async fn get(

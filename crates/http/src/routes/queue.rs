@@ -13,8 +13,8 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, bearer, json};
-use crate::idempotency::{Call, reply};
+use crate::extract::{bearer, json};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
@@ -30,7 +30,7 @@ pub async fn join(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
-    key: IdempotencyKey,
+    replay: Replay,
     Id(id): Id<EventId>,
     body: Bytes,
 ) -> Response {
@@ -57,22 +57,14 @@ pub async fn join(
     };
     // The replay store decides before the join takes effect: a key used for another
     // request is refused without taking a place.
-    let path = format!("/v1/events/{id}/queue");
-    let call = Call {
-        store: &*st.idempotency,
-        claimant: st.claimant,
-        scope: format!("buyer:{}", pass.buyer()),
-        key: &key,
-        method: "POST",
-        path: &path,
-        body: &body,
-        now: st.now(),
-    };
-    call.run(async {
-        let out = st.engine.join_checked(pass).await?;
-        reply(StatusCode::OK, &out)
-    })
-    .await
+    let scope = Scope::Buyer(pass.buyer());
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), scope, &body, async move {
+            let out = engine.join_checked(pass).await?;
+            reply(StatusCode::OK, &out)
+        })
+        .await
 }
 
 /// The public, cacheable line state of an event: pre-serialized once per node per

@@ -17,8 +17,8 @@ use serde_json::json;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{IdempotencyKey, Operator, QueryParams, json};
-use crate::idempotency::{Call, reply};
+use crate::extract::{Operator, QueryParams, json};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::path_id::Id;
 
 /// Largest page of pool members one fairness response carries (about 37 KB), and the
@@ -102,29 +102,21 @@ pub async fn set_rules(
 pub async fn grant_buyer_token(
     State(st): State<AppState>,
     _: Operator,
-    key: IdempotencyKey,
+    replay: Replay,
     body: Bytes,
 ) -> Response {
     let grant: BuyerGrant = match json(&body) {
         Ok(g) => g,
         Err(e) => return e.into_response(),
     };
-    let call = Call {
-        store: &*st.idempotency,
-        claimant: st.claimant,
-        scope: "operator".into(),
-        key: &key,
-        method: "POST",
-        path: "/v1/buyer-tokens",
-        body: &body,
-        now: st.now(),
-    };
-    call.run(async {
-        let token = st.engine.grant_buyer_token(&grant);
-        reply(
-            StatusCode::CREATED,
-            &json!({"buyer_id": grant.buyer_id, "token": token}),
-        )
-    })
-    .await
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Operator, &body, async move {
+            let token = engine.grant_buyer_token(&grant);
+            reply(
+                StatusCode::CREATED,
+                &json!({"buyer_id": grant.buyer_id, "token": token}),
+            )
+        })
+        .await
 }
