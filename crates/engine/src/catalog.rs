@@ -187,7 +187,8 @@ impl Engine {
             .await?)
     }
 
-    pub(crate) fn now(&self) -> boxoffice_domain::Millis {
+    /// The current time by the engine's clock.
+    pub fn now(&self) -> boxoffice_domain::Millis {
         self.ports.clock.now()
     }
 }

@@ -15,6 +15,7 @@ mod expiry;
 mod holds;
 mod late;
 mod order_view;
+mod overview;
 mod pacing;
 pub mod ports;
 mod queue;
@@ -40,6 +41,7 @@ pub use checkout::CheckoutOutcome;
 pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
+pub use overview::{EventOverview, SaleChange};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use webhooks::{WebhookReceipt, WebhookRejected};
 

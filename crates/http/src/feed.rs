@@ -10,11 +10,11 @@ use std::time::Duration;
 use axum::body::Bytes;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use boxoffice_domain::EventId;
+use boxoffice_domain::{EventId, SeatIndex};
 use boxoffice_engine::{AvailabilitySnapshot, availability_delta};
 use futures::Stream;
 use parking_lot::Mutex;
-use serde_json::json;
+use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -43,12 +43,34 @@ pub(crate) struct Feed {
 }
 
 /// The GET /availability document.
+#[derive(Serialize)]
+pub struct AvailabilityOut<'a> {
+    event_id: EventId,
+    seats: u32,
+    free: u32,
+    encoding: &'static str,
+    bitmap: String,
+    version: &'a str,
+}
+
+/// A change of the availability stream.
+#[derive(Serialize)]
+pub struct AvailabilityDelta {
+    free: Vec<SeatIndex>,
+    taken: Vec<SeatIndex>,
+    free_count: u32,
+}
+
 pub(crate) fn snapshot_body(id: EventId, seats: u32, s: &AvailabilitySnapshot) -> String {
-    json!({
-        "event_id": id, "seats": seats, "free": s.free, "encoding": "bitmap-msb-first-base64",
-        "bitmap": B64.encode(&s.bits), "version": s.version,
-    })
-    .to_string()
+    let doc = AvailabilityOut {
+        event_id: id,
+        seats,
+        free: s.free,
+        encoding: "bitmap-msb-first-base64",
+        bitmap: B64.encode(&s.bits),
+        version: &s.version,
+    };
+    serde_json::to_string(&doc).unwrap_or_default()
 }
 
 impl Feed {
@@ -80,7 +102,12 @@ impl Feed {
         }
         let (free, taken) = availability_delta(&last.bits, &next.bits);
         metrics::counter!("boxoffice_availability_deltas_total").increment(1);
-        let data = json!({"free": free, "taken": taken, "free_count": next.free}).to_string();
+        let delta = AvailabilityDelta {
+            free,
+            taken,
+            free_count: next.free,
+        };
+        let data = serde_json::to_string(&delta).unwrap_or_default();
         let delta = frame("delta", &next.version, &data);
         let body = snapshot_body(self.event, self.seats, &next);
         let snapshot = frame("snapshot", &next.version, &body);

@@ -59,16 +59,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    fn now(&self) -> boxoffice_domain::Millis {
-        self.engine.ports().clock.now()
-    }
-
     /// The durable replay store (checkout, event and queue writes).
     pub(crate) fn replays(&self) -> idempotency::Store<'_> {
         idempotency::Store {
             replays: &self.idempotency,
             claimant: self.claimant,
-            now: self.now(),
+            now: self.engine.now(),
         }
     }
 
@@ -77,7 +73,7 @@ impl AppState {
         idempotency::Store {
             replays: &self.hold_idempotency,
             claimant: self.claimant,
-            now: self.now(),
+            now: self.engine.now(),
         }
     }
 }

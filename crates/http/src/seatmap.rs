@@ -9,9 +9,11 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::http::HeaderValue;
 use boxoffice_domain::EventId;
+use boxoffice_domain::catalog::PriceTier;
+use boxoffice_domain::{Event, SeatIndex, Section, SectionKind};
 use boxoffice_engine::{EngineError, EventEntry};
 use parking_lot::Mutex;
-use serde_json::json;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
@@ -69,32 +71,75 @@ impl SeatMaps {
     }
 }
 
-/// The layout, for drawing the map.
+/// The seat map document: the layout, for drawing the map.
+#[derive(Serialize)]
+pub struct SeatMapOut<'a> {
+    event_id: EventId,
+    tiers: &'a [PriceTier],
+    sections: Vec<SeatMapSection<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct SeatMapSection<'a> {
+    key: &'a str,
+    name: &'a str,
+    kind: SectionKind,
+    rows: Vec<SeatMapRow<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct SeatMapRow<'a> {
+    label: &'a str,
+    seats: Vec<SeatMapSeat<'a>>,
+}
+
+/// A seat at (x, y) = (its number, its row's place in the section).
+#[derive(Serialize)]
+pub struct SeatMapSeat<'a> {
+    index: SeatIndex,
+    seat_id: &'a str,
+    number: u32,
+    tier: &'a str,
+    x: u32,
+    y: usize,
+}
+
+fn section<'a>(e: &'a Event, s: &'a Section) -> SeatMapSection<'a> {
+    let rows = (s.rows.iter().enumerate())
+        .map(|(y, r)| SeatMapRow {
+            label: &r.label,
+            seats: (r.first_seat..r.first_seat + r.len)
+                .map(|i| {
+                    let seat = &e.seats[i as usize];
+                    SeatMapSeat {
+                        index: i,
+                        seat_id: &seat.label,
+                        number: seat.number,
+                        tier: &e.tiers[seat.tier as usize].key,
+                        x: seat.number,
+                        y,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    SeatMapSection {
+        key: &s.key,
+        name: &s.name,
+        kind: s.kind,
+        rows,
+    }
+}
+
 fn render(entry: &EventEntry) -> Rendered {
     metrics::counter!("boxoffice_seatmap_renders_total").increment(1);
     let e = &entry.event;
-    let sections: Vec<_> = e
-        .sections
-        .iter()
-        .map(|s| {
-            let rows: Vec<_> = s
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(y, r)| {
-                    let seats: Vec<_> = (r.first_seat..r.first_seat + r.len)
-                        .map(|i| {
-                            let seat = &e.seats[i as usize];
-                            json!({"index": i, "seat_id": seat.label, "number": seat.number, "tier": e.tiers[seat.tier as usize].key, "x": seat.number, "y": y})
-                        })
-                        .collect();
-                    json!({"label": r.label, "seats": seats})
-                })
-                .collect();
-            json!({"key": s.key, "name": s.name, "kind": s.kind, "rows": rows})
-        })
-        .collect();
-    let body = json!({"event_id": e.id, "tiers": e.tiers, "sections": sections}).to_string();
+    let doc = SeatMapOut {
+        event_id: e.id,
+        tiers: &e.tiers,
+        sections: e.sections.iter().map(|s| section(e, s)).collect(),
+    };
+    let body = serde_json::to_string(&doc).unwrap_or_default();
     let digest = Sha256::digest(body.as_bytes());
     let etag = format!("\"{}\"", boxoffice_domain::fairness::hex(&digest[..8]));
     Rendered {

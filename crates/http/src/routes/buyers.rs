@@ -13,7 +13,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use boxoffice_domain::BuyerId;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::code::ErrorCode;
@@ -22,6 +23,13 @@ use crate::extract::IdempotencyKey;
 use crate::idempotency::{Replay, Scope, reply};
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr};
+
+/// A buyer and the session token that acts as them.
+#[derive(Serialize)]
+pub struct BuyerOut {
+    pub buyer_id: BuyerId,
+    pub token: String,
+}
 
 /// Shortest key accepted as a secret; a UUID has 36 characters, 32 random hex digits.
 const MIN_KEY_LEN: usize = 32;
@@ -65,10 +73,7 @@ pub async fn create_buyer(
     replay
         .run(st.replays(), Scope::Secrets, b"", async move {
             let (buyer_id, token) = engine.create_buyer().await?;
-            reply(
-                StatusCode::CREATED,
-                &json!({"buyer_id": buyer_id, "token": token}),
-            )
+            reply(StatusCode::CREATED, &BuyerOut { buyer_id, token })
         })
         .await
 }

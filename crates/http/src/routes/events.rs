@@ -5,11 +5,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use boxoffice_domain::{EventId, EventSpec};
-use boxoffice_engine::EventEntry;
-use boxoffice_engine::ports::SeatCounts;
+use boxoffice_domain::catalog::PriceTier;
+use boxoffice_domain::{EventId, EventSpec, Millis, SaleSettings, SaleStatus, SectionKind};
+use boxoffice_engine::ports::{QueueState, SeatCounts};
+use boxoffice_engine::waiting::StatsView;
+use boxoffice_engine::{EventEntry, EventOverview, SaleChange};
 use serde::Serialize;
-use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -17,33 +18,70 @@ use crate::extract::{Operator, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::path_id::Id;
 
+/// An event as the API shows it.
 #[derive(Serialize)]
-struct SectionSummary<'a> {
+pub struct EventOut<'a> {
+    event_id: EventId,
+    name: &'a str,
+    currency: &'a str,
+    status: SaleStatus,
+    sale: &'a SaleSettings,
+    tiers: &'a [PriceTier],
+    sections: Vec<SectionSummary<'a>>,
+    capacity: u32,
+    counts: Option<SeatCounts>,
+    created_at: Millis,
+}
+
+#[derive(Serialize)]
+pub struct SectionSummary<'a> {
     key: &'a str,
     name: &'a str,
-    kind: boxoffice_domain::SectionKind,
+    kind: SectionKind,
     capacity: u32,
     rows: usize,
 }
 
-fn summary(entry: &EventEntry, counts: Option<SeatCounts>) -> serde_json::Value {
-    let e = &entry.event;
-    let sections: Vec<_> = e
-        .sections
-        .iter()
-        .map(|s| SectionSummary {
-            key: &s.key,
-            name: &s.name,
-            kind: s.kind,
-            capacity: s.len,
-            rows: s.rows.len(),
-        })
-        .collect();
-    json!({
-        "event_id": e.id, "name": e.name, "currency": e.currency, "status": e.status,
-        "sale": e.sale, "tiers": e.tiers, "sections": sections, "capacity": e.capacity(),
-        "counts": counts, "created_at": e.created_at,
-    })
+impl<'a> EventOut<'a> {
+    fn new(entry: &'a EventEntry, counts: Option<SeatCounts>) -> EventOut<'a> {
+        let e = &entry.event;
+        let sections = (e.sections.iter())
+            .map(|s| SectionSummary {
+                key: &s.key,
+                name: &s.name,
+                kind: s.kind,
+                capacity: s.len,
+                rows: s.rows.len(),
+            })
+            .collect();
+        EventOut {
+            event_id: e.id,
+            name: &e.name,
+            currency: &e.currency,
+            status: e.status,
+            sale: &e.sale,
+            tiers: &e.tiers,
+            sections,
+            capacity: e.capacity(),
+            counts,
+            created_at: e.created_at,
+        }
+    }
+
+    fn of(overview: &'a EventOverview) -> EventOut<'a> {
+        EventOut::new(&overview.entry, overview.counts)
+    }
+}
+
+/// An event's sale and waiting room, for the operator.
+#[derive(Serialize)]
+pub struct EventStatsOut {
+    event_id: EventId,
+    status: SaleStatus,
+    counts: Option<SeatCounts>,
+    queue: QueueState,
+    admission_rate_per_s: u32,
+    waiting_room: StatsView,
 }
 
 pub async fn create(
@@ -60,26 +98,22 @@ pub async fn create(
     replay
         .run(st.replays(), Scope::Operator, &body, async move {
             let entry = engine.create_event(&spec).await?;
-            reply(StatusCode::CREATED, &summary(&entry, None))
+            reply(StatusCode::CREATED, &EventOut::new(&entry, None))
         })
         .await
 }
 
-pub async fn get(
-    State(st): State<AppState>,
-    Id(id): Id<EventId>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let entry = st.engine.event(id).await?;
-    let counts = st.engine.ports().arbiter.counts(entry.event.id).await.ok();
-    Ok(Json(summary(&entry, counts)))
+pub async fn get(State(st): State<AppState>, Id(id): Id<EventId>) -> Result<Response, ApiError> {
+    let overview = st.engine.event_overview(id).await?;
+    Ok(Json(EventOut::of(&overview)).into_response())
 }
 
 pub async fn open(st: State<AppState>, op: Operator, replay: Replay, id: Id<EventId>) -> Response {
-    set_sale(st, op, replay, id, true).await
+    set_sale(st, op, replay, id, SaleChange::Open).await
 }
 
 pub async fn close(st: State<AppState>, op: Operator, replay: Replay, id: Id<EventId>) -> Response {
-    set_sale(st, op, replay, id, false).await
+    set_sale(st, op, replay, id, SaleChange::Close).await
 }
 
 async fn set_sale(
@@ -87,18 +121,13 @@ async fn set_sale(
     _: Operator,
     replay: Replay,
     Id(id): Id<EventId>,
-    open: bool,
+    change: SaleChange,
 ) -> Response {
     let engine = st.engine.clone();
     replay
         .run(st.replays(), Scope::Operator, b"", async move {
-            let entry = if open {
-                engine.open_sale(id).await?
-            } else {
-                engine.close_sale(id).await?
-            };
-            let counts = engine.ports().arbiter.counts(id).await.ok();
-            reply(StatusCode::OK, &summary(&entry, counts))
+            let overview = engine.change_sale(id, change).await?;
+            reply(StatusCode::OK, &EventOut::of(&overview))
         })
         .await
 }
@@ -107,15 +136,17 @@ pub async fn stats(
     State(st): State<AppState>,
     _: Operator,
     Id(id): Id<EventId>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<EventStatsOut>, ApiError> {
     let entry = st.engine.event(id).await?;
-    let counts = st.engine.ports().arbiter.counts(id).await.ok();
-    let queue = st.engine.queue_state(id).await?;
-    Ok(Json(json!({
-        "event_id": id, "status": entry.event.status, "counts": counts, "queue": queue,
-        "admission_rate_per_s": entry.event.sale.admission_rate_per_s,
-        "waiting_room": st.engine.waiting_stats(id).await?,
-    })))
+    let waiting = st.engine.waiting_stats(id).await?;
+    Ok(Json(EventStatsOut {
+        event_id: id,
+        status: entry.event.status,
+        counts: waiting.seats,
+        queue: waiting.queue,
+        admission_rate_per_s: entry.event.sale.admission_rate_per_s,
+        waiting_room: waiting,
+    }))
 }
 
 /// The layout, for drawing the map: static per event, rendered once per node and

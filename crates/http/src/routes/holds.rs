@@ -74,12 +74,11 @@ pub struct HoldOut {
 }
 
 async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
-    let entry = st.engine.event(h.hold.event).await?;
     Ok(HoldOut {
+        seat_ids: st.engine.hold_seat_labels(&h).await?,
         hold_id: h.hold,
         event_id: h.hold.event,
         status: h.state,
-        seat_ids: st.engine.seat_labels(&entry, &h.seats),
         price_quote: h.total(),
         prices: h.prices,
         expires_at: h.expires_at,

@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use boxoffice_domain::SaleStatus;
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -24,12 +23,8 @@ pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError
             "start-up has not finished",
         ));
     }
-    st.engine
-        .ports()
-        .ledger
-        .events_with_status(SaleStatus::Open)
-        .await
-        .map_err(boxoffice_engine::EngineError::from)?;
+    // The ledger answers.
+    st.engine.open_events().await?;
     Ok("ready")
 }
 

@@ -6,9 +6,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{HoldId, OrderId};
+use boxoffice_engine::ports::NextAction;
 use boxoffice_engine::{CheckoutOutcome, OrderView};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -22,6 +22,30 @@ use crate::path_id::Id;
 #[serde(deny_unknown_fields)]
 struct CheckoutBody {
     payment_method: String,
+}
+
+/// A checkout the provider has not settled yet, and what the buyer does next.
+#[derive(Serialize)]
+pub struct PaymentPending {
+    status: &'static str,
+    order: OrderView,
+    next_action: NextAction,
+}
+
+impl PaymentPending {
+    fn new(order: OrderView, next_action: NextAction) -> PaymentPending {
+        PaymentPending {
+            status: "payment_pending",
+            order,
+            next_action,
+        }
+    }
+}
+
+/// The buyer's orders.
+#[derive(Serialize)]
+pub struct OrderList {
+    orders: Vec<OrderView>,
 }
 
 pub async fn checkout(
@@ -57,18 +81,16 @@ pub async fn checkout(
             match outcome? {
                 CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
                 CheckoutOutcome::Pending(order) => {
-                    let poll = format!("/v1/orders/{}", order.order_id);
-                    let next = json!({"type": "poll", "url": poll});
-                    reply(
-                        StatusCode::ACCEPTED,
-                        &json!({"status": "payment_pending", "order": order, "next_action": next}),
-                    )
+                    let poll = NextAction {
+                        kind: "poll".into(),
+                        url: Some(format!("/v1/orders/{}", order.order_id)),
+                    };
+                    reply(StatusCode::ACCEPTED, &PaymentPending::new(order, poll))
                 }
                 // The buyer must finish at their bank; the provider's webhook completes it.
-                CheckoutOutcome::ActionRequired(order, next) => reply(
-                    StatusCode::ACCEPTED,
-                    &json!({"status": "payment_pending", "order": order, "next_action": next}),
-                ),
+                CheckoutOutcome::ActionRequired(order, next) => {
+                    reply(StatusCode::ACCEPTED, &PaymentPending::new(order, next))
+                }
             }
         })
         .await
@@ -82,7 +104,10 @@ pub async fn get(
     Ok(Json(st.engine.order_for(&who, id).await?))
 }
 
-pub async fn mine(State(st): State<AppState>, Buyer(who): Buyer) -> Result<Response, ApiError> {
+pub async fn mine(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+) -> Result<Json<OrderList>, ApiError> {
     let orders = st.engine.orders_of(&who).await?;
-    Ok(Json(json!({"orders": orders})).into_response())
+    Ok(Json(OrderList { orders }))
 }

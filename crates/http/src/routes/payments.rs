@@ -8,9 +8,10 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use boxoffice_domain::{OrderId, OrderState};
 use boxoffice_engine::ports::WebhookError;
 use boxoffice_engine::{WebhookReceipt, WebhookRejected};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -18,6 +19,21 @@ use crate::error::ApiError;
 
 /// The header providers sign with (Stripe's name; the fake uses the same format).
 const SIGNATURE_HEADER: &str = "stripe-signature";
+
+/// The answer to a webhook: received, and the order it settled, if any.
+#[derive(Serialize)]
+pub struct Receipt {
+    received: bool,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    settled: Option<Settled>,
+}
+
+#[derive(Serialize)]
+pub struct Settled {
+    order_id: OrderId,
+    status: OrderState,
+    duplicate: bool,
+}
 
 pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let Some(signature) = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()) else {
@@ -28,14 +44,20 @@ pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes
             order,
             status,
             duplicate,
-        }) => Json(json!({
-            "received": true,
-            "order_id": order,
-            "status": status,
-            "duplicate": duplicate,
-        }))
+        }) => Json(Receipt {
+            received: true,
+            settled: Some(Settled {
+                order_id: order,
+                status,
+                duplicate,
+            }),
+        })
         .into_response(),
-        Ok(WebhookReceipt::Ignored) => Json(json!({"received": true})).into_response(),
+        Ok(WebhookReceipt::Ignored) => Json(Receipt {
+            received: true,
+            settled: None,
+        })
+        .into_response(),
         Err(WebhookRejected::Invalid(e)) => rejected(e).into_response(),
         // A 5xx makes the provider deliver again later, which is what we want.
         Err(WebhookRejected::Engine(e)) => ApiError::from(e).into_response(),

@@ -9,10 +9,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
 use boxoffice_engine::waiting::{
-    AdmissionControl, BuyerGrant, FairnessView, Refusal, WaitingError, WaitingRules,
+    AdmissionControl, BuyerGrant, CurrentRate, FairnessView, Refusal, WaitingError, WaitingRules,
 };
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -20,6 +19,7 @@ use crate::error::ApiError;
 use crate::extract::{Operator, QueryParams, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::path_id::Id;
+use crate::routes::buyers::BuyerOut;
 
 /// Largest page of pool members one fairness response carries (about 37 KB), and the
 /// page a client gets when it names none: the document is public and unauthenticated.
@@ -77,13 +77,30 @@ pub async fn set_admission(
     _: Operator,
     Id(id): Id<EventId>,
     body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<AdmissionOut>, ApiError> {
     let control: AdmissionControl = json(&body)?;
     let control = st.engine.set_admission(id, control).await?;
     let stats = st.engine.waiting_stats(id).await?;
-    Ok(Json(
-        json!({"event_id": id, "control": control, "rate": stats.rate}),
-    ))
+    Ok(Json(AdmissionOut {
+        event_id: id,
+        control,
+        rate: stats.rate,
+    }))
+}
+
+/// The operator's admission override and the rate it led to.
+#[derive(Serialize)]
+pub struct AdmissionOut {
+    event_id: EventId,
+    control: AdmissionControl,
+    rate: CurrentRate,
+}
+
+/// An event's waiting-room rules as now in force.
+#[derive(Serialize)]
+pub struct RulesOut {
+    event_id: EventId,
+    rules: WaitingRules,
 }
 
 pub async fn set_rules(
@@ -91,10 +108,13 @@ pub async fn set_rules(
     _: Operator,
     Id(id): Id<EventId>,
     body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RulesOut>, ApiError> {
     let rules: WaitingRules = json(&body)?;
     let rules = st.engine.set_waiting_rules(id, rules).await?;
-    Ok(Json(json!({"event_id": id, "rules": rules})))
+    Ok(Json(RulesOut {
+        event_id: id,
+        rules,
+    }))
 }
 
 /// An identity provider (or the operator, in embedded mode) mints a buyer token that
@@ -115,7 +135,10 @@ pub async fn grant_buyer_token(
             let token = engine.grant_buyer_token(&grant);
             reply(
                 StatusCode::CREATED,
-                &json!({"buyer_id": grant.buyer_id, "token": token}),
+                &BuyerOut {
+                    buyer_id: grant.buyer_id,
+                    token,
+                },
             )
         })
         .await
