@@ -1,5 +1,7 @@
 //! The one HTTP error type: every engine error and every bad request maps to a status
-//! and a stable machine-readable code. Internal detail is logged once, never sent.
+//! and a stable machine-readable code. Internal detail is never sent: it travels with
+//! the response as `Failure` to the edge middleware, which logs it once, in the
+//! request's span (see `trace`).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +16,15 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: ErrorCode,
     pub message: String,
+    /// What went wrong inside, for the log only.
+    detail: Option<String>,
+}
+
+/// An error response's code and inside detail, kept on the response for the log.
+#[derive(Clone, Debug)]
+pub(crate) struct Failure {
+    pub code: ErrorCode,
+    pub detail: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -38,6 +49,15 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            detail: None,
+        }
+    }
+
+    /// What the log says of this error.
+    pub(crate) fn failure(&self) -> Failure {
+        Failure {
+            code: self.code,
+            detail: self.detail.clone(),
         }
     }
 
@@ -109,19 +129,17 @@ fn token_code(e: &TokenError) -> ErrorCode {
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> ApiError {
         let code = engine_code(&e);
-        let message = match &e {
-            EngineError::Unavailable(detail) | EngineError::Internal(detail) => {
-                tracing::error!(detail = %detail, code = code.as_str(), "request failed");
-                if code == ErrorCode::Unavailable {
-                    "temporarily unavailable; retry shortly"
-                } else {
-                    "internal error"
-                }
-                .to_string()
-            }
-            _ => e.to_string(),
-        };
-        ApiError::new(code, message)
+        match e {
+            EngineError::Unavailable(detail) => ApiError {
+                detail: Some(detail),
+                ..ApiError::new(code, "temporarily unavailable; retry shortly")
+            },
+            EngineError::Internal(detail) => ApiError {
+                detail: Some(detail),
+                ..ApiError::new(code, "internal error")
+            },
+            e => ApiError::new(code, e.to_string()),
+        }
     }
 }
 
@@ -146,6 +164,7 @@ impl IntoResponse for ApiError {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        res.extensions_mut().insert(self.failure());
         res
     }
 }

@@ -184,28 +184,37 @@ impl Claim {
             .in_current_span(),
         );
         match task.await {
-            Ok((status, body)) => respond(status, body, false),
+            Ok(res) => res,
             Err(e) => ApiError::from(EngineError::Internal(e.to_string())).into_response(),
         }
     }
 
-    async fn finish(self, reply: Reply) -> (StatusCode, Vec<u8>) {
-        let (status, body) = match reply {
-            Ok(ok) => ok,
-            Err(e) => (e.status, e.body()),
-        };
+    /// Records the answer (or, for a failure of ours, frees the key) and sends it.
+    async fn finish(self, reply: Reply) -> Response {
+        match reply {
+            Ok((status, body)) => {
+                let body = self.keep(status, body).await;
+                respond(status, body, false)
+            }
+            Err(e) => {
+                self.keep(e.status, e.body()).await;
+                e.into_response()
+            }
+        }
+    }
+
+    async fn keep(self, status: StatusCode, body: Vec<u8>) -> Vec<u8> {
         // A failure of ours changed nothing the client can rely on: let a retry run again.
-        let outcome = if status.is_server_error() {
-            self.replays.abandon(&self.scope, &self.key).await
-        } else {
-            let kept = StoredResponse {
-                status: status.as_u16(),
-                body,
-            };
-            let outcome = self.replays.finish(&self.scope, &self.key, &kept).await;
-            return Self::logged(outcome, (status, kept.body));
+        if status.is_server_error() {
+            let outcome = self.replays.abandon(&self.scope, &self.key).await;
+            return Self::logged(outcome, body);
+        }
+        let kept = StoredResponse {
+            status: status.as_u16(),
+            body,
         };
-        Self::logged(outcome, (status, body))
+        let outcome = self.replays.finish(&self.scope, &self.key, &kept).await;
+        Self::logged(outcome, kept.body)
     }
 
     fn logged<T>(outcome: Result<(), boxoffice_engine::ports::StoreError>, answer: T) -> T {

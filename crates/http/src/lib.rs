@@ -16,6 +16,7 @@ mod path_id;
 mod routes;
 mod seatmap;
 mod sse;
+mod trace;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -23,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post, put};
+use axum::routing::MethodRouter;
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Claimant, IdempotencyStore};
 
@@ -32,6 +33,7 @@ pub use code::ErrorCode;
 pub use config::{ForwardedHeader, HttpConfig};
 pub use edge::Edge;
 pub use error::ApiError;
+pub use routes::{RouteClass, RouteDef, table as routes};
 
 /// The OpenAPI 3.1 description of this API, served at /openapi.json.
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -79,49 +81,23 @@ impl AppState {
 }
 
 pub fn app(state: AppState) -> Router {
-    use routes::*;
-    Router::new()
-        .route("/v1/buyers", post(buyers::create_buyer))
-        .route("/v1/events", post(events::create))
-        .route("/v1/events/{id}", get(events::get))
-        .route("/v1/events/{id}/open", post(events::open))
-        .route("/v1/events/{id}/close", post(events::close))
-        .route("/v1/events/{id}/stats", get(events::stats))
-        .route("/v1/events/{id}/seatmap", get(events::seatmap))
-        .route("/v1/events/{id}/availability", get(availability::get))
-        .route(
-            "/v1/events/{id}/availability/stream",
-            get(availability::stream),
-        )
-        .route(
-            "/v1/events/{id}/queue",
-            post(queue::join).get(queue::public),
-        )
-        .route("/v1/queue/status", get(queue::status))
-        .route("/v1/events/{id}/queue/stream", get(queue::stream))
-        .route("/v1/events/{id}/queue/challenge", get(queue::challenge))
-        .route("/v1/events/{id}/queue/fairness", get(waiting::fairness))
-        .route("/v1/events/{id}/admission", put(waiting::set_admission))
-        .route("/v1/events/{id}/waiting-room", put(waiting::set_rules))
-        .route("/v1/buyer-tokens", post(waiting::grant_buyer_token))
-        .route("/v1/events/{id}/holds", post(holds::create))
-        .route("/v1/holds/{id}", get(holds::get).delete(holds::release))
-        .route("/v1/holds/{id}/checkout", post(orders::checkout))
-        .route("/v1/payments/webhook", post(payments::webhook))
-        .route("/v1/orders/{id}", get(orders::get))
-        .route("/v1/me/orders", get(orders::mine))
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
-        .route("/.well-known/jwks.json", get(ops::jwks))
+    let mut by_path: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();
+    for def in routes::table() {
+        let admit = middleware::from_fn_with_state((state.clone(), def.class), observe::admit);
+        let handler = def.handler.route_layer(admit);
+        match by_path.iter_mut().find(|(p, _)| *p == def.path) {
+            Some((_, methods)) => *methods = std::mem::take(methods).merge(handler),
+            None => by_path.push((def.path, handler)),
+        }
+    }
+    let router =
+        (by_path.into_iter()).fold(Router::new(), |r, (path, methods)| r.route(path, methods));
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            observe::observe,
-        ))
+        .layer(middleware::from_fn(observe::observe))
+        .layer(middleware::from_fn(trace::trace))
         .with_state(state)
 }
 

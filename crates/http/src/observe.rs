@@ -1,13 +1,17 @@
-//! The middleware every request passes: load shedding and the request deadline (see
-//! `edge`), and a latency histogram per (route, method, status). The handles are
-//! cached so a request costs one read-locked lookup and one atomic update, not a
-//! registry search with freshly allocated label strings.
+//! The middleware every request passes: a latency histogram per (route, method,
+//! status), and, by the class the route table gives each route, load shedding and the
+//! request deadline (see `edge`) and the health samples of the adaptive admission mode.
+//! The histogram handles are cached so a request costs one read-locked lookup and one
+//! atomic update, not a registry search with freshly allocated label strings.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use std::convert::Infallible;
+
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -19,6 +23,7 @@ use parking_lot::RwLock;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
+use crate::routes::RouteClass;
 
 /// route → (method, status) → histogram; two levels so a lookup borrows the route.
 type Handles = HashMap<String, HashMap<(Method, StatusCode), Histogram>>;
@@ -52,27 +57,31 @@ fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
         .insert((method.clone(), status), h);
 }
 
-/// Routes an orchestrator must reach however busy the node is.
-fn never_shed(route: &str) -> bool {
-    matches!(route, "/healthz" | "/readyz" | "/metrics")
+/// Sheds what the node cannot take and holds the request to the deadline, unless the
+/// route is a probe; tells the handler its route's class (see `Feeds`).
+pub async fn admit(
+    State((st, class)): State<(AppState, RouteClass)>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    req.extensions_mut().insert(class);
+    if class == RouteClass::Probe {
+        return next.run(req).await;
+    }
+    match st.edge.enter() {
+        Some(_place) => st.edge.within_deadline(next.run(req)).await,
+        None => st.edge.shed(),
+    }
 }
 
-/// Sheds what the node cannot take, holds every request to the deadline, records
-/// latency per route and status, and gives a JSON body to rejections axum makes itself
-/// (e.g. a body over the limit), so every error a client sees has a code.
-pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Response {
+/// Records latency per route and status, and gives a JSON body to rejections axum
+/// makes itself (e.g. a body over the limit), so every error a client sees has a code.
+pub async fn observe(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req.extensions().get::<MatchedPath>().cloned();
     let method = req.method().clone();
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    let res = if never_shed(route) {
-        next.run(req).await
-    } else {
-        match st.edge.enter() {
-            Some(_place) => st.edge.within_deadline(next.run(req)).await,
-            None => st.edge.shed(),
-        }
-    };
+    let res = next.run(req).await;
     let status = res.status();
     record(route, &method, status, started.elapsed().as_secs_f64());
     let is_json = res
@@ -95,18 +104,43 @@ pub async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Re
 /// answered from the replay store. Quick refusals by the engine that say nothing about
 /// its health (sold out, seat taken, hold expired) are left out too, so a client can
 /// neither raise nor dilute the samples.
-pub(crate) struct Sample(Instant);
+///
+/// Which routes feed which signal is the route table's word (`RouteClass`); a handler
+/// takes `Feeds` and samples its engine call, and the sample counts on those routes only.
+pub(crate) struct Sample {
+    class: RouteClass,
+    started: Instant,
+}
+
+/// The class of the route a request came by.
+pub(crate) struct Feeds(RouteClass);
+
+impl<S: Send + Sync> FromRequestParts<S> for Feeds {
+    type Rejection = Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
+        let class = parts.extensions.get::<RouteClass>().copied();
+        Ok(Feeds(class.unwrap_or(RouteClass::Api)))
+    }
+}
+
+impl Feeds {
+    pub(crate) fn start(&self) -> Sample {
+        Sample {
+            class: self.0,
+            started: Instant::now(),
+        }
+    }
+}
 
 impl Sample {
-    pub(crate) fn start() -> Sample {
-        Sample(Instant::now())
-    }
-
     fn ms(&self) -> f64 {
-        self.0.elapsed().as_secs_f64() * 1000.0
+        self.started.elapsed().as_secs_f64() * 1000.0
     }
 
     pub(crate) fn hold<T>(self, st: &AppState, result: &Result<T, EngineError>) {
+        if self.class != RouteClass::Holds {
+            return;
+        }
         if result.as_ref().err().is_none_or(is_ours) {
             st.engine.record_health(Signal::Hold { ms: self.ms() });
         }
@@ -116,6 +150,9 @@ impl Sample {
     /// answer (payment pending); a decline and a payment awaiting the buyer
     /// (3-D Secure, bank redirect) are the provider working.
     pub(crate) fn checkout(self, st: &AppState, result: &Result<CheckoutOutcome, EngineError>) {
+        if self.class != RouteClass::Checkouts {
+            return;
+        }
         let provider_failed = match result {
             Ok(CheckoutOutcome::Pending(_)) => true,
             Ok(_) | Err(EngineError::PaymentDeclined(_)) => false,

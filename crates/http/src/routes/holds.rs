@@ -16,7 +16,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::observe::Sample;
+use crate::observe::Feeds;
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 
@@ -91,6 +91,7 @@ pub async fn create(
     session: BuyerSessionHeader,
     replay: Replay,
     Id(id): Id<EventId>,
+    feeds: Feeds,
     body: Bytes,
 ) -> Response {
     let prepared = async {
@@ -116,7 +117,7 @@ pub async fn create(
     let state = st.clone();
     replay
         .run(st.hold_replays(), scope, &body, async move {
-            let sample = Sample::start();
+            let sample = feeds.start();
             let hold = state.engine.hold(&admitted, &input).await;
             sample.hold(&state, &hold);
             reply(StatusCode::CREATED, &view(&state, hold?).await?)

@@ -15,7 +15,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::observe::Sample;
+use crate::observe::Feeds;
 use crate::path_id::Id;
 
 #[derive(Deserialize)]
@@ -53,6 +53,7 @@ pub async fn checkout(
     Buyer(who): Buyer,
     replay: Replay,
     Id(hold): Id<HoldId>,
+    feeds: Feeds,
     body: Bytes,
 ) -> Response {
     let prepared = (|| {
@@ -73,7 +74,7 @@ pub async fn checkout(
     let state = st.clone();
     replay
         .run(st.replays(), scope, &body, async move {
-            let sample = Sample::start();
+            let sample = feeds.start();
             let outcome = (state.engine)
                 .checkout(&who, hold, &input.payment_method)
                 .await;

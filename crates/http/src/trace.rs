@@ -1,0 +1,169 @@
+//! A span per request at the edge: method, matched route, status and request id. The
+//! request id is the client's `X-Request-Id` when it is well formed (1-64 characters of
+//! letters, digits, `-`, `_`, `.`, `:`), else a fresh one; either way it is echoed in
+//! the response. Error responses are logged here, once, inside the span: 5xx with the
+//! inside detail the client never sees, 4xx at debug level.
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+use crate::error::Failure;
+
+pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Longest client request id taken as is.
+const MAX_REQUEST_ID: usize = 64;
+
+pub async fn trace(req: Request, next: Next) -> Response {
+    let id = request_id(req.headers().get(&REQUEST_ID));
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let span = tracing::info_span!(
+        "request",
+        method = %req.method(),
+        route,
+        request_id = id.to_str().unwrap_or_default(),
+        status = tracing::field::Empty,
+    );
+    let mut res = next.run(req).instrument(span.clone()).await;
+    let status = res.status();
+    span.record("status", status.as_u16());
+    if let Some(f) = res.extensions_mut().remove::<Failure>() {
+        span.in_scope(|| log(status, &f));
+    }
+    res.headers_mut().insert(REQUEST_ID.clone(), id);
+    res
+}
+
+fn log(status: axum::http::StatusCode, f: &Failure) {
+    let detail = f.detail.as_deref().unwrap_or_default();
+    if status.is_server_error() && f.detail.is_some() {
+        tracing::error!(code = f.code.as_str(), detail, "request failed");
+    } else if status.is_server_error() {
+        tracing::warn!(code = f.code.as_str(), "request refused");
+    } else {
+        tracing::debug!(code = f.code.as_str(), "request refused");
+    }
+}
+
+/// The client's id when well formed, else a new random one.
+fn request_id(sent: Option<&HeaderValue>) -> HeaderValue {
+    match sent {
+        Some(v) if well_formed(v.as_bytes()) => v.clone(),
+        _ => {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
+        }
+    }
+}
+
+fn well_formed(id: &[u8]) -> bool {
+    (1..=MAX_REQUEST_ID).contains(&id.len())
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::StatusCode;
+    use axum::routing::get;
+    use boxoffice_engine::EngineError;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::error::ApiError;
+
+    /// The log lines written while `f` runs.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    async fn failing() -> ApiError {
+        ApiError::from(EngineError::Internal("the disk is on fire".into()))
+    }
+
+    #[tokio::test]
+    async fn a_failure_is_logged_once_in_the_request_span_and_never_sent() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let app = Router::new()
+            .route("/boom/{id}", get(failing))
+            .layer(axum::middleware::from_fn(trace));
+        let req = axum::http::Request::get("/boom/7")
+            .header("x-request-id", "client-1")
+            .body(Body::empty())
+            .unwrap();
+        let res = app.oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(res.headers()["x-request-id"], "client-1");
+        let body = axum::body::to_bytes(res.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&body).contains("fire"));
+        let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let failed: Vec<_> = log
+            .lines()
+            .filter(|l| l.contains("request failed"))
+            .collect();
+        assert_eq!(failed.len(), 1, "{log}");
+        for part in [
+            "the disk is on fire",
+            "code=\"internal\"",
+            "route=\"/boom/{id}\"",
+            "request_id=\"client-1\"",
+            "status=500",
+        ] {
+            assert!(
+                failed[0].contains(part),
+                "{part} missing from {}",
+                failed[0]
+            );
+        }
+    }
+
+    #[test]
+    fn a_well_formed_client_id_is_kept() {
+        let v = HeaderValue::from_static("req-42_a.b:c");
+        assert_eq!(request_id(Some(&v)), v);
+    }
+
+    #[test]
+    fn a_missing_overlong_or_odd_client_id_is_replaced_by_a_fresh_one() {
+        let long = HeaderValue::from_str(&"a".repeat(MAX_REQUEST_ID + 1)).unwrap();
+        for sent in [
+            None,
+            Some(HeaderValue::from_static("")),
+            Some(long),
+            Some(HeaderValue::from_static("has space")),
+            Some(HeaderValue::from_static("quote\"d")),
+        ] {
+            let id = request_id(sent.as_ref());
+            assert_eq!(id.len(), 32, "{sent:?}");
+            assert!(well_formed(id.as_bytes()));
+            assert_ne!(Some(&id), sent.as_ref());
+        }
+        assert_ne!(request_id(None), request_id(None));
+    }
+}
