@@ -18,6 +18,9 @@ use crate::feed::Feeds;
 use crate::seatmap::SeatMaps;
 use crate::sse::StreamSlots;
 
+/// What every route but a probe may answer when the node is full or slow.
+pub(crate) const REFUSES: &[ErrorCode] = &[ErrorCode::Overloaded, ErrorCode::RequestTimeout];
+
 pub struct Edge {
     pub(crate) proxies: Proxies,
     in_flight: AtomicUsize,

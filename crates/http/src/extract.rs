@@ -12,6 +12,23 @@ use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 
+/// What a route answers when its buyer token is missing or refused.
+pub(crate) const BUYER_REFUSES: &[ErrorCode] = &[
+    ErrorCode::MissingToken,
+    ErrorCode::InvalidToken,
+    ErrorCode::TokenExpired,
+    ErrorCode::TokenNotYetValid,
+    ErrorCode::TokenUnknownKey,
+    ErrorCode::TokenWrongIssuer,
+    ErrorCode::TokenWrongAudience,
+];
+
+/// What a route answers when the operator key is missing or wrong.
+pub(crate) const OPERATOR_REFUSES: &[ErrorCode] = &[ErrorCode::MissingToken, ErrorCode::Forbidden];
+
+/// What a route that reads a body answers when it is over `MAX_BODY`.
+pub(crate) const BODY_REFUSES: &[ErrorCode] = &[ErrorCode::PayloadTooLarge];
+
 /// The raw bearer token of a request.
 pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = headers

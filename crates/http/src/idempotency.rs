@@ -31,6 +31,16 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 
+/// What a write behind the replay store may answer besides its own refusals.
+pub(crate) const REFUSES: &[ErrorCode] = &[
+    ErrorCode::IdempotencyKeyRequired,
+    ErrorCode::IdempotencyKeyReused,
+    ErrorCode::RequestInProgress,
+    ErrorCode::IdempotencyStoreFull,
+    ErrorCode::Unavailable,
+    ErrorCode::Internal,
+];
+
 /// A handler's result before it becomes a response: a status and a JSON body.
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 

@@ -12,6 +12,7 @@ mod extract;
 mod feed;
 mod idempotency;
 mod observe;
+pub mod openapi;
 mod path_id;
 mod routes;
 mod seatmap;
@@ -34,9 +35,6 @@ pub use config::{ForwardedHeader, HttpConfig};
 pub use edge::Edge;
 pub use error::ApiError;
 pub use routes::{RouteClass, RouteDef, table as routes};
-
-/// The OpenAPI 3.1 description of this API, served at /openapi.json.
-pub const OPENAPI: &str = include_str!("openapi.json");
 
 /// Largest request body accepted; an event spec of a big stadium fits many times over.
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;

@@ -1,17 +1,19 @@
-//! The OpenAPI document is the client's contract: it must be well formed, and it must
-//! describe exactly the routes the router serves and every error code the server sends.
+//! The OpenAPI document is the client's contract: it must be a valid OpenAPI 3.1
+//! document, describe exactly the routes the router serves, and name every status and
+//! error code each route can answer.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-const DOC: &str = include_str!("../src/openapi.json");
+/// The official JSON Schema of OpenAPI 3.1 documents (spec.openapis.org/oas/3.1/schema).
+const OAS_SCHEMA: &str = include_str!("data/oas-3.1-schema.json");
 const METHODS: &[&str] = &[
     "get", "post", "put", "patch", "delete", "head", "options", "trace",
 ];
 
 fn doc() -> Value {
-    serde_json::from_str(DOC).expect("openapi.json is valid JSON")
+    boxoffice_http::openapi::build(&boxoffice_http::routes()).expect("the document assembles")
 }
 
 /// (method, path) of every route the router serves: its table.
@@ -249,5 +251,115 @@ fn availability_documents_not_modified_and_its_cache_headers() {
         params
             .iter()
             .any(|p| resolve(&doc, p)["name"] == "If-None-Match")
+    );
+}
+
+#[test]
+fn the_document_validates_against_the_openapi_3_1_schema() {
+    let schema: Value = serde_json::from_str(OAS_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the OpenAPI schema compiles");
+    let doc = doc();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    // The validator does look: a document with a malformed operation fails.
+    let mut broken = doc.clone();
+    broken["paths"]["/healthz"]["get"]["responses"]["200"] = serde_json::json!({"content": 1});
+    assert!(!validator.is_valid(&broken));
+}
+
+#[test]
+fn every_code_a_route_can_answer_is_documented_under_each_of_its_statuses() {
+    let doc = doc();
+    for r in boxoffice_http::routes() {
+        let method = r.method.as_str().to_ascii_lowercase();
+        let op = &doc["paths"][r.path][&method];
+        for code in r.doc.codes(r.class) {
+            for status in code.statuses() {
+                let res = resolve(&doc, &op["responses"][status.as_str()]);
+                let listed = &res["content"]["application/json"]["schema"]["allOf"][1]["properties"]
+                    ["error"]["enum"];
+                let listed = listed.as_array().map(Vec::as_slice).unwrap_or_default();
+                assert!(
+                    listed.iter().any(|c| c == code.as_str()),
+                    "{method} {}: {code} is not documented under {status}",
+                    r.path
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn routes_that_take_part_in_the_edge_document_its_overload_answers() {
+    let doc = doc();
+    for r in boxoffice_http::routes() {
+        let op = &doc["paths"][r.path][r.method.as_str().to_ascii_lowercase()];
+        let text = op["responses"]["503"].to_string();
+        let probe = r.class == boxoffice_http::RouteClass::Probe;
+        for code in ["overloaded", "request_timeout"] {
+            assert_eq!(
+                text.contains(code),
+                !probe,
+                "{} {}: {code}",
+                r.method,
+                r.path
+            );
+        }
+    }
+}
+
+#[test]
+fn every_write_documents_the_answers_of_the_replay_store() {
+    let doc = doc();
+    for (method, path, op) in operations(&doc)
+        .into_iter()
+        .filter(|(m, _, _)| m == "POST" || m == "DELETE")
+        .filter(|(_, p, _)| p != "/v1/payments/webhook")
+    {
+        let text = op["responses"].to_string();
+        for code in [
+            "idempotency_key_required",
+            "idempotency_key_reused",
+            "request_in_progress",
+            "idempotency_store_full",
+        ] {
+            assert!(
+                text.contains(code),
+                "{method} {path} does not document {code}"
+            );
+        }
+    }
+}
+
+#[test]
+fn swagger_ui_and_the_document_are_routes_of_their_own() {
+    let routes = router_routes();
+    for path in ["/openapi.json", "/docs", "/docs/{file}"] {
+        assert!(routes.contains(&("GET".into(), path.into())), "{path}");
+    }
+}
+
+#[test]
+fn every_operation_described_belongs_to_one_route() {
+    let used: BTreeSet<&str> = boxoffice_http::routes().iter().map(|r| r.doc.op).collect();
+    assert_eq!(
+        used.len(),
+        boxoffice_http::routes().len(),
+        "an operation id is used twice"
+    );
+    let described: Value =
+        serde_json::from_str(include_str!("../src/openapi/operations.json")).unwrap();
+    let described: BTreeSet<&str> = described
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        used, described,
+        "operations.json and the route table disagree"
     );
 }

@@ -9,10 +9,28 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
 
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::feed::snapshot_body;
+use crate::openapi::Doc;
 use crate::path_id::Id;
 use crate::{AppState, ClientAddr, sse};
+
+/// How the API document describes `get`, and what it refuses with.
+pub(crate) const GET_DOC: Doc = Doc {
+    op: "getAvailability",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::EventNotFound,
+            C::Internal,
+            C::SaleClosed,
+            C::SaleNotOpen,
+            C::Unavailable,
+        ]
+    },
+    shared: &[],
+};
 
 pub async fn get(
     State(st): State<AppState>,
@@ -40,6 +58,23 @@ pub async fn get(
     )];
     Ok((cache, json, [(header::ETAG, etag)], body).into_response())
 }
+
+/// How the API document describes `stream`, and what it refuses with.
+pub(crate) const STREAM_DOC: Doc = Doc {
+    op: "streamAvailability",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::EventNotFound,
+            C::SaleClosed,
+            C::SaleNotOpen,
+            C::ShuttingDown,
+            C::TooManyStreams,
+            C::Unavailable,
+        ]
+    },
+    shared: &[],
+};
 
 /// Server-sent events: first a `snapshot` (the same document as the GET), then a `delta`
 /// whenever seats change — `{"free": [seat indices], "taken": [...]}` — checked every

@@ -21,6 +21,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 use crate::idempotency::{Replay, Scope, reply};
+use crate::openapi::Doc;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr};
 
@@ -56,6 +57,16 @@ fn secret_digest(key: &IdempotencyKey) -> Result<IdempotencyKey, ApiError> {
         digest.iter().map(|b| format!("{b:02x}")).collect(),
     ))
 }
+
+/// How the API document describes `create_buyer`, and what it refuses with.
+pub(crate) const CREATE_BUYER_DOC: Doc = Doc {
+    op: "createBuyer",
+    refuses: {
+        use ErrorCode as C;
+        &[C::IdempotencyKeyWeak, C::RateLimited, C::SelfSignupDisabled]
+    },
+    shared: &[crate::idempotency::REFUSES],
+};
 
 pub async fn create_buyer(
     State(st): State<AppState>,

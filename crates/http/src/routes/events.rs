@@ -13,9 +13,11 @@ use boxoffice_engine::{EventEntry, EventOverview, SaleChange};
 use serde::Serialize;
 
 use crate::AppState;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Operator, json};
 use crate::idempotency::{Replay, Scope, reply};
+use crate::openapi::Doc;
 use crate::path_id::Id;
 
 /// An event as the API shows it.
@@ -84,6 +86,20 @@ pub struct EventStatsOut {
     waiting_room: StatsView,
 }
 
+/// How the API document describes `create`, and what it refuses with.
+pub(crate) const CREATE_DOC: Doc = Doc {
+    op: "createEvent",
+    refuses: {
+        use ErrorCode as C;
+        &[C::InvalidBody, C::InvalidRequest, C::MalformedJson]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::OPERATOR_REFUSES,
+        crate::extract::BODY_REFUSES,
+    ],
+};
+
 pub async fn create(
     State(st): State<AppState>,
     _: Operator,
@@ -103,14 +119,50 @@ pub async fn create(
         .await
 }
 
+/// How the API document describes `get`, and what it refuses with.
+pub(crate) const GET_DOC: Doc = Doc {
+    op: "getEvent",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::Internal, C::Unavailable]
+    },
+    shared: &[],
+};
+
 pub async fn get(State(st): State<AppState>, Id(id): Id<EventId>) -> Result<Response, ApiError> {
     let overview = st.engine.event_overview(id).await?;
     Ok(Json(EventOut::of(&overview)).into_response())
 }
 
+/// How the API document describes `open`, and what it refuses with.
+pub(crate) const OPEN_DOC: Doc = Doc {
+    op: "openSale",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::SaleClosed]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::OPERATOR_REFUSES,
+    ],
+};
+
 pub async fn open(st: State<AppState>, op: Operator, replay: Replay, id: Id<EventId>) -> Response {
     set_sale(st, op, replay, id, SaleChange::Open).await
 }
+
+/// How the API document describes `close`, and what it refuses with.
+pub(crate) const CLOSE_DOC: Doc = Doc {
+    op: "closeSale",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::OPERATOR_REFUSES,
+    ],
+};
 
 pub async fn close(st: State<AppState>, op: Operator, replay: Replay, id: Id<EventId>) -> Response {
     set_sale(st, op, replay, id, SaleChange::Close).await
@@ -132,6 +184,16 @@ async fn set_sale(
         .await
 }
 
+/// How the API document describes `stats`, and what it refuses with.
+pub(crate) const STATS_DOC: Doc = Doc {
+    op: "getEventStats",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::Internal, C::Unavailable]
+    },
+    shared: &[crate::extract::OPERATOR_REFUSES],
+};
+
 pub async fn stats(
     State(st): State<AppState>,
     _: Operator,
@@ -148,6 +210,16 @@ pub async fn stats(
         waiting_room: waiting,
     }))
 }
+
+/// How the API document describes `seatmap`, and what it refuses with.
+pub(crate) const SEATMAP_DOC: Doc = Doc {
+    op: "getSeatMap",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::Internal, C::Unavailable]
+    },
+    shared: &[],
+};
 
 /// The layout, for drawing the map: static per event, rendered once per node and
 /// revalidated by ETag, so clients may cache it long.

@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Feeds;
+use crate::openapi::Doc;
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 
@@ -85,6 +86,37 @@ async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
     })
 }
 
+/// How the API document describes `create`, and what it refuses with.
+pub(crate) const CREATE_DOC: Doc = Doc {
+    op: "createHold",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::EventNotFound,
+            C::InvalidBody,
+            C::InvalidRequest,
+            C::InvalidToken,
+            C::LimitExceeded,
+            C::MalformedJson,
+            C::MissingToken,
+            C::RateLimited,
+            C::SaleNotOpen,
+            C::SeatNotFound,
+            C::SeatUnavailable,
+            C::SectionNotFound,
+            C::SessionMismatch,
+            C::SoldOut,
+            C::TokenExpired,
+            C::TokenNotYetValid,
+            C::TokenUnknownKey,
+            C::TokenWrongAudience,
+            C::TokenWrongEvent,
+            C::TokenWrongIssuer,
+        ]
+    },
+    shared: &[crate::idempotency::REFUSES, crate::extract::BODY_REFUSES],
+};
+
 pub async fn create(
     State(st): State<AppState>,
     token: BearerToken,
@@ -125,6 +157,16 @@ pub async fn create(
         .await
 }
 
+/// How the API document describes `get`, and what it refuses with.
+pub(crate) const GET_DOC: Doc = Doc {
+    op: "getHold",
+    refuses: {
+        use ErrorCode as C;
+        &[C::HoldNotFound, C::Internal, C::Unavailable]
+    },
+    shared: &[crate::extract::BUYER_REFUSES],
+};
+
 pub async fn get(
     State(st): State<AppState>,
     Buyer(who): Buyer,
@@ -133,6 +175,16 @@ pub async fn get(
     let hold = st.engine.get_hold(&who, id).await?;
     Ok(Json(view(&st, hold).await?))
 }
+
+/// How the API document describes `release`, and what it refuses with.
+pub(crate) const RELEASE_DOC: Doc = Doc {
+    op: "releaseHold",
+    refuses: {
+        use ErrorCode as C;
+        &[C::HoldNotActive, C::HoldNotFound]
+    },
+    shared: &[crate::idempotency::REFUSES, crate::extract::BUYER_REFUSES],
+};
 
 pub async fn release(
     State(st): State<AppState>,

@@ -17,6 +17,7 @@ use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::AppState;
+use crate::openapi::{Doc, docs_asset, docs_page};
 
 /// What the edge does with a route's requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,10 +37,18 @@ pub struct RouteDef {
     pub method: Method,
     pub path: &'static str,
     pub class: RouteClass,
+    /// How the API document describes it.
+    pub doc: &'static Doc,
     pub(crate) handler: MethodRouter<AppState>,
 }
 
-fn route<H, T>(method: Method, path: &'static str, class: RouteClass, h: H) -> RouteDef
+fn route<H, T>(
+    method: Method,
+    path: &'static str,
+    class: RouteClass,
+    h: H,
+    doc: &'static Doc,
+) -> RouteDef
 where
     H: Handler<T, AppState>,
     T: 'static,
@@ -50,6 +59,7 @@ where
         path,
         class,
         handler: on(filter, h),
+        doc,
     }
 }
 
@@ -58,70 +68,199 @@ pub fn table() -> Vec<RouteDef> {
     use Method as M;
     use RouteClass::*;
     vec![
-        route(M::POST, "/v1/buyers", Api, buyers::create_buyer),
-        route(M::POST, "/v1/events", Api, events::create),
-        route(M::GET, "/v1/events/{id}", Api, events::get),
-        route(M::POST, "/v1/events/{id}/open", Api, events::open),
-        route(M::POST, "/v1/events/{id}/close", Api, events::close),
-        route(M::GET, "/v1/events/{id}/stats", Api, events::stats),
-        route(M::GET, "/v1/events/{id}/seatmap", Api, events::seatmap),
+        route(
+            M::POST,
+            "/v1/buyers",
+            Api,
+            buyers::create_buyer,
+            &buyers::CREATE_BUYER_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/events",
+            Api,
+            events::create,
+            &events::CREATE_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}",
+            Api,
+            events::get,
+            &events::GET_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/events/{id}/open",
+            Api,
+            events::open,
+            &events::OPEN_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/events/{id}/close",
+            Api,
+            events::close,
+            &events::CLOSE_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/stats",
+            Api,
+            events::stats,
+            &events::STATS_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/seatmap",
+            Api,
+            events::seatmap,
+            &events::SEATMAP_DOC,
+        ),
         route(
             M::GET,
             "/v1/events/{id}/availability",
             Api,
             availability::get,
+            &availability::GET_DOC,
         ),
         route(
             M::GET,
             "/v1/events/{id}/availability/stream",
             Api,
             availability::stream,
+            &availability::STREAM_DOC,
         ),
-        route(M::POST, "/v1/events/{id}/queue", Api, queue::join),
-        route(M::GET, "/v1/events/{id}/queue", Api, queue::public),
-        route(M::GET, "/v1/queue/status", Api, queue::status),
-        route(M::GET, "/v1/events/{id}/queue/stream", Api, queue::stream),
+        route(
+            M::POST,
+            "/v1/events/{id}/queue",
+            Api,
+            queue::join,
+            &queue::JOIN_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/queue",
+            Api,
+            queue::public,
+            &queue::PUBLIC_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/queue/status",
+            Api,
+            queue::status,
+            &queue::STATUS_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/queue/stream",
+            Api,
+            queue::stream,
+            &queue::STREAM_DOC,
+        ),
         route(
             M::GET,
             "/v1/events/{id}/queue/challenge",
             Api,
             queue::challenge,
+            &queue::CHALLENGE_DOC,
         ),
         route(
             M::GET,
             "/v1/events/{id}/queue/fairness",
             Api,
             waiting::fairness,
+            &waiting::FAIRNESS_DOC,
         ),
         route(
             M::PUT,
             "/v1/events/{id}/admission",
             Api,
             waiting::set_admission,
+            &waiting::SET_ADMISSION_DOC,
         ),
         route(
             M::PUT,
             "/v1/events/{id}/waiting-room",
             Api,
             waiting::set_rules,
+            &waiting::SET_RULES_DOC,
         ),
-        route(M::POST, "/v1/buyer-tokens", Api, waiting::grant_buyer_token),
-        route(M::POST, "/v1/events/{id}/holds", Holds, holds::create),
-        route(M::GET, "/v1/holds/{id}", Api, holds::get),
-        route(M::DELETE, "/v1/holds/{id}", Api, holds::release),
+        route(
+            M::POST,
+            "/v1/buyer-tokens",
+            Api,
+            waiting::grant_buyer_token,
+            &waiting::GRANT_BUYER_TOKEN_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/events/{id}/holds",
+            Holds,
+            holds::create,
+            &holds::CREATE_DOC,
+        ),
+        route(M::GET, "/v1/holds/{id}", Api, holds::get, &holds::GET_DOC),
+        route(
+            M::DELETE,
+            "/v1/holds/{id}",
+            Api,
+            holds::release,
+            &holds::RELEASE_DOC,
+        ),
         route(
             M::POST,
             "/v1/holds/{id}/checkout",
             Checkouts,
             orders::checkout,
+            &orders::CHECKOUT_DOC,
         ),
-        route(M::POST, "/v1/payments/webhook", Api, payments::webhook),
-        route(M::GET, "/v1/orders/{id}", Api, orders::get),
-        route(M::GET, "/v1/me/orders", Api, orders::mine),
-        route(M::GET, "/healthz", Probe, ops::healthz),
-        route(M::GET, "/readyz", Probe, ops::readyz),
-        route(M::GET, "/metrics", Probe, ops::metrics),
-        route(M::GET, "/openapi.json", Api, ops::openapi),
-        route(M::GET, "/.well-known/jwks.json", Api, ops::jwks),
+        route(
+            M::POST,
+            "/v1/payments/webhook",
+            Api,
+            payments::webhook,
+            &payments::WEBHOOK_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/orders/{id}",
+            Api,
+            orders::get,
+            &orders::GET_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/me/orders",
+            Api,
+            orders::mine,
+            &orders::MINE_DOC,
+        ),
+        route(M::GET, "/healthz", Probe, ops::healthz, &ops::HEALTHZ_DOC),
+        route(M::GET, "/readyz", Probe, ops::readyz, &ops::READYZ_DOC),
+        route(M::GET, "/metrics", Probe, ops::metrics, &ops::METRICS_DOC),
+        route(
+            M::GET,
+            "/openapi.json",
+            Api,
+            ops::openapi,
+            &ops::OPENAPI_DOC,
+        ),
+        route(M::GET, "/docs", Api, docs_page, &ops::DOCS_DOC),
+        route(
+            M::GET,
+            "/docs/{file}",
+            Api,
+            docs_asset,
+            &ops::DOCS_ASSET_DOC,
+        ),
+        route(
+            M::GET,
+            "/.well-known/jwks.json",
+            Api,
+            ops::jwks,
+            &ops::JWKS_DOC,
+        ),
     ]
 }

@@ -10,10 +10,28 @@ use axum::response::{IntoResponse, Response};
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
+use crate::openapi::Doc;
+
+/// How the API document describes `healthz`, and what it refuses with.
+pub(crate) const HEALTHZ_DOC: Doc = Doc {
+    op: "healthz",
+    refuses: &[],
+    shared: &[],
+};
 
 pub async fn healthz() -> &'static str {
     "ok"
 }
+
+/// How the API document describes `readyz`, and what it refuses with.
+pub(crate) const READYZ_DOC: Doc = Doc {
+    op: "readyz",
+    refuses: {
+        use ErrorCode as C;
+        &[C::Starting, C::Unavailable]
+    },
+    shared: &[],
+};
 
 /// Ready once start-up finished (hot store rebuilt) and while the ledger answers.
 pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError> {
@@ -27,6 +45,13 @@ pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError
     st.engine.open_events().await?;
     Ok("ready")
 }
+
+/// How the API document describes `metrics`, and what it refuses with.
+pub(crate) const METRICS_DOC: Doc = Doc {
+    op: "metrics",
+    refuses: &[],
+    shared: &[],
+};
 
 pub async fn metrics(State(st): State<AppState>) -> Response {
     let body = st
@@ -44,16 +69,30 @@ pub async fn metrics(State(st): State<AppState>) -> Response {
         .into_response()
 }
 
+/// How the API document describes `openapi`, and what it refuses with.
+pub(crate) const OPENAPI_DOC: Doc = Doc {
+    op: "openapi",
+    refuses: &[],
+    shared: &[],
+};
+
 pub async fn openapi() -> Response {
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        crate::OPENAPI,
+        crate::openapi::document(),
     )
         .into_response()
 }
+
+/// How the API document describes `jwks`, and what it refuses with.
+pub(crate) const JWKS_DOC: Doc = Doc {
+    op: "jwks",
+    refuses: &[],
+    shared: &[],
+};
 
 /// The public keys of queue tickets and admission tokens (a JSON Web Key Set), for
 /// edges that verify them without calling us. Public and cacheable: it changes only
@@ -75,3 +114,17 @@ pub async fn jwks(State(st): State<AppState>) -> Response {
     )
         .into_response()
 }
+
+/// How the API document describes the Swagger UI page.
+pub(crate) const DOCS_DOC: Doc = Doc {
+    op: "getDocs",
+    refuses: &[],
+    shared: &[],
+};
+
+/// How the API document describes the files of the Swagger UI page.
+pub(crate) const DOCS_ASSET_DOC: Doc = Doc {
+    op: "getDocsAsset",
+    refuses: &[ErrorCode::NotFound],
+    shared: &[],
+};

@@ -16,6 +16,7 @@ use crate::error::ApiError;
 use crate::extract::{Buyer, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Feeds;
+use crate::openapi::Doc;
 use crate::path_id::Id;
 
 #[derive(Deserialize)]
@@ -47,6 +48,31 @@ impl PaymentPending {
 pub struct OrderList {
     orders: Vec<OrderView>,
 }
+
+/// How the API document describes `checkout`, and what it refuses with.
+pub(crate) const CHECKOUT_DOC: Doc = Doc {
+    op: "checkout",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::CheckoutInProgress,
+            C::HoldExpired,
+            C::HoldNotActive,
+            C::HoldNotFound,
+            C::InvalidBody,
+            C::LimitExceeded,
+            C::MalformedJson,
+            C::OrderNotFound,
+            C::PaymentDeclined,
+            C::SeatSold,
+        ]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::BUYER_REFUSES,
+        crate::extract::BODY_REFUSES,
+    ],
+};
 
 pub async fn checkout(
     State(st): State<AppState>,
@@ -97,6 +123,16 @@ pub async fn checkout(
         .await
 }
 
+/// How the API document describes `get`, and what it refuses with.
+pub(crate) const GET_DOC: Doc = Doc {
+    op: "getOrder",
+    refuses: {
+        use ErrorCode as C;
+        &[C::Internal, C::OrderNotFound, C::Unavailable]
+    },
+    shared: &[crate::extract::BUYER_REFUSES],
+};
+
 pub async fn get(
     State(st): State<AppState>,
     Buyer(who): Buyer,
@@ -104,6 +140,16 @@ pub async fn get(
 ) -> Result<Json<OrderView>, ApiError> {
     Ok(Json(st.engine.order_for(&who, id).await?))
 }
+
+/// How the API document describes `mine`, and what it refuses with.
+pub(crate) const MINE_DOC: Doc = Doc {
+    op: "listMyOrders",
+    refuses: {
+        use ErrorCode as C;
+        &[C::Internal, C::Unavailable]
+    },
+    shared: &[crate::extract::BUYER_REFUSES],
+};
 
 pub async fn mine(
     State(st): State<AppState>,

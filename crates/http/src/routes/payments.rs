@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
+use crate::openapi::Doc;
 
 /// The header providers sign with (Stripe's name; the fake uses the same format).
 const SIGNATURE_HEADER: &str = "stripe-signature";
@@ -34,6 +35,23 @@ pub struct Settled {
     status: OrderState,
     duplicate: bool,
 }
+
+/// How the API document describes `webhook`, and what it refuses with.
+pub(crate) const WEBHOOK_DOC: Doc = Doc {
+    op: "paymentWebhook",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::Internal,
+            C::InvalidSignature,
+            C::MalformedWebhook,
+            C::MissingSignature,
+            C::StaleWebhook,
+            C::Unavailable,
+        ]
+    },
+    shared: &[crate::extract::BODY_REFUSES],
+};
 
 pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let Some(signature) = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()) else {

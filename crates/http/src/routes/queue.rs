@@ -12,9 +12,11 @@ use boxoffice_engine::{Joiner, PowSolution};
 use futures::StreamExt;
 use serde::Deserialize;
 
+use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{bearer, json};
 use crate::idempotency::{Replay, Scope, reply};
+use crate::openapi::Doc;
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
@@ -25,6 +27,30 @@ struct JoinBody {
     #[serde(default)]
     pow: Option<PowSolution>,
 }
+
+/// How the API document describes `join`, and what it refuses with.
+pub(crate) const JOIN_DOC: Doc = Doc {
+    op: "joinQueue",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::AccountTooNew,
+            C::BuyerNotVerified,
+            C::EventNotFound,
+            C::InvalidBody,
+            C::MalformedJson,
+            C::PowInvalid,
+            C::PowRequired,
+            C::RateLimited,
+            C::SaleClosed,
+        ]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::BUYER_REFUSES,
+        crate::extract::BODY_REFUSES,
+    ],
+};
 
 pub async fn join(
     State(st): State<AppState>,
@@ -67,6 +93,16 @@ pub async fn join(
         .await
 }
 
+/// How the API document describes `public`, and what it refuses with.
+pub(crate) const PUBLIC_DOC: Doc = Doc {
+    op: "getQueue",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::Internal, C::Unavailable]
+    },
+    shared: &[],
+};
+
 /// The public, cacheable line state of an event: pre-serialized once per node per
 /// `public_doc_ttl_ms`, revalidated by ETag.
 pub async fn public(
@@ -93,6 +129,21 @@ pub async fn public(
     h.insert(header::ETAG, etag);
     Ok(res)
 }
+
+/// How the API document describes `stream`, and what it refuses with.
+pub(crate) const STREAM_DOC: Doc = Doc {
+    op: "streamQueue",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::EventNotFound,
+            C::ShuttingDown,
+            C::TooManyStreams,
+            C::Unavailable,
+        ]
+    },
+    shared: &[],
+};
 
 /// The same document as server-sent events: one `queue` event whenever it changes
 /// (checked every second), plus keep-alives.
@@ -126,6 +177,26 @@ pub struct TicketQuery {
     ticket: Option<String>,
 }
 
+/// How the API document describes `status`, and what it refuses with.
+pub(crate) const STATUS_DOC: Doc = Doc {
+    op: "getQueueStatus",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::AdmissionExpired,
+            C::EventNotFound,
+            C::Internal,
+            C::InvalidToken,
+            C::MissingToken,
+            C::RateLimited,
+            C::TokenExpired,
+            C::TokenUnknownKey,
+            C::Unavailable,
+        ]
+    },
+    shared: &[],
+};
+
 /// Exchanges a queue ticket (bearer or `?ticket=`) for the buyer's standing, and for an
 /// admission token once their turn has come.
 pub async fn status(
@@ -150,6 +221,16 @@ pub async fn status(
         Err(e) => refused(e),
     }
 }
+
+/// How the API document describes `challenge`, and what it refuses with.
+pub(crate) const CHALLENGE_DOC: Doc = Doc {
+    op: "getQueueChallenge",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::RateLimited, C::Unavailable]
+    },
+    shared: &[crate::extract::BUYER_REFUSES],
+};
 
 /// A proof-of-work challenge for joining this event's queue.
 pub async fn challenge(

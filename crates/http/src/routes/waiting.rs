@@ -18,6 +18,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Operator, QueryParams, json};
 use crate::idempotency::{Replay, Scope, reply};
+use crate::openapi::Doc;
 use crate::path_id::Id;
 use crate::routes::buyers::BuyerOut;
 
@@ -61,6 +62,16 @@ fn page() -> u64 {
     MAX_POOL_PAGE
 }
 
+/// How the API document describes `fairness`, and what it refuses with.
+pub(crate) const FAIRNESS_DOC: Doc = Doc {
+    op: "getQueueFairness",
+    refuses: {
+        use ErrorCode as C;
+        &[C::EventNotFound, C::InvalidQuery, C::Unavailable]
+    },
+    shared: &[],
+};
+
 /// The commitment (always), the seed and the pool (once placed): everything needed to
 /// recompute the pre-opening order, a page of at most `MAX_POOL_PAGE` members at a time.
 pub async fn fairness(
@@ -71,6 +82,25 @@ pub async fn fairness(
     let limit = q.limit.clamp(1, MAX_POOL_PAGE);
     Ok(Json(st.engine.fairness(id, q.offset, limit).await?))
 }
+
+/// How the API document describes `set_admission`, and what it refuses with.
+pub(crate) const SET_ADMISSION_DOC: Doc = Doc {
+    op: "setAdmission",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::EventNotFound,
+            C::InvalidBody,
+            C::InvalidRequest,
+            C::MalformedJson,
+            C::Unavailable,
+        ]
+    },
+    shared: &[
+        crate::extract::OPERATOR_REFUSES,
+        crate::extract::BODY_REFUSES,
+    ],
+};
 
 pub async fn set_admission(
     State(st): State<AppState>,
@@ -103,6 +133,25 @@ pub struct RulesOut {
     rules: WaitingRules,
 }
 
+/// How the API document describes `set_rules`, and what it refuses with.
+pub(crate) const SET_RULES_DOC: Doc = Doc {
+    op: "setWaitingRules",
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::EventNotFound,
+            C::InvalidBody,
+            C::InvalidRequest,
+            C::MalformedJson,
+            C::Unavailable,
+        ]
+    },
+    shared: &[
+        crate::extract::OPERATOR_REFUSES,
+        crate::extract::BODY_REFUSES,
+    ],
+};
+
 pub async fn set_rules(
     State(st): State<AppState>,
     _: Operator,
@@ -116,6 +165,20 @@ pub async fn set_rules(
         rules,
     }))
 }
+
+/// How the API document describes `grant_buyer_token`, and what it refuses with.
+pub(crate) const GRANT_BUYER_TOKEN_DOC: Doc = Doc {
+    op: "grantBuyerToken",
+    refuses: {
+        use ErrorCode as C;
+        &[C::InvalidBody, C::MalformedJson]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::OPERATOR_REFUSES,
+        crate::extract::BODY_REFUSES,
+    ],
+};
 
 /// An identity provider (or the operator, in embedded mode) mints a buyer token that
 /// carries what eligibility rules read: verified, and when the account was created.

@@ -85,6 +85,8 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/healthz", Shape::Empty, Auth::Nobody, 1),
     r("GET", "/metrics", Shape::Empty, Auth::Nobody, 1),
     r("GET", "/openapi.json", Shape::Empty, Auth::Nobody, 1),
+    r("GET", "/docs", Shape::Empty, Auth::Nobody, 1),
+    r("GET", "/docs/init.js", Shape::Empty, Auth::Nobody, 1),
     r("GET", "/.well-known/jwks.json", Shape::Empty, Auth::Nobody, 1),
     r("GET", "/v1/nothing/here", Shape::Empty, Auth::Nobody, 1),
     r("POST", "/v1/events/{event}/nothing", Shape::Hold, Auth::Admission, 1),
