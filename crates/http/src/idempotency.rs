@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
@@ -68,21 +68,27 @@ impl Scope {
     }
 }
 
-/// A write's Idempotency-Key and what identifies the request it was sent with.
+/// A write's Idempotency-Key and what identifies the request it was sent with: its
+/// method and path, already folded into the digest that the body completes.
 pub struct Replay {
     key: IdempotencyKey,
-    method: Method,
-    uri: Uri,
+    request: Sha256,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Replay {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        Ok(Replay {
-            key: IdempotencyKey::from_request_parts(parts, state).await?,
-            method: parts.method.clone(),
-            uri: parts.uri.clone(),
-        })
+        let key = IdempotencyKey::from_request_parts(parts, state).await?;
+        let mut request = Sha256::new();
+        for part in [
+            parts.method.as_str().as_bytes(),
+            b"\0",
+            parts.uri.path().as_bytes(),
+            b"\0",
+        ] {
+            request.update(part);
+        }
+        Ok(Replay { key, request })
     }
 }
 
@@ -104,17 +110,10 @@ impl Replay {
         Replay { key, ..self }
     }
 
+    /// SHA-256 of method, NUL, path, NUL, body: what a retry must send again.
     fn fingerprint(&self, body: &[u8]) -> [u8; 32] {
-        let mut h = Sha256::new();
-        for part in [
-            self.method.as_str().as_bytes(),
-            b"\0",
-            self.uri.path().as_bytes(),
-            b"\0",
-            body,
-        ] {
-            h.update(part);
-        }
+        let mut h = self.request.clone();
+        h.update(body);
         h.finalize().into()
     }
 
@@ -307,6 +306,12 @@ mod tests {
             .await
             .unwrap()
             .to_vec()
+    }
+
+    #[tokio::test]
+    async fn the_fingerprint_is_the_digest_of_method_path_and_body_as_stored_before() {
+        let expected: [u8; 32] = Sha256::digest(b"POST\0/v1/events/7/open\0{}").into();
+        assert_eq!(replay("k").await.fingerprint(b"{}"), expected);
     }
 
     #[tokio::test]

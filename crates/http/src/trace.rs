@@ -54,8 +54,9 @@ fn request_id(sent: Option<&HeaderValue>) -> HeaderValue {
     match sent {
         Some(v) if well_formed(v.as_bytes()) => v.clone(),
         _ => {
-            let id = uuid::Uuid::new_v4().simple().to_string();
-            HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
+            let mut buf = [0u8; 32];
+            let id = uuid::Uuid::new_v4().simple().encode_lower(&mut buf);
+            HeaderValue::from_str(id).unwrap_or(HeaderValue::from_static("unknown"))
         }
     }
 }
