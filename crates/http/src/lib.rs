@@ -81,7 +81,8 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let mut by_path: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();
     for def in routes::table() {
-        let admit = middleware::from_fn_with_state((state.clone(), def.class), observe::admit);
+        let admit =
+            middleware::from_fn_with_state((state.clone(), def.class, def.doc), observe::admit);
         let handler = def.handler.route_layer(admit);
         match by_path.iter_mut().find(|(p, _)| *p == def.path) {
             Some((_, methods)) => *methods = std::mem::take(methods).merge(handler),

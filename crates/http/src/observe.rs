@@ -23,6 +23,8 @@ use parking_lot::RwLock;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
+use crate::error::Failure;
+use crate::openapi::Doc;
 use crate::routes::RouteClass;
 
 /// route → (method, status) → histogram; two levels so a lookup borrows the route.
@@ -60,17 +62,37 @@ fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
 /// Sheds what the node cannot take and holds the request to the deadline, unless the
 /// route is a probe; tells the handler its route's class (see `Feeds`).
 pub async fn admit(
-    State((st, class)): State<(AppState, RouteClass)>,
+    State((st, class, doc)): State<(AppState, RouteClass, &'static Doc)>,
     mut req: Request,
     next: Next,
 ) -> Response {
     req.extensions_mut().insert(class);
-    if class == RouteClass::Probe {
-        return next.run(req).await;
+    let res = if class == RouteClass::Probe {
+        next.run(req).await
+    } else {
+        match st.edge.enter() {
+            Some(_place) => st.edge.within_deadline(next.run(req)).await,
+            None => st.edge.shed(),
+        }
+    };
+    if cfg!(debug_assertions) {
+        undocumented(doc, class, &res);
     }
-    match st.edge.enter() {
-        Some(_place) => st.edge.within_deadline(next.run(req)).await,
-        None => st.edge.shed(),
+    res
+}
+
+/// Debug builds (every test run) refuse to answer with an error code the route's
+/// document does not list: the contract must name every code a route can send.
+fn undocumented(doc: &Doc, class: RouteClass, res: &Response) {
+    if let Some(f) = res.extensions().get::<Failure>()
+        && !doc.codes(class).contains(&f.code)
+    {
+        panic!(
+            "{} answered {} {}, which its document does not list",
+            doc.op,
+            res.status(),
+            f.code
+        );
     }
 }
 
@@ -170,4 +192,34 @@ impl Sample {
 /// Errors of the system (5xx), as opposed to answers about the request.
 fn is_ours(e: &EngineError) -> bool {
     matches!(e, EngineError::Unavailable(_) | EngineError::Internal(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::ErrorCode;
+
+    const DOC: Doc = Doc {
+        op: "testOp",
+        refuses: &[ErrorCode::SoldOut],
+        shared: &[],
+    };
+
+    #[test]
+    fn a_listed_code_and_the_edge_codes_pass() {
+        for code in [ErrorCode::SoldOut, ErrorCode::Overloaded] {
+            undocumented(
+                &DOC,
+                RouteClass::Api,
+                &ApiError::new(code, "x").into_response(),
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "testOp answered 409 Conflict seat_sold")]
+    fn a_code_the_document_does_not_list_is_refused() {
+        let res = ApiError::new(ErrorCode::SeatSold, "x").into_response();
+        undocumented(&DOC, RouteClass::Api, &res);
+    }
 }
