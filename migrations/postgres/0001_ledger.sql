@@ -1,4 +1,4 @@
--- The durable ledger (DESIGN §2) in PostgreSQL: the same tables, keys and guards as
+-- The durable ledger (docs/ARCHITECTURE.md §2) in PostgreSQL: the same tables, keys and guards as
 -- migrations/sqlite, so both adapters pass one conformance suite. Times are Unix
 -- milliseconds (BIGINT) because the domain passes `now` in; the database clock is not
 -- the engine's clock.

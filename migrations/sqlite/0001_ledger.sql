@@ -1,4 +1,4 @@
--- The durable ledger (DESIGN §2): catalog, orders, sold seats, payments, outbox,
+-- The durable ledger (docs/ARCHITECTURE.md §2): catalog, orders, sold seats, payments, outbox,
 -- idempotency keys and the append-only order history. Times are Unix milliseconds.
 
 CREATE TABLE events (

@@ -1,7 +1,7 @@
-//! Admission maths (DESIGN §5): how big the next batch is, how the rate adapts to the
-//! health of what sits behind the waiting room, when the line is sold out, what a
-//! buyer is told about their wait, and the per-key rate limit (GCRA). Pure: every
-//! function takes `now` or the numbers it needs.
+//! Admission maths (docs/ARCHITECTURE.md §3, step 2): how big the next batch is, how
+//! the rate adapts to the health of what sits behind the waiting room, when the line is
+//! sold out, what a buyer is told about their wait, and the per-key rate limit (GCRA).
+//! Pure: every function takes `now` or the numbers it needs.
 
 use serde::{Deserialize, Serialize};
 

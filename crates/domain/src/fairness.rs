@@ -1,4 +1,4 @@
-//! The verifiable shuffle of the pre-opening pool (DESIGN §5, promise P7).
+//! The verifiable shuffle of the pre-opening pool (docs/ARCHITECTURE.md P7).
 //!
 //! Everyone who joins before the sale opens lands in one pool. At opening the pool is
 //! ordered by `HMAC-SHA256(key = seed, message = buyer id in its hyphenated text form)`,

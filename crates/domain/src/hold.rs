@@ -1,5 +1,5 @@
-//! The hold lifecycle (DESIGN §4). A hold lives only in the hot store; this is the one
-//! place that says which moves are legal.
+//! The hold lifecycle (docs/ARCHITECTURE.md §3). A hold lives only in the hot store;
+//! this is the one place that says which moves are legal.
 //!
 //! ```text
 //! held ──checkout──► checking_out ──commit──► sold

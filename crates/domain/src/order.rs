@@ -1,5 +1,6 @@
-//! The order lifecycle (DESIGN §4). The order row is written (`pending_payment`) before
-//! the provider is called, so every crash leaves a state the recovery sweep can finish.
+//! The order lifecycle (docs/ARCHITECTURE.md §3). The order row is written
+//! (`pending_payment`) before the provider is called, so every crash leaves a state the
+//! recovery sweep can finish.
 //!
 //! ```text
 //! pending_payment → authorized → committed → confirmed (captured)

@@ -1,4 +1,4 @@
-//! Checkout: authorize → commit → capture (DESIGN §4). The order row exists before the
+//! Checkout: authorize → commit → capture (docs/ARCHITECTURE.md §3). The order row exists before the
 //! provider is called and every step is a conditional move in the ledger, so a crash or
 //! a race at any point leaves a state that `recovery` can finish, and nobody is charged
 //! for a seat they did not get.

@@ -1,6 +1,6 @@
 //! In-process backends for the embedded deployment: the seat arbiter (hot store), the
 //! waiting-room queue and the idempotency-key store. Nothing here survives a restart;
-//! the engine rebuilds the arbiter from the ledger (DESIGN P5) and a lost queue costs
+//! the engine rebuilds the arbiter from the ledger (docs/ARCHITECTURE.md P5) and a lost queue costs
 //! fairness, never correctness.
 
 mod arbiter;

@@ -1,4 +1,4 @@
-//! Redis backends for the cluster deployment (DESIGN §2): the seat arbiter (hot store),
+//! Redis backends for the cluster deployment (docs/ARCHITECTURE.md §4): the seat arbiter (hot store),
 //! the waiting-room queue and the idempotency-key store, on a single Redis or a Redis
 //! Cluster.
 //!

@@ -1,8 +1,8 @@
-//! The waiting room (DESIGN §5, issue 4): eligibility, proof of work, rate limits, the
-//! verifiable pre-opening pool, adaptive and inventory-aware admission, the cacheable
-//! public document and operator stats. The line itself lives behind the `QueueStore`
-//! port; what sits here is per node (rate-limit cells, the pre-serialized document,
-//! health samples) and may be lost freely.
+//! The waiting room (docs/ARCHITECTURE.md §2, P7): eligibility, proof of work, rate
+//! limits, the verifiable pre-opening pool, adaptive and inventory-aware admission, the
+//! cacheable public document and operator stats. The line itself lives behind the
+//! `QueueStore` port; what sits here is per node (rate-limit cells, the pre-serialized
+//! document, health samples) and may be lost freely.
 
 mod config;
 mod error;

@@ -1,6 +1,6 @@
 //! Moves of an existing hold: pin, uncertain, sold, release, expire. Each follows
 //! `HoldState::apply`; repeating a move that already happened answers with the hold as
-//! it is (a retried request must not fail or act twice, DESIGN P4).
+//! it is (a retried request must not fail or act twice, docs/ARCHITECTURE.md P4).
 
 use boxoffice_domain::hold::HoldMove;
 use boxoffice_domain::{HoldId, HoldState, Millis, OrderId};
