@@ -6,7 +6,8 @@
 -- then answers anyone. Refusals come back by constraint name, so the adapter maps
 -- `sold_seats_pkey` and `buyer_within_limit` to domain outcomes exactly as it does for
 -- every other write. The state and event names are the domain's
--- (`OrderState::as_str`, the adapter's `event_name`).
+-- (`OrderState::as_str`, `OrderEvent::as_str`, `OrderNotice::as_str` in the domain;
+-- a test of the domain crate holds this text to them).
 --
 -- outcome: 'committed'; 'not_committable' (state = the order's state); 'missing' (no
 -- such order); 'retry' (undone because it waited too long for a row another

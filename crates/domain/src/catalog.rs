@@ -96,6 +96,24 @@ pub enum SaleStatus {
     Closed,
 }
 
+impl SaleStatus {
+    pub const ALL: [SaleStatus; 3] = [SaleStatus::Scheduled, SaleStatus::Open, SaleStatus::Closed];
+
+    /// The name in the API and in the ledgers' `events.status` column (whose CHECK lists
+    /// exactly these names).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SaleStatus::Scheduled => "scheduled",
+            SaleStatus::Open => "open",
+            SaleStatus::Closed => "closed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SaleStatus> {
+        SaleStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SectionKind {

@@ -19,5 +19,5 @@ pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, Sec
 pub use hold::HoldState;
 pub use ids::{BuyerId, EventId, HoldId, OrderId, SeatIndex};
 pub use money::Money;
-pub use order::{OrderEvent, OrderState};
+pub use order::{OrderEvent, OrderNotice, OrderState};
 pub use time::Millis;

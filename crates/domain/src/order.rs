@@ -72,10 +72,70 @@ pub enum OrderEvent {
 }
 
 impl OrderEvent {
+    pub const ALL: [OrderEvent; 11] = [
+        OrderEvent::Authorized,
+        OrderEvent::Declined,
+        OrderEvent::Committed,
+        OrderEvent::CommitLost,
+        OrderEvent::Voided,
+        OrderEvent::Captured,
+        OrderEvent::CaptureFailed,
+        OrderEvent::Refunded,
+        OrderEvent::Abandoned,
+        OrderEvent::RefundDue,
+        OrderEvent::CaptureAbandoned,
+    ];
+
+    /// The history line of an order's creation, which is no move of the state machine.
+    pub const CREATED: &'static str = "created";
+
+    /// The name in the ledgers' order history (`order_events.event`) and payment rows
+    /// (`payments.kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderEvent::Authorized => "authorized",
+            OrderEvent::Declined => "declined",
+            OrderEvent::Committed => "committed",
+            OrderEvent::CommitLost => "commit_lost",
+            OrderEvent::Voided => "voided",
+            OrderEvent::Captured => "captured",
+            OrderEvent::CaptureFailed => "capture_failed",
+            OrderEvent::Refunded => "refunded",
+            OrderEvent::Abandoned => "abandoned",
+            OrderEvent::RefundDue => "refund_due",
+            OrderEvent::CaptureAbandoned => "capture_abandoned",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OrderEvent> {
+        OrderEvent::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
     /// Events that sell seats or give them back: only the ledger's own operations for
     /// them (`commit`, `cancel_sale`) may apply these, never a plain state move.
     pub fn moves_seats(self) -> bool {
         matches!(self, OrderEvent::Committed | OrderEvent::CaptureAbandoned)
+    }
+}
+
+/// What the ledger's outbox (`outbox.kind`) announces about an order, written in the
+/// same transaction as the change it announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderNotice {
+    /// The order's seats were sold to it (the commit).
+    Committed,
+    /// The order's seats were given back (a sale that could not be paid for).
+    Cancelled,
+}
+
+impl OrderNotice {
+    pub const ALL: [OrderNotice; 2] = [OrderNotice::Committed, OrderNotice::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderNotice::Committed => "order_committed",
+            OrderNotice::Cancelled => "order_cancelled",
+        }
     }
 }
 
@@ -190,19 +250,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn any_event() -> impl Strategy<Value = OrderEvent> {
-        prop_oneof![
-            Just(OrderEvent::Authorized),
-            Just(OrderEvent::Declined),
-            Just(OrderEvent::Committed),
-            Just(OrderEvent::CommitLost),
-            Just(OrderEvent::Voided),
-            Just(OrderEvent::Captured),
-            Just(OrderEvent::CaptureFailed),
-            Just(OrderEvent::Refunded),
-            Just(OrderEvent::Abandoned),
-            Just(OrderEvent::RefundDue),
-            Just(OrderEvent::CaptureAbandoned),
-        ]
+        proptest::sample::select(OrderEvent::ALL.to_vec())
     }
 
     proptest! {
@@ -273,7 +321,28 @@ mod tests {
         }
     }
 
-    fn serde_json_name(s: OrderState) -> String {
+    #[test]
+    fn event_names_round_trip_and_are_the_serde_names() {
+        for e in OrderEvent::ALL {
+            assert_eq!(OrderEvent::parse(e.as_str()), Some(e));
+            assert_eq!(serde_json_name(e), e.as_str());
+        }
+        assert_eq!(OrderEvent::parse(OrderEvent::CREATED), None);
+    }
+
+    #[test]
+    fn stored_names_are_distinct() {
+        use std::collections::HashSet;
+        let states: HashSet<_> = ALL_STATES.iter().map(|s| s.as_str()).collect();
+        let events: HashSet<_> = OrderEvent::ALL.iter().map(|e| e.as_str()).collect();
+        let notices: HashSet<_> = OrderNotice::ALL.iter().map(|n| n.as_str()).collect();
+        assert_eq!(states.len(), ALL_STATES.len());
+        assert_eq!(events.len(), OrderEvent::ALL.len());
+        assert!(!events.contains(OrderEvent::CREATED));
+        assert_eq!(notices.len(), OrderNotice::ALL.len());
+    }
+
+    fn serde_json_name(s: impl Serialize) -> String {
         serde_json::to_value(s)
             .unwrap()
             .as_str()

@@ -4,12 +4,11 @@
 //! The inverse of the commit, and like it the only write allowed to change which seats
 //! an order owns. One statement: one round trip.
 
-use boxoffice_domain::{Millis, OrderEvent, OrderId};
+use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderNotice};
 use boxoffice_engine::ports::{LedgerError, Order, StoreError};
 use sqlx::PgConnection;
 
 use crate::conn::db;
-use crate::moves::event_name;
 use crate::orders;
 use crate::writer::Step;
 
@@ -30,7 +29,7 @@ const CANCEL: &str = "
         SELECT id, $2, $3, $5, $4 FROM moved
     ), outbox AS (
         INSERT INTO outbox (order_id, kind, payload, created_at)
-        SELECT id, 'order_cancelled', jsonb_build_object(
+        SELECT id, $6, jsonb_build_object(
             'order_id', id, 'event_id', event_id, 'buyer_id', buyer_id, 'hold_id', hold_id,
             'seats', seats, 'cancelled_at', $4), $4
         FROM moved
@@ -59,7 +58,8 @@ pub(crate) async fn cancel_sale(
             .bind(from.as_str())
             .bind(to.as_str())
             .bind(now.0)
-            .bind(event_name(OrderEvent::CaptureAbandoned))
+            .bind(OrderEvent::CaptureAbandoned.as_str())
+            .bind(OrderNotice::Cancelled.as_str())
             .fetch_one(&mut *conn)
             .await
             .map_err(db)?;

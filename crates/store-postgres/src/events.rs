@@ -8,21 +8,8 @@ use sqlx::{PgConnection, PgExecutor, Row};
 use crate::conn::{corrupt, db};
 use crate::writer::Step;
 
-pub(crate) fn status_name(status: SaleStatus) -> &'static str {
-    match status {
-        SaleStatus::Scheduled => "scheduled",
-        SaleStatus::Open => "open",
-        SaleStatus::Closed => "closed",
-    }
-}
-
 fn parse_status(s: &str) -> Result<SaleStatus, StoreError> {
-    match s {
-        "scheduled" => Ok(SaleStatus::Scheduled),
-        "open" => Ok(SaleStatus::Open),
-        "closed" => Ok(SaleStatus::Closed),
-        other => Err(corrupt("sale status", other)),
-    }
+    SaleStatus::parse(s).ok_or_else(|| corrupt("sale status", s))
 }
 
 /// Writer job. The ledger numbers events, so the row is inserted first to learn its
@@ -34,10 +21,11 @@ pub(crate) async fn create(
 ) -> Result<Step<Result<Event, StoreError>>, StoreError> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO events (name, currency, status, body, created_at)
-         VALUES ($1, $2, 'scheduled', '{}', $3) RETURNING id",
+         VALUES ($1, $2, $3, '{}', $4) RETURNING id",
     )
     .bind(&spec.name)
     .bind(&spec.currency)
+    .bind(SaleStatus::Scheduled.as_str())
     .bind(now.0)
     .fetch_one(&mut *conn)
     .await
@@ -75,7 +63,7 @@ pub(crate) async fn set_status(
 ) -> Result<Step<()>, StoreError> {
     let changed = sqlx::query("UPDATE events SET status = $2 WHERE id = $1")
         .bind(id.0)
-        .bind(status_name(status))
+        .bind(status.as_str())
         .execute(&mut *conn)
         .await
         .map_err(db)?
@@ -127,7 +115,7 @@ pub(crate) async fn with_status<'e>(
     status: SaleStatus,
 ) -> Result<Vec<EventId>, StoreError> {
     let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM events WHERE status = $1 ORDER BY id")
-        .bind(status_name(status))
+        .bind(status.as_str())
         .fetch_all(conn)
         .await
         .map_err(db)?;

@@ -10,22 +10,6 @@ use crate::conn::db;
 use crate::orders;
 use crate::writer::Step;
 
-pub(crate) fn event_name(event: OrderEvent) -> &'static str {
-    match event {
-        OrderEvent::Authorized => "authorized",
-        OrderEvent::Declined => "declined",
-        OrderEvent::Committed => "committed",
-        OrderEvent::CommitLost => "commit_lost",
-        OrderEvent::Voided => "voided",
-        OrderEvent::Captured => "captured",
-        OrderEvent::CaptureFailed => "capture_failed",
-        OrderEvent::Refunded => "refunded",
-        OrderEvent::Abandoned => "abandoned",
-        OrderEvent::RefundDue => "refund_due",
-        OrderEvent::CaptureAbandoned => "capture_abandoned",
-    }
-}
-
 /// The hold's UNIQUE constraint makes a retried checkout find the first order instead
 /// of writing a second one; ON CONFLICT waits for a racing insert from another node.
 const INSERT: &str = "
@@ -37,7 +21,7 @@ const INSERT: &str = "
         RETURNING id
     ), history AS (
         INSERT INTO order_events (order_id, from_state, to_state, event, at)
-        SELECT id, NULL, $8, 'created', $10 FROM ins
+        SELECT id, NULL, $8, $14, $10 FROM ins
     )
     SELECT count(*) FROM ins";
 
@@ -79,6 +63,7 @@ pub(crate) async fn insert(
         .bind(order.updated_at.0)
         .bind(i32::try_from(order.attempts).unwrap_or(i32::MAX))
         .bind(order.next_attempt_at.0)
+        .bind(OrderEvent::CREATED)
         .fetch_one(&mut *conn)
         .await
         .map_err(db)?;
@@ -119,7 +104,7 @@ pub(crate) async fn apply(
             .bind(to.as_str())
             .bind(payment_ref)
             .bind(now.0)
-            .bind(event_name(event))
+            .bind(event.as_str())
             .fetch_one(&mut *conn)
             .await
             .map_err(db)?;

@@ -4,12 +4,12 @@
 //! `cancelling`, or none of it happens. The inverse of `commit`, and like it the only
 //! write allowed to change which seats an order owns.
 
-use boxoffice_domain::{Millis, OrderEvent, OrderId};
+use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderNotice};
 use boxoffice_engine::ports::{LedgerError, Order, StoreError};
 use rusqlite::{Connection, params};
 
 use crate::conn::db;
-use crate::moves::{event_name, record};
+use crate::moves::record;
 use crate::orders;
 use crate::writer::Step;
 
@@ -47,7 +47,7 @@ pub(crate) fn cancel_sale(
     )
     .and_then(|mut s| s.execute(params![key, from.as_str(), to.as_str(), now.0]))
     .map_err(db)?;
-    let event = event_name(OrderEvent::CaptureAbandoned);
+    let event = OrderEvent::CaptureAbandoned.as_str();
     record(conn, &key, Some(from), to, event, now)?;
     write_outbox(conn, &order, now)?;
     (order.state, order.updated_at, order.attempts) = (to, now, 0);
@@ -63,8 +63,17 @@ fn write_outbox(conn: &Connection, order: &Order, now: Millis) -> Result<(), Sto
         "seats": order.seats,
         "cancelled_at": now,
     });
-    conn.prepare_cached("INSERT INTO outbox (order_id, kind, payload, created_at) VALUES (?1, 'order_cancelled', ?2, ?3)")
-        .and_then(|mut s| s.execute(params![order.id.to_string(), payload.to_string(), now.0]))
-        .map(drop)
-        .map_err(db)
+    conn.prepare_cached(
+        "INSERT INTO outbox (order_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            order.id.to_string(),
+            OrderNotice::Cancelled.as_str(),
+            payload.to_string(),
+            now.0
+        ])
+    })
+    .map(drop)
+    .map_err(db)
 }

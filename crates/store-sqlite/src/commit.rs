@@ -4,12 +4,12 @@
 //! conflicts: the sold_seats primary key refuses a second sale and the buyer_tickets
 //! CHECK refuses a buyer over the limit; this file turns those refusals into outcomes.
 
-use boxoffice_domain::{OrderEvent, OrderState};
+use boxoffice_domain::{OrderEvent, OrderNotice, OrderState};
 use boxoffice_engine::ports::{Commit, CommitOutcome, Order, StoreError};
 use rusqlite::{Connection, ErrorCode, ffi, params};
 
 use crate::conn::db;
-use crate::moves::{event_name, record};
+use crate::moves::record;
 use crate::orders;
 use crate::writer::Step;
 
@@ -55,15 +55,15 @@ pub(crate) fn commit(conn: &Connection, c: &Commit) -> Result<Step<CommitOutcome
     if let Some(outcome) = count_tickets(conn, &order, c.max_per_buyer)? {
         return Ok(Step::Undo(outcome));
     }
-    conn.prepare_cached("UPDATE orders SET state = 'committed', updated_at = ?2 WHERE id = ?1")
-        .and_then(|mut s| s.execute(params![key, c.now.0]))
+    conn.prepare_cached("UPDATE orders SET state = ?3, updated_at = ?2 WHERE id = ?1")
+        .and_then(|mut s| s.execute(params![key, c.now.0, OrderState::Committed.as_str()]))
         .map_err(db)?;
     record(
         conn,
         &key,
         Some(OrderState::Authorized),
         OrderState::Committed,
-        event_name(OrderEvent::Committed),
+        OrderEvent::Committed.as_str(),
         c.now,
     )?;
     write_outbox(conn, &order, c)?;
@@ -104,7 +104,9 @@ fn sell_seats(
     Ok(None)
 }
 
-/// The ledger's half of P6: the limit passed in is the event's current one.
+/// The ledger's half of P6 (the `buyer_within_limit` CHECK decides; the limit passed in
+/// is the event's current one). Pinned with the PostgreSQL ledger by the ledger case
+/// `a_buyer_over_the_limit_gets_limit_exceeded_and_no_seats`.
 fn count_tickets(
     conn: &Connection,
     order: &Order,
@@ -137,8 +139,17 @@ fn write_outbox(conn: &Connection, order: &Order, c: &Commit) -> Result<(), Stor
         "currency": order.currency,
         "committed_at": c.now,
     });
-    conn.prepare_cached("INSERT INTO outbox (order_id, kind, payload, created_at) VALUES (?1, 'order_committed', ?2, ?3)")
-        .and_then(|mut s| s.execute(params![order.id.to_string(), payload.to_string(), c.now.0]))
-        .map(drop)
-        .map_err(db)
+    conn.prepare_cached(
+        "INSERT INTO outbox (order_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            order.id.to_string(),
+            OrderNotice::Committed.as_str(),
+            payload.to_string(),
+            c.now.0
+        ])
+    })
+    .map(drop)
+    .map_err(db)
 }

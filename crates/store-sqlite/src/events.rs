@@ -8,21 +8,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::conn::{corrupt, db};
 use crate::writer::Step;
 
-pub(crate) fn status_name(status: SaleStatus) -> &'static str {
-    match status {
-        SaleStatus::Scheduled => "scheduled",
-        SaleStatus::Open => "open",
-        SaleStatus::Closed => "closed",
-    }
-}
-
 fn parse_status(s: &str) -> Result<SaleStatus, StoreError> {
-    match s {
-        "scheduled" => Ok(SaleStatus::Scheduled),
-        "open" => Ok(SaleStatus::Open),
-        "closed" => Ok(SaleStatus::Closed),
-        other => Err(corrupt("sale status", other)),
-    }
+    SaleStatus::parse(s).ok_or_else(|| corrupt("sale status", s))
 }
 
 /// Writer job. The ledger numbers events, so the row is inserted first to learn its
@@ -33,9 +20,9 @@ pub(crate) fn create(
     now: Millis,
 ) -> Result<Step<Result<Event, StoreError>>, StoreError> {
     conn.prepare_cached(
-        "INSERT INTO events (name, currency, status, body, created_at) VALUES (?1, ?2, 'scheduled', '{}', ?3)",
+        "INSERT INTO events (name, currency, status, body, created_at) VALUES (?1, ?2, ?3, '{}', ?4)",
     )
-    .and_then(|mut s| s.execute(params![spec.name, spec.currency, now.0]))
+    .and_then(|mut s| s.execute(params![spec.name, spec.currency, SaleStatus::Scheduled.as_str(), now.0]))
     .map_err(db)?;
     let id = EventId(conn.last_insert_rowid());
     let event = match spec.build(id, now) {
@@ -73,7 +60,7 @@ pub(crate) fn set_status(
     let changed = conn
         .execute(
             "UPDATE events SET status = ?2 WHERE id = ?1",
-            params![id.0, status_name(status)],
+            params![id.0, status.as_str()],
         )
         .map_err(db)?;
     if changed == 0 {
@@ -122,7 +109,7 @@ pub(crate) fn with_status(
         .prepare_cached("SELECT id FROM events WHERE status = ?1 ORDER BY id")
         .map_err(db)?;
     let ids = stmt
-        .query_map([status_name(status)], |r| r.get(0).map(EventId))
+        .query_map([status.as_str()], |r| r.get(0).map(EventId))
         .map_err(db)?;
     ids.collect::<Result<_, _>>().map_err(db)
 }

@@ -24,22 +24,6 @@ pub(crate) fn record(
         .map_err(db)
 }
 
-pub(crate) fn event_name(event: OrderEvent) -> &'static str {
-    match event {
-        OrderEvent::Authorized => "authorized",
-        OrderEvent::Declined => "declined",
-        OrderEvent::Committed => "committed",
-        OrderEvent::CommitLost => "commit_lost",
-        OrderEvent::Voided => "voided",
-        OrderEvent::Captured => "captured",
-        OrderEvent::CaptureFailed => "capture_failed",
-        OrderEvent::Refunded => "refunded",
-        OrderEvent::Abandoned => "abandoned",
-        OrderEvent::RefundDue => "refund_due",
-        OrderEvent::CaptureAbandoned => "capture_abandoned",
-    }
-}
-
 /// Writer job. The hold's UNIQUE constraint makes a retried checkout find the first
 /// order instead of writing a second one.
 pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrder>, StoreError> {
@@ -75,7 +59,8 @@ pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrde
             .map(|o| Step::Undo(InsertOrder::Exists(o)))
             .ok_or_else(|| StoreError::new("sqlite: hold conflict without an order"));
     }
-    record(conn, &id, None, order.state, "created", order.created_at)?;
+    let created = OrderEvent::CREATED;
+    record(conn, &id, None, order.state, created, order.created_at)?;
     Ok(Step::Keep(InsertOrder::Inserted))
 }
 
@@ -110,10 +95,10 @@ pub(crate) fn apply(
     if changed != 1 {
         return Err(StoreError::new("sqlite: order changed under the writer"));
     }
-    record(conn, &key, Some(from), to, event_name(event), now)?;
+    record(conn, &key, Some(from), to, event.as_str(), now)?;
     if let Some(reference) = payment_ref {
         conn.prepare_cached("INSERT INTO payments (order_id, kind, reference, amount, at) VALUES (?1, ?2, ?3, ?4, ?5)")
-            .and_then(|mut s| s.execute(params![key, event_name(event), reference, order.total.0, now.0]))
+            .and_then(|mut s| s.execute(params![key, event.as_str(), reference, order.total.0, now.0]))
             .map_err(db)?;
         order.payment_ref = Some(reference.to_string());
     }

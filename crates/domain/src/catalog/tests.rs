@@ -98,3 +98,15 @@ fn bad_specs_are_rejected_with_a_reason() {
         assert!(err.contains(needle), "{needle}: {err}");
     }
 }
+
+#[test]
+fn sale_status_names_round_trip_and_are_the_serde_names() {
+    for status in SaleStatus::ALL {
+        assert_eq!(SaleStatus::parse(status.as_str()), Some(status));
+        assert_eq!(
+            serde_json::to_value(status).unwrap(),
+            serde_json::Value::from(status.as_str())
+        );
+    }
+    assert_eq!(SaleStatus::parse("Open"), None);
+}

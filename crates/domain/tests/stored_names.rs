@@ -1,0 +1,104 @@
+//! The names the SQL ledgers store (sale statuses, order states, order events, outbox
+//! kinds) are the domain's: the adapters bind `as_str()`, so the only copies left are
+//! in migration text, which cannot call Rust. These tests hold that text to the domain:
+//! the `events.status` CHECK of both ledgers lists exactly `SaleStatus::ALL`, and the
+//! names PostgreSQL's commit function writes are the domain's names for its move.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use boxoffice_domain::{OrderEvent, OrderNotice, OrderState, SaleStatus};
+
+fn migration(path: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../migrations")
+        .join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// SQL without its `--` comments, so prose never counts as schema.
+fn code(sql: &str) -> String {
+    sql.lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The quoted names of the first `… IN ('a', 'b')` after `prefix`.
+fn check_list(sql: &str, prefix: &str) -> BTreeSet<String> {
+    let at = sql
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no `{prefix}` in the migration"));
+    let rest = &sql[at + prefix.len()..];
+    let list = rest.split(')').next().unwrap_or("");
+    list.split(',')
+        .map(|n| n.trim().trim_matches('\'').to_string())
+        .collect()
+}
+
+/// The quoted literals right after `prefix` (each followed by ", " or what ends it).
+fn literals_after(sql: &str, prefix: &str, n: usize) -> Vec<String> {
+    let at = sql
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no `{prefix}` in the migration"));
+    sql[at + prefix.len()..]
+        .split(',')
+        .take(n)
+        .map(|l| {
+            let l = l.trim();
+            assert!(
+                l.starts_with('\''),
+                "`{prefix}` is not followed by {n} names: {l}"
+            );
+            l.split('\'').nth(1).unwrap_or("").to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_sale_status_check_of_both_ledgers_lists_exactly_the_domains_statuses() {
+    let domain: BTreeSet<String> = SaleStatus::ALL.iter().map(|s| s.as_str().into()).collect();
+    for ledger in ["sqlite/0001_ledger.sql", "postgres/0001_ledger.sql"] {
+        let listed = check_list(&code(&migration(ledger)), "CHECK (status IN (");
+        assert_eq!(listed, domain, "{ledger}: the events.status CHECK");
+    }
+}
+
+#[test]
+fn the_postgres_commit_function_writes_the_domains_names_for_a_commit() {
+    let sql = code(&migration("postgres/0002_commit_batch.sql"));
+    let move_to = literals_after(&sql, "UPDATE orders SET state = ", 1);
+    assert_eq!(move_to, [OrderState::Committed.as_str()]);
+    let move_from = literals_after(&sql, "AND state = ", 1);
+    assert_eq!(move_from, [OrderState::Authorized.as_str()]);
+    let history = literals_after(&sql, "VALUES (o.id, ", 3);
+    let expected = [
+        OrderState::Authorized.as_str(),
+        OrderState::Committed.as_str(),
+        OrderEvent::Committed.as_str(),
+    ];
+    assert_eq!(history, expected, "the order_events line of a commit");
+    let notice = literals_after(
+        &sql,
+        "INSERT INTO outbox (order_id, kind, payload, created_at)\n                VALUES (o.id, ",
+        1,
+    );
+    assert_eq!(notice, [OrderNotice::Committed.as_str()]);
+    // The move the function performs is the domain's commit move.
+    assert_eq!(
+        OrderState::Authorized.apply(OrderEvent::Committed),
+        Ok(OrderState::Committed)
+    );
+}
+
+#[test]
+fn the_migration_readers_find_what_they_look_for() {
+    let sql =
+        "a TEXT CHECK (x IN ('p', 'q')), -- CHECK (x IN ('z'))\nVALUES (o.id, 'a', 'b', 'c', t)";
+    assert_eq!(
+        check_list(sql, "CHECK (x IN ("),
+        BTreeSet::from(["p".into(), "q".into()])
+    );
+    assert_eq!(literals_after(sql, "VALUES (o.id, ", 3), ["a", "b", "c"]);
+    assert!(!code(sql).contains("'z'"));
+}
