@@ -7,6 +7,7 @@ CREATE TABLE events (
     id          BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name        TEXT    NOT NULL,
     currency    TEXT    NOT NULL,
+    -- SaleStatus::as_str's names; crates/domain/tests/stored_names.rs keeps them equal.
     status      TEXT    NOT NULL CHECK (status IN ('scheduled', 'open', 'closed')),
     body        JSONB   NOT NULL,                   -- the built domain `Event`
     created_at  BIGINT  NOT NULL
@@ -45,7 +46,8 @@ CREATE TABLE orders (
 CREATE INDEX orders_by_state ON orders (state, updated_at);
 CREATE INDEX orders_by_buyer ON orders (buyer_id, created_at);
 
--- P1: the primary key is the structural guarantee that a seat is sold once. The
+-- P1: the primary key is the structural guarantee that a seat is sold once.
+-- Pinned by the ledger case k_seats_and_many_more_orders_sell_exactly_k_seats. The
 -- adapter recognises a clash by this constraint's name.
 CREATE TABLE sold_seats (
     event_id    BIGINT  NOT NULL,
@@ -61,6 +63,10 @@ CREATE INDEX sold_seats_by_order ON sold_seats (order_id);
 
 -- P6: the ledger's half of the per-buyer limit; the CHECK refuses a commit that would
 -- take a buyer over the limit, however many commits (and nodes) race.
+-- The guarantee; the hot store's count (store-memory event.rs, store-redis common.lua)
+-- only spares buyers a payment for seats they cannot have. Pinned by the ledger case
+-- a_buyer_over_the_limit_gets_limit_exceeded_and_no_seats and the arbiter case
+-- a_buyer_cannot_hold_more_than_the_limit_across_holds.
 CREATE TABLE buyer_tickets (
     event_id    BIGINT  NOT NULL REFERENCES events (id),
     buyer_id    TEXT    NOT NULL,

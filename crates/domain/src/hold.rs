@@ -5,7 +5,13 @@
 //! held ──checkout──► checking_out ──commit──► sold
 //!   │                     │ provider unsure ──► payment_pending ─inquiry─► sold | released
 //!   └─ttl─► expired       └─ declined / lost race ──► released
+//! released | expired ──retake (a late payment the event honours)──► checking_out
 //! ```
+//!
+//! Both hot stores follow this table: the in-process arbiter calls `apply`, and the
+//! Redis scripts read a table generated from it (store-redis `hold_states.rs`). The
+//! arbiter conformance cases `moves_out_of_order_are_refused` and
+//! `retried_moves_answer_with_the_hold_as_it_is` pin the two together.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +26,17 @@ pub enum HoldState {
     Expired,
 }
 
+impl HoldState {
+    pub const ALL: [HoldState; 6] = [
+        HoldState::Held,
+        HoldState::CheckingOut,
+        HoldState::PaymentPending,
+        HoldState::Sold,
+        HoldState::Released,
+        HoldState::Expired,
+    ];
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HoldMove {
     /// The buyer starts paying: the hold is pinned past its TTL for the payment grace.
@@ -32,6 +49,20 @@ pub enum HoldMove {
     Release,
     /// The TTL (or the payment grace) ran out.
     Expire,
+    /// A payment that arrived after the hold ended takes the same seats again, when the
+    /// event honours late payments and the seats are still free.
+    Retake,
+}
+
+impl HoldMove {
+    pub const ALL: [HoldMove; 6] = [
+        HoldMove::Checkout,
+        HoldMove::PaymentUncertain,
+        HoldMove::Commit,
+        HoldMove::Release,
+        HoldMove::Expire,
+        HoldMove::Retake,
+    ];
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -51,6 +82,7 @@ impl HoldState {
             (S::CheckingOut | S::PaymentPending, M::Commit) => S::Sold,
             (S::Held | S::CheckingOut | S::PaymentPending, M::Release) => S::Released,
             (S::Held | S::CheckingOut | S::PaymentPending, M::Expire) => S::Expired,
+            (S::Released | S::Expired, M::Retake) => S::CheckingOut,
             (from, by) => return Err(IllegalHoldMove { from, by }),
         };
         Ok(to)
@@ -75,18 +107,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn any_move() -> impl Strategy<Value = HoldMove> {
-        prop_oneof![
-            Just(HoldMove::Checkout),
-            Just(HoldMove::PaymentUncertain),
-            Just(HoldMove::Commit),
-            Just(HoldMove::Release),
-            Just(HoldMove::Expire),
-        ]
+        proptest::sample::select(HoldMove::ALL.to_vec())
     }
 
     proptest! {
-        /// Whatever happens, a hold never leaves a final state, never sells without
-        /// passing through checkout, and a sold hold is never expired or released.
+        /// Whatever happens, a hold leaves a final state only by a retake, never sells
+        /// without passing through checkout, and a sold hold is never expired, released
+        /// or retaken.
         #[test]
         fn no_sequence_of_moves_breaks_the_lifecycle(moves in proptest::collection::vec(any_move(), 0..20)) {
             let mut state = HoldState::Held;
@@ -94,7 +121,8 @@ mod tests {
             for m in moves {
                 match state.apply(m) {
                     Ok(next) => {
-                        prop_assert!(state.is_live(), "left final state {state:?}");
+                        prop_assert!(state.is_live() || m == HoldMove::Retake, "left final state {state:?}");
+                        prop_assert!(state != HoldState::Sold, "left sold by {m:?}");
                         checked_out |= next == HoldState::CheckingOut;
                         if next == HoldState::Sold { prop_assert!(checked_out); }
                         state = next;
@@ -109,5 +137,10 @@ mod tests {
     fn a_sold_hold_cannot_expire() {
         assert!(HoldState::Sold.apply(HoldMove::Expire).is_err());
         assert!(HoldState::Held.apply(HoldMove::Commit).is_err());
+        assert!(HoldState::Sold.apply(HoldMove::Retake).is_err());
+        assert_eq!(
+            HoldState::Expired.apply(HoldMove::Retake),
+            Ok(HoldState::CheckingOut)
+        );
     }
 }

@@ -158,7 +158,11 @@ impl Engine {
     }
 }
 
-/// Turns public seat labels and section keys into the arbiter's indices.
+/// Turns public seat labels and section keys into the arbiter's indices. A request that
+/// alone asks for more than the per-buyer limit is refused here, so the buyer hears
+/// `limit_exceeded` rather than a bad quantity; the promise itself (P6) is kept by the
+/// hot store's count of held plus sold seats and by the ledger's `buyer_within_limit`
+/// CHECK (docs/ARCHITECTURE.md P6).
 fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, EngineError> {
     let limit = entry.event.sale.max_tickets_per_buyer;
     match selection {

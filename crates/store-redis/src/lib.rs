@@ -1,6 +1,6 @@
-//! Redis backends for the cluster deployment (docs/ARCHITECTURE.md §4): the seat arbiter (hot store),
-//! the waiting-room queue and the idempotency-key store, on a single Redis or a Redis
-//! Cluster.
+//! Redis backends for the cluster deployment (docs/ARCHITECTURE.md §4): the seat
+//! arbiter (hot store), the waiting-room queue and the idempotency-key store, on a
+//! single Redis or a Redis Cluster.
 //!
 //! Every atomic operation is one Lua script (`src/lua/`) run with EVALSHA. All keys of
 //! one event share a hash tag, so an event lives in one Cluster slot and a script can
@@ -11,6 +11,7 @@
 
 mod arbiter;
 mod conn;
+mod hold_states;
 mod idempotency;
 mod keys;
 mod queue;

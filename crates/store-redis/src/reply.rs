@@ -5,6 +5,8 @@
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money, OrderId, SeatIndex};
 use boxoffice_engine::ports::{ArbiterError, Expired, HoldView, StoreError};
 
+use crate::hold_states;
+
 /// A script reply: bulk strings.
 pub(crate) type Reply = Vec<Vec<u8>>;
 
@@ -45,15 +47,7 @@ pub(crate) fn ok_or_arbiter_error(reply: Reply) -> Result<Vec<Vec<u8>>, ArbiterE
 }
 
 fn state(code: &str) -> Result<HoldState, StoreError> {
-    Ok(match code {
-        "H" => HoldState::Held,
-        "C" => HoldState::CheckingOut,
-        "P" => HoldState::PaymentPending,
-        "S" => HoldState::Sold,
-        "R" => HoldState::Released,
-        "E" => HoldState::Expired,
-        other => return Err(bad("hold state", other)),
-    })
+    hold_states::from_code(code).ok_or_else(|| bad("hold state", code))
 }
 
 fn list<T: std::str::FromStr>(what: &str, raw: &str) -> Result<Vec<T>, StoreError> {

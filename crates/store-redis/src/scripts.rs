@@ -1,19 +1,24 @@
 //! The Lua scripts, compiled into the binary from `src/lua/`. Arbiter scripts are
-//! prefixed with `common.lua` (key names and the shared expiry/return-to-stock steps),
-//! so each atomic operation is still exactly one script.
+//! prefixed with the hold state table generated from the domain (`hold_states.rs`) and
+//! `common.lua` (key names and the shared expiry/return-to-stock steps), so each atomic
+//! operation is still exactly one script.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
+use crate::hold_states;
+
+macro_rules! arbiter_source {
+    ($($file:literal),+) => {
+        hold_states::lua_prelude()
+            + concat!(include_str!("lua/common.lua"), $(include_str!(concat!("lua/", $file))),+)
+    };
+}
+
 macro_rules! arbiter_script {
     ($($file:literal),+) => {
-        LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("lua/common.lua"),
-                $(include_str!(concat!("lua/", $file))),+
-            ))
-        })
+        LazyLock::new(|| Script::new(&arbiter_source!($($file),+)))
     };
 }
 
@@ -47,11 +52,9 @@ pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua
 pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");
 pub(crate) static IDEM_PRUNE: LazyLock<Script> = plain_script!("idem_prune.lua");
 
+static HOLD_SOURCE: LazyLock<String> = LazyLock::new(|| arbiter_source!("best.lua", "hold.lua"));
+
 /// The hold script's source, for measuring it with `redis-benchmark` (benches/).
 pub fn hold_script_source() -> &'static str {
-    concat!(
-        include_str!("lua/common.lua"),
-        include_str!("lua/best.lua"),
-        include_str!("lua/hold.lua")
-    )
+    &HOLD_SOURCE
 }

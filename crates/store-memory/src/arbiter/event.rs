@@ -87,17 +87,10 @@ impl EventState {
         if quantity == 0 || quantity > self.max_per_buyer {
             return Err(ArbiterError::BadQuantity);
         }
-        let owned = self.taken.get(&req.buyer).copied().unwrap_or(0);
-        if owned + quantity > self.max_per_buyer {
-            return Err(ArbiterError::LimitExceeded {
-                limit: self.max_per_buyer,
-            });
-        }
+        self.within_limit(req.buyer, quantity)?;
         let seats: Box<[SeatIndex]> = match &req.choice {
             SeatChoice::Named(seats) => {
-                if let Some(&s) = seats.iter().find(|&&s| !self.inv.is_free(s)) {
-                    return Err(ArbiterError::SeatUnavailable(s));
-                }
+                self.all_free(seats)?;
                 seats.as_slice().into()
             }
             SeatChoice::BestAvailable {
@@ -106,10 +99,6 @@ impl EventState {
                 adjacent,
             } => self.inv.pick_best(*section, *quantity, *adjacent)?.into(),
         };
-        seats.iter().for_each(|&s| self.inv.take(s));
-        *self.taken.entry(req.buyer).or_default() += quantity;
-        self.active_holds += 1;
-        self.deadlines.insert((req.expires_at, req.hold));
         let rec = HoldRec {
             buyer: req.buyer,
             seats,
@@ -117,9 +106,39 @@ impl EventState {
             expires_at: req.expires_at,
             order: None,
         };
-        let view = self.view(req.hold, &rec);
-        self.holds.insert(req.hold, rec);
-        Ok(view)
+        Ok(self.take(req.hold, rec))
+    }
+
+    /// P6, the hot store's half, for hold and retake alike: a buyer's held plus sold
+    /// seats never pass the limit (the ledger's `buyer_within_limit` CHECK is the other
+    /// half). The arbiter cases `a_buyer_cannot_hold_more_than_the_limit_across_holds`
+    /// and `a_retake_keeps_the_buyer_limit` pin this and the Redis scripts together.
+    pub(super) fn within_limit(&self, buyer: BuyerId, quantity: u32) -> Result<(), ArbiterError> {
+        let owned = self.taken.get(&buyer).copied().unwrap_or(0);
+        if owned + quantity > self.max_per_buyer {
+            return Err(ArbiterError::LimitExceeded {
+                limit: self.max_per_buyer,
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn all_free(&self, seats: &[SeatIndex]) -> Result<(), ArbiterError> {
+        match seats.iter().find(|&&s| !self.inv.is_free(s)) {
+            Some(&s) => Err(ArbiterError::SeatUnavailable(s)),
+            None => Ok(()),
+        }
+    }
+
+    /// A new live hold on free seats: stock, the buyer's count and the deadlines follow.
+    pub(super) fn take(&mut self, id: HoldId, rec: HoldRec) -> HoldView {
+        rec.seats.iter().for_each(|&s| self.inv.take(s));
+        *self.taken.entry(rec.buyer).or_default() += rec.seats.len() as u32;
+        self.active_holds += 1;
+        self.deadlines.insert((rec.expires_at, id));
+        let view = self.view(id, &rec);
+        self.holds.insert(id, rec);
+        view
     }
 
     /// Named seats: at most the buyer limit, no repeats, all existing. Returns how many.

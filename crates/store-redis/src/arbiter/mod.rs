@@ -26,6 +26,7 @@ mod load;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use boxoffice_domain::hold::HoldMove;
 use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, Retake, SeatArbiter, SeatChoice,
@@ -34,6 +35,7 @@ use boxoffice_engine::ports::{
 use redis::{FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
+use crate::hold_states;
 use crate::keys::{Prefix, event_keys, hold_field};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{
@@ -137,12 +139,12 @@ impl RedisArbiter {
         Ok(count(&first(ok_or_arbiter_error(reply)?))?)
     }
 
-    /// uncertain / sold / release: one script, the move named by a letter.
-    async fn move_hold(&self, hold: HoldId, letter: &str) -> Result<HoldView, ArbiterError> {
+    /// uncertain / sold / release: one script, the move named as in its `MOVES` table.
+    async fn move_hold(&self, hold: HoldId, by: HoldMove) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
             .eval(&MOVE, hold.event, |inv| {
                 inv.arg(hold_field(hold))
-                    .arg(letter)
+                    .arg(hold_states::move_name(by))
                     .arg(self.config.keep_finished);
             })
             .await?;
@@ -263,15 +265,15 @@ impl SeatArbiter for RedisArbiter {
     }
 
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
-        self.move_hold(hold, "U").await
+        self.move_hold(hold, HoldMove::PaymentUncertain).await
     }
 
     async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
-        self.move_hold(hold, "S").await
+        self.move_hold(hold, HoldMove::Commit).await
     }
 
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
-        self.move_hold(hold, "R").await
+        self.move_hold(hold, HoldMove::Release).await
     }
 
     async fn expire_due(

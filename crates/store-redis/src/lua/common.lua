@@ -1,4 +1,5 @@
--- Prepended to every arbiter script (concat! in scripts.rs). KEYS is always the event's
+-- Prepended to every arbiter script (scripts.rs), after the generated MOVES and LIVE
+-- tables of the hold state machine (hold_states.rs). KEYS is always the event's
 -- full key list in this order, all under one hash tag, so every key a script may touch
 -- is declared and lives in the event's one Cluster slot.
 local META, FREE, SOLD, LAYOUT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -22,7 +23,8 @@ local function seat_info(seat)
   return struct.unpack('>I2I2I4I4i8', raw)
 end
 
--- A hold record: state|expires_at|buyer|order|seat,seat|price,price
+-- A hold record: state|expires_at|buyer|order|seat,seat|price,price, the state one
+-- letter (H held, C checking out, P payment pending, S sold, R released, E expired).
 local function parse(rec)
   local st, x, b, o, seats, prices =
     string.match(rec, '^(%a)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
@@ -40,7 +42,7 @@ local function seat_list(h)
 end
 
 local function is_live(st)
-  return st == 'H' or st == 'C' or st == 'P'
+  return LIVE[st] == true
 end
 
 local function put_back(seat)
@@ -59,8 +61,9 @@ local function finished(nonce, keep)
   end
 end
 
--- A live hold -> `state` (R or E): seats back in stock, counters follow.
-local function end_hold(nonce, h, state, keep)
+-- A live hold ended by `move` ('release' or 'expire'): seats back in stock, counters
+-- follow.
+local function end_hold(nonce, h, move, keep)
   local seats = seat_list(h)
   for _, s in ipairs(seats) do put_back(s) end
   redis.call('ZREM', DL, nonce)
@@ -69,7 +72,7 @@ local function end_hold(nonce, h, state, keep)
   end
   redis.call('HINCRBY', META, 'held', -#seats)
   redis.call('HINCRBY', META, 'active', -1)
-  h.st = state
+  h.st = MOVES[move][h.st]
   local rec = format(h)
   redis.call('HSET', HOLDS, nonce, rec)
   finished(nonce, keep)
@@ -85,11 +88,63 @@ local function sell_hold(nonce, h, keep)
   redis.call('HINCRBY', META, 'sold', #seats)
   redis.call('HINCRBY', META, 'active', -1)
   redis.call('ZREM', DL, nonce)
-  h.st = 'S'
+  h.st = MOVES.commit[h.st]
   local rec = format(h)
   redis.call('HSET', HOLDS, nonce, rec)
   finished(nonce, keep)
   return rec
+end
+
+-- Named seats from ARGV[first..] (hold and retake): the list, or nil and the refusal,
+-- checked in the order the in-process arbiter's `check_named` checks them.
+local function named_seats(first, max, cap)
+  local n = #ARGV - first + 1
+  if n <= 0 or n > max then return nil, { 'bad_quantity' } end
+  local seats, seen = {}, {}
+  for i = first, #ARGV do
+    local s = tonumber(ARGV[i])
+    if seen[s] then return nil, { 'bad_quantity' } end
+    seen[s] = true
+    seats[#seats + 1] = s
+  end
+  for _, s in ipairs(seats) do
+    if s >= cap then return nil, { 'no_such_seat', tostring(s) } end
+  end
+  return seats
+end
+
+-- P6, the hot store's half, for hold and retake alike: a buyer's held plus sold seats
+-- never pass the limit (the ledger's buyer_within_limit CHECK is the other half). The
+-- arbiter cases a_buyer_cannot_hold_more_than_the_limit_across_holds and
+-- a_retake_keeps_the_buyer_limit pin this and the in-process arbiter together.
+local function over_limit(buyer, q, max)
+  if (tonumber(redis.call('HGET', TAKEN, buyer)) or 0) + q > max then
+    return { 'limit_exceeded', tostring(max) }
+  end
+end
+
+-- The refusal for the first of `seats` that is not free, or nil.
+local function not_free(seats)
+  for _, s in ipairs(seats) do
+    if redis.call('GETBIT', FREE, s) == 0 then return { 'seat_unavailable', tostring(s) } end
+  end
+end
+
+-- Takes free `seats` for `buyer` under a live hold due at `deadline`: stock, the
+-- buyer's count and the counters follow. Returns the record's seats and prices fields.
+local function take_seats(nonce, buyer, seats, deadline)
+  local names, prices = {}, {}
+  for i, s in ipairs(seats) do
+    local _, _, _, _, price = seat_info(s)
+    names[i], prices[i] = tostring(s), string.format('%.0f', price)
+    redis.call('SETBIT', FREE, s, 0)
+    redis.call('ZREM', FREEZ, s)
+  end
+  redis.call('HINCRBY', TAKEN, buyer, #seats)
+  redis.call('HINCRBY', META, 'held', #seats)
+  redis.call('HINCRBY', META, 'active', 1)
+  redis.call('ZADD', DL, deadline, nonce)
+  return table.concat(names, ','), table.concat(prices, ',')
 end
 
 -- Seat/buyer pairs from ARGV[first..], every seat checked to exist first: returns the
@@ -114,7 +169,7 @@ local function expire_one(nonce, keep)
     redis.call('ZREM', DL, nonce)
     return nil
   end
-  return nonce .. '|' .. end_hold(nonce, h, 'E', keep)
+  return nonce .. '|' .. end_hold(nonce, h, 'expire', keep)
 end
 
 -- Expiries done on the way (by hold or pin) are kept for the worker's next sweep,

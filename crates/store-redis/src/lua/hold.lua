@@ -16,51 +16,25 @@ end
 
 local max = tonumber(redis.call('HGET', META, 'max'))
 local cap = tonumber(redis.call('HGET', META, 'cap'))
-local function within_limit(q)
-  return (tonumber(redis.call('HGET', TAKEN, buyer)) or 0) + q <= max
-end
 
-local seats
+local seats, refused
 if kind == 'N' then
-  local n = #ARGV - 6
-  if n == 0 or n > max then return { 'bad_quantity' } end
-  seats = {}
-  local seen = {}
-  for i = 7, #ARGV do
-    local s = tonumber(ARGV[i])
-    if seen[s] then return { 'bad_quantity' } end
-    seen[s] = true
-    seats[#seats + 1] = s
-  end
-  for _, s in ipairs(seats) do
-    if s >= cap then return { 'no_such_seat', tostring(s) } end
-  end
-  if not within_limit(n) then return { 'limit_exceeded', tostring(max) } end
-  for _, s in ipairs(seats) do
-    if redis.call('GETBIT', FREE, s) == 0 then return { 'seat_unavailable', tostring(s) } end
-  end
+  seats, refused = named_seats(7, max, cap)
+  if not seats then return refused end
+  refused = over_limit(buyer, #seats, max) or not_free(seats)
+  if refused then return refused end
 else
   local section, q, adjacent = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
   if q == 0 or q > max then return { 'bad_quantity' } end
-  if not within_limit(q) then return { 'limit_exceeded', tostring(max) } end
+  refused = over_limit(buyer, q, max)
+  if refused then return refused end
   local flags = redis.call('HGET', META, 'seated')
   if section >= #flags then return { 'no_such_section' } end
   seats = pick(section, q, adjacent, string.sub(flags, section + 1, section + 1) == '1', cap)
   if not seats then return { 'sold_out' } end
 end
 
-local names, prices = {}, {}
-for i, s in ipairs(seats) do
-  local _, _, _, _, price = seat_info(s)
-  names[i], prices[i] = tostring(s), string.format('%.0f', price)
-  redis.call('SETBIT', FREE, s, 0)
-  redis.call('ZREM', FREEZ, s)
-end
-redis.call('HINCRBY', TAKEN, buyer, #seats)
-redis.call('HINCRBY', META, 'held', #seats)
-redis.call('HINCRBY', META, 'active', 1)
-redis.call('ZADD', DL, expires, nonce)
-rec = format({ st = 'H', x = expires, b = buyer, o = '-',
-  seats = table.concat(names, ','), prices = table.concat(prices, ',') })
+local names, prices = take_seats(nonce, buyer, seats, expires)
+rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices })
 redis.call('HSET', HOLDS, nonce, rec)
 return { 'ok', rec }

@@ -1,23 +1,27 @@
--- mark_uncertain ('U'), mark_sold ('S') and release ('R'). ARGV: nonce, move, keep.
--- Repeating a move that already happened answers with the hold as it is (P4).
+-- mark_uncertain, mark_sold and release. ARGV: nonce, move ('payment_uncertain',
+-- 'commit' or 'release', keys of MOVES), keep. Legality is the generated MOVES table;
+-- repeating a move that already happened answers with the hold as it is (P4).
 local nonce, move, keep = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not loaded() then return { 'unknown_hold' } end
 local rec = redis.call('HGET', HOLDS, nonce)
 if not rec then return { 'unknown_hold' } end
 local h = parse(rec)
+local to = MOVES[move][h.st]
 
-if move == 'R' then
+if move == 'release' then
   if h.st == 'R' or h.st == 'E' then return { 'ok', rec } end
-  if not is_live(h.st) then return { 'wrong_state', h.st } end
-  return { 'ok', end_hold(nonce, h, 'R', keep) }
+  if not to then return { 'wrong_state', h.st } end
+  return { 'ok', end_hold(nonce, h, move, keep) }
 end
 
-local done, from = (move == 'U') and 'P' or 'S', (move == 'U') and { C = true } or { C = true, P = true }
+-- Where this move leads (from any state it is legal in): being there already is a retry.
+local done
+for _, target in pairs(MOVES[move]) do done = target end
 if h.st == done then return { 'ok', rec } end
 if h.st == 'E' then return { 'expired' } end
-if not from[h.st] then return { 'wrong_state', h.st } end
-if move == 'S' then return { 'ok', sell_hold(nonce, h, keep) } end
-h.st = done
+if not to then return { 'wrong_state', h.st } end
+if move == 'commit' then return { 'ok', sell_hold(nonce, h, keep) } end
+h.st = to
 rec = format(h)
 redis.call('HSET', HOLDS, nonce, rec)
 return { 'ok', rec }

@@ -9,7 +9,7 @@ expire_due_unreported(now, keep)
 local rec = redis.call('HGET', HOLDS, nonce)
 if rec then
   local h = parse(rec)
-  if h.st ~= 'R' and h.st ~= 'E' then
+  if not MOVES.retake[h.st] then
     -- Still live or sold for this order: a retry answers with the hold as it is.
     if h.st ~= 'H' and h.o == order then return { 'ok', rec } end
     return { 'wrong_state', h.st }
@@ -18,39 +18,15 @@ end
 
 local max = tonumber(redis.call('HGET', META, 'max'))
 local cap = tonumber(redis.call('HGET', META, 'cap'))
-local n = #ARGV - 6
-if n == 0 or n > max then return { 'bad_quantity' } end
-local seats, seen = {}, {}
-for i = 7, #ARGV do
-  local s = tonumber(ARGV[i])
-  if seen[s] then return { 'bad_quantity' } end
-  seen[s] = true
-  seats[#seats + 1] = s
-end
-for _, s in ipairs(seats) do
-  if s >= cap then return { 'no_such_seat', tostring(s) } end
-end
-if (tonumber(redis.call('HGET', TAKEN, buyer)) or 0) + n > max then
-  return { 'limit_exceeded', tostring(max) }
-end
-for _, s in ipairs(seats) do
-  if redis.call('GETBIT', FREE, s) == 0 then return { 'seat_unavailable', tostring(s) } end
-end
+local seats, refused = named_seats(7, max, cap)
+if not seats then return refused end
+refused = over_limit(buyer, #seats, max) or not_free(seats)
+if refused then return refused end
 
-local names, prices = {}, {}
-for i, s in ipairs(seats) do
-  local _, _, _, _, price = seat_info(s)
-  names[i], prices[i] = tostring(s), string.format('%.0f', price)
-  redis.call('SETBIT', FREE, s, 0)
-  redis.call('ZREM', FREEZ, s)
-end
-redis.call('HINCRBY', TAKEN, buyer, n)
-redis.call('HINCRBY', META, 'held', n)
-redis.call('HINCRBY', META, 'active', 1)
-redis.call('ZADD', DL, pinned, nonce)
+local names, prices = take_seats(nonce, buyer, seats, pinned)
 -- Live again: the trimming of finished holds must not forget it.
 redis.call('LREM', FIN, 0, nonce)
-rec = format({ st = 'C', x = pinned, b = buyer, o = order,
-  seats = table.concat(names, ','), prices = table.concat(prices, ',') })
+-- A retaken hold is checking out for its order (MOVES.retake).
+rec = format({ st = 'C', x = pinned, b = buyer, o = order, seats = names, prices = prices })
 redis.call('HSET', HOLDS, nonce, rec)
 return { 'ok', rec }

@@ -24,13 +24,13 @@ if held then
     local rec = redis.call('HGET', HOLDS, nonce)
     local h = rec and parse(rec)
     if h and is_live(h.st) then
-      local touches, selling = false, (h.st == 'C' or h.st == 'P')
+      local touches, selling = false, MOVES.commit[h.st] ~= nil
       for _, s in ipairs(seat_list(h)) do
         if listed[s] ~= nil then touches = true end
         if listed[s] ~= h.b then selling = false end
       end
       if touches then
-        if selling then sell_hold(nonce, h, keep) else end_hold(nonce, h, 'R', keep) end
+        if selling then sell_hold(nonce, h, keep) else end_hold(nonce, h, 'release', keep) end
       end
     end
   end
