@@ -17,9 +17,4 @@ impl Millis {
     pub fn plus_millis(self, ms: i64) -> Millis {
         Millis(self.0.saturating_add(ms))
     }
-    /// Seconds from `self` until `later`, rounded up, never negative.
-    pub fn secs_until(self, later: Millis) -> u64 {
-        let ms = later.0.saturating_sub(self.0).max(0);
-        (ms as u64).div_ceil(1000)
-    }
 }

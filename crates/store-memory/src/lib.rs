@@ -8,6 +8,6 @@ mod hash;
 pub mod idempotency;
 mod queue;
 
-pub use arbiter::{ArbiterConfig, InMemoryArbiter};
+pub use arbiter::InMemoryArbiter;
 pub use idempotency::MemoryIdempotency;
 pub use queue::InMemoryQueue;

@@ -1,5 +1,5 @@
-//! Why the waiting room turned a request away. Each refusal has a stable code; the HTTP
-//! layer picks the status (403 for rules, 429 for limits).
+//! Why the waiting room turned a request away. The HTTP layer gives each refusal its
+//! status (403 for rules, 429 for limits) and its stable code.
 
 use boxoffice_domain::token::TokenError;
 
@@ -24,19 +24,6 @@ pub enum Refusal {
     SignupDisabled,
     #[error("too many requests; retry after {retry_after_ms} ms")]
     RateLimited { retry_after_ms: u64 },
-}
-
-impl Refusal {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Refusal::NotVerified => "buyer_not_verified",
-            Refusal::AccountTooNew => "account_too_new",
-            Refusal::PowRequired => "pow_required",
-            Refusal::PowInvalid => "pow_invalid",
-            Refusal::SignupDisabled => "self_signup_disabled",
-            Refusal::RateLimited { .. } => "rate_limited",
-        }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -26,41 +26,18 @@ use parking_lot::{Mutex, RwLock};
 use crate::hash::FxHashMap;
 use event::EventState;
 
-/// Tunables of the in-memory arbiter.
-#[derive(Clone, Copy, Debug)]
-pub struct ArbiterConfig {
-    /// Finished holds (sold, released, expired) kept per event so `get` can still say
-    /// what happened; the oldest are forgotten beyond this. At least 1.
-    pub keep_finished: usize,
-}
-
-impl Default for ArbiterConfig {
-    fn default() -> Self {
-        ArbiterConfig {
-            keep_finished: 100_000,
-        }
-    }
-}
+/// Finished holds (sold, released, expired) kept per event so `get` can still say what
+/// happened; the oldest are forgotten beyond this.
+const KEEP_FINISHED: usize = 100_000;
 
 #[derive(Default)]
 pub struct InMemoryArbiter {
     events: RwLock<FxHashMap<EventId, Arc<Mutex<EventState>>>>,
-    config: ArbiterConfig,
 }
 
 impl InMemoryArbiter {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    pub fn with_config(config: ArbiterConfig) -> Self {
-        let config = ArbiterConfig {
-            keep_finished: config.keep_finished.max(1),
-        };
-        InMemoryArbiter {
-            events: RwLock::default(),
-            config,
-        }
     }
 
     /// Runs `f` on the event's state under its lock; `None` if the event is not loaded.
@@ -95,8 +72,7 @@ impl InMemoryArbiter {
 impl SeatArbiter for InMemoryArbiter {
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
         // Built outside the map lock: a 50,000-seat event takes milliseconds to lay out.
-        let state =
-            EventState::load(layout, sold, self.config.keep_finished).map_err(StoreError)?;
+        let state = EventState::load(layout, sold, KEEP_FINISHED).map_err(StoreError)?;
         self.events
             .write()
             .insert(layout.event, Arc::new(Mutex::new(state)));
