@@ -224,3 +224,30 @@ fn citations_are_read_section_by_section() {
     let text = "// (docs/ARCHITECTURE.md §2, P7): and (docs/ARCHITECTURE.md P4).";
     assert_eq!(cited_parts(text), ["§2", "P7", "P4"]);
 }
+
+#[test]
+fn every_crate_is_in_the_architectures_table_and_the_readmes_list() {
+    let architecture = read(&repo().join("docs/ARCHITECTURE.md"));
+    let readme = read(&repo().join("README.md"));
+    let crates: Vec<String> = std::fs::read_dir(repo().join("crates"))
+        .expect("the crates directory")
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(crates.len() > 10, "found only {crates:?}");
+    let missing: Vec<String> = (crates.iter())
+        .filter(|c| !architecture.contains(&format!("| [{c}](../crates/{c}/src/lib.rs) |")))
+        .map(|c| format!("docs/ARCHITECTURE.md §5: {c}"))
+        .chain(
+            (crates.iter())
+                .filter(|c| !readme.contains(&format!("\ncrates/{c} ")))
+                .map(|c| format!("README.md, \"Architecture in a few lines\": {c}")),
+        )
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "crates not described:\n{}",
+        missing.join("\n")
+    );
+}
