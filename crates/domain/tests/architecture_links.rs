@@ -251,3 +251,18 @@ fn every_crate_is_in_the_architectures_table_and_the_readmes_list() {
         missing.join("\n")
     );
 }
+
+#[test]
+fn every_repository_path_the_readme_names_in_code_exists() {
+    let readme = read(&repo().join("README.md"));
+    let roots = ["crates/", "scripts/", "docs/", "migrations/"];
+    let named: Vec<&str> = (readme.split('`').skip(1).step_by(2))
+        .filter(|t| roots.iter().any(|r| t.starts_with(r)) && !t.contains(' '))
+        .collect();
+    assert!(named.len() >= 4, "found only {named:?}");
+    let missing: Vec<&&str> = named.iter().filter(|p| !repo().join(p).exists()).collect();
+    assert!(
+        missing.is_empty(),
+        "README.md names paths that do not exist: {missing:?}"
+    );
+}
