@@ -8,10 +8,11 @@
 //! released | expired ──retake (a late payment the event honours)──► checking_out
 //! ```
 //!
-//! Both hot stores follow this table: the in-process arbiter calls `apply`, and the
-//! Redis scripts read a table generated from it (store-redis `hold_states.rs`). The
-//! arbiter conformance cases `moves_out_of_order_are_refused` and
-//! `retried_moves_answer_with_the_hold_as_it_is` pin the two together.
+//! The table keeps a sold seat sold (P1) and ends every hold once (P3). Both hot stores
+//! follow it: the in-process arbiter calls `apply`, and the Redis scripts read a table
+//! generated from it (store-redis `hold_states.rs`). The arbiter conformance cases
+//! `moves_out_of_order_are_refused` and `retried_moves_answer_with_the_hold_as_it_is`
+//! pin the two together.
 
 use serde::{Deserialize, Serialize};
 

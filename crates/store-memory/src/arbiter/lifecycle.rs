@@ -1,6 +1,9 @@
 //! Moves of an existing hold: pin, uncertain, sold, release, expire. Each follows
-//! `HoldState::apply`; repeating a move that already happened answers with the hold as
-//! it is (a retried request must not fail or act twice, docs/ARCHITECTURE.md P4).
+//! `HoldState::apply`, as the Redis scripts do through their generated table (pinned
+//! together by the arbiter cases `moves_out_of_order_are_refused` and
+//! `retried_moves_answer_with_the_hold_as_it_is`); repeating a move that already
+//! happened answers with the hold as it is (a retried request must not fail or act
+//! twice, docs/ARCHITECTURE.md P4).
 
 use boxoffice_domain::hold::HoldMove;
 use boxoffice_domain::{HoldId, HoldState, Millis, OrderId};
@@ -114,13 +117,17 @@ impl EventState {
 
     /// A live hold whose deadline is `at` → expired, its seats back in stock.
     fn expire(&mut self, id: HoldId, at: Millis) -> Option<Expired> {
-        let Some(rec) = self.holds.get_mut(&id).filter(|r| r.state.is_live()) else {
+        let expiring = self.holds.get_mut(&id).and_then(|r| {
+            let to = r.state.apply(HoldMove::Expire).ok()?;
+            Some((r, to))
+        });
+        let Some((rec, expired)) = expiring else {
             // Unreachable while `deadlines` lists only live holds; drop a stray entry so
             // the sweep cannot spin on it.
             self.deadlines.remove(&(at, id));
             return None;
         };
-        rec.state = HoldState::Expired;
+        rec.state = expired;
         let report = Expired {
             hold: id,
             buyer: rec.buyer,
