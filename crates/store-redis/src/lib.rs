@@ -13,6 +13,7 @@ mod arbiter;
 mod conn;
 mod idempotency;
 mod keys;
+mod options;
 mod queue;
 mod reply;
 mod scripts;
@@ -24,6 +25,7 @@ pub use idempotency::{
     MAX_RECORDS as IDEMPOTENCY_MAX_RECORDS, RETENTION as IDEMPOTENCY_RETENTION, RedisIdempotency,
 };
 pub use keys::Prefix;
+pub use options::RedisOptions;
 pub use queue::RedisQueue;
 pub use scripts::hold_script_source;
 pub use tls::install_ring_provider;

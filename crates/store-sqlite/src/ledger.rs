@@ -38,12 +38,12 @@ impl SqliteLedger {
     /// and starts the writer thread.
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
         let path = path.as_ref();
-        let write = conn::open(path, options.busy_timeout)?;
+        let write = conn::open(path, options.busy_timeout())?;
         migrate::run(&write)?;
         let readers = ReadPool::open(
             path.to_path_buf(),
             options.read_connections,
-            options.busy_timeout,
+            options.busy_timeout(),
         )?;
         let writer = Writer::spawn(
             write,

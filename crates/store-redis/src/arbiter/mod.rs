@@ -40,7 +40,7 @@ use crate::scripts::{
     EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
 };
 
-/// Tunables of the Redis arbiter.
+/// Tunables of the Redis arbiter; defaults (and their reasons) in [`crate::RedisOptions`].
 #[derive(Clone, Copy, Debug)]
 pub struct RedisArbiterConfig {
     /// Finished holds kept per event so `get` can still say what happened (and
@@ -54,11 +54,7 @@ pub struct RedisArbiterConfig {
 
 impl Default for RedisArbiterConfig {
     fn default() -> Self {
-        RedisArbiterConfig {
-            keep_finished: 100_000,
-            load_chunk: 1_000,
-            load_ttl: Duration::from_secs(600),
-        }
+        crate::RedisOptions::default().arbiter()
     }
 }
 
