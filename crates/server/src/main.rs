@@ -82,7 +82,6 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    telemetry::init_logs();
     // Every TLS connection (Stripe, PostgreSQL, Redis) uses rustls on ring; installed
     // first so no library has to pick a provider by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -119,6 +118,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             payments: cli.payments,
         },
     )?;
+    let _telemetry = telemetry::init(&config)?;
     match cli.command {
         Command::Serve { demo, .. } => serve(config.for_demo(demo), demo).await,
         Command::Audit { json } => {

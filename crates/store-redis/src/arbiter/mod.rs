@@ -159,10 +159,12 @@ fn count(raw: &[u8]) -> Result<u32, StoreError> {
 
 #[async_trait]
 impl SeatArbiter for RedisArbiter {
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
         load::load(self, layout, sold).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         match self.read(event, "loaded").await {
             Ok(_) => Ok(true),
@@ -171,11 +173,13 @@ impl SeatArbiter for RedisArbiter {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn unload(&self, event: EventId) -> Result<(), StoreError> {
         let _: String = self.eval(&UNLOAD, event, |_| {}).await?;
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
             .eval(&HOLD, req.hold.event, |inv| {
@@ -204,6 +208,7 @@ impl SeatArbiter for RedisArbiter {
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError> {
         let reply: Reply = self
             .eval(&READ, hold.event, |inv| {
@@ -224,6 +229,7 @@ impl SeatArbiter for RedisArbiter {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold, order = %order))]
     async fn pin(
         &self,
         hold: HoldId,
@@ -243,6 +249,7 @@ impl SeatArbiter for RedisArbiter {
         one_hold(hold, ok_or_arbiter_error(reply)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
             .eval(&RETAKE, req.hold.event, |inv| {
@@ -258,18 +265,22 @@ impl SeatArbiter for RedisArbiter {
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, "U").await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, "S").await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, "R").await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn expire_due(
         &self,
         event: EventId,
@@ -284,6 +295,7 @@ impl SeatArbiter for RedisArbiter {
         reports.iter().map(|r| reply::expired(event, r)).collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn mark_seats_sold(
         &self,
         event: EventId,
@@ -296,6 +308,7 @@ impl SeatArbiter for RedisArbiter {
         .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn return_sold_seats(
         &self,
         event: EventId,
@@ -304,10 +317,12 @@ impl SeatArbiter for RedisArbiter {
         self.seats(&SEATS_RETURNED, event, seats, |_| {}).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
         Ok(first(self.read(event, "avail").await?))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError> {
         let c = self.read(event, "counts").await?;
         let [capacity, held, sold, active_holds] = c.as_slice() else {
@@ -323,6 +338,7 @@ impl SeatArbiter for RedisArbiter {
         })
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError> {
         Ok(reply::set_bits(&first(self.read(event, "sold").await?)))
     }
