@@ -15,6 +15,7 @@ use crate::worker::Outcome;
 use crate::{Engine, EngineError};
 
 impl Engine {
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn admission_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
         for event in self.open_events().await? {
@@ -41,6 +42,7 @@ impl Engine {
     }
 
     /// Admits the next batch of one event now; returns whether the line moved.
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     pub async fn admit_batch(&self, event: EventId) -> Result<bool, EngineError> {
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Open {

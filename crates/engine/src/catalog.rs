@@ -55,6 +55,7 @@ pub(crate) struct CatalogCache {
 }
 
 impl Engine {
+    #[tracing::instrument(skip_all)]
     pub async fn create_event(&self, spec: &EventSpec) -> Result<Arc<EventEntry>, EngineError> {
         // Validate before touching the ledger so bad input changes nothing.
         spec.build(EventId(1), self.now())
@@ -102,6 +103,7 @@ impl Engine {
     /// open event (a double click, a retried script, another node) changes nothing: a
     /// rebuild would drop every hold, live and pinned. The ledger, not this node's
     /// cache, says whether it is open.
+    #[tracing::instrument(skip_all, fields(event = %id))]
     pub async fn open_sale(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
         let entry = self.reload_event(id).await?;
         match entry.event.status {
@@ -113,6 +115,7 @@ impl Engine {
         self.set_status(entry, SaleStatus::Open).await
     }
 
+    #[tracing::instrument(skip_all, fields(event = %id))]
     pub async fn close_sale(&self, id: EventId) -> Result<Arc<EventEntry>, EngineError> {
         let entry = self.event(id).await?;
         self.set_status(entry, SaleStatus::Closed).await
@@ -137,6 +140,7 @@ impl Engine {
 
     /// Rebuilds the event in the hot store from the ledger: sold seats sold, all else
     /// free. Holds are lost by design (P5); their buyers get a clear error and retry.
+    #[tracing::instrument(skip_all, fields(event = %id))]
     pub async fn rebuild(&self, id: EventId) -> Result<(), EngineError> {
         let entry = self.event(id).await?;
         let seats = self.ledger_sold_seats(&entry).await?;

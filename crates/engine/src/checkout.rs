@@ -24,6 +24,7 @@ pub enum CheckoutOutcome {
 }
 
 impl Engine {
+    #[tracing::instrument(skip_all, fields(hold = %hold))]
     pub async fn checkout(
         &self,
         who: &BuyerSession,

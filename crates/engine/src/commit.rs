@@ -12,6 +12,7 @@ use crate::{Engine, EngineError};
 
 impl Engine {
     /// The commit point, then capture. Shared by checkout and the recovery sweep.
+    #[tracing::instrument(skip_all, fields(order = %order.id))]
     pub(crate) async fn commit_and_capture(
         &self,
         order: &Order,
@@ -49,6 +50,7 @@ impl Engine {
     /// Captures a committed sale. A capture the provider refuses because it holds no
     /// authorization any more (expired, cancelled) cancels the sale; any other failure
     /// leaves the order in `pending_capture` for the sweep to retry.
+    #[tracing::instrument(skip_all, fields(order = %order.id))]
     pub(crate) async fn capture(
         &self,
         order: &Order,

@@ -42,6 +42,7 @@ impl Engine {
     /// Marks sold in the hot store every seat the ledger sold that it still offers or
     /// holds, on every open event it has loaded (an event it lacks is rebuilt from the
     /// ledger on first use). `done` is the number of seats repaired.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn drift_repair_step(&self) -> Result<Outcome, EngineError> {
         let mut done = 0;
         for event in self.open_events().await? {

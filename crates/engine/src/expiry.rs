@@ -8,6 +8,7 @@ use crate::{Engine, EngineError};
 const BATCH: usize = 1_000;
 
 impl Engine {
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn expiry_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
         let mut done = 0;

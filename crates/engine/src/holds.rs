@@ -83,6 +83,7 @@ impl Engine {
     }
 
     /// Holds the seats for an admitted buyer, all or none.
+    #[tracing::instrument(skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
     pub async fn hold(
         &self,
         admitted: &Admitted,
@@ -103,6 +104,7 @@ impl Engine {
             choice: resolve(&entry, &input.selection)?,
             expires_at: now.plus_secs(entry.event.sale.hold_ttl_s as u64),
         };
+        tracing::Span::current().record("hold", tracing::field::display(req.hold));
         let result = match self.ports.arbiter.hold(&req, now).await {
             // The hot store lost the event (restart, flush): rebuild from the ledger once.
             Err(ArbiterError::UnknownEvent) => {
@@ -129,6 +131,7 @@ impl Engine {
     }
 
     /// Gives the seats back early. A hold being paid for cannot be released.
+    #[tracing::instrument(skip_all, fields(hold = %hold))]
     pub async fn release_hold(
         &self,
         who: &BuyerSession,

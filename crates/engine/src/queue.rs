@@ -87,6 +87,7 @@ impl JoinPass {
 
 impl Engine {
     /// Places the buyer in line (or finds their place: joining twice is harmless).
+    #[tracing::instrument(skip_all, fields(event = %event))]
     pub async fn join_queue(
         &self,
         event: EventId,
@@ -160,6 +161,7 @@ impl Engine {
 
     /// Where the ticket holder stands; once admitted, carries an admission token bound
     /// to the buyer, the session and the event.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn queue_status(&self, ticket: &str) -> Result<QueueStatus, WaitingError> {
         let now = self.now();
         let claims = self.keys.verify(ticket, TokenKind::QueueTicket, now)?;

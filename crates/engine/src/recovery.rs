@@ -22,6 +22,7 @@ use crate::worker::Outcome;
 use crate::{Engine, EngineError};
 
 impl Engine {
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn recovery_step(&self) -> Result<Outcome, EngineError> {
         let now = self.now();
         let limit = self.config.recovery_page.max(1);

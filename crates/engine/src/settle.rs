@@ -21,6 +21,7 @@ impl Engine {
     }
 
     /// `settle`, calling the provider through `via` (the sweep's paced door).
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order.id))]
     pub(crate) async fn settle_via(
         &self,
         order: &Order,

@@ -35,6 +35,7 @@ pub enum WebhookRejected {
 }
 
 impl Engine {
+    #[tracing::instrument(skip_all)]
     pub async fn handle_webhook(
         &self,
         payload: &[u8],

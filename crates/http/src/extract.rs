@@ -6,7 +6,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use boxoffice_engine::BuyerSession;
 use serde::de::DeserializeOwned;
-use sha2::{Digest, Sha256};
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -100,16 +99,7 @@ impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer(&parts.headers)?;
-        // Compare digests so the comparison takes the same time whatever matches.
-        let (a, b) = (
-            Sha256::digest(token.as_bytes()),
-            Sha256::digest(state.operator_key.as_bytes()),
-        );
-        if a.iter()
-            .zip(b.iter())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-        {
+        if state.operator_key.matches(token) {
             Ok(Operator)
         } else {
             Err(ApiError::new(

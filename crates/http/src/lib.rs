@@ -51,7 +51,8 @@ pub struct AppState {
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
     /// This process's claims on Idempotency-Keys: its incarnation and lease.
     pub claimant: Claimant,
-    pub operator_key: Arc<str>,
+    /// The operator's bearer key, compared in constant time.
+    pub operator_key: boxoffice_domain::Secret,
     pub metrics: Option<MetricsRender>,
     pub ready: Arc<AtomicBool>,
     /// Proxies, overload limits, stream caps, public-read caches and the stop signal.

@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use boxoffice_domain::Secret;
 use serde::Deserialize;
 
 /// Behaviour of a [`FakeGateway`](crate::FakeGateway). The defaults make a fast, honest
@@ -30,7 +31,7 @@ pub struct FakeGatewayConfig {
     pub duplicate_webhook_rate: f64,
     /// The secret webhooks are signed with (default `whsec_fake_boxoffice`). Not a real
     /// secret: the fake exists for tests and rehearsals.
-    pub webhook_secret: String,
+    pub webhook_secret: Secret,
     /// How old (or how far in the future) a webhook signature may be, in seconds, before
     /// it is refused as a replay (default 300, Stripe's own default).
     pub webhook_tolerance_s: u64,

@@ -151,7 +151,7 @@ impl FakeGateway {
 
     /// The `Stripe-Signature` header for `payload` signed at `at`.
     pub fn sign(&self, payload: &[u8], at: Millis) -> String {
-        signature::sign(&self.config.webhook_secret, payload, at.0 / 1000)
+        signature::sign(self.config.webhook_secret.expose(), payload, at.0 / 1000)
     }
 
     /// How many copies of the next webhook go to the outbox.
@@ -272,7 +272,7 @@ impl PaymentGateway for FakeGateway {
         header: &str,
         now: Millis,
     ) -> Result<WebhookEvent, WebhookError> {
-        let secret = &self.config.webhook_secret;
+        let secret = self.config.webhook_secret.expose();
         signature::verify(
             secret,
             payload,

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use boxoffice_domain::Secret;
 use boxoffice_engine::ports::PaymentError;
 use reqwest::{Certificate, Client, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
@@ -64,13 +65,13 @@ pub enum BuildError {
 pub struct StripeClient {
     http: Client,
     base: String,
-    secret_key: String,
+    secret_key: Secret,
 }
 
 impl StripeClient {
     pub fn new(
         base: &str,
-        secret_key: &str,
+        secret_key: &Secret,
         timeout: Duration,
         ca_file: Option<&Path>,
     ) -> Result<Self, BuildError> {
@@ -81,7 +82,7 @@ impl StripeClient {
         Ok(StripeClient {
             http: builder.build()?,
             base: base.trim_end_matches('/').to_owned(),
-            secret_key: secret_key.to_owned(),
+            secret_key: secret_key.clone(),
         })
     }
 
@@ -112,7 +113,7 @@ impl StripeClient {
 
     async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, Failure> {
         let res = req
-            .bearer_auth(&self.secret_key)
+            .bearer_auth(self.secret_key.expose())
             .send()
             .await
             .map_err(transport)?;

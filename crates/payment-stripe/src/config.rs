@@ -3,18 +3,19 @@
 
 use std::path::PathBuf;
 
+use boxoffice_domain::Secret;
 use serde::Deserialize;
 
 /// Settings of the Stripe adapter.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StripeConfig {
     /// API base URL (default `https://api.stripe.com`).
     pub base_url: String,
     /// Secret API key, sent as a bearer token.
-    pub secret_key: String,
+    pub secret_key: Secret,
     /// Webhook signing secret (`whsec_…`).
-    pub webhook_secret: String,
+    pub webhook_secret: Secret,
     /// Oldest accepted webhook signature, in seconds (default 300, as Stripe's SDKs).
     pub webhook_tolerance_s: u64,
     /// Per-call timeout in milliseconds (default 10,000). A timeout is reported as
@@ -34,28 +35,12 @@ impl Default for StripeConfig {
     fn default() -> Self {
         StripeConfig {
             base_url: "https://api.stripe.com".into(),
-            secret_key: String::new(),
-            webhook_secret: String::new(),
+            secret_key: Secret::default(),
+            webhook_secret: Secret::default(),
             webhook_tolerance_s: 300,
             timeout_ms: 10_000,
             ca_file: None,
             search_settle_s: 300,
         }
-    }
-}
-
-/// Secrets stay out of logs and error reports.
-impl std::fmt::Debug for StripeConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hidden = |s: &str| if s.is_empty() { "" } else { "***" };
-        f.debug_struct("StripeConfig")
-            .field("base_url", &self.base_url)
-            .field("secret_key", &hidden(&self.secret_key))
-            .field("webhook_secret", &hidden(&self.webhook_secret))
-            .field("webhook_tolerance_s", &self.webhook_tolerance_s)
-            .field("timeout_ms", &self.timeout_ms)
-            .field("ca_file", &self.ca_file)
-            .field("search_settle_s", &self.search_settle_s)
-            .finish()
     }
 }

@@ -223,7 +223,7 @@ impl PaymentGateway for StripeGateway {
         header: &str,
         now: Millis,
     ) -> Result<WebhookEvent, WebhookError> {
-        let secret = &self.config.webhook_secret;
+        let secret = self.config.webhook_secret.expose();
         signature::verify(
             secret,
             payload,

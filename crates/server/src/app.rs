@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use boxoffice_domain::Secret;
 use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
 use boxoffice_engine::ports::{Claimant, Clock, IdentityProvider, SystemClock};
 use boxoffice_engine::replays::ReplayUpkeep;
@@ -36,7 +37,7 @@ pub struct Application {
     upkeep: Arc<ReplayUpkeep>,
     /// Embedded mode: this process's hold on the data directory, kept while it serves.
     dir_lock: Option<DirLock>,
-    pub operator_key: String,
+    pub operator_key: Secret,
     pub operator_key_generated: bool,
 }
 
@@ -50,13 +51,12 @@ impl Application {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Application> {
-        config.idempotency.check()?;
+        config.check()?;
         let dir_lock = lock_if_embedded(&config)?;
         let backends = backends::open(&config, clock.clone()).await?;
         let fake = backends.fake.clone();
         let (claimant, upkeep) = replay_upkeep(&config, &backends, clock.clone()).await?;
         let keys = key_ring(&config)?;
-        config.http.validate().map_err(anyhow::Error::msg)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
             .with_buyers(config.buyers.clone());
@@ -79,7 +79,7 @@ impl Application {
             idempotency: backends.idempotency,
             hold_idempotency: backends.hold_idempotency,
             claimant,
-            operator_key: operator_key.clone().into(),
+            operator_key: operator_key.clone(),
             metrics: Some(crate::telemetry::metrics_render()),
             ready: Arc::new(AtomicBool::new(false)),
             edge: Arc::new(Edge::new(&config.http)),
@@ -125,7 +125,7 @@ impl Application {
         let mut workers = spawn_workers(&self.state.engine, &self.config, stop_rx.clone());
         workers.extend(replays::spawn_upkeep(
             self.upkeep,
-            &self.config.idempotency,
+            &self.config.workers,
             stop_rx.clone(),
         ));
         if let Some(sender) = self.webhooks {

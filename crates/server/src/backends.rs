@@ -11,13 +11,10 @@ use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
-use boxoffice_store_redis::{
-    ConnectConfig, Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency,
-    RedisQueue,
-};
-use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+use boxoffice_store_redis::{Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue};
+use boxoffice_store_sqlite::SqliteLedger;
 
-use crate::config::Config;
+use crate::config::{Config, HotChoice, LedgerChoice};
 use crate::kept_settings::KeptSettings;
 use crate::payments;
 
@@ -67,28 +64,22 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
 async fn open_ledger(
     config: &Config,
 ) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {
-    if is_postgres(&config.ledger) {
-        let ledger = PostgresLedger::connect(&config.ledger, config.postgres.clone())
-            .await
-            .context("connecting to the PostgreSQL ledger")?;
-        let idempotency = Arc::new(ledger.idempotency());
-        return Ok((Arc::new(ledger), idempotency));
+    match &config.ledger {
+        LedgerChoice::Postgres(url) => {
+            let ledger = PostgresLedger::connect(url, config.postgres.clone())
+                .await
+                .context("connecting to the PostgreSQL ledger")?;
+            let idempotency = Arc::new(ledger.idempotency());
+            Ok((Arc::new(ledger), idempotency))
+        }
+        LedgerChoice::Sqlite => {
+            let ledger =
+                SqliteLedger::open(config.data_dir.join(LEDGER_FILE), config.sqlite.clone())
+                    .context("opening the SQLite ledger")?;
+            let idempotency = Arc::new(ledger.idempotency());
+            Ok((Arc::new(ledger), idempotency))
+        }
     }
-    anyhow::ensure!(
-        config.ledger == "sqlite",
-        "ledger must be \"sqlite\" or a postgres:// URL, not {:?}",
-        config.ledger
-    );
-    let options = SqliteOptions {
-        group_commit: config.sqlite.group_commit,
-        max_batch: config.sqlite.max_batch,
-        read_connections: config.sqlite.read_connections,
-        ..SqliteOptions::default()
-    };
-    let ledger = SqliteLedger::open(config.data_dir.join(LEDGER_FILE), options)
-        .context("opening the SQLite ledger")?;
-    let idempotency = Arc::new(ledger.idempotency());
-    Ok((Arc::new(ledger), idempotency))
 }
 
 struct Hot {
@@ -98,62 +89,50 @@ struct Hot {
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
-    let replays = &config.idempotency;
-    if config.hot == "memory" {
-        let hot = Hot {
-            arbiter: Arc::new(InMemoryArbiter::new()),
-            queue: Arc::new(
-                KeptSettings::open(
-                    InMemoryQueue::new(),
-                    config.data_dir.join(WAITING_SETTINGS_FILE),
-                )
-                .await
-                .context("reading the kept waiting-room settings")?,
-            ),
-            idempotency: Arc::new(MemoryIdempotency::with_limits(
-                usize::try_from(replays.max_records).unwrap_or(usize::MAX),
-                replays.retention_ms(),
-            )),
-        };
-        return Ok((hot, false));
+    match &config.hot {
+        HotChoice::Memory => Ok((open_memory(config).await?, false)),
+        HotChoice::Redis(urls) => Ok((open_redis(config, urls).await?, true)),
     }
-    let redis_url = |u: &str| u.starts_with("redis://") || u.starts_with("rediss://");
-    anyhow::ensure!(
-        config.hot.split(',').map(str::trim).all(redis_url),
-        "hot must be \"memory\" or redis:// (rediss:// for TLS) URL(s), not {:?}",
-        config.hot
-    );
-    let connect = ConnectConfig {
-        ca_file: config.redis_ca_file.clone(),
-        ..ConnectConfig::default()
-    };
-    let conn = RedisConn::connect_with(&config.hot, connect)
+}
+
+async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
+    let replays = &config.idempotency;
+    let settings = config.data_dir.join(WAITING_SETTINGS_FILE);
+    let queue = KeptSettings::open(InMemoryQueue::new(), settings)
+        .await
+        .context("reading the kept waiting-room settings")?;
+    Ok(Hot {
+        arbiter: Arc::new(InMemoryArbiter::new()),
+        queue: Arc::new(queue),
+        idempotency: Arc::new(MemoryIdempotency::with_limits(
+            usize::try_from(replays.max_records).unwrap_or(usize::MAX),
+            replays.retention_ms(),
+        )),
+    })
+}
+
+async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
+    let replays = &config.idempotency;
+    let connect = config.redis.connect(config.redis_ca_file.clone());
+    let conn = RedisConn::connect_with(urls, connect)
         .await
         .context("connecting to Redis")?;
     let prefix = Prefix::new(config.redis_prefix.clone()).context("redis_prefix")?;
-    let hot = Hot {
-        arbiter: Arc::new(RedisArbiter::new(
-            conn.clone(),
-            prefix.clone(),
-            RedisArbiterConfig::default(),
-        )),
+    let arbiter = RedisArbiter::new(conn.clone(), prefix.clone(), config.redis.arbiter());
+    Ok(Hot {
+        arbiter: Arc::new(arbiter),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
         idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
             replays.max_records,
             Duration::from_secs(replays.retention_s),
         )),
-    };
-    Ok((hot, true))
-}
-
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
+    })
 }
 
 /// Creates or upgrades the ledger's schema.
 pub async fn migrate(config: &Config) -> anyhow::Result<String> {
-    if is_postgres(&config.ledger) {
-        let applied = boxoffice_store_postgres::migrate(&config.ledger, &config.postgres)
+    if let LedgerChoice::Postgres(url) = &config.ledger {
+        let applied = boxoffice_store_postgres::migrate(url, &config.postgres)
             .await
             .context("migrating the PostgreSQL ledger")?;
         return Ok(format!(
@@ -163,6 +142,6 @@ pub async fn migrate(config: &Config) -> anyhow::Result<String> {
     }
     std::fs::create_dir_all(&config.data_dir)?;
     let path = config.data_dir.join(LEDGER_FILE);
-    SqliteLedger::open(&path, SqliteOptions::default()).context("migrating the SQLite ledger")?;
+    SqliteLedger::open(&path, config.sqlite.clone()).context("migrating the SQLite ledger")?;
     Ok(format!("ledger at {} is up to date", path.display()))
 }

@@ -25,7 +25,7 @@ async fn one_off_engine(config: &Config) -> anyhow::Result<(Engine, bool)> {
 /// Checks P1, P2 and P6 on the ledger against the provider's book and, when the hot
 /// store is shared (Redis), compares it with the ledger.
 pub async fn audit(config: &Config) -> anyhow::Result<AuditReport> {
-    if config.ledger == "sqlite" {
+    if config.ledger == crate::config::LedgerChoice::Sqlite {
         let file = config.data_dir.join(backends::LEDGER_FILE);
         anyhow::ensure!(file.exists(), "no ledger at {}", file.display());
     }

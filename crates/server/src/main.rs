@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use boxoffice_server::config::PaymentsChoice;
+use boxoffice_server::config::{HotChoice, LedgerChoice, PaymentsChoice};
 use boxoffice_server::{Application, Config, Overrides, commands, telemetry};
 use clap::{Parser, Subcommand};
 
@@ -12,11 +12,19 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// What every operator needs before the first start; the rest is in the README.
+const SETTINGS_HELP: &str = "Settings come from defaults, then --config FILE, then \
+BOXOFFICE_* variables (nested keys with __), then flags. The operator key (operator_key, \
+or BOXOFFICE_OPERATOR_KEY) must be at least 16 characters; left unset, a random one is \
+generated into DATA_DIR/operator.key and printed at the first start. Logs: BOXOFFICE_LOG \
+(a filter, default info) and BOXOFFICE_LOG_FORMAT (text or json).";
+
 #[derive(Parser)]
 #[command(
     name = "boxoffice",
     version,
-    about = "An on-sale engine for tickets that never oversells"
+    about = "An on-sale engine for tickets that never oversells",
+    after_help = SETTINGS_HELP
 )]
 struct Cli {
     /// A TOML config file (see README for every key and its default).
@@ -26,11 +34,11 @@ struct Cli {
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// The ledger: "sqlite" or a postgres:// URL [default: sqlite].
-    #[arg(long, global = true, env = "BOXOFFICE_LEDGER")]
-    ledger: Option<String>,
+    #[arg(long, global = true, env = "BOXOFFICE_LEDGER", hide_env_values = true)]
+    ledger: Option<LedgerChoice>,
     /// The hot store: "memory" or redis:// (rediss:// for TLS) URL(s), comma-separated for a Cluster [default: memory].
-    #[arg(long, global = true, env = "BOXOFFICE_HOT")]
-    hot: Option<String>,
+    #[arg(long, global = true, env = "BOXOFFICE_HOT", hide_env_values = true)]
+    hot: Option<HotChoice>,
     /// The payment provider: "stripe", or "fake" (the stand-in: approves payments without
     /// taking money). No default outside `serve --demo`.
     #[arg(long, global = true)]
@@ -74,7 +82,6 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    telemetry::init_logs();
     // Every TLS connection (Stripe, PostgreSQL, Redis) uses rustls on ring; installed
     // first so no library has to pick a provider by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -111,6 +118,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             payments: cli.payments,
         },
     )?;
+    let _telemetry = telemetry::init(&config)?;
     match cli.command {
         Command::Serve { demo, .. } => serve(config.for_demo(demo), demo).await,
         Command::Audit { json } => {
@@ -143,12 +151,13 @@ async fn serve(mut config: Config, demo: bool) -> anyhow::Result<ExitCode> {
     }
     let app = Application::build(config).await?;
     let addr = app.local_addr();
+    let key = app.operator_key.expose();
     if app.operator_key_generated || demo {
-        println!("operator key: {}", app.operator_key);
+        println!("operator key: {key}");
     }
     if demo {
         let event = commands::ensure_demo(&app.engine()).await?;
-        print_demo_help(addr, event, &app.operator_key);
+        print_demo_help(addr, event, key);
     }
     println!("listening on http://{addr}");
     app.run_until_stopped(boxoffice_server::app::shutdown_signal())
@@ -164,4 +173,19 @@ fn print_demo_help(addr: std::net::SocketAddr, event: boxoffice_domain::EventId,
         "  curl -s -X POST {b}/v1/buyers -H \"Idempotency-Key: $(head -c 24 /dev/urandom | base64)\""
     );
     println!("  (then join the queue, poll /v1/queue/status, hold, check out: see README)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boxoffice_server::config::MIN_OPERATOR_KEY_LEN;
+
+    #[test]
+    fn the_help_states_the_operator_key_minimum() {
+        let help = <Cli as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        let minimum = format!("at least {MIN_OPERATOR_KEY_LEN} characters");
+        assert!(help.contains(&minimum), "{help}");
+    }
 }

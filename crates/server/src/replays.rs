@@ -11,6 +11,8 @@ use boxoffice_engine::worker::run_every;
 use serde::Deserialize;
 use tokio::sync::watch;
 
+use crate::config::WorkerConfig;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdempotencyConfig {
@@ -23,13 +25,9 @@ pub struct IdempotencyConfig {
     /// cap the oldest finished ones make room. In process a record with a 300-byte
     /// response takes about 460 bytes, so the default 500,000 is about 230 MB.
     pub max_records: u64,
-    /// How often this node records that it is alive. Default 2000.
-    pub heartbeat_interval_ms: u64,
     /// A node silent for this long is dead and its claims are taken over; at least
-    /// twice the heartbeat interval. Default 10000.
+    /// twice `workers.heartbeat_interval_ms`. Default 10000.
     pub node_dead_after_ms: i64,
-    /// How often old records are pruned. Default 60000.
-    pub prune_interval_ms: u64,
     /// Records deleted per statement while pruning, so the ledger is never held long.
     /// Default 1000.
     pub prune_batch: u32,
@@ -41,24 +39,16 @@ impl Default for IdempotencyConfig {
             lease_ms: 60_000,
             retention_s: 86_400,
             max_records: 500_000,
-            heartbeat_interval_ms: 2_000,
             node_dead_after_ms: 10_000,
-            prune_interval_ms: 60_000,
             prune_batch: 1_000,
         }
     }
 }
 
 impl IdempotencyConfig {
-    /// Refuses settings under which a live node would look dead, or nothing is kept.
+    /// Refuses settings under which nothing is kept. (That a live node must not look
+    /// dead is checked with the heartbeat, in `Config::check`.)
     pub fn check(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            self.node_dead_after_ms >= 2 * self.heartbeat_interval_ms as i64,
-            "idempotency.node_dead_after_ms ({}) must be at least twice \
-             idempotency.heartbeat_interval_ms ({})",
-            self.node_dead_after_ms,
-            self.heartbeat_interval_ms
-        );
         anyhow::ensure!(
             self.lease_ms > 0 && self.retention_s > 0 && self.max_records > 0,
             "idempotency.lease_ms, retention_s and max_records must be positive"
@@ -96,7 +86,7 @@ impl IdempotencyConfig {
 /// The heartbeat and pruning loops, until `stop`.
 pub fn spawn_upkeep(
     upkeep: Arc<ReplayUpkeep>,
-    config: &IdempotencyConfig,
+    workers: &WorkerConfig,
     stop: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let ms = Duration::from_millis;
@@ -104,7 +94,7 @@ pub fn spawn_upkeep(
     vec![
         tokio::spawn(run_every(
             "heartbeat",
-            ms(config.heartbeat_interval_ms),
+            ms(workers.heartbeat_interval_ms),
             stop.clone(),
             move || {
                 let u = beat.clone();
@@ -113,7 +103,7 @@ pub fn spawn_upkeep(
         )),
         tokio::spawn(run_every(
             "replay-prune",
-            ms(config.prune_interval_ms),
+            ms(workers.replay_prune_interval_ms),
             stop,
             move || {
                 let u = prune.clone();
@@ -121,21 +111,4 @@ pub fn spawn_upkeep(
             },
         )),
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_dead_node_bound_shorter_than_two_heartbeats_is_refused() {
-        let ok = IdempotencyConfig::default();
-        assert!(ok.check().is_ok());
-        let tight = IdempotencyConfig {
-            heartbeat_interval_ms: 6_000,
-            ..ok
-        };
-        let e = tight.check().unwrap_err().to_string();
-        assert!(e.contains("node_dead_after_ms"), "{e}");
-    }
 }

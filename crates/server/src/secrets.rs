@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
+use boxoffice_domain::Secret;
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -105,18 +106,16 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// The operator key from config, or the one kept in the data directory.
-pub fn operator_key(config: &Config) -> anyhow::Result<(String, bool)> {
+/// The operator key from config (its length checked by `Config::check`), or the one
+/// kept in the data directory; and whether it was generated now.
+pub fn operator_key(config: &Config) -> anyhow::Result<(Secret, bool)> {
     if let Some(k) = &config.operator_key {
-        anyhow::ensure!(
-            k.0.len() >= 16,
-            "the operator key must be at least 16 characters"
-        );
-        return Ok((k.0.clone(), false));
+        return Ok((k.clone(), false));
     }
-    read_or_create(&config.data_dir.join(OPERATOR_FILE), || {
+    let (key, generated) = read_or_create(&config.data_dir.join(OPERATOR_FILE), || {
         format!("op_{}", random_hex(1))
-    })
+    })?;
+    Ok((Secret::new(key), generated))
 }
 
 #[cfg(test)]

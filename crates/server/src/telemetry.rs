@@ -1,9 +1,19 @@
-//! Logs and metrics. The Prometheus recorder is process-wide, installed once.
+//! Logs, traces and metrics. Logs go to stderr as text or JSON lines (`log_format`),
+//! filtered by `BOXOFFICE_LOG` (default `info`); with the `otel` feature and
+//! `[otel] endpoint`, spans are also exported to an OpenTelemetry collector. The
+//! Prometheus recorder is process-wide, installed once.
 
 use std::sync::{Arc, OnceLock};
 
 use boxoffice_http::MetricsRender;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::config::{Config, LogFormat, OtelConfig};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -30,11 +40,163 @@ pub fn metrics_render() -> MetricsRender {
     })
 }
 
-pub fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BOXOFFICE_LOG")
-        .unwrap_or_else(|_| "info".into());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+/// Keeps the exporter alive; dropping it sends the spans still buffered.
+#[must_use = "dropping it stops the trace export"]
+pub struct Telemetry {
+    #[cfg(feature = "otel")]
+    traces: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(provider) = self.traces.take() {
+            let _ = provider.shutdown();
+        }
+    }
+}
+
+/// Installs the process's log subscriber (and trace export) for `config`.
+pub fn init(config: &Config) -> anyhow::Result<Telemetry> {
+    let filter = EnvFilter::try_from_env("BOXOFFICE_LOG").unwrap_or_else(|_| "info".into());
+    let logs = log_layer(config.log_format, std::io::stderr);
+    let (traces, telemetry) = trace_layer(&config.otel)?;
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(logs)
+        .with(traces)
         .try_init();
+    Ok(telemetry)
+}
+
+/// Log lines written to `writer`: text for people, or one JSON object per line with
+/// the event's fields, its innermost span (`span`) and every span it is in (`spans`,
+/// outermost first), so a pipeline can follow one request or one hold.
+pub fn log_layer<S, W>(format: LogFormat, writer: W) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let layer = tracing_subscriber::fmt::layer().with_writer(writer);
+    match format {
+        LogFormat::Text => layer.boxed(),
+        LogFormat::Json => layer
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .boxed(),
+    }
+}
+
+type TraceLayer<S> = Option<Box<dyn Layer<S> + Send + Sync>>;
+
+#[cfg(not(feature = "otel"))]
+fn trace_layer<S>(otel: &OtelConfig) -> anyhow::Result<(TraceLayer<S>, Telemetry)> {
+    anyhow::ensure!(
+        otel.endpoint.is_none(),
+        "otel.endpoint is set, but this build cannot export traces: build boxoffice with \
+         `--features otel`, or remove otel.endpoint"
+    );
+    Ok((None, Telemetry {}))
+}
+
+#[cfg(feature = "otel")]
+fn trace_layer<S>(otel: &OtelConfig) -> anyhow::Result<(TraceLayer<S>, Telemetry)>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
+{
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+    use opentelemetry_sdk::Resource;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+
+    let Some(endpoint) = &otel.endpoint else {
+        return Ok((None, Telemetry { traces: None }));
+    };
+    let exporter = SpanExporter::builder()
+        .with_http()
+        .with_endpoint(endpoint.clone())
+        .build()
+        .map_err(|e| anyhow::anyhow!("otel.endpoint {endpoint:?}: {e}"))?;
+    let resource = Resource::builder()
+        .with_service_name(otel.service_name.clone())
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("boxoffice");
+    let layer = tracing_opentelemetry::layer().with_tracer(tracer).boxed();
+    Ok((
+        Some(layer),
+        Telemetry {
+            traces: Some(provider),
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Log lines kept in memory.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(event = event, hold = tracing::field::Empty))]
+    fn hold(event: u64) {
+        tracing::Span::current().record("hold", "h-1");
+        tracing::info!(seats = 2, "held");
+    }
+
+    #[test]
+    fn json_log_lines_are_json_carrying_their_spans_fields() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber =
+            tracing_subscriber::registry().with(log_layer(LogFormat::Json, move || writer.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            let request = tracing::info_span!("request", request_id = "r-9");
+            request.in_scope(|| hold(7));
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
+        assert_eq!(line["fields"]["message"], "held");
+        assert_eq!(line["fields"]["seats"], 2);
+        assert_eq!(line["span"]["name"], "hold");
+        assert_eq!(line["span"]["event"], 7);
+        assert_eq!(line["span"]["hold"], "h-1");
+        assert_eq!(
+            line["spans"][0]["request_id"], "r-9",
+            "outermost first: {line}"
+        );
+    }
+
+    #[test]
+    fn an_otel_endpoint_is_refused_or_taken_as_the_build_allows() {
+        let otel = OtelConfig {
+            endpoint: Some("http://127.0.0.1:4318/v1/traces".into()),
+            ..OtelConfig::default()
+        };
+        let built = trace_layer::<tracing_subscriber::Registry>(&otel);
+        if cfg!(feature = "otel") {
+            let (layer, _telemetry) = built.expect("an exporter");
+            assert!(layer.is_some());
+        } else {
+            let e = built.err().expect("refused").to_string();
+            assert!(e.contains("--features otel"), "{e}");
+        }
+    }
 }

@@ -37,8 +37,8 @@ async fn scenario() {
     let toml = format!(
         "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\n\
          admission_interval_ms = 50\nrecovery_after_s = 3600\n[fake_payments]\n\
-         latency_ms = 20000\n[idempotency]\nheartbeat_interval_ms = 200\n\
-         node_dead_after_ms = {DEAD_AFTER_MS}\n",
+         latency_ms = 20000\n[workers]\nheartbeat_interval_ms = 200\n\
+         [idempotency]\nnode_dead_after_ms = {DEAD_AFTER_MS}\n",
         redis.prefix
     );
     std::fs::write(&config, toml).unwrap();

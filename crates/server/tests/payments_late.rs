@@ -67,7 +67,7 @@ async fn with_a_redis_hot_store_a_honoured_late_capture_sells_the_seats_there_to
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
     );
     let app = spawn_with(|c| {
-        c.hot = redis.url.clone();
+        c.hot = redis.url.parse().expect("a redis:// URL");
         c.redis_prefix = redis.prefix.clone();
     })
     .await;

@@ -225,9 +225,12 @@ fn is_read(key: &str, dir: &Path) -> Result<(), String> {
     std::fs::write(&file, format!("{key} = {{ readme_probe = 1 }}\n")).unwrap();
     match Config::load(Some(&file), &Overrides::default()) {
         Ok(_) => Err("accepted any value: the configuration ignores it".into()),
+        // A figment error says whether the key was unknown; the configuration's own checks
+        // (a rule between keys) only run once every key was read.
         Err(e) => match e
-            .clone()
+            .downcast_ref::<figment::Error>()
             .into_iter()
+            .flat_map(|e| e.clone().into_iter())
             .find(|e| matches!(e.kind, figment::error::Kind::UnknownField(..)))
         {
             Some(unknown) => Err(unknown.to_string()),

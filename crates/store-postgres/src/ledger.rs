@@ -111,6 +111,7 @@ impl PostgresLedger {
 
 #[async_trait]
 impl Ledger for PostgresLedger {
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError> {
         let spec = spec.clone();
         self.writer
@@ -118,26 +119,31 @@ impl Ledger for PostgresLedger {
             .await?
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
     async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError> {
         events::read(&self.pool, id).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
         events::with_status(&self.pool, status).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
     async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError> {
         self.writer
             .submit(move |c| Box::pin(events::set_status(c, id, status)))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.writer
             .submit(move |c| Box::pin(events::create_buyer(c, buyer, now)))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         let order = order.clone();
         self.writer
@@ -145,22 +151,27 @@ impl Ledger for PostgresLedger {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %id))]
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError> {
         orders::by_id(&self.pool, &id.to_string()).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError> {
         orders::by_hold(&self.pool, &hold.to_string()).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
         orders::of_buyer(&self.pool, &buyer.to_string()).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError> {
         orders::due(&self.pool, q).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn claim_attempt(
         &self,
         order: &Order,
@@ -174,6 +185,7 @@ impl Ledger for PostgresLedger {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn apply(
         &self,
         order: OrderId,
@@ -191,20 +203,24 @@ impl Ledger for PostgresLedger {
             .await?
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %commit.order))]
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         self.writer.commit(commit.clone()).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer
             .submit(move |c| Box::pin(cancel::cancel_sale(c, order, now)))
             .await?
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
         events::sold_seats(&self.pool, event).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn audit_facts(&self) -> Result<AuditFacts, StoreError> {
         audit::facts(&self.pool).await
     }

@@ -37,7 +37,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 /// Any fixed number works; it only has to be the same in every node of a cluster.
 const MIGRATION_LOCK: i64 = 0x626f_786f_6666_6963; // "boxoffic"
 
-const TRACKING_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+const TRACKING_TABLE: &str = "CREATE TABLE schema_migrations (
     version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
 
 /// Brings the database at `url` up to the newest schema and returns the versions it
@@ -52,6 +52,11 @@ pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<Vec<i64>, S
 
 pub(crate) async fn run(pool: &PgPool) -> Result<Vec<i64>, StoreError> {
     let mut conn = pool.acquire().await.map_err(db)?;
+    ensure_tracking_table(&mut conn).await.map_err(|e| {
+        StoreError::new(format_args!(
+            "postgres: creating schema_migrations failed: {e}"
+        ))
+    })?;
     let mut applied = Vec::new();
     for &(version, name, sql) in MIGRATIONS {
         let done = apply_one(&mut conn, version, name, sql).await;
@@ -66,6 +71,31 @@ pub(crate) async fn run(pool: &PgPool) -> Result<Vec<i64>, StoreError> {
     Ok(applied)
 }
 
+/// Creates `schema_migrations` if it is missing. Asked first, not left to `CREATE TABLE
+/// IF NOT EXISTS`: on an existing table that sends a notice ("already exists,
+/// skipping") which every client prints, so a first `boxoffice migrate` looked as if
+/// it had gone wrong.
+async fn ensure_tracking_table(conn: &mut PgConnection) -> sqlx::Result<()> {
+    let mut tx = conn.begin().await?;
+    lock(&mut tx).await?;
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        .fetch_one(&mut *tx)
+        .await?;
+    if !exists {
+        sqlx::raw_sql(TRACKING_TABLE).execute(&mut *tx).await?;
+    }
+    tx.commit().await
+}
+
+/// Waits for any other node migrating now; held until the transaction ends.
+async fn lock(tx: &mut sqlx::PgTransaction<'_>) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut **tx)
+        .await
+        .map(drop)
+}
+
 /// Applies one migration unless it is recorded; a failure leaves the database as it
 /// was before it (PostgreSQL DDL is transactional).
 async fn apply_one(
@@ -75,11 +105,7 @@ async fn apply_one(
     sql: &'static str,
 ) -> sqlx::Result<bool> {
     let mut tx = conn.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(MIGRATION_LOCK)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::raw_sql(TRACKING_TABLE).execute(&mut *tx).await?;
+    lock(&mut tx).await?;
     let done: Option<i64> =
         sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
             .bind(version)

@@ -14,7 +14,8 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-/// Timeouts and trust of a connection. Defaults suit a Redis on the same network.
+/// Timeouts and trust of a connection. Defaults (from [`crate::RedisOptions`]) suit a
+/// Redis on the same network.
 #[derive(Clone, Debug)]
 pub struct ConnectConfig {
     /// How long to wait for a TCP connection.
@@ -27,11 +28,7 @@ pub struct ConnectConfig {
 
 impl Default for ConnectConfig {
     fn default() -> Self {
-        ConnectConfig {
-            connect_timeout: Duration::from_secs(2),
-            response_timeout: Duration::from_secs(2),
-            ca_file: None,
-        }
+        crate::RedisOptions::default().connect(None)
     }
 }
 

@@ -14,6 +14,7 @@ mod conn;
 mod hold_states;
 mod idempotency;
 mod keys;
+mod options;
 mod queue;
 mod reply;
 mod scripts;
@@ -25,6 +26,7 @@ pub use idempotency::{
     MAX_RECORDS as IDEMPOTENCY_MAX_RECORDS, RETENTION as IDEMPOTENCY_RETENTION, RedisIdempotency,
 };
 pub use keys::Prefix;
+pub use options::RedisOptions;
 pub use queue::RedisQueue;
 pub use scripts::hold_script_source;
 pub use tls::install_ring_provider;

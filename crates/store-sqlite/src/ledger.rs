@@ -38,12 +38,12 @@ impl SqliteLedger {
     /// and starts the writer thread.
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
         let path = path.as_ref();
-        let write = conn::open(path, options.busy_timeout)?;
+        let write = conn::open(path, options.busy_timeout())?;
         migrate::run(&write)?;
         let readers = ReadPool::open(
             path.to_path_buf(),
             options.read_connections,
-            options.busy_timeout,
+            options.busy_timeout(),
         )?;
         let writer = Writer::spawn(
             write,
@@ -84,6 +84,7 @@ impl SqliteLedger {
 
 #[async_trait]
 impl Ledger for SqliteLedger {
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError> {
         let spec = spec.clone();
         self.writer
@@ -91,51 +92,60 @@ impl Ledger for SqliteLedger {
             .await?
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
     async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError> {
         self.readers.read(move |c| events::read(c, id)).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
         self.readers
             .read(move |c| events::with_status(c, status))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
     async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError> {
         self.writer
             .submit(move |c| events::set_status(c, id, status))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.writer
             .submit(move |c| events::create_buyer(c, buyer, now))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         let order = order.clone();
         self.writer.submit(move |c| moves::insert(c, &order)).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %id))]
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError> {
         self.readers
             .read(move |c| orders::by_id(c, &id.to_string()))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError> {
         self.readers
             .read(move |c| orders::by_hold(c, &hold.to_string()))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
         self.readers
             .read(move |c| orders::of_buyer(c, &buyer.to_string()))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError> {
         let (after_at, after_id) = q
             .after
@@ -150,6 +160,7 @@ impl Ledger for SqliteLedger {
         self.readers.read(move |c| orders::due(c, &query)).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn claim_attempt(
         &self,
         order: &Order,
@@ -161,6 +172,7 @@ impl Ledger for SqliteLedger {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn apply(
         &self,
         order: OrderId,
@@ -174,6 +186,7 @@ impl Ledger for SqliteLedger {
             .await?
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %commit.order))]
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         let commit = commit.clone();
         self.writer
@@ -181,18 +194,21 @@ impl Ledger for SqliteLedger {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer
             .submit(move |c| cancel::cancel_sale(c, order, now))
             .await?
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
         self.readers
             .read(move |c| events::sold_seats(c, event))
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn audit_facts(&self) -> Result<AuditFacts, StoreError> {
         self.readers.read(audit::facts).await
     }

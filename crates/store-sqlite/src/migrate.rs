@@ -33,7 +33,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 /// Brings the database at `path` up to the newest schema (creating the file if need
 /// be) and returns the versions it applied; empty when it was already current.
 pub fn migrate(path: impl AsRef<Path>) -> Result<Vec<i64>, StoreError> {
-    let conn = conn::open(path.as_ref(), SqliteOptions::default().busy_timeout)?;
+    let conn = conn::open(path.as_ref(), SqliteOptions::default().busy_timeout())?;
     run(&conn)
 }
 

@@ -1,12 +1,17 @@
-//! Tuning knobs of the SQLite ledger, with the defaults the server uses.
+//! Tuning knobs of the SQLite ledger, with the defaults the server uses. The struct
+//! deserializes from the binary's config (`[sqlite]`, every field optional, durations
+//! in milliseconds).
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
 /// How the ledger uses its database file.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SqliteOptions {
     /// Share one transaction (and so one fsync) among every write queued at the same
-    /// time. Off runs each write in its own transaction: only for comparison.
+    /// time. Off runs each write in its own transaction: only for comparison. Default on.
     pub group_commit: bool,
     /// Most writes one transaction may carry, so one huge batch cannot delay its first
     /// caller without bound. Default 512.
@@ -14,8 +19,8 @@ pub struct SqliteOptions {
     /// Reader connections (WAL readers never block the writer). Default 4.
     pub read_connections: usize,
     /// How long a connection waits for a lock held by another process (e.g. a
-    /// `boxoffice migrate` running beside the server). Default 5 s.
-    pub busy_timeout: Duration,
+    /// `boxoffice migrate` running beside the server). Default 5,000 ms.
+    pub busy_timeout_ms: u64,
     /// Writes that may wait for the writer before callers are slowed down. Default 8,192.
     pub queue_capacity: usize,
 }
@@ -26,8 +31,14 @@ impl Default for SqliteOptions {
             group_commit: true,
             max_batch: 512,
             read_connections: 4,
-            busy_timeout: Duration::from_secs(5),
+            busy_timeout_ms: 5_000,
             queue_capacity: 8_192,
         }
+    }
+}
+
+impl SqliteOptions {
+    pub fn busy_timeout(&self) -> Duration {
+        Duration::from_millis(self.busy_timeout_ms)
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use super::{Claims, TokenError, TokenKind, jws};
+use crate::secret::Secret;
 use crate::time::Millis;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -29,7 +30,7 @@ pub enum EdgeAlgorithm {
 
 #[derive(Clone)]
 enum Material {
-    Hmac(Vec<u8>),
+    Hmac(Secret<Vec<u8>>),
     Ed25519(Box<(SigningKey, VerifyingKey)>),
 }
 
@@ -52,7 +53,8 @@ impl Key {
     fn sign(&self, signed: &[u8]) -> Vec<u8> {
         match &self.material {
             Material::Hmac(secret) => {
-                let mut mac = HmacSha256::new_from_slice(secret).expect("hmac takes any key");
+                let mut mac =
+                    HmacSha256::new_from_slice(secret.expose()).expect("hmac takes any key");
                 mac.update(signed);
                 mac.finalize().into_bytes().to_vec()
             }
@@ -66,7 +68,8 @@ impl Key {
         match &self.material {
             Material::Hmac(secret) => {
                 let sig = jws::signature::<32>(signature)?;
-                let mut mac = HmacSha256::new_from_slice(secret).expect("hmac takes any key");
+                let mut mac =
+                    HmacSha256::new_from_slice(secret.expose()).expect("hmac takes any key");
                 mac.update(signed);
                 mac.verify_slice(&sig).map_err(|_| TokenError::BadSignature)
             }
@@ -123,7 +126,7 @@ impl KeyRing {
             .map(|(kid, secret)| Key {
                 header: jws::encode_header("HS256", &kid),
                 kid,
-                material: Material::Hmac(secret),
+                material: Material::Hmac(Secret::new(secret)),
             })
             .collect();
         Ok(KeyRing {

@@ -61,7 +61,7 @@ impl World {
             router: app.router(),
             engine: app.engine(),
             clock,
-            operator: app.operator_key.clone(),
+            operator: app.operator_key.expose().clone(),
             events: Vec::new(),
             tokens: Vec::new(),
             known: Mutex::default(),

@@ -41,14 +41,13 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: dir.to_path_buf(),
-        operator_key: Some(boxoffice_server::config::Secret(
-            "test-operator-key-0123456789".into(),
-        )),
+        operator_key: Some("test-operator-key-0123456789".into()),
         payments: Some(PaymentsChoice::Fake),
         workers: WorkerConfig {
             expiry_interval_ms: hour,
             recovery_interval_ms: hour,
             drift_repair_interval_ms: hour,
+            ..WorkerConfig::default()
         },
         engine: EngineConfig {
             admission_interval_ms: hour,
@@ -76,7 +75,7 @@ pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         .expect("the app builds");
     let base = format!("http://{}", app.local_addr());
     let engine = app.engine();
-    let operator_key = app.operator_key.clone();
+    let operator_key = app.operator_key.expose().clone();
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         app.run_until_stopped(async {

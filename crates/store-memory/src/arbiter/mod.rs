@@ -70,6 +70,7 @@ impl InMemoryArbiter {
 
 #[async_trait]
 impl SeatArbiter for InMemoryArbiter {
+    #[tracing::instrument(level = "trace", skip_all)]
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
         // Built outside the map lock: a 50,000-seat event takes milliseconds to lay out.
         let state = EventState::load(layout, sold, KEEP_FINISHED).map_err(StoreError)?;
@@ -79,23 +80,28 @@ impl SeatArbiter for InMemoryArbiter {
         Ok(())
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         Ok(self.events.read().contains_key(&event))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn unload(&self, event: EventId) -> Result<(), StoreError> {
         self.events.write().remove(&event);
         Ok(())
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
         self.on_event(req.hold.event, |s| s.hold(req, now))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold))]
     async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError> {
         Ok(self.with_event(hold.event, |s| s.get(hold)).flatten())
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold, order = %order))]
     async fn pin(
         &self,
         hold: HoldId,
@@ -106,22 +112,27 @@ impl SeatArbiter for InMemoryArbiter {
         self.on_hold(hold, |s| s.pin(hold, order, pinned_until, now))
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
         self.on_event(req.hold.event, |s| s.retake(req, now))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold))]
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.on_hold(hold, |s| s.mark_uncertain(hold))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold))]
     async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.on_hold(hold, |s| s.mark_sold(hold))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold))]
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.on_hold(hold, |s| s.release(hold))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn expire_due(
         &self,
         event: EventId,
@@ -133,6 +144,7 @@ impl SeatArbiter for InMemoryArbiter {
             .unwrap_or_default())
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn mark_seats_sold(
         &self,
         event: EventId,
@@ -141,6 +153,7 @@ impl SeatArbiter for InMemoryArbiter {
         self.on_event(event, |s| s.mark_seats_sold(seats))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn return_sold_seats(
         &self,
         event: EventId,
@@ -149,14 +162,17 @@ impl SeatArbiter for InMemoryArbiter {
         self.on_event(event, |s| s.return_sold_seats(seats))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
         self.on_event(event, |s| Ok(s.inv.bitmap()))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError> {
         self.on_event(event, |s| Ok(s.counts()))
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError> {
         self.on_event(event, |s| Ok(s.inv.sold_seats()))
     }

@@ -42,7 +42,7 @@ use crate::scripts::{
     EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
 };
 
-/// Tunables of the Redis arbiter.
+/// Tunables of the Redis arbiter; defaults (and their reasons) in [`crate::RedisOptions`].
 #[derive(Clone, Copy, Debug)]
 pub struct RedisArbiterConfig {
     /// Finished holds kept per event so `get` can still say what happened (and
@@ -56,11 +56,7 @@ pub struct RedisArbiterConfig {
 
 impl Default for RedisArbiterConfig {
     fn default() -> Self {
-        RedisArbiterConfig {
-            keep_finished: 100_000,
-            load_chunk: 1_000,
-            load_ttl: Duration::from_secs(600),
-        }
+        crate::RedisOptions::default().arbiter()
     }
 }
 
@@ -165,10 +161,12 @@ fn count(raw: &[u8]) -> Result<u32, StoreError> {
 
 #[async_trait]
 impl SeatArbiter for RedisArbiter {
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
         load::load(self, layout, sold).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         match self.read(event, "loaded").await {
             Ok(_) => Ok(true),
@@ -177,11 +175,13 @@ impl SeatArbiter for RedisArbiter {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn unload(&self, event: EventId) -> Result<(), StoreError> {
         let _: String = self.eval(&UNLOAD, event, |_| {}).await?;
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
             .eval(&HOLD, req.hold.event, |inv| {
@@ -210,6 +210,7 @@ impl SeatArbiter for RedisArbiter {
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError> {
         let reply: Reply = self
             .eval(&READ, hold.event, |inv| {
@@ -230,6 +231,7 @@ impl SeatArbiter for RedisArbiter {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold, order = %order))]
     async fn pin(
         &self,
         hold: HoldId,
@@ -249,6 +251,7 @@ impl SeatArbiter for RedisArbiter {
         one_hold(hold, ok_or_arbiter_error(reply)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
             .eval(&RETAKE, req.hold.event, |inv| {
@@ -264,18 +267,22 @@ impl SeatArbiter for RedisArbiter {
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, HoldMove::PaymentUncertain).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, HoldMove::Commit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, HoldMove::Release).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn expire_due(
         &self,
         event: EventId,
@@ -290,6 +297,7 @@ impl SeatArbiter for RedisArbiter {
         reports.iter().map(|r| reply::expired(event, r)).collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn mark_seats_sold(
         &self,
         event: EventId,
@@ -302,6 +310,7 @@ impl SeatArbiter for RedisArbiter {
         .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn return_sold_seats(
         &self,
         event: EventId,
@@ -310,10 +319,12 @@ impl SeatArbiter for RedisArbiter {
         self.seats(&SEATS_RETURNED, event, seats, |_| {}).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
         Ok(first(self.read(event, "avail").await?))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError> {
         let c = self.read(event, "counts").await?;
         let [capacity, held, sold, active_holds] = c.as_slice() else {
@@ -329,6 +340,7 @@ impl SeatArbiter for RedisArbiter {
         })
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError> {
         Ok(reply::set_bits(&first(self.read(event, "sold").await?)))
     }

@@ -1,0 +1,65 @@
+//! Tuning knobs of the Redis stores, with the defaults the server uses. The struct
+//! deserializes from the binary's config (`[redis]`, every field optional, durations
+//! in milliseconds or seconds as named); [`ConnectConfig`] and [`RedisArbiterConfig`]
+//! take their defaults from here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::{ConnectConfig, RedisArbiterConfig};
+
+/// `[redis]`: timeouts of the connection and limits of the arbiter.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisOptions {
+    /// How long opening a TCP (or TLS) connection may take. Default 2,000 ms.
+    pub connect_timeout_ms: u64,
+    /// How long a call waits for Redis's answer before it fails (the client then
+    /// retries or answers 503). Default 2,000 ms: a Redis on the same network answers
+    /// in well under a millisecond, and a longer wait only piles requests up.
+    pub response_timeout_ms: u64,
+    /// Finished holds kept per event so a buyer can still read what became of one
+    /// (and unreported expiries kept for the sweep); the oldest are forgotten beyond
+    /// this. Default 100,000.
+    pub keep_finished_holds: usize,
+    /// Seats loaded per script while an event is rebuilt from the ledger: small enough
+    /// not to stall Redis, large enough to be few. Default 1,000.
+    pub load_chunk: usize,
+    /// How long an unfinished rebuild's token lives, so a node that died while
+    /// rebuilding blocks no other for longer. Default 600 s.
+    pub load_ttl_s: u64,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            connect_timeout_ms: 2_000,
+            response_timeout_ms: 2_000,
+            keep_finished_holds: 100_000,
+            load_chunk: 1_000,
+            load_ttl_s: 600,
+        }
+    }
+}
+
+impl RedisOptions {
+    /// The connection settings, trusting `ca_file` for `rediss://` besides the
+    /// system's store.
+    pub fn connect(&self, ca_file: Option<PathBuf>) -> ConnectConfig {
+        ConnectConfig {
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            response_timeout: Duration::from_millis(self.response_timeout_ms),
+            ca_file,
+        }
+    }
+
+    pub fn arbiter(&self) -> RedisArbiterConfig {
+        RedisArbiterConfig {
+            keep_finished: self.keep_finished_holds,
+            load_chunk: self.load_chunk,
+            load_ttl: Duration::from_secs(self.load_ttl_s),
+        }
+    }
+}
