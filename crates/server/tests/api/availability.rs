@@ -1,40 +1,10 @@
 //! The seat map's live layer: the availability bitmap (ETag, 304) and its SSE stream of
 //! deltas, both from the node's one-second snapshot.
 
-mod common;
+use boxoffice_testkit::harness::http::next_event;
 
-use std::time::Duration;
-
-use common::{spawn, spec};
-use futures::StreamExt;
+use crate::common::{spawn, spec};
 use serde_json::{Value, json};
-
-/// Reads server-sent events until one named `name` arrives (within 10 s); returns its
-/// data.
-async fn next_event(
-    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    buf: &mut String,
-    name: &str,
-) -> Value {
-    let what = format!("a server-sent event named {name}");
-    boxoffice_testkit::within(Duration::from_secs(10), what, async {
-        loop {
-            while let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                if block.lines().any(|l| l == format!("event: {name}")) {
-                    let data = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data: "))
-                        .expect("an event has data");
-                    return serde_json::from_str(data).unwrap();
-                }
-            }
-            let chunk = body.next().await.expect("the stream stays open").unwrap();
-            buf.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    })
-    .await
-}
 
 #[boxoffice_testkit::test]
 async fn the_availability_stream_sends_a_snapshot_then_the_seats_that_were_taken_and_freed() {
@@ -77,7 +47,7 @@ async fn the_availability_stream_sends_a_snapshot_then_the_seats_that_were_taken
         .client
         .delete(app.url(&path))
         .bearer_auth(&token)
-        .header("Idempotency-Key", common::uuid())
+        .header("Idempotency-Key", crate::common::uuid())
         .send()
         .await
         .unwrap();
@@ -135,7 +105,7 @@ async fn the_availability_of_an_event_not_on_sale_is_a_409_saying_why_rather_tha
             .post(
                 "/v1/events",
                 &app.operator_key,
-                &common::uuid(),
+                &crate::common::uuid(),
                 spec.clone(),
             )
             .await;
@@ -144,7 +114,7 @@ async fn the_availability_of_an_event_not_on_sale_is_a_409_saying_why_rather_tha
     // The second is closed without ever being opened: the hot store never had it.
     let close = format!("/v1/events/{}/close", drafts[1]);
     let res = app
-        .post(&close, &app.operator_key, &common::uuid(), json!({}))
+        .post(&close, &app.operator_key, &crate::common::uuid(), json!({}))
         .await;
     assert_eq!(res.status(), 200);
     for (event, code) in drafts.iter().zip(["sale_not_open", "sale_closed"]) {

@@ -1,9 +1,7 @@
 //! P8: bad input gets a 4xx with a machine-readable code, never a 500, and changes
 //! nothing — checked by comparing the state before and after every request.
 
-mod common;
-
-use common::{TestApp, spawn, spec, uuid};
+use crate::common::{TestApp, spawn, spec, uuid};
 use reqwest::Method;
 use serde_json::{Value, json};
 

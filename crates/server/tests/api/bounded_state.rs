@@ -2,9 +2,7 @@
 //! polling, holds fired in a tight loop, and a join whose Idempotency-Key was reused for
 //! another request.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

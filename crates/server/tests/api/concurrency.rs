@@ -1,11 +1,9 @@
 //! P1 through the HTTP API: N ≫ K buyers race for K seats, each trying once; exactly K
 //! win, and after checkout exactly K are sold and the audit is clean.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{TestApp, spawn, spec};
+use crate::common::{TestApp, spawn, spec};
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};

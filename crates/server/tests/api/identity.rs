@@ -3,14 +3,12 @@
 //! key; and buyers signing in with an OpenID Connect provider's access tokens, through
 //! every route that takes a buyer token.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use boxoffice_domain::admission::Limit;
 use boxoffice_engine::ports::Clock;
 use boxoffice_oidc::testing::TestProvider;
-use common::*;
 use jsonwebtoken::Algorithm;
 use reqwest::StatusCode;
 use serde_json::{Value, json};

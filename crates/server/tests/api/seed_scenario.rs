@@ -1,9 +1,7 @@
 //! The seeds' scenario on a controlled clock: 100 holds, 70 paid, 30 expire; a checkout
 //! of an expired hold; a double click; a hold past the per-buyer limit.
 
-mod common;
-
-use common::{spawn, spec, uuid};
+use crate::common::{spawn, spec, uuid};
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};

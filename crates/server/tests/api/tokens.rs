@@ -2,16 +2,14 @@
 //! refused and change nothing, and with EdDSA an edge verifies admission tokens with
 //! the published key set and a stock JWT library, without calling the server.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use boxoffice_domain::token::{Claims, EdgeAlgorithm, KeyRing, TokenKind};
 use boxoffice_domain::{BuyerId, EventId};
 use boxoffice_engine::ports::Clock;
-use common::*;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use reqwest::StatusCode;

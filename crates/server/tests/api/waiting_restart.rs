@@ -2,11 +2,11 @@
 //! rules and admission override must survive a crash: kill -9 the binary, start it
 //! again on the same data directory, and both are still in force.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::http::call;
+use boxoffice_testkit::harness::path_str;
 use std::path::Path;
 
-use common::process::{call, path_str, start_server};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -50,9 +50,9 @@ async fn waiting_room_rules_and_the_admission_override_survive_a_kill_and_restar
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());
     let args = ["--data-dir", path_str(dir.path()), "--config", &config];
-    let (mut server, base) = start_server(&args).await;
+    let (mut server, base) = BOXOFFICE.start(&args).await;
     let c = reqwest::Client::new();
-    let spec = serde_json::to_value(common::spec(2, 10, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(2, 10, 0, 4)).unwrap();
     let (status, e) = call(
         &c,
         Method::POST,
@@ -83,7 +83,7 @@ async fn waiting_room_rules_and_the_admission_override_survive_a_kill_and_restar
     );
 
     server.kill().await.expect("kill -9 the server");
-    let (_server, base) = start_server(&args).await;
+    let (_server, base) = BOXOFFICE.start(&args).await;
 
     assert_eq!(settings(&c, &base, event).await, before);
     assert_eq!(

@@ -2,12 +2,10 @@
 //! resume, eligibility, proof of work, rate limits, session-bound tokens, the operator
 //! override, and the cacheable public document.
 
-mod common;
-
+use crate::common::*;
 use boxoffice_domain::fairness::{Seed, position_in_pool};
 use boxoffice_domain::{BuyerId, EventId, Millis, pow};
 use boxoffice_engine::ports::Clock;
-use common::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

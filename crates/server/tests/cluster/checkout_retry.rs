@@ -3,14 +3,15 @@
 //! `request_in_progress`; once it was killed with -9 and its heartbeat went stale, the
 //! retry takes the claim over, long before the claim's lease would have lapsed.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use crate::{Backing, argv};
+use boxoffice_testkit::harness::buyers::checkout;
+use boxoffice_testkit::harness::buyers::holders;
+use boxoffice_testkit::harness::http::call;
 use std::time::{Duration, Instant};
 
+use crate::common::uuid;
 use boxoffice_testkit::eventually;
-use common::buyers::{checkout, holders};
-use common::process::{RedisPrefix, TestDatabase, call, path_str, start_server};
-use common::uuid;
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::Value;
@@ -26,34 +27,17 @@ async fn a_checkout_retried_on_another_node_after_its_node_died_is_taken_over() 
 }
 
 async fn scenario() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = TestDatabase::create();
-    let redis = RedisPrefix::new(
-        &std::env::var("BOXOFFICE_TEST_REDIS_URL")
-            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-    );
     // A slow provider keeps the checkouts running; no sweep touches them meanwhile.
-    let config = dir.path().join("boxoffice.toml");
-    let toml = format!(
-        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\n\
-         admission_interval_ms = 50\nrecovery_after_s = 3600\n[fake_payments]\n\
+    let extra = format!(
+        "[engine]\nadmission_interval_ms = 50\nrecovery_after_s = 3600\n[fake_payments]\n\
          latency_ms = 20000\n[idempotency]\nheartbeat_interval_ms = 200\n\
-         node_dead_after_ms = {DEAD_AFTER_MS}\n",
-        redis.prefix
+         node_dead_after_ms = {DEAD_AFTER_MS}\n"
     );
-    std::fs::write(&config, toml).unwrap();
-    let args = [
-        "--data-dir",
-        path_str(dir.path()),
-        "--config",
-        path_str(&config),
-        "--ledger",
-        &db.url,
-        "--hot",
-        &redis.url,
-    ];
-    let (mut doomed, a) = start_server(&args).await;
-    let (_survivor, b) = start_server(&args).await;
+    let backing = Backing::new(OPERATOR, &extra);
+    let args = backing.args();
+    let args = argv(&args);
+    let (mut doomed, a) = BOXOFFICE.start(&args).await;
+    let (_survivor, b) = BOXOFFICE.start(&args).await;
     let c = reqwest::Client::new();
     let buyers = holders(&c, &a, OPERATOR, BUYERS).await;
     let keys: Vec<String> = buyers.iter().map(|_| uuid()).collect();

@@ -8,18 +8,20 @@
 //! PostgreSQL backends gone), and each phase lasts until buyers completed purchases in
 //! it, so no phase passes without traffic.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use crate::{Backing, argv};
+use boxoffice_testkit::harness::free_port;
+use boxoffice_testkit::harness::http::admission_token;
+use boxoffice_testkit::harness::http::call;
+use boxoffice_testkit::harness::postgres::TestDatabase;
+use boxoffice_testkit::harness::process::kill_and_check;
+use boxoffice_testkit::harness::redis::OwnRedis;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use boxoffice_testkit::eventually;
-use common::faults::{OwnRedis, free_port, kill_and_check};
-use common::process::{
-    RedisPrefix, TestDatabase, admission_token, call, path_str, run_command, start_server,
-};
 use parking_lot::Mutex;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -241,40 +243,22 @@ async fn hold_alive(c: &reqwest::Client, url: &str, (token, hold): &(String, Str
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 600)]
 async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_heal() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = TestDatabase::create();
     let mut redis = OwnRedis::start(free_port()).await;
     let redis_url = format!("redis://127.0.0.1:{}", redis.port);
-    let prefix = RedisPrefix::new(&redis_url);
-    let config = dir.path().join("boxoffice.toml");
-    let toml = format!(
-        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\nrecovery_after_s = 1\n\
-         [workers]\nexpiry_interval_ms = 200\nrecovery_interval_ms = 300\n[postgres]\nacquire_timeout_ms = 2000\n",
-        prefix.prefix
-    );
-    std::fs::write(&config, toml).unwrap();
-    let args: Vec<String> = [
-        "--data-dir",
-        path_str(dir.path()),
-        "--config",
-        path_str(&config),
-        "--ledger",
-        &db.url,
-        "--hot",
-        &redis_url,
-    ]
-    .map(String::from)
-    .to_vec();
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let extra = "[engine]\nadmission_interval_ms = 50\nrecovery_after_s = 1\n\
+         [workers]\nexpiry_interval_ms = 200\nrecovery_interval_ms = 300\n[postgres]\nacquire_timeout_ms = 2000\n";
+    let backing = Backing::on(&redis_url, OPERATOR, extra);
+    let args = backing.args();
+    let argv = argv(&args);
     let mut nodes: Vec<(Child, String)> =
-        futures::future::join_all((0..3).map(|_| start_server(&argv))).await;
+        futures::future::join_all((0..3).map(|_| BOXOFFICE.start(&argv))).await;
     let urls: Vec<String> = nodes.iter().map(|(_, u)| u.clone()).collect();
     let c = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
     // 10,000 seats: a fast machine must not sell out before the last phase.
-    let spec = serde_json::to_value(common::spec(100, 100, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(100, 100, 0, 4)).unwrap();
     let (_, e) = call(
         &c,
         Method::POST,
@@ -299,7 +283,7 @@ async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_h
     let lost = witness(&c, &urls[0], event).await;
     hold_alive(&c, &urls[0], &lost).await;
     load.enter("redis keys deleted");
-    let deleted = prefix.delete_keys();
+    let deleted = backing.redis.delete_keys();
     assert!(deleted > 0, "deleting the prefix's keys deleted none");
     hold_lost(&c, &urls[0], &lost, "its keys were deleted").await;
     load.complete().await;
@@ -318,12 +302,12 @@ async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_h
     load.complete().await;
 
     load.enter("postgres connections terminated");
-    let terminated = db.terminate_connections();
+    let terminated = backing.db.terminate_connections();
     assert!(
         !terminated.is_empty(),
         "no PostgreSQL connection to terminate"
     );
-    connections_gone(&db, &terminated).await;
+    connections_gone(&backing.db, &terminated).await;
     load.complete().await;
 
     load.enter("after");
@@ -343,7 +327,7 @@ async fn faults_under_load_sell_no_seat_twice_charge_nobody_without_a_seat_and_h
     let what = "a clean audit with every order settled";
     let every = Duration::from_millis(500);
     let report = eventually(what, Duration::from_secs(60), every, || async {
-        let (clean, report) = run_command(&argv).await;
+        let (clean, report) = BOXOFFICE.run(&argv).await;
         match clean && report["orders_in_flight"] == json!(0) {
             true => Ok(report),
             false => Err(report),

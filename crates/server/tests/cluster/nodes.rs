@@ -1,13 +1,12 @@
 //! Cluster mode: three `boxoffice serve` processes share one PostgreSQL ledger and one
 //! Redis hot store. Buyers are spread over all three; every promise holds as on one node.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use crate::{Backing, argv};
+use boxoffice_testkit::harness::http::admission_token;
+use boxoffice_testkit::harness::http::call;
 use std::sync::Arc;
 
-use common::process::{
-    RedisPrefix, TestDatabase, admission_token, call, path_str, run_command, start_server,
-};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -20,45 +19,20 @@ const BUYERS: usize = 2_000;
 pub struct Cluster {
     pub nodes: Vec<(Child, String)>,
     pub args: Vec<String>,
-    pub db: TestDatabase,
-    pub redis: RedisPrefix,
-    pub dir: tempfile::TempDir,
+    /// The database and the Redis prefix, dropped with the cluster.
+    _backing: Backing,
 }
 
 impl Cluster {
     pub async fn start(n: usize) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let db = TestDatabase::create();
-        let redis = RedisPrefix::new(
-            &std::env::var("BOXOFFICE_TEST_REDIS_URL")
-                .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-        );
-        let config = dir.path().join("boxoffice.toml");
-        std::fs::write(
-            &config,
-            format!("operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n[engine]\nadmission_interval_ms = 50\n", redis.prefix),
-        )
-        .unwrap();
-        let args: Vec<String> = [
-            "--data-dir",
-            path_str(dir.path()),
-            "--config",
-            path_str(&config),
-            "--ledger",
-            &db.url,
-            "--hot",
-            &redis.url,
-        ]
-        .map(String::from)
-        .to_vec();
-        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let nodes = join_all((0..n).map(|_| start_server(&argv))).await;
+        let backing = Backing::new(OPERATOR, "[engine]\nadmission_interval_ms = 50\n");
+        let args = backing.args();
+        let argv = argv(&args);
+        let nodes = join_all((0..n).map(|_| BOXOFFICE.start(&argv))).await;
         Cluster {
             nodes,
             args,
-            db,
-            redis,
-            dir,
+            _backing: backing,
         }
     }
 
@@ -69,7 +43,7 @@ impl Cluster {
     pub async fn audit(&self) -> (bool, Value) {
         let mut argv = vec!["audit", "--json"];
         argv.extend(self.args.iter().map(String::as_str));
-        run_command(&argv).await
+        BOXOFFICE.run(&argv).await
     }
 }
 
@@ -110,7 +84,7 @@ async fn three_nodes_sharing_postgres_and_redis_sell_exactly_one_hundred_seats_t
  {
     let cluster = Arc::new(Cluster::start(3).await);
     let c = reqwest::Client::new();
-    let spec = serde_json::to_value(common::spec(10, 10, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(10, 10, 0, 4)).unwrap();
     let (status, e) = call(
         &c,
         Method::POST,

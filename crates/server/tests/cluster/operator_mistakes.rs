@@ -1,12 +1,8 @@
 //! Operator mistakes at start-up, with real processes: a second embedded server on a data
 //! directory already served, and `serve --demo` run again on the same directory.
-
-mod common;
-
-use common::process::{
-    RedisPrefix, TestDatabase, path_str, run_command, serve_refused, start_server,
-    start_server_saying,
-};
+use crate::common::BOXOFFICE;
+use crate::{Backing, argv};
+use boxoffice_testkit::harness::path_str;
 
 /// A config choosing the stand-in provider (no provider is chosen by default).
 fn fake_payments(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
@@ -28,9 +24,9 @@ async fn a_second_embedded_process_on_a_data_dir_refuses_to_start() {
         "--config",
         path_str(&config),
     ];
-    let (mut first, base) = start_server(&args).await;
+    let (mut first, base) = BOXOFFICE.start(&args).await;
     let pid = first.id().expect("the first server runs");
-    let said = serve_refused(&args).await;
+    let said = BOXOFFICE.serve_refused(&args).await;
     assert!(said.contains("in use"), "{said}");
     assert!(
         said.contains(&format!("pid {pid}")),
@@ -46,37 +42,20 @@ async fn a_second_embedded_process_on_a_data_dir_refuses_to_start() {
     assert!(health.status().is_success());
     // Once the holder is gone (even killed), the directory can be served again.
     first.kill().await.expect("killed");
-    let (again, _) = start_server(&args).await;
+    let (again, _) = BOXOFFICE.start(&args).await;
     drop(again);
 }
 
 /// Cluster mode keeps allowing several nodes on one shared data directory.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_nodes_still_share_a_data_dir() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = TestDatabase::create();
-    let redis = RedisPrefix::new(
-        &std::env::var("BOXOFFICE_TEST_REDIS_URL")
-            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-    );
-    let config = fake_payments(
-        dir.path(),
-        &format!("redis_prefix = \"{}\"\n", redis.prefix),
-    );
-    let args = [
-        "--data-dir",
-        path_str(dir.path()),
-        "--config",
-        path_str(&config),
-        "--ledger",
-        &db.url,
-        "--hot",
-        &redis.url,
-    ];
-    let (migrated, _) = run_command(&[&["migrate"], &args[..]].concat()).await;
+    let backing = Backing::new("operator-mistakes-operator-key-01", "");
+    let args = backing.args();
+    let args = argv(&args);
+    let (migrated, _) = BOXOFFICE.run(&[&["migrate"], &args[..]].concat()).await;
     assert!(migrated);
-    let (one, _) = start_server(&args).await;
-    let (two, _) = start_server(&args).await;
+    let (one, _) = BOXOFFICE.start(&args).await;
+    let (two, _) = BOXOFFICE.start(&args).await;
     drop((one, two));
 }
 
@@ -93,11 +72,11 @@ async fn demo_reuses_its_event_on_restart() {
             .unwrap_or_else(|| panic!("no demo event in {said:?}"))
             .to_string()
     };
-    let (mut first, _, said) = start_server_saying(&args).await;
+    let (mut first, _, said) = BOXOFFICE.start_saying(&args).await;
     let event = demo_event(&said);
     first.kill().await.expect("stopped");
     first.wait().await.expect("gone");
-    let (mut second, base, said) = start_server_saying(&args).await;
+    let (mut second, base, said) = BOXOFFICE.start_saying(&args).await;
     assert_eq!(demo_event(&said), event, "the same demo event");
     let next: u64 = event.parse::<u64>().expect("a numeric id") + 1;
     let res = reqwest::get(format!("{base}/v1/events/{next}"))

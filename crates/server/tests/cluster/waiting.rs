@@ -14,15 +14,15 @@
 //! (an identity provider holding the key would do the same). The per-address join
 //! limit is off: every simulated buyer comes from 127.0.0.1.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use crate::{Backing, argv};
+use boxoffice_testkit::harness::http::call;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
 use boxoffice_domain::token::{Claims, KeyRing, TokenKind};
 use boxoffice_domain::{BuyerId, Millis};
-use common::process::{RedisPrefix, TestDatabase, call, path_str, start_server};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::json;
@@ -43,47 +43,21 @@ const CLIENTS: usize = 96;
 
 struct Nodes {
     nodes: Vec<(Child, String)>,
-    _db: TestDatabase,
-    _redis: RedisPrefix,
-    dir: tempfile::TempDir,
+    backing: Backing,
 }
 
 impl Nodes {
     async fn start(n: usize) -> Nodes {
-        let dir = tempfile::tempdir().unwrap();
-        let db = TestDatabase::create();
-        let redis = RedisPrefix::new(
-            &std::env::var("BOXOFFICE_TEST_REDIS_URL")
-                .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-        );
-        let config = dir.path().join("boxoffice.toml");
-        let toml = format!(
-            "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n\
-             [engine.waiting.join_per_ip]\nper_s = 0\nburst = 0\n",
-            redis.prefix
-        );
-        std::fs::write(&config, toml).unwrap();
-        let args = [
-            "--data-dir",
-            path_str(dir.path()),
-            "--config",
-            path_str(&config),
-            "--ledger",
-            &db.url,
-            "--hot",
-            &redis.url,
-        ];
-        let nodes = join_all((0..n).map(|_| start_server(&args))).await;
-        Nodes {
-            nodes,
-            _db: db,
-            _redis: redis,
-            dir,
-        }
+        let extra = "[engine.waiting.join_per_ip]\nper_s = 0\nburst = 0\n";
+        let backing = Backing::new(OPERATOR, extra);
+        let args = backing.args();
+        let argv = argv(&args);
+        let nodes = join_all((0..n).map(|_| BOXOFFICE.start(&argv))).await;
+        Nodes { nodes, backing }
     }
 
     fn keys(&self) -> KeyRing {
-        let keys = boxoffice_server::secrets::signing_keys(self.dir.path())
+        let keys = boxoffice_server::secrets::signing_keys(self.backing.dir.path())
             .expect("the nodes wrote their signing key");
         KeyRing::new(keys).expect("a valid key ring")
     }
@@ -95,7 +69,7 @@ impl Nodes {
 
 /// An open event made through node 0; returns its id.
 async fn open_event(c: &reqwest::Client, nodes: &Nodes) -> i64 {
-    let spec = serde_json::to_value(common::spec(10, 10, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(10, 10, 0, 4)).unwrap();
     let url = format!("{}/v1/events", nodes.url(0));
     let (status, e) = call(c, Method::POST, url, OPERATOR, spec).await;
     assert_eq!(status, 201, "{e}");

@@ -3,16 +3,16 @@
 //! the checkout's settled answer at once. The claims the dead process held are taken
 //! over instead of answering `request_in_progress` until their lease runs out.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::buyers::checkout;
+use boxoffice_testkit::harness::buyers::holders;
+use boxoffice_testkit::harness::path_str;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
+use crate::common::uuid;
 use boxoffice_testkit::eventually;
-use common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
-use common::buyers::{checkout, holders};
-use common::process::start_server;
-use common::uuid;
 use futures::future::join_all;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
@@ -32,11 +32,10 @@ fn config(dir: &Path, name: &str, recovery_after_s: u64, latency_ms: u64) -> Pat
 }
 
 async fn start(dir: &Path, config: &Path) -> (Child, String) {
-    let (dir, config) = (
-        common::process::path_str(dir),
-        common::process::path_str(config),
-    );
-    start_server(&["--data-dir", dir, "--config", config]).await
+    let (dir, config) = (path_str(dir), path_str(config));
+    BOXOFFICE
+        .start(&["--data-dir", dir, "--config", config])
+        .await
 }
 
 /// Idempotency claims still marked running in the ledger file.

@@ -3,14 +3,14 @@
 //! stand-in provider answering every call after 200 ms. The clock runs from the restart
 //! until `boxoffice audit` finds no order in flight. Ignored by default (a measurement,
 //! not a test); run with
-//! `cargo test --release -p boxoffice --test recovery_bench -- --ignored --nocapture`.
+//! `cargo test --release -p boxoffice --test api crash::recovery_bench -- --ignored --nocapture`.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::http::call;
+use boxoffice_testkit::harness::path_str;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::process::{call, path_str, start_server};
 use futures::stream::{self, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ fn config(dir: &Path, name: &str, recovery_after_s: u64) -> PathBuf {
 }
 
 async fn open_event(c: &reqwest::Client, base: &str) -> i64 {
-    let spec = serde_json::to_value(common::spec(ORDERS as u32 / 100, 100, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(ORDERS as u32 / 100, 100, 0, 4)).unwrap();
     let (s, e) = call(c, Method::POST, format!("{base}/v1/events"), OPERATOR, spec).await;
     assert_eq!(s, 201, "{e}");
     let event = e["event_id"].as_i64().unwrap();
@@ -101,15 +101,16 @@ async fn leave_mid_checkout(base: &str) {
 async fn settled(dir: &Path, config: &Path, limit: Duration) -> Value {
     let deadline = Instant::now() + limit;
     loop {
-        let (clean, report) = common::process::run_command(&[
-            "audit",
-            "--json",
-            "--data-dir",
-            path_str(dir),
-            "--config",
-            path_str(config),
-        ])
-        .await;
+        let (clean, report) = BOXOFFICE
+            .run(&[
+                "audit",
+                "--json",
+                "--data-dir",
+                path_str(dir),
+                "--config",
+                path_str(config),
+            ])
+            .await;
         if report["orders_in_flight"] == json!(0) {
             assert!(clean, "audit after recovery: {report}");
             return report;
@@ -134,7 +135,7 @@ async fn a_thousand_orders_left_mid_checkout_settle_after_a_restart() {
         "--config",
         path_str(&before),
     ];
-    let (mut server, base) = start_server(&args).await;
+    let (mut server, base) = BOXOFFICE.start(&args).await;
     let made = Instant::now();
     leave_mid_checkout(&base).await;
     println!(
@@ -153,7 +154,7 @@ async fn a_thousand_orders_left_mid_checkout_settle_after_a_restart() {
         "--config",
         path_str(&after),
     ];
-    let (_server, _) = start_server(&args).await;
+    let (_server, _) = BOXOFFICE.start(&args).await;
     let report = settled(dir.path(), &after, Duration::from_secs(120)).await;
     let took = restarted.elapsed().as_secs_f64();
     println!(

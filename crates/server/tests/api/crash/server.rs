@@ -4,16 +4,17 @@
 //! kill landed mid-checkout (orders in flight in the ledger it left) and checks every
 //! buyer told 201 against the ledger and against the provider's own book.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::http::admission_token;
+use boxoffice_testkit::harness::http::call;
+use boxoffice_testkit::harness::path_str;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
 use boxoffice_domain::OrderId;
-use common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
-use common::process::{admission_token, call, path_str, settled_audit, start_server};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -52,7 +53,7 @@ async fn holder(c: &reqwest::Client, base: &str, event: i64) -> (String, String)
 }
 
 async fn open_event(c: &reqwest::Client, base: &str) -> i64 {
-    let spec = serde_json::to_value(common::spec(10, 30, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(10, 30, 0, 4)).unwrap();
     let (status, e) = call(c, Method::POST, format!("{base}/v1/events"), OPERATOR, spec).await;
     assert_eq!(status, 201, "{e}");
     let event = e["event_id"].as_i64().unwrap();
@@ -92,7 +93,7 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
         "--config",
         path_str(&config),
     ];
-    let (mut server, base) = start_server(&args).await;
+    let (mut server, base) = BOXOFFICE.start(&args).await;
     let c = reqwest::Client::new();
     let event = open_event(&c, &base).await;
     let holders = join_all((0..BUYERS).map(|_| holder(&c, &base, event))).await;
@@ -119,8 +120,8 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
         .map(|id| id.parse().expect("an order id"))
         .collect();
 
-    let (_server, base) = start_server(&args).await;
-    let (clean, report) = settled_audit(&args).await;
+    let (_server, base) = BOXOFFICE.start(&args).await;
+    let (clean, report) = BOXOFFICE.settled_audit(&args).await;
     eprintln!(
         "at the kill: {} of {BUYERS} told 201, {in_flight} orders in flight; after recovery: {report}",
         told_201.len()

@@ -1,14 +1,24 @@
-//! A real `boxoffice` process for the edge tests, with settings of their choosing, and
-//! the HTTP steps they share: an open event, an admitted buyer, a metric. A process of
-//! its own gives each test its own metrics registry and file-descriptor table.
+//! The edge: limits, shedding, expensive reads and streams, mostly against a real
+//! `boxoffice` process with settings of the test's choosing, and the HTTP steps these
+//! tests share (an open event, an admitted buyer, a metric). A process of its own gives
+//! each test its own metrics registry and file-descriptor table.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+mod overload;
+mod reads;
+mod requests;
+mod streams;
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::process::Child;
 
-use crate::common::{process, uuid};
+use boxoffice_testkit::harness::http::{admission_token, call};
+use boxoffice_testkit::harness::path_str;
+use boxoffice_testkit::harness::process::terminate;
+
+use crate::common::{BOXOFFICE, uuid};
 
 pub const OPERATOR: &str = "edge-test-operator-key-0123456789";
 /// Buyers sign themselves up, as many from one address as the tests need.
@@ -32,10 +42,11 @@ impl Node {
             "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n{config}\n[engine]\nadmission_interval_ms = 50\n{SIGN_UP}"
         );
         std::fs::write(&file, text).unwrap();
-        let data = process::path_str(dir.path()).to_string();
-        let config = process::path_str(&file).to_string();
-        let (child, base) =
-            process::start_server(&["--data-dir", &data, "--config", &config]).await;
+        let data = path_str(dir.path()).to_string();
+        let config = path_str(&file).to_string();
+        let (child, base) = BOXOFFICE
+            .start(&["--data-dir", &data, "--config", &config])
+            .await;
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -53,7 +64,7 @@ impl Node {
     }
 
     pub async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        process::call(
+        call(
             &self.client,
             reqwest::Method::POST,
             self.url(path),
@@ -86,23 +97,8 @@ impl Node {
             .await;
         assert_eq!(status, 200, "{joined}");
         let ticket = joined["queue_ticket"].as_str().unwrap().to_string();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            assert!(Instant::now() < deadline, "not admitted within 20 s");
-            let res = self.client.get(self.url("/v1/queue/status"));
-            let status: Value = res
-                .bearer_auth(&ticket)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if let Some(a) = status["admission_token"].as_str() {
-                return (token, a.to_string());
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let admission = admission_token(&self.client, &self.base, &ticket).await;
+        (token, admission)
     }
 
     /// Holds `quantity` units of section `section`: (status, body).
@@ -129,12 +125,7 @@ impl Node {
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
-        let pid = self.child.id().expect("the server is running");
-        let ok = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        terminate(&self.child);
     }
 }
 
@@ -143,29 +134,4 @@ pub fn key() -> String {
     uuid()
 }
 
-/// Reads server-sent events until one named `name` arrives; returns its data.
-pub async fn next_event(
-    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    buf: &mut String,
-    name: &str,
-) -> Value {
-    use futures::StreamExt;
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            if block.lines().any(|l| l == format!("event: {name}")) {
-                let data = block
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .expect("an event has data");
-                return serde_json::from_str(data).unwrap();
-            }
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .unwrap_or_else(|_| panic!("no `{name}` event within 10 s"))
-            .expect("the stream is open")
-            .unwrap();
-        buf.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
-}
+pub use boxoffice_testkit::harness::http::next_event;

@@ -3,13 +3,10 @@
 //! not answered within the deadline (here, a body that never finishes) gets 503
 //! `request_timeout`; both are counted in /metrics.
 
-mod common;
-mod edge;
-
 use std::time::Duration;
 
+use super::Node;
 use boxoffice_testkit::eventually;
-use edge::Node;
 use serde_json::Value;
 
 /// A hold request whose headers and first body chunk are sent and whose body then
@@ -24,7 +21,7 @@ async fn stalled_hold(node: &Node, release: tokio::sync::oneshot::Receiver<()>) 
         "POST /v1/events/1/holds HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer any\r\n\
          Idempotency-Key: {}\r\nContent-Type: application/json\r\n\
          Transfer-Encoding: chunked\r\n\r\nc\r\n{{\"seat_ids\":\r\n",
-        edge::key()
+        super::key()
     );
     conn.write_all(head.as_bytes()).await.unwrap();
     let mut answer = Vec::new();

@@ -2,13 +2,10 @@
 //! rendered once per event version however many ask, and the availability stream's
 //! delta is computed once per node however many watch.
 
-mod common;
-mod edge;
-
 use std::time::Duration;
 
-use common::spec;
-use edge::{Node, OPERATOR, next_event};
+use super::{Node, OPERATOR, next_event};
+use crate::common::spec;
 use futures::future::join_all;
 use serde_json::{Value, json};
 

@@ -3,14 +3,12 @@
 //! and a forwarding header from an untrusted peer is ignored; fairness pages are
 //! bounded; and adaptive admission samples only what the engine did.
 
-mod common;
-
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use crate::common::{TestApp, spawn, spawn_with, spec, uuid};
 use boxoffice_domain::admission::Limit;
 use boxoffice_engine::Joiner;
-use common::{TestApp, spawn, spawn_with, spec, uuid};
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};

@@ -2,13 +2,10 @@
 //! while holds go on being served, and a stop ends open streams so the process exits
 //! within its shutdown grace.
 
-mod common;
-mod edge;
-
 use std::time::{Duration, Instant};
 
-use common::spec;
-use edge::{Node, next_event};
+use super::{Node, next_event};
+use crate::common::spec;
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

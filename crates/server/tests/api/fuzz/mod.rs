@@ -9,8 +9,6 @@
 //! recorded as declined, which is a change.
 
 mod bodies;
-#[path = "../common/mod.rs"]
-mod common;
 mod digest;
 mod requests;
 mod routes;

@@ -36,7 +36,7 @@ pub struct World {
     /// Idempotency-Keys already used (replays, and the same key with another body).
     pub keys: Vec<String>,
     /// The state after the last request, which is the state before the next.
-    pub last_digest: Mutex<Option<crate::digest::Digest>>,
+    pub last_digest: Mutex<Option<super::digest::Digest>>,
     _dir: tempfile::TempDir,
 }
 

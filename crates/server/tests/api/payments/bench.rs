@@ -1,14 +1,12 @@
 //! Checkout throughput, end to end over HTTP, with the fake provider answering at once
 //! and after 200 ms. Ignored by default (a measurement, not a test); run with
-//! `cargo test --release -p boxoffice --test payments_bench -- --ignored --nocapture`.
+//! `cargo test --release -p boxoffice --test api payments::bench -- --ignored --nocapture`.
 //! No lock or ledger transaction is held across the provider call, so at 200 ms the
 //! throughput must grow with the number of checkouts in flight.
 
-mod common;
-
 use std::time::Instant;
 
-use common::{TestApp, spawn_with, spec};
+use crate::common::{TestApp, spawn_with, spec};
 use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 

@@ -3,20 +3,21 @@
 //! the recovery sweep (and the provider delivering its webhooks again) converge to P2
 //! with no human action: the audit is clean and every order ends where its money is.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::buyers::holders;
+use boxoffice_testkit::harness::http;
+use boxoffice_testkit::harness::path_str;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::common::books::{assert_confirmed_and_captured, assert_orders_in_flight, provider_book};
+use crate::common::uuid;
 use boxoffice_domain::Millis;
 use boxoffice_domain::OrderId;
 use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
-use common::books::{assert_confirmed_and_captured, assert_orders_in_flight, provider_book};
-use common::process::{admission_token, path_str};
-use common::uuid;
 use futures::future::join_all;
 use serde_json::{Value, json};
 use tokio::process::Child;
@@ -38,7 +39,9 @@ async fn start(dir: &Path, config: &Path) -> (Child, String) {
         dir.to_str().expect("a UTF-8 path"),
         config.to_str().expect("a UTF-8 path"),
     );
-    common::process::start_server(&["--data-dir", dir, "--config", config]).await
+    BOXOFFICE
+        .start(&["--data-dir", dir, "--config", config])
+        .await
 }
 
 async fn call(
@@ -48,58 +51,8 @@ async fn call(
     token: &str,
     body: Value,
 ) -> (u16, Value) {
-    let res = reqwest::Client::new()
-        .request(method, format!("{base}{path}"))
-        .bearer_auth(token)
-        .header("Idempotency-Key", uuid())
-        .json(&body)
-        .send()
-        .await;
-    match res {
-        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
-        Err(_) => (0, Value::Null),
-    }
-}
-
-/// An open event of 100 seats and `n` buyers each holding one: (token, hold id).
-async fn holders(base: &str, n: usize) -> Vec<(String, String)> {
-    let spec = serde_json::to_value(common::spec(10, 10, 0, 4)).unwrap();
-    let (_, e) = call(base, reqwest::Method::POST, "/v1/events", OPERATOR, spec).await;
-    let event = e["event_id"].as_i64().unwrap();
-    call(
-        base,
-        reqwest::Method::POST,
-        &format!("/v1/events/{event}/open"),
-        OPERATOR,
-        json!({}),
-    )
-    .await;
-    join_all((0..n).map(|_| async move {
-        let (_, b) = call(base, reqwest::Method::POST, "/v1/buyers", "", json!({})).await;
-        let token = b["token"].as_str().unwrap().to_string();
-        let (_, j) = call(
-            base,
-            reqwest::Method::POST,
-            &format!("/v1/events/{event}/queue"),
-            &token,
-            json!({}),
-        )
-        .await;
-        let ticket = j["queue_ticket"].as_str().unwrap().to_string();
-        let admission = admission_token(&reqwest::Client::new(), base, &ticket).await;
-        let body = json!({"best_available": {"section": "A", "quantity": 1}});
-        let (s, h) = call(
-            base,
-            reqwest::Method::POST,
-            &format!("/v1/events/{event}/holds"),
-            &admission,
-            body,
-        )
-        .await;
-        assert_eq!(s, 201, "{h}");
-        (token, h["hold_id"].as_str().unwrap().to_string())
-    }))
-    .await
+    let url = format!("{base}{path}");
+    http::call(&reqwest::Client::new(), method, url, token, body).await
 }
 
 async fn checkout(base: &str, token: &str, hold: &str, method: &str) -> (u16, Value) {
@@ -117,7 +70,7 @@ async fn checkout(base: &str, token: &str, hold: &str, method: &str) -> (u16, Va
 /// Runs `boxoffice audit` until no order is in flight; returns the clean report.
 async fn settled_audit(dir: &Path, config: &Path) -> Value {
     let args = ["--data-dir", path_str(dir), "--config", path_str(config)];
-    let (clean, report) = common::process::settled_audit(&args).await;
+    let (clean, report) = BOXOFFICE.settled_audit(&args).await;
     assert!(clean, "audit after recovery: {report}");
     report
 }
@@ -160,7 +113,7 @@ async fn killed_between_authorize_and_commit_the_authorization_is_voided_after_r
     // The sweep waits an hour, so the orders are still uncommitted at the kill.
     let slow = config(dir.path(), 3_600, "");
     let (mut server, base) = start(dir.path(), &slow).await;
-    let buyers = holders(&base, 20).await;
+    let buyers = holders(&reqwest::Client::new(), &base, OPERATOR, 20).await;
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::TIMEOUT_AFTER_CHARGE).await;
         assert_eq!(s, 202, "{b}");
@@ -188,7 +141,7 @@ async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() 
     let dir = tempfile::tempdir().unwrap();
     let outage = config(dir.path(), 1, "capture_failures = 1000");
     let (mut server, base) = start(dir.path(), &outage).await;
-    let buyers = holders(&base, 20).await;
+    let buyers = holders(&reqwest::Client::new(), &base, OPERATOR, 20).await;
     let mut told_201: Vec<OrderId> = Vec::new();
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::VISA).await;
@@ -219,7 +172,7 @@ async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
     // nothing to interrupt).
     let slow = config(dir.path(), 3_600, "latency_ms = 40");
     let (mut server, base) = start(dir.path(), &slow).await;
-    let buyers = holders(&base, 60).await;
+    let buyers = holders(&reqwest::Client::new(), &base, OPERATOR, 60).await;
     let book = provider_book(dir.path());
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::THREE_D_SECURE).await;

@@ -2,16 +2,13 @@
 //! Secure checkout completes through the server's /v1/payments/webhook with no test
 //! code reading the outbox.
 
-mod common;
-mod payments_common;
-
 use std::time::Duration;
 
+use super::*;
+use crate::common::{spawn_with, spec};
 use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
 use boxoffice_testkit::eventually;
-use common::{spawn_with, spec};
-use payments_common::*;
 use serde_json::json;
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]

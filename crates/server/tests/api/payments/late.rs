@@ -2,15 +2,12 @@
 //! every seat of the order is still free, refunded when any was taken meanwhile. With
 //! the setting off a late payment is always given back (see `payments_webhooks.rs`).
 
-mod common;
-mod payments_common;
-
+use super::*;
+use crate::common::{TestApp, spawn, spawn_with, spec};
 use boxoffice_domain::{EventId, EventSpec};
 use boxoffice_engine::ports::{Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
-use common::process::RedisPrefix;
-use common::{TestApp, spawn, spawn_with, spec};
-use payments_common::*;
+use boxoffice_testkit::harness::redis::{RedisPrefix, redis_url};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -62,10 +59,7 @@ async fn a_late_capture_for_an_event_that_honours_it_is_confirmed_when_the_seats
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_redis_hot_store_a_honoured_late_capture_sells_the_seats_there_too() {
-    let redis = RedisPrefix::new(
-        &std::env::var("BOXOFFICE_TEST_REDIS_URL")
-            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-    );
+    let redis = RedisPrefix::new(&redis_url());
     let app = spawn_with(|c| {
         c.hot = redis.url.clone();
         c.redis_prefix = redis.prefix.clone();

@@ -1,7 +1,19 @@
-//! Helpers of the payment tests: the fake provider's book opened beside the running
-//! app (the same SQLite file, as a second process would), webhook delivery, and a
-//! buyer holding one seat.
+//! Payments: webhooks, late and uncertain answers, crashes at the payment's weak points,
+//! Stripe over HTTPS and through localstripe, the soak. The helpers they share: the fake
+//! provider's book opened beside the running app (the same SQLite file, as a second
+//! process would), webhook delivery, and a buyer holding one seat.
 #![allow(dead_code)]
+
+mod bench;
+mod crash;
+mod delivery;
+mod late;
+mod soak;
+mod startup;
+mod stripe_https;
+mod stripe_server;
+mod uncertainty;
+mod webhooks;
 
 use std::time::Duration;
 

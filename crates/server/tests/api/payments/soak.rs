@@ -3,17 +3,14 @@
 //! twice, with every webhook delivered in a scrambled order. After the sweep the audit
 //! is clean and every buyer's order ends exactly where their money is.
 
-mod common;
-mod payments_common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::*;
+use crate::common::{spawn_with, spec};
 use boxoffice_engine::ports::{PaymentGateway, ProviderState};
 use boxoffice_testkit::within;
-use common::{spawn_with, spec};
 use futures::stream::{self, StreamExt};
-use payments_common::*;
 use serde_json::{Value, json};
 
 const BUYERS: usize = 1_250;
@@ -134,7 +131,7 @@ async fn five_thousand_checkouts_through_timeouts_declines_and_duplicate_webhook
 
 /// Delivers every waiting webhook, 16 at a time, in an order unrelated to the outbox's.
 async fn deliver_scrambled(
-    app: &common::TestApp,
+    app: &crate::common::TestApp,
     fake: &boxoffice_payment_fake::FakeGateway,
 ) -> usize {
     within(

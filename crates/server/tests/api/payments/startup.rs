@@ -3,11 +3,10 @@
 //! and a Stripe provider whose key is refused, that cannot be reached or that has no
 //! webhook secret stops the start with a message saying which.
 
-mod common;
-
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::localstripe::LocalStripe;
+use boxoffice_testkit::harness::path_str;
 use std::time::Duration;
-
-use common::process::{LocalStripe, path_str, serve_refused, start_server_said};
 
 const FAKE_WARNING: &str = "WARNING: payments = \"fake\"";
 
@@ -24,7 +23,9 @@ fn stripe_config(dir: &std::path::Path, base_url: &str, key: &str, secret: &str)
 #[boxoffice_testkit::test]
 async fn serve_without_a_payment_choice_refuses_outside_demo() {
     let dir = tempfile::tempdir().unwrap();
-    let said = serve_refused(&["--data-dir", path_str(dir.path())]).await;
+    let said = BOXOFFICE
+        .serve_refused(&["--data-dir", path_str(dir.path())])
+        .await;
     assert!(
         said.contains("no payment provider chosen") && said.contains("payments = \"fake\""),
         "{said}"
@@ -39,7 +40,7 @@ async fn the_fake_provider_runs_only_when_chosen_and_warns_loudly() {
         vec!["--data-dir", data, "--payments", "fake"],
         vec!["--data-dir", data, "--demo"],
     ] {
-        let (mut server, _base, said) = start_server_said(&args).await;
+        let (mut server, _base, said) = BOXOFFICE.start_said(&args).await;
         let what = format!("{args:?}: the stand-in's warning on stderr");
         let every = Duration::from_millis(20);
         boxoffice_testkit::eventually(what, Duration::from_secs(10), every, || async {
@@ -60,7 +61,9 @@ async fn serve_refuses_stripe_with_a_rejected_key() {
     let dir = tempfile::tempdir().unwrap();
     // localstripe, like Stripe, answers 401 to a key that is not a secret key.
     let config = stripe_config(dir.path(), &stripe.base, "pk_live_not_secret", "whsec_x");
-    let said = serve_refused(&["--data-dir", path_str(dir.path()), "--config", &config]).await;
+    let said = BOXOFFICE
+        .serve_refused(&["--data-dir", path_str(dir.path()), "--config", &config])
+        .await;
     assert!(
         said.contains("the Stripe secret key was refused (401)"),
         "{said}"
@@ -74,7 +77,9 @@ async fn serve_refuses_stripe_it_cannot_reach() {
     let base = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
     let config = stripe_config(dir.path(), &base, "sk_test_x", "whsec_x");
-    let said = serve_refused(&["--data-dir", path_str(dir.path()), "--config", &config]).await;
+    let said = BOXOFFICE
+        .serve_refused(&["--data-dir", path_str(dir.path()), "--config", &config])
+        .await;
     assert!(
         said.contains(&format!("Stripe at {base} is unreachable")),
         "{said}"
@@ -86,6 +91,8 @@ async fn serve_refuses_stripe_without_a_webhook_secret() {
     let stripe = LocalStripe::start();
     let dir = tempfile::tempdir().unwrap();
     let config = stripe_config(dir.path(), &stripe.base, "sk_test_boxoffice", "");
-    let said = serve_refused(&["--data-dir", path_str(dir.path()), "--config", &config]).await;
+    let said = BOXOFFICE
+        .serve_refused(&["--data-dir", path_str(dir.path()), "--config", &config])
+        .await;
     assert!(said.contains("needs stripe.webhook_secret"), "{said}");
 }

@@ -3,15 +3,13 @@
 //! search lags behind writes, as Stripe's does: an order that has the provider's
 //! reference must be settled by it, not by a search that cannot see it yet.
 
-mod common;
-
+use crate::common::{TestApp, spawn_with, spec};
 use boxoffice_domain::{BuyerId, HoldId, Money, OrderEvent, OrderId, OrderState};
 use boxoffice_engine::ports::{AuthorizeOutcome, AuthorizeRequest, InsertOrder, Order, OrderSeat};
 use boxoffice_payment_stripe::StripeConfig;
 use boxoffice_server::config::PaymentsChoice;
 use boxoffice_testkit::stripe_stub::{STUB_KEY, StripeStub};
 use boxoffice_testkit::tls::TestCa;
-use common::{TestApp, spawn_with, spec};
 
 async fn app_on(stub: &StripeStub, ca: &TestCa, dir: &std::path::Path) -> TestApp {
     let ca_file = dir.join("ca.pem");

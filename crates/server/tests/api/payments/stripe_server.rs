@@ -2,9 +2,11 @@
 //! commits and captures through the Stripe-compatible adapter, a failing card is
 //! declined with nothing sold, and the audit reconciles against the provider's records.
 
-mod common;
-
-use common::process::{LocalStripe, admission_token, call, path_str, run_command, start_server};
+use crate::common::BOXOFFICE;
+use boxoffice_testkit::harness::http::admission_token;
+use boxoffice_testkit::harness::http::call;
+use boxoffice_testkit::harness::localstripe::LocalStripe;
+use boxoffice_testkit::harness::path_str;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -43,9 +45,9 @@ async fn a_purchase_through_the_stripe_adapter_is_captured_and_a_failing_card_se
         "--config",
         path_str(&config),
     ];
-    let (_server, base) = start_server(&args).await;
+    let (_server, base) = BOXOFFICE.start(&args).await;
     let c = reqwest::Client::new();
-    let spec = serde_json::to_value(common::spec(1, 10, 0, 4)).unwrap();
+    let spec = serde_json::to_value(crate::common::spec(1, 10, 0, 4)).unwrap();
     let (_, e) = call(
         &c,
         Method::POST,
@@ -134,7 +136,7 @@ async fn a_purchase_through_the_stripe_adapter_is_captured_and_a_failing_card_se
     );
     let mut argv = vec!["audit", "--json"];
     argv.extend(args);
-    let (clean, report) = run_command(&argv).await;
+    let (clean, report) = BOXOFFICE.run(&argv).await;
     assert!(clean, "{report}");
     assert_eq!(report["seats_sold"], json!(2));
     assert!(

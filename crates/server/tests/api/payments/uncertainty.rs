@@ -3,13 +3,10 @@
 //! money is. And when a capture fails after the commit: `pending_capture`, retried with
 //! a doubling wait until it goes through.
 
-mod common;
-mod payments_common;
-
+use super::*;
+use crate::common::{spawn, spawn_with, spec};
 use boxoffice_engine::ports::{Clock, Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
-use common::{spawn, spawn_with, spec};
-use payments_common::*;
 use serde_json::json;
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]

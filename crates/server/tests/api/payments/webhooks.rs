@@ -3,14 +3,11 @@
 //! forged webhooks, and late payments for a hold that already ended (refunded, or
 //! voided when only authorized).
 
-mod common;
-mod payments_common;
-
+use super::*;
+use crate::common::{spawn, spec};
 use boxoffice_engine::ports::{Clock, Inquiry, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::methods;
-use common::{spawn, spec};
 use futures::future::join_all;
-use payments_common::*;
 use serde_json::json;
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
