@@ -3,7 +3,7 @@
 //! macro expands into one named `#[boxoffice_testkit::test]` (a tokio test with a
 //! deadline) per case. Also what tests of TLS share: a certificate authority made by
 //! the test and a Stripe stand-in over HTTPS. With the `harness` feature, the harness of
-//! the integration tests ([`harness`]).
+//! the integration tests (the `harness` module).
 
 pub mod idempotency;
 pub mod ledger;
