@@ -9,7 +9,6 @@ mod common;
 mod availability;
 mod bad_input;
 mod bounded_state;
-mod concurrency;
 mod crash;
 mod edge;
 mod fuzz;
