@@ -39,6 +39,6 @@ fi
 
 # Every test binary runs under an overall bound (scripts/test-bounded.sh says why), so
 # the run as a whole cannot hang: each async test fails at its own deadline, and any
-# binary still running after BOXOFFICE_TEST_BINARY_TIMEOUT (default 20m) is stopped.
+# binary still running after BOXOFFICE_TEST_BINARY_TIMEOUT (default 45m) is stopped.
 runner="$PWD/scripts/test-bounded.sh"
 cargo --config "target.'cfg(all())'.runner = ['$runner']" test --workspace --all-targets "$@"

@@ -36,7 +36,7 @@ pub struct OidcConfig {
     /// Where the provider publishes its signing keys (JWKS), http:// or https://.
     pub jwks_url: String,
     /// The claim holding the buyer's id. A UUID is used as is; anything else maps to
-    /// UUIDv5(URL namespace, "<issuer>#<value>"). Default "sub".
+    /// UUIDv5(URL namespace, `"<issuer>#<value>"`). Default "sub".
     #[serde(default = "defaults::buyer_claim")]
     pub buyer_claim: String,
     /// A boolean claim (true or "true") saying the provider verified the buyer; empty for

@@ -1,6 +1,10 @@
 //! P1 through the HTTP API: N ≫ K buyers race for K seats, each trying once; exactly K
 //! win, and after checkout exactly K are sold and the audit is clean.
+//!
+//! A binary of its own: in the `api` binary, beside the other tests, these bursts of
+//! 2,000 connections to an in-process app were reset now and then on a loaded machine.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -1,12 +1,12 @@
 //! `#[boxoffice_testkit::test]`: `#[tokio::test]` with a deadline on the test's body, so
 //! a test that hangs fails fast, naming itself, instead of holding up the whole run.
 //!
-//! ```ignore
+//! ```text
 //! #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 //! async fn a_slow_scenario_still_finishes() { … }
 //! ```
 //!
-//! Every argument but `timeout_s` (default [`DEFAULT_TIMEOUT_S`]) goes to `tokio::test`
+//! Every argument but `timeout_s` (default 120 s) goes to `tokio::test`
 //! as it is. The body becomes `boxoffice_testkit::deadline::test_body(…, async move
 //! { body }).await`, which fails the test once the deadline passes (see there).
 

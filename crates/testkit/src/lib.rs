@@ -2,7 +2,8 @@
 //! the suite's macro with an expression that builds a fresh, isolated instance; the
 //! macro expands into one named `#[boxoffice_testkit::test]` (a tokio test with a
 //! deadline) per case. Also what tests of TLS share: a certificate authority made by
-//! the test and a Stripe stand-in over HTTPS.
+//! the test and a Stripe stand-in over HTTPS. With the `harness` feature, the harness of
+//! the integration tests (the `harness` module).
 
 pub mod idempotency;
 pub mod ledger;
@@ -14,6 +15,8 @@ pub mod stripe_stub;
 pub mod tls;
 
 pub mod deadline;
+#[cfg(feature = "harness")]
+pub mod harness;
 pub mod model;
 
 /// `#[tokio::test]` with a deadline: see the `boxoffice-testkit-macros` crate.

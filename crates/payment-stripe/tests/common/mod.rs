@@ -1,11 +1,6 @@
 //! localstripe on a free loopback port, started per test and killed on drop, plus a
-//! webhook receiver it can deliver to. localstripe's own CLI binds every interface, so
-//! it is started from Python bound to 127.0.0.1.
+//! webhook receiver it can deliver to.
 #![allow(dead_code)]
-
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -16,53 +11,18 @@ use tokio::sync::mpsc;
 
 pub const WEBHOOK_SECRET: &str = "whsec_boxoffice_test";
 
+/// localstripe (`boxoffice_testkit::harness::localstripe`) and what these tests do with it.
 pub struct LocalStripe {
     pub base: String,
-    child: Child,
+    _server: boxoffice_testkit::harness::localstripe::LocalStripe,
 }
 
-impl Drop for LocalStripe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Starts localstripe, installing it first (scripts/test-payments-setup.sh) if missing.
+/// Starts localstripe, installing it first if missing.
 pub fn start() -> LocalStripe {
-    let setup = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scripts/test-payments-setup.sh"
-    );
-    let ok = Command::new("sh").arg(setup).status().expect("sh runs");
-    assert!(ok.success(), "localstripe could not be installed");
-    let port = free_port();
-    let code = format!(
-        "from aiohttp import web; import localstripe.server as s; \
-         web.run_app(s.app, host='127.0.0.1', port={port}, print=None)"
-    );
-    let child = Command::new("python3")
-        .args(["-c", &code])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "localstripe did not accept connections on port {port} within 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let server = boxoffice_testkit::harness::localstripe::LocalStripe::start();
     LocalStripe {
-        base: format!("http://127.0.0.1:{port}"),
-        child,
+        base: server.base.clone(),
+        _server: server,
     }
 }
 

@@ -1,25 +1,30 @@
-//! The test harness: the real application on port 0 with a fresh data directory, a
-//! client, and the steps of a purchase as helpers. Each test gets its own app.
+//! What the server's tests share: the real application in-process on port 0 with a
+//! fresh data directory, a client and the steps of a purchase as helpers (each test gets
+//! its own app), the `boxoffice` binary for tests of real processes, and the books an
+//! embedded node keeps. The rest of the harness (databases, Redis, buyers over HTTP) is
+//! `boxoffice_testkit::harness`.
 #![allow(dead_code)]
 
 pub mod books;
-pub mod buyers;
-pub mod faults;
-pub mod process;
 
 use std::sync::Arc;
 
 use boxoffice_domain::admission::Limit;
-use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
-use boxoffice_domain::{EventId, EventSpec, Millis, Money, SaleSettings};
+use boxoffice_domain::{EventId, EventSpec, Millis};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::ManualClock;
 use boxoffice_engine::{BuyersConfig, EngineConfig};
 use boxoffice_server::config::{PaymentsChoice, WorkerConfig};
 use boxoffice_server::{Application, Config};
+use boxoffice_testkit::harness::process::Boxoffice;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+
+pub use boxoffice_testkit::harness::{spec, uuid};
+
+/// The server binary this crate builds, for tests that start real processes.
+pub const BOXOFFICE: Boxoffice = Boxoffice(env!("CARGO_BIN_EXE_boxoffice"));
 
 pub struct TestApp {
     pub base: String,
@@ -239,59 +244,5 @@ impl TestApp {
             .await
             .unwrap();
         v["counts"].clone()
-    }
-}
-
-pub fn uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-/// An event with one seated section `A` of `rows` × `per_row` seats and, when `ga` > 0,
-/// a general-admission section `GA`.
-pub fn spec(rows: u32, per_row: u32, ga: u32, max_per_buyer: u32) -> EventSpec {
-    let mut sections = Vec::new();
-    if rows > 0 {
-        let rows = (1..=rows)
-            .map(|r| RowSpec {
-                label: r.to_string(),
-                seats: per_row,
-                tier: None,
-            })
-            .collect();
-        sections.push(SectionSpec {
-            key: "A".into(),
-            name: "Stand A".into(),
-            tier: "STD".into(),
-            quality: 1,
-            rows,
-            ga_capacity: None,
-        });
-    }
-    if ga > 0 {
-        sections.push(SectionSpec {
-            key: "GA".into(),
-            name: "Floor".into(),
-            tier: "STD".into(),
-            quality: 0,
-            rows: vec![],
-            ga_capacity: Some(ga),
-        });
-    }
-    EventSpec {
-        name: format!("Test event {}", uuid()),
-        currency: "EUR".into(),
-        tiers: vec![PriceTier {
-            key: "STD".into(),
-            name: "Standard".into(),
-            price: Money(5_000),
-        }],
-        sections,
-        sale: SaleSettings {
-            max_tickets_per_buyer: max_per_buyer,
-            hold_ttl_s: 600,
-            payment_grace_s: 120,
-            admission_rate_per_s: 1_000_000,
-            honour_late_payments: false,
-        },
     }
 }

@@ -15,13 +15,10 @@ use std::sync::{LazyLock, Mutex};
 
 use boxoffice_store_redis::{ConnectConfig, RedisConn};
 
+#[allow(unused_imports)] // each test binary uses a different part
+pub use boxoffice_testkit::harness::redis::{delete_prefix, redis_url};
 #[allow(unused_imports)]
 pub use tracked::Tracked;
-
-/// The Redis the tests use: `BOXOFFICE_TEST_REDIS_URL`, else the machine's own.
-pub fn redis_url() -> String {
-    std::env::var("BOXOFFICE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
 
 /// This run's prefix; every key the tests create starts with it (or `{` + it).
 pub static PREFIX: LazyLock<String> = LazyLock::new(|| {
@@ -66,28 +63,4 @@ fn leave(urls: &str) {
             eprintln!("cleanup of Redis keys under {} failed: {e}", *PREFIX);
         }
     }
-}
-
-/// Deletes every key starting with `prefix` or `{prefix` on every node named in `urls`.
-pub fn delete_prefix(urls: &str, prefix: &str) -> redis::RedisResult<usize> {
-    let mut deleted = 0;
-    for url in urls.split(',').map(str::trim).filter(|u| !u.is_empty()) {
-        let mut con = redis::Client::open(url)?.get_connection()?;
-        for pattern in [format!("{prefix}*"), format!("{{{prefix}*")] {
-            let keys: Vec<String> = redis::cmd("SCAN")
-                .cursor_arg(0)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .clone()
-                .iter(&mut con)?
-                .collect::<Result<_, _>>()?;
-            for key in &keys {
-                // One key per DEL: on a cluster node keys of several slots may match.
-                deleted += redis::cmd("DEL").arg(key).query::<usize>(&mut con)?;
-            }
-        }
-    }
-    Ok(deleted)
 }

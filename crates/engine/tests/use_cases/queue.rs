@@ -1,0 +1,73 @@
+//! The waiting line: a buyer joins, waits for a batch, and is admitted to one event.
+
+use boxoffice_domain::token::TokenError;
+use boxoffice_engine::{EngineConfig, EngineError, WaitStatus};
+use boxoffice_payment_fake::FakeGatewayConfig;
+
+use super::{buyer, join};
+use crate::common::*;
+
+#[boxoffice_testkit::test]
+async fn a_buyer_in_line_gets_an_admission_token_only_once_a_batch_admits_them() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let who = buyer(&n.engine).await;
+    let ticket = join(&n.engine, event, &who).await;
+
+    let waiting = n.engine.queue_status(&ticket).await.expect("the status");
+    assert_eq!(waiting.status, WaitStatus::Waiting, "{waiting:?}");
+    assert!(waiting.admission_token.is_none(), "{waiting:?}");
+
+    n.engine.admit_batch(event).await.expect("a batch");
+    let admitted = n.engine.queue_status(&ticket).await.expect("the status");
+    assert_eq!(admitted.status, WaitStatus::Admitted, "{admitted:?}");
+    let token = admitted.admission_token.expect("an admission token");
+    let granted = n
+        .engine
+        .admitted(event, &token)
+        .expect("the token verifies");
+    assert_eq!(granted.who.buyer, who.buyer);
+}
+
+#[boxoffice_testkit::test]
+async fn joining_twice_keeps_the_first_place_in_line() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let first = buyer(&n.engine).await;
+    let second = buyer(&n.engine).await;
+    let place = |ticket: String| {
+        let engine = n.engine.clone();
+        async move { engine.queue_status(&ticket).await.expect("status").position }
+    };
+
+    let at_first = place(join(&n.engine, event, &first).await).await;
+    let behind = place(join(&n.engine, event, &second).await).await;
+    let again = place(join(&n.engine, event, &first).await).await;
+    assert!(
+        at_first.is_some() && behind > at_first,
+        "{at_first:?} {behind:?}"
+    );
+    assert_eq!(again, at_first, "a second join moved the buyer");
+}
+
+#[boxoffice_testkit::test]
+async fn an_admission_token_admits_to_its_own_event_only() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let other = open_event(&n.engine, 1, 4).await;
+    let who = buyer(&n.engine).await;
+    let ticket = join(&n.engine, event, &who).await;
+    n.engine.admit_batch(event).await.expect("a batch");
+    let status = n.engine.queue_status(&ticket).await.expect("the status");
+    let token = status.admission_token.expect("admitted");
+
+    let refused = n.engine.admitted(other, &token);
+    assert!(
+        matches!(refused, Err(EngineError::BadToken(TokenError::WrongEvent))),
+        "{refused:?}"
+    );
+    assert!(n.engine.admitted(event, &token).is_ok());
+}

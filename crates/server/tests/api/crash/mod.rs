@@ -1,0 +1,5 @@
+//! Servers killed with -9 and restarted: what recovery finds and settles.
+
+mod checkout_retry;
+mod recovery_bench;
+mod server;

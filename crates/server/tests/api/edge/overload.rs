@@ -1,0 +1,94 @@
+//! Overload against a real process: past its cap on requests in flight a node sheds
+//! load with 503 `overloaded` and Retry-After (health still answers), and a request
+//! not answered within the deadline (here, a body that never finishes) gets 503
+//! `request_timeout`; both are counted in /metrics.
+
+use std::time::Duration;
+
+use super::Node;
+use boxoffice_testkit::eventually;
+use serde_json::Value;
+
+/// A hold request whose headers and first body chunk are sent and whose body then
+/// stalls until `release` is dropped; answers what the server sent back, if anything.
+/// Written on a raw socket so the request is surely on the wire (and counted in flight)
+/// before the test looks for shedding: an HTTP client may hold a streaming request back.
+async fn stalled_hold(node: &Node, release: tokio::sync::oneshot::Receiver<()>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = node.base.trim_start_matches("http://").to_string();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/events/1/holds HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer any\r\n\
+         Idempotency-Key: {}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\nc\r\n{{\"seat_ids\":\r\n",
+        super::key()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::select! {
+        _ = conn.read_to_end(&mut answer) => {}
+        _ = release => {}
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_times_out() {
+    let node = Node::start("[http]\nmax_in_flight = 2\nrequest_timeout_ms = 4000\n").await;
+    let (keep_a, release_a) = tokio::sync::oneshot::channel::<()>();
+    let (keep_b, release_b) = tokio::sync::oneshot::channel::<()>();
+    let slow = futures::future::join(
+        stalled_hold(&node, release_a),
+        stalled_hold(&node, release_b),
+    );
+    let check = async {
+        let what = "a request shed (503) while two requests are stuck";
+        let every = Duration::from_millis(20);
+        let shed = eventually(what, Duration::from_secs(10), every, || async {
+            let res = node.client.get(node.url("/v1/events/1")).send().await;
+            match res.expect("the node answers") {
+                res if res.status() == 503 => Ok(res),
+                res => Err(res.status()),
+            }
+        })
+        .await;
+        assert_eq!(shed.headers()["retry-after"], "1");
+        assert_eq!(shed.json::<Value>().await.unwrap()["error"], "overloaded");
+        let health = node.client.get(node.url("/healthz")).send().await.unwrap();
+        assert_eq!(health.status(), 200, "health is never shed");
+        assert!(node.metric("boxoffice_http_shed_total").await >= Some(1.0));
+
+        // The stuck requests run out of time, which frees their places.
+        let what = "both stuck requests to time out (boxoffice_http_timeouts_total = 2)";
+        let every = Duration::from_millis(100);
+        eventually(what, Duration::from_secs(10), every, || async {
+            match node.metric("boxoffice_http_timeouts_total").await {
+                Some(2.0) => Ok(()),
+                other => Err(other),
+            }
+        })
+        .await;
+        let res = node
+            .client
+            .get(node.url("/v1/events/1"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            404,
+            "served again once the stuck requests ended"
+        );
+        drop((keep_a, keep_b));
+    };
+    let run = async { tokio::join!(slow, check) };
+    let ((a, b), ()) = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("finished within 60 s");
+    for answer in [a, b] {
+        assert!(
+            answer.starts_with("HTTP/1.1 503") && answer.contains("request_timeout"),
+            "a stuck request is answered 503 request_timeout, not {answer:?}"
+        );
+    }
+}
