@@ -40,6 +40,11 @@ pub struct HttpConfig {
     /// A comment is sent on idle event streams this often, so proxies keep them
     /// open. Default 15,000 ms.
     pub stream_keep_alive_ms: u64,
+    /// Connections the kernel queues for this node before it accepts them. A burst of
+    /// new connections larger than the queue is reset by the kernel before the node
+    /// sees it (the opening minute of an on-sale is such a burst). The kernel caps it
+    /// at `net.core.somaxconn`. Default 8,192.
+    pub listen_backlog: u32,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -62,6 +67,7 @@ impl Default for HttpConfig {
             max_streams_per_address: 32,
             shutdown_grace_ms: 10_000,
             stream_keep_alive_ms: 15_000,
+            listen_backlog: 8_192,
         }
     }
 }
@@ -79,6 +85,7 @@ impl HttpConfig {
                 self.max_streams_per_address as u64,
             ),
             ("http.stream_keep_alive_ms", self.stream_keep_alive_ms),
+            ("http.listen_backlog", u64::from(self.listen_backlog)),
         ];
         match positive.iter().find(|(_, v)| *v == 0) {
             Some((name, _)) => Err(format!("{name} must be at least 1")),

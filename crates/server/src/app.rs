@@ -69,8 +69,7 @@ impl Application {
             .await
             .context("rebuilding open events in the hot store")?;
         tracing::info!(open_events = opened, "hot store rebuilt from the ledger");
-        let listener = TcpListener::bind(config.listen)
-            .await
+        let listener = listen(config.listen, config.http.listen_backlog)
             .with_context(|| format!("binding {}", config.listen))?;
         DirLock::note_if_held(dir_lock.as_ref(), listener.local_addr()?)?;
         let webhooks = webhook_sender(fake, &config, listener.local_addr()?, clock)?;
@@ -304,4 +303,17 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// Binds the listening socket with the configured backlog (tokio's own bind queues
+/// 1,024, and a larger burst of connections is reset by the kernel).
+fn listen(addr: std::net::SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
 }
