@@ -18,7 +18,9 @@ trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"'
 key="bench-operator-key-0123456789"
 edge="${EDGE_ALGORITHM:-hs256}"
 # Self sign-up without a rate: prepare.py makes thousands of buyers from one address.
-printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[tokens]\nedge_algorithm = "%s"\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$edge" > "$work/boxoffice.toml"
+# Holds without a per-buyer rate: each prepared buyer holds again and again, and refusals
+# (cheap) would otherwise fill the run and flatter the faster server.
+printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[tokens]\nedge_algorithm = "%s"\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$edge" > "$work/boxoffice.toml"
 
 start() { # name command... -> prints base URL; the server runs in the background
   local name=$1; shift
