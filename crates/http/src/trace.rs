@@ -70,31 +70,16 @@ fn well_formed(id: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use axum::Router;
     use axum::body::Body;
     use axum::http::StatusCode;
     use axum::routing::get;
     use boxoffice_engine::EngineError;
+    use boxoffice_testkit::logs::LogLines;
     use tower::ServiceExt;
 
     use super::*;
     use crate::error::ApiError;
-
-    /// The log lines written while `f` runs.
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     async fn failing() -> ApiError {
         ApiError::from(EngineError::Internal("the disk is on fire".into()))
@@ -102,7 +87,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failure_is_logged_once_in_the_request_span_and_never_sent() {
-        let lines = Lines::default();
+        let lines = LogLines::default();
         let writer = lines.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_writer(move || writer.clone())
@@ -123,7 +108,7 @@ mod tests {
             .await
             .unwrap();
         assert!(!String::from_utf8_lossy(&body).contains("fire"));
-        let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let log = lines.text();
         let failed: Vec<_> = log
             .lines()
             .filter(|l| l.contains("request failed"))

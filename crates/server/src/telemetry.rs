@@ -137,23 +137,9 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use boxoffice_testkit::logs::LogLines;
 
     use super::*;
-
-    /// Log lines kept in memory.
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[tracing::instrument(skip_all, fields(event = event, hold = tracing::field::Empty))]
     fn hold(event: u64) {
@@ -163,7 +149,7 @@ mod tests {
 
     #[test]
     fn json_log_lines_are_json_carrying_their_spans_fields() {
-        let lines = Lines::default();
+        let lines = LogLines::default();
         let writer = lines.clone();
         let subscriber =
             tracing_subscriber::registry().with(log_layer(LogFormat::Json, move || writer.clone()));
@@ -171,7 +157,7 @@ mod tests {
             let request = tracing::info_span!("request", request_id = "r-9");
             request.in_scope(|| hold(7));
         });
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let text = lines.text();
         let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
         assert_eq!(line["fields"]["message"], "held");
         assert_eq!(line["fields"]["seats"], 2);

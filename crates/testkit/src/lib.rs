@@ -17,6 +17,7 @@ pub mod tls;
 pub mod deadline;
 #[cfg(feature = "harness")]
 pub mod harness;
+pub mod logs;
 pub mod model;
 
 /// `#[tokio::test]` with a deadline: see the `boxoffice-testkit-macros` crate.
