@@ -34,10 +34,12 @@ struct Cli {
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// The ledger: "sqlite" or a postgres:// URL [default: sqlite].
-    #[arg(long, global = true, env = "BOXOFFICE_LEDGER", hide_env_values = true)]
+    #[arg(long, global = true, env = "BOXOFFICE_LEDGER", hide_env_values = true,
+          value_parser = Redacting::<LedgerChoice>::new())]
     ledger: Option<LedgerChoice>,
     /// The hot store: "memory" or redis:// (rediss:// for TLS) URL(s), comma-separated for a Cluster [default: memory].
-    #[arg(long, global = true, env = "BOXOFFICE_HOT", hide_env_values = true)]
+    #[arg(long, global = true, env = "BOXOFFICE_HOT", hide_env_values = true,
+          value_parser = Redacting::<HotChoice>::new())]
     hot: Option<HotChoice>,
     /// The payment provider: "stripe", or "fake" (the stand-in: approves payments without
     /// taking money). No default outside `serve --demo`.
@@ -45,6 +47,40 @@ struct Cli {
     payments: Option<PaymentsChoice>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Parses a flag whose value may carry a password (a database URL) without repeating it:
+/// clap's own message for a refused value quotes the value as typed, while the choice's
+/// `FromStr` error names it with the password redacted.
+#[derive(Clone)]
+struct Redacting<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Redacting<T> {
+    fn new() -> Self {
+        Redacting(std::marker::PhantomData)
+    }
+}
+
+impl<T> clap::builder::TypedValueParser for Redacting<T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        use clap::error::ErrorKind;
+        let flag = arg.map_or_else(|| "the value".to_owned(), |a| format!("--{}", a.get_id()));
+        let text = value.to_str().ok_or_else(|| {
+            clap::Error::raw(ErrorKind::InvalidUtf8, format!("{flag} is not UTF-8\n"))
+        })?;
+        text.parse()
+            .map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("{flag}: {e}\n")))
+    }
 }
 
 #[derive(Subcommand)]
@@ -187,5 +223,26 @@ mod tests {
             .to_string();
         let minimum = format!("at least {MIN_OPERATOR_KEY_LEN} characters");
         assert!(help.contains(&minimum), "{help}");
+    }
+
+    #[test]
+    fn a_refused_ledger_or_hot_flag_is_not_echoed_with_its_password() {
+        for (flag, value) in [
+            ("--ledger", "mysql://app:pg-hunter2@db/boxoffice"),
+            ("--hot", "redis://:redis-hunter2@cache,memcache://x"),
+        ] {
+            let e = match Cli::try_parse_from(["boxoffice", flag, value, "migrate"]) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{flag} {value} was taken"),
+            };
+            assert!(!e.contains("hunter2"), "{e}");
+            assert!(e.contains(flag) && e.contains("[redacted]"), "{e}");
+        }
+        let cli = Cli::try_parse_from(["boxoffice", "--ledger", "postgres://a:b@h/d", "migrate"]);
+        let ledger = cli.map(|c| c.ledger).map_err(|e| e.to_string());
+        assert_eq!(
+            ledger,
+            Ok(Some(LedgerChoice::Postgres("postgres://a:b@h/d".into())))
+        );
     }
 }

@@ -1,15 +1,12 @@
 //! P1 through the HTTP API: N ≫ K buyers race for K seats, each trying once; exactly K
 //! win, and after checkout exactly K are sold and the audit is clean.
 //!
-//! A binary of its own: in the `api` binary, beside the other tests, these bursts of
-//! 2,000 connections to an in-process app were reset now and then on a loaded machine.
-
-#[path = "common/mod.rs"]
-mod common;
+//! Bursts of 2,000 new connections at once: the listener's queue (`http.listen_backlog`)
+//! holds them all, so none is reset while the other tests of this binary run beside.
 
 use std::sync::Arc;
 
-use common::{TestApp, spawn, spec};
+use crate::common::{TestApp, spawn, spec};
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
