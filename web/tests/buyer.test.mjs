@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { join } from 'node:path';
-import { ARTIFACTS, joinAndWaitForTurn, mapReady, newPage, startBrowser, startServer, unexpectedErrors } from './harness.mjs';
+import { ARTIFACTS, apiClient, joinAndWaitForTurn, mapReady, newPage, startBrowser, startServer, unexpectedErrors } from './harness.mjs';
 
 // The whole file's deadline: whatever hangs, the run ends.
 const overall = setTimeout(() => {
@@ -88,6 +88,64 @@ test('a reload keeps the queue ticket', T, async () => {
   assert.equal(await ticket(), before);
   assert.equal(await page.getByRole('button', { name: 'Join the line' }).count(), 0);
   assert.deepEqual(unexpectedErrors(page), []);
+  await page.closeAll();
+});
+
+/** Clicks a seat of the map by its id (scrolled and zoomed into view first). */
+async function clickSeat(page, seat) {
+  const p = await page.evaluate((id) => {
+    const map = document.querySelector('canvas.seatmap-canvas').seatMap;
+    map.canvas.scrollIntoView({ block: 'center' });
+    map.reveal(map.byId.get(id));
+    return map.pointOf(id);
+  }, seat);
+  await page.mouse.click(p.x, p.y);
+}
+
+test('a seat another buyer takes shows as taken within 2 s and the buyer is told in plain words', T, async () => {
+  const page = await newPage(browser);
+  await joinAndWaitForTurn(page, server.base);
+  const [seat] = await page.evaluate(() => document.querySelector('canvas.seatmap-canvas').seatMap.freeSeats('L3', 1));
+  await clickSeat(page, seat);
+  await page.getByRole('heading', { name: 'Your picks (1 of at most 4)' }).waitFor();
+  const api = apiClient(server.base);
+  const other = await api.admittedBuyer(1);
+  const held = await api.call('POST', '/v1/events/1/holds', { token: other.admission, body: { seat_ids: [seat] } });
+  assert.equal(held.status, 201, JSON.stringify(held.data));
+  const started = Date.now();
+  await page.getByText(`Someone else just took ${seat}.`).waitFor({ timeout: 5_000 });
+  const took = Date.now() - started;
+  assert.ok(took <= 2_000, `the map learnt of the hold after ${took} ms`);
+  assert.equal(await page.evaluate((id) => {
+    const map = document.querySelector('canvas.seatmap-canvas').seatMap;
+    return map.isFree(map.byId.get(id));
+  }, seat), false);
+  await page.getByRole('heading', { name: 'No seats picked yet' }).waitFor();
+  assert.deepEqual(unexpectedErrors(page), []);
+  await page.closeAll();
+});
+
+test('a seat taken between the pick and the hold is explained and the best seats of its section are offered', T, async () => {
+  const page = await newPage(browser);
+  // A map that never hears of changes, so the pick outlives the other buyer's hold.
+  await page.route('**/availability**', (route) => route.abort());
+  await page.goto(`${server.base}/`);
+  await page.getByRole('button', { name: 'Join the line' }).click();
+  await page.getByRole('heading', { name: 'It\u2019s your turn' }).waitFor({ timeout: 30_000 });
+  const seat = 'L4-2-5';
+  const api = apiClient(server.base);
+  const other = await api.admittedBuyer(1);
+  const held = await api.call('POST', '/v1/events/1/holds', { token: other.admission, body: { seat_ids: [seat] } });
+  assert.equal(held.status, 201, JSON.stringify(held.data));
+  await page.getByLabel('Add a seat by its name').fill(seat);
+  await page.getByRole('button', { name: 'Add seat' }).click();
+  await page.getByRole('button', { name: 'Hold this seat' }).click();
+  await page.getByText('Those seats are gone.').waitFor();
+  await page.getByRole('button', { name: 'Hold the best 1 in Lower stand 4 instead' }).click();
+  await page.getByRole('heading', { name: 'Your seats are held' }).waitFor();
+  const got = await page.locator('.picks li').first().textContent();
+  assert.ok(got.startsWith('L4-') && !got.startsWith(seat), got);
+  assert.deepEqual(unexpectedErrors(page, [409], ['ERR_FAILED']), []);
   await page.closeAll();
 });
 

@@ -47,7 +47,7 @@ export async function startServer({ timeoutMs = 60_000 } = {}) {
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        ok(m[1]);
+        ok({ url: m[1], operatorKey: /operator key: (\S+)/.exec(out)?.[1] });
       }
     });
     child.on('exit', (code) => {
@@ -56,7 +56,8 @@ export async function startServer({ timeoutMs = 60_000 } = {}) {
     });
   });
   return {
-    base,
+    base: base.url,
+    operatorKey: base.operatorKey,
     log: () => log,
     async stop() {
       if (child.exitCode === null) {
@@ -101,8 +102,8 @@ export async function newPage(browser, { width = 1280, height = 900 } = {}) {
 
 /** Console errors other than refusals the test provoked on purpose (the browser logs
  *  every 4xx answer to fetch as an error). CSP violations are never excused. */
-export function unexpectedErrors(page, allowedStatuses = []) {
-  return page.errors.filter((e) => !allowedStatuses.some((s) => e.includes(`status of ${s}`)));
+export function unexpectedErrors(page, allowedStatuses = [], allowedText = []) {
+  return page.errors.filter((e) => !allowedStatuses.some((s) => e.includes(`status of ${s}`)) && !allowedText.some((t) => e.includes(t)));
 }
 
 /** Joins the line from the event page and waits for admission. */
@@ -116,4 +117,31 @@ export async function joinAndWaitForTurn(page, base) {
 /** Waits until the seat map is drawn and knows which seats are free. */
 export async function mapReady(page) {
   await page.waitForFunction(() => document.querySelector('canvas.seatmap-canvas')?.seatMap?.bits, null, { timeout: 30_000 });
+}
+
+/** The API as another buyer or the operator uses it, from the test (no browser). */
+export function apiClient(base) {
+  const call = async (method, path, { token, body, headers = {} } = {}) => {
+    const h = { ...headers, 'Idempotency-Key': crypto.randomUUID() + crypto.randomUUID() };
+    if (token) h.Authorization = `Bearer ${token}`;
+    if (body !== undefined) h['Content-Type'] = 'application/json';
+    const res = await fetch(base + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+    const data = await res.json().catch(() => null);
+    return { status: res.status, data };
+  };
+  return {
+    call,
+    /** A buyer admitted to `event`: {token, admission}. */
+    async admittedBuyer(event, deadlineMs = 30_000) {
+      const { data: buyer } = await call('POST', '/v1/buyers');
+      const { data: joined } = await call('POST', `/v1/events/${event}/queue`, { token: buyer.token, body: {} });
+      const until = Date.now() + deadlineMs;
+      while (Date.now() < until) {
+        const { data } = await call('GET', '/v1/queue/status', { token: joined.queue_ticket });
+        if (data?.admission_token) return { token: buyer.token, admission: data.admission_token };
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      throw new Error(`not admitted to event ${event} within ${deadlineMs} ms`);
+    },
+  };
 }
