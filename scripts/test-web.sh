@@ -39,4 +39,4 @@ cargo build -p boxoffice --bin boxoffice
 export BOXOFFICE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/boxoffice"
 export CHROMIUM
 # Each test and the file have deadlines of their own; this bounds the run as a whole.
-timeout 600 node --test --test-timeout=120000 web/tests/*.test.mjs
+timeout 600 node --test web/tests/*.test.mjs

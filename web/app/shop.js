@@ -343,7 +343,7 @@ export class Shop {
   async pending(data) {
     const order = data.order;
     const action = data.next_action;
-    const bank = action?.kind === 'redirect_to_url' && action.url;
+    const bank = action?.type === 'redirect_to_url' && action.url;
     const reachable = bank && !new URL(action.url, location.href).hostname.endsWith('.invalid');
     fill(
       this.payMsg,
@@ -352,7 +352,7 @@ export class Shop {
         h('p', {}, h('strong', {}, 'Payment not confirmed yet. '), order.message || 'We are waiting for the payment provider.'),
         bank
           ? reachable
-            ? h('p', {}, 'Your bank asks you to confirm this payment: ', h('a', { href: action.url, target: '_blank', rel: 'noopener' }, 'confirm at your bank'), '. This page updates when it is done.')
+            ? h('p', {}, 'Your bank asks you to confirm this payment: ', h('a', { href: action.url, target: '_blank', rel: 'noopener' }, 'confirm at your bank (opens a new tab)'), '. Your seats stay held meanwhile, and this page updates by itself when it is done.')
             : h('p', {}, 'Your bank asks you to confirm this payment. This demo\u2019s test provider has no bank page to show; the payment stays pending until the provider settles it.')
           : h('p', {}, 'Your seats stay held while we wait, and you will not be charged twice. This page updates by itself.'),
         h('p', { class: 'hint', id: 'order-state' }, `Order ${order.order_id}: ${order.status.replaceAll('_', ' ')}`),

@@ -75,6 +75,56 @@ test('a declined card is explained in plain words', T, async () => {
   await page.closeAll();
 });
 
+/** Holds the best seat of a section and starts paying with `method`. */
+async function holdAndPay(page, methodName) {
+  await page.getByRole('radio', { name: 'Best seats in a section' }).check();
+  await page.getByRole('button', { name: 'Hold the best seats' }).click();
+  await page.getByRole('heading', { name: 'Your seats are held' }).waitFor();
+  const seat = (await page.locator('.picks li span').first().textContent()).trim();
+  await page.getByRole('radio', { name: methodName }).check();
+  await page.getByRole('button', { name: /^Pay / }).click();
+  return seat;
+}
+
+/** Follows the payment's link to the test bank and answers there. */
+async function answerAtTheBank(page, button) {
+  await page.getByText('Payment not confirmed yet.').waitFor();
+  const [bank] = await Promise.all([
+    page.context().waitForEvent('page'),
+    page.getByRole('link', { name: /confirm at your bank/ }).click(),
+  ]);
+  await bank.getByRole('button', { name: button }).click();
+  await bank.getByRole('heading', { name: /Payment (approved|declined)/ }).waitFor();
+  await bank.close();
+}
+
+for (const method of [/Test card with 3-D Secure/, /Bank payment/]) {
+  test(`a payment the bank must confirm (${method.source}) is shown pending, then confirmed once approved`, T, async () => {
+    const page = await newPage(browser);
+    await joinAndWaitForTurn(page, server.base);
+    const seat = await holdAndPay(page, method);
+    await answerAtTheBank(page, 'Approve the payment');
+    await page.getByRole('heading', { name: 'You have your tickets' }).waitFor({ timeout: 30_000 });
+    assert.ok((await page.locator('.tickets').textContent()).includes(seat));
+    assert.deepEqual(unexpectedErrors(page), []);
+    await page.closeAll();
+  });
+}
+
+test('a 3-D Secure payment declined at the bank is explained and leaves the seat free', T, async () => {
+  const page = await newPage(browser);
+  await joinAndWaitForTurn(page, server.base);
+  const seat = await holdAndPay(page, /Test card with 3-D Secure/);
+  await answerAtTheBank(page, 'Decline the payment');
+  await page.getByText('The payment did not go through').waitFor({ timeout: 30_000 });
+  await page.waitForFunction((s) => {
+    const map = document.querySelector('canvas.seatmap-canvas').seatMap;
+    return map.isFree(map.byId.get(s)) === true;
+  }, seat, { timeout: 10_000 });
+  assert.deepEqual(unexpectedErrors(page), []);
+  await page.closeAll();
+});
+
 test('a reload keeps the queue ticket', T, async () => {
   const page = await newPage(browser);
   await page.goto(`${server.base}/`);
