@@ -59,6 +59,7 @@ async function eventPage(id, who) {
     return;
   }
   document.title = `${ev.name} \u2014 Box office`;
+  document.querySelector('nav a[data-page="event"]')?.setAttribute('href', `#/events/${id}`);
   const shopSlot = h('div');
   const room = new WaitingRoom({
     eventId: id,

@@ -101,15 +101,8 @@ export class WaitingRoom {
   showWaiting() {
     this.line = h('div', { class: 'line-state', 'aria-live': 'polite' });
     this.liveNote = h('p', { class: 'hint' });
-    fill(this.el, h('h2', { id: 'waiting-title' }, 'You are in the line'), this.line, this.liveNote, h('button', { type: 'button', class: 'secondary', onclick: () => this.leave() }, 'Leave the line'));
+    fill(this.el, h('h2', { id: 'waiting-title' }, 'You are in the line'), this.line, this.liveNote);
     this.render();
-  }
-
-  leave() {
-    this.stop();
-    this.stopped = false;
-    this.saved = null;
-    this.showJoin(notice('info', 'You left the line.'));
   }
 
   render() {

@@ -147,10 +147,9 @@ fn csp(import_map: &str) -> HeaderValue {
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     // Writing to a Vec cannot fail; an empty result just means the plain body is sent.
-    match enc.write_all(data).and_then(|()| enc.finish()) {
-        Ok(out) => out,
-        Err(_) => Vec::new(),
-    }
+    enc.write_all(data)
+        .and_then(|()| enc.finish())
+        .unwrap_or_default()
 }
 
 /// Whether Accept-Encoding names gzip (or `*`) without `q=0`.
