@@ -170,7 +170,10 @@ fn serve_demo_sends_the_stand_ins_webhooks_to_itself_unless_told_otherwise() {
     let demo = Config::default().for_demo(true);
     let url = demo.fake_payments.webhook_url.as_deref();
     assert_eq!(url, Some("/v1/payments/webhook"));
-    assert_eq!(Config::default().for_demo(false).fake_payments.webhook_url, None);
+    assert_eq!(
+        Config::default().for_demo(false).fake_payments.webhook_url,
+        None
+    );
     let mut chosen = Config::default();
     chosen.fake_payments.webhook_url = Some("http://127.0.0.1:9/hook".into());
     let kept = chosen.for_demo(true).fake_payments.webhook_url;
