@@ -42,3 +42,6 @@ fi
 # binary still running after BOXOFFICE_TEST_BINARY_TIMEOUT (default 45m) is stopped.
 runner="$PWD/scripts/test-bounded.sh"
 cargo --config "target.'cfg(all())'.runner = ['$runner']" test --workspace --all-targets "$@"
+
+# The web app in a real browser (headless Chromium): see scripts/test-web.sh.
+scripts/test-web.sh

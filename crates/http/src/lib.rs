@@ -18,6 +18,7 @@ mod routes;
 mod seatmap;
 mod sse;
 mod trace;
+mod web;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -80,6 +81,8 @@ impl AppState {
 }
 
 pub fn app(state: AppState) -> Router {
+    // The web app's files are hashed and compressed now, not on a buyer's first visit.
+    std::sync::LazyLock::force(&web::APP);
     let mut by_path: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();
     for def in routes::table() {
         let admit =

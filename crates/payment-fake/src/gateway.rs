@@ -110,6 +110,15 @@ impl FakeGateway {
             .await
     }
 
+    /// The payment with this reference, if the provider has one. No latency, no faults.
+    pub async fn record_by_reference(
+        &self,
+        reference: String,
+    ) -> Result<Option<Record>, PaymentError> {
+        self.blocking(move |c| records::by_reference(c, &reference).map_err(storage))
+            .await
+    }
+
     /// The provider lets an uncaptured authorization lapse, as Stripe cancels one after
     /// seven days: it becomes voided, with the webhook that says so. For tests and
     /// rehearsals: no latency, no injected faults.

@@ -34,3 +34,8 @@ pub use gateway::{FakeGateway, OpenError};
 pub use records::Record;
 pub use script::{CARD_DECLINED, INSUFFICIENT_FUNDS, methods};
 pub use webhooks::FakeWebhook;
+
+/// Where a payment waiting for the buyer (3-D Secure, bank redirect) sends them: a page
+/// of the server running the stand-in, `CONFIRM_PATH` + the payment's reference, where
+/// they approve or decline it as they would at their bank.
+pub const CONFIRM_PATH: &str = "/fake-provider/confirm/";

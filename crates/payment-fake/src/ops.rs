@@ -171,7 +171,8 @@ fn outcome_of(r: &Record) -> AuthorizeOutcome {
             reference: r.reference.clone(),
             next_action: boxoffice_engine::ports::NextAction {
                 kind: "redirect_to_url".into(),
-                url: Some(format!("https://fake-provider.invalid/3ds/{}", r.reference)),
+                // The stand-in's own confirmation page, served by the node that runs it.
+                url: Some(format!("{}{}", crate::CONFIRM_PATH, r.reference)),
             },
         },
         ProviderState::Declined => AuthorizeOutcome::Declined {

@@ -39,6 +39,8 @@ pub struct Application {
     dir_lock: Option<DirLock>,
     pub operator_key: Secret,
     pub operator_key_generated: bool,
+    /// The stand-in provider, when it is the one in use: its confirmation page is served.
+    fake: Option<Arc<FakeGateway>>,
 }
 
 impl Application {
@@ -72,7 +74,7 @@ impl Application {
         let listener = listen(config.listen, config.http.listen_backlog)
             .with_context(|| format!("binding {}", config.listen))?;
         DirLock::note_if_held(dir_lock.as_ref(), listener.local_addr()?)?;
-        let webhooks = webhook_sender(fake, &config, listener.local_addr()?, clock)?;
+        let webhooks = webhook_sender(fake.clone(), &config, listener.local_addr()?, clock)?;
         let state = AppState {
             engine,
             idempotency: backends.idempotency,
@@ -92,6 +94,7 @@ impl Application {
             dir_lock,
             operator_key,
             operator_key_generated: generated,
+            fake,
         })
     }
 
@@ -108,7 +111,11 @@ impl Application {
     /// The router this application serves, for driving it in-process (tests with
     /// `tower::ServiceExt::oneshot`); requests must carry `ConnectInfo<SocketAddr>`.
     pub fn router(&self) -> axum::Router {
-        boxoffice_http::app(self.state.clone())
+        let router = boxoffice_http::app(self.state.clone());
+        match &self.fake {
+            Some(fake) => router.merge(crate::fake_bank::router(fake.clone())),
+            None => router,
+        }
     }
 
     /// Serves until `shutdown` resolves; then ends event streams, lets requests in

@@ -204,6 +204,7 @@ async fn serve(mut config: Config, demo: bool) -> anyhow::Result<ExitCode> {
 fn print_demo_help(addr: std::net::SocketAddr, event: boxoffice_domain::EventId, key: &str) {
     let b = format!("http://{addr}");
     println!("demo event {event} is open: 51,000 units (FLOOR standing, L1-L10 and U1-U10 seated)");
+    println!("  in a browser: {b}/");
     println!("  curl -s {b}/v1/events/{event} -H 'Authorization: Bearer {key}'");
     println!(
         "  curl -s -X POST {b}/v1/buyers -H \"Idempotency-Key: $(head -c 24 /dev/urandom | base64)\""

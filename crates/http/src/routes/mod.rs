@@ -11,6 +11,7 @@ pub mod orders;
 pub mod payments;
 pub mod queue;
 pub mod waiting;
+pub mod web;
 
 use axum::handler::Handler;
 use axum::http::Method;
@@ -255,6 +256,8 @@ pub fn table() -> Vec<RouteDef> {
             docs_asset,
             &ops::DOCS_ASSET_DOC,
         ),
+        route(M::GET, "/", Api, web::page, &web::PAGE_DOC),
+        route(M::GET, "/assets/{file}", Api, web::asset, &web::ASSET_DOC),
         route(
             M::GET,
             "/.well-known/jwks.json",

@@ -164,3 +164,18 @@ fn store_timings_are_read_from_their_sections() {
     assert_eq!(c.redis.arbiter().load_ttl.as_secs(), 60);
     assert_eq!(c.sqlite.busy_timeout().as_millis(), 900);
 }
+
+#[test]
+fn serve_demo_sends_the_stand_ins_webhooks_to_itself_unless_told_otherwise() {
+    let demo = Config::default().for_demo(true);
+    let url = demo.fake_payments.webhook_url.as_deref();
+    assert_eq!(url, Some("/v1/payments/webhook"));
+    assert_eq!(
+        Config::default().for_demo(false).fake_payments.webhook_url,
+        None
+    );
+    let mut chosen = Config::default();
+    chosen.fake_payments.webhook_url = Some("http://127.0.0.1:9/hook".into());
+    let kept = chosen.for_demo(true).fake_payments.webhook_url;
+    assert_eq!(kept.as_deref(), Some("http://127.0.0.1:9/hook"));
+}
