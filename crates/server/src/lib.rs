@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod demo;
 pub mod dir_lock;
+pub mod gate;
 pub mod kept_settings;
 pub mod payments;
 pub mod replays;

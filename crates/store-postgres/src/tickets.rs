@@ -21,7 +21,8 @@ impl PostgresLedger {
         sql: &'static str,
         bind: impl FnOnce(
             sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
-        ) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+        )
+            -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> Result<Vec<TicketFacts>, StoreError> {
         let found = bind(sqlx::query(sql))
             .fetch_all(self.pool())
@@ -131,7 +132,11 @@ impl Tickets for PostgresLedger {
         let events: Vec<i64> = tickets.iter().map(|t| t.event.0).collect();
         let versions: Vec<i32> = tickets.iter().map(|t| version(t.version)).collect();
         let attendees: Vec<Option<String>> = (tickets.iter())
-            .map(|t| t.attendee.as_ref().map(|a| AttendeeName::as_str(a).to_owned()))
+            .map(|t| {
+                t.attendee
+                    .as_ref()
+                    .map(|a| AttendeeName::as_str(a).to_owned())
+            })
             .collect();
         let issued: Vec<i64> = tickets.iter().map(|t| t.issued_at.0).collect();
         sqlx::query(
@@ -157,7 +162,9 @@ impl Tickets for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(ticket = %id))]
     async fn ticket(&self, id: TicketId) -> Result<Option<TicketFacts>, StoreError> {
         let found = self
-            .facts_where(concat!(facts_sql!(), "WHERE t.id = $1"), |q| q.bind(id.to_string()))
+            .facts_where(concat!(facts_sql!(), "WHERE t.id = $1"), |q| {
+                q.bind(id.to_string())
+            })
             .await?;
         Ok(found.into_iter().next())
     }
@@ -165,9 +172,10 @@ impl Tickets for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn tickets_of_order(&self, order: OrderId) -> Result<Vec<TicketRow>, StoreError> {
         let found = self
-            .facts_where(concat!(facts_sql!(), "WHERE t.order_id = $1 ORDER BY t.seat_id"), |q| {
-                q.bind(order.to_string())
-            })
+            .facts_where(
+                concat!(facts_sql!(), "WHERE t.order_id = $1 ORDER BY t.seat_id"),
+                |q| q.bind(order.to_string()),
+            )
             .await?;
         Ok(found.into_iter().map(|f| f.ticket).collect())
     }
@@ -187,7 +195,7 @@ impl Tickets for PostgresLedger {
         self.facts_where(concat!(facts_sql!(), "WHERE t.event_id = $1"), |q| {
             q.bind(event.0)
         })
-            .await
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %gate.event))]
@@ -221,12 +229,14 @@ impl Tickets for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all, fields(gate = %id))]
     async fn gate(&self, id: GateId) -> Result<Option<Gate>, StoreError> {
-        self.gate_where(concat!(gates_sql!(), "WHERE id = $1"), id.to_string()).await
+        self.gate_where(concat!(gates_sql!(), "WHERE id = $1"), id.to_string())
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn gate_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Gate>, StoreError> {
-        self.gate_where(concat!(gates_sql!(), "WHERE digest = $1"), digest.to_vec()).await
+        self.gate_where(concat!(gates_sql!(), "WHERE digest = $1"), digest.to_vec())
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(gate = %id))]

@@ -72,12 +72,12 @@ pub(crate) fn setting(
     event: EventId,
 ) -> Result<Option<BarcodeSetting>, StoreError> {
     let row = conn
-        .prepare_cached(
-            "SELECT rotating, rotation_secret FROM ticket_settings WHERE event_id = ?1",
-        )
+        .prepare_cached("SELECT rotating, rotation_secret FROM ticket_settings WHERE event_id = ?1")
         .and_then(|mut s| {
-            s.query_row([event.0], |r| Ok((r.get::<_, bool>(0)?, r.get::<_, Vec<u8>>(1)?)))
-                .optional()
+            s.query_row([event.0], |r| {
+                Ok((r.get::<_, bool>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .optional()
         })
         .map_err(db)?;
     row.map(|(rotating, secret)| {
@@ -101,12 +101,15 @@ pub(crate) fn set_rotating(
     )
     .and_then(|mut s| s.execute(params![event.0, rotating, &secret[..]]))
     .map_err(db)?;
-    let stored = setting(conn, event)?
-        .ok_or_else(|| StoreError::new("sqlite: ticket setting vanished"))?;
+    let stored =
+        setting(conn, event)?.ok_or_else(|| StoreError::new("sqlite: ticket setting vanished"))?;
     Ok(Step::Keep(stored))
 }
 
-pub(crate) fn insert_tickets(conn: &Connection, rows: &[TicketRow]) -> Result<Step<()>, StoreError> {
+pub(crate) fn insert_tickets(
+    conn: &Connection,
+    rows: &[TicketRow],
+) -> Result<Step<()>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "INSERT INTO tickets (id, event_id, order_id, seat_id, holder_id, version, attendee, issued_at)
@@ -155,7 +158,16 @@ pub(crate) fn ticket(conn: &Connection, id: TicketId) -> Result<Option<TicketFac
 }
 
 type RawFacts = (
-    (String, i64, String, String, String, u32, Option<String>, i64),
+    (
+        String,
+        i64,
+        String,
+        String,
+        String,
+        u32,
+        Option<String>,
+        i64,
+    ),
     (String, Option<String>, Option<String>, Option<i64>),
 );
 
@@ -356,7 +368,11 @@ fn decide(conn: &Connection, scan: &ScanAttempt) -> Result<CheckIn, StoreError> 
 }
 
 fn keep_if(done: bool) -> Step<bool> {
-    if done { Step::Keep(true) } else { Step::Undo(false) }
+    if done {
+        Step::Keep(true)
+    } else {
+        Step::Undo(false)
+    }
 }
 
 fn bytes32(b: &[u8], what: &str) -> Result<[u8; 32], StoreError> {

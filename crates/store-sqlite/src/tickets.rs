@@ -75,7 +75,11 @@ impl Tickets for SqliteLedger {
         let facts = self
             .readers
             .read(move |c| {
-                rows::facts_where(c, "WHERE t.order_id = ?1 ORDER BY t.seat_id", [order.to_string()])
+                rows::facts_where(
+                    c,
+                    "WHERE t.order_id = ?1 ORDER BY t.seat_id",
+                    [order.to_string()],
+                )
             })
             .await?;
         Ok(facts.into_iter().map(|f| f.ticket).collect())

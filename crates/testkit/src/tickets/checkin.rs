@@ -51,7 +51,11 @@ pub async fn a_ticket_is_admitted_once_and_a_second_scan_names_the_first(s: Tick
         .check_in(&attempt(rows[1].id, &south, DOORS.plus_secs(6)))
         .await
         .unwrap();
-    assert_eq!(other, CheckIn::Admitted { replaced: None }, "its own ticket");
+    assert_eq!(
+        other,
+        CheckIn::Admitted { replaced: None },
+        "its own ticket"
+    );
 }
 
 pub async fn a_ticket_admits_only_while_its_order_is_confirmed(s: TicketStores) {
@@ -68,7 +72,10 @@ pub async fn a_ticket_admits_only_while_its_order_is_confirmed(s: TicketStores) 
     // The capture fails, the sale is cancelled: still no admit, with no call to us.
     let at = T0.plus_secs(3);
     let ledger = &s.ledger;
-    ledger.apply(o.id, OrderEvent::CaptureFailed, None, at).await.unwrap();
+    ledger
+        .apply(o.id, OrderEvent::CaptureFailed, None, at)
+        .await
+        .unwrap();
     ledger.cancel_sale(o.id, at).await.unwrap();
     let cancelled = s.tickets.check_in(&scan).await.unwrap();
     assert_eq!(cancelled, CheckIn::NotPaid(OrderState::Cancelling));

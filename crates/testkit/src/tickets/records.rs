@@ -63,7 +63,12 @@ pub async fn tickets_are_written_once_and_read_back_with_their_orders_state(s: T
     let mut expected = rows.clone();
     expected.sort_by(|a, b| a.seat.as_str().cmp(b.seat.as_str()));
     assert_eq!(of_order, expected);
-    let one = s.tickets.ticket(rows[0].id).await.unwrap().expect("a ticket");
+    let one = s
+        .tickets
+        .ticket(rows[0].id)
+        .await
+        .unwrap()
+        .expect("a ticket");
     assert_eq!(
         (one.ticket.clone(), one.order_state, one.checked_in),
         (rows[0].clone(), OrderState::Confirmed, None)
@@ -109,6 +114,12 @@ pub async fn gates_are_created_once_per_key_found_by_digest_and_revoked(s: Ticke
     assert!(revoked.revoked);
     let again = s.tickets.revoke_gate(second.id).await.unwrap().unwrap();
     assert!(again.revoked, "revoking twice is harmless");
-    assert!(s.tickets.revoke_gate(GateId::random()).await.unwrap().is_none());
+    assert!(
+        s.tickets
+            .revoke_gate(GateId::random())
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(!s.tickets.gate(first.id).await.unwrap().unwrap().revoked);
 }
