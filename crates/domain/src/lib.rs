@@ -18,7 +18,7 @@ pub mod token;
 
 pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
 pub use hold::HoldState;
-pub use ids::{BuyerId, EventId, HoldId, OrderId, SeatIndex};
+pub use ids::{BuyerId, EventId, GateId, HoldId, OrderId, SeatIndex};
 pub use money::Money;
 pub use order::{OrderEvent, OrderNotice, OrderState};
 pub use secret::Secret;

@@ -15,6 +15,8 @@ pub enum Resource {
     Section,
     Hold,
     Order,
+    Ticket,
+    Gate,
 }
 
 impl Resource {
@@ -25,6 +27,8 @@ impl Resource {
             Resource::Section => "section",
             Resource::Hold => "hold",
             Resource::Order => "order",
+            Resource::Ticket => "ticket",
+            Resource::Gate => "gate",
         }
     }
 }
@@ -71,6 +75,8 @@ pub enum EngineError {
     PaymentDeclined(String),
     #[error("that seat sold to another buyer; your card was not charged")]
     SeatSold,
+    #[error("{0}")]
+    Ticket(crate::tickets::TicketRefusal),
     #[error("temporarily unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]

@@ -23,6 +23,7 @@ mod recovery;
 pub mod replays;
 mod seen_webhooks;
 mod settle;
+pub mod tickets;
 mod verified;
 pub mod waiting;
 mod webhooks;
@@ -129,6 +130,8 @@ pub struct Engine {
     identity: Option<Arc<dyn IdentityProvider>>,
     /// The public keys of the ring as a JSON Web Key Set, serialized once.
     jwks: bytes::Bytes,
+    /// The after-sale record (tickets, gates, check-in), when the ledger keeps one.
+    tickets: Option<Arc<dyn ports::Tickets>>,
 }
 
 impl Engine {
@@ -155,6 +158,7 @@ impl Engine {
             buyers: BuyersConfig::default(),
             identity: None,
             jwks,
+            tickets: None,
         }
     }
 

@@ -89,6 +89,25 @@ error_codes! {
     Overloaded = "overloaded" => SERVICE_UNAVAILABLE;
     RequestTimeout = "request_timeout" => SERVICE_UNAVAILABLE;
     Starting = "starting" => SERVICE_UNAVAILABLE;
+    TicketNotFound = "ticket_not_found" => NOT_FOUND;
+    TicketRevoked = "ticket_revoked" => CONFLICT;
+    GateNotFound = "gate_not_found" => NOT_FOUND;
+    GateCredentialUnknown = "gate_credential_unknown" => UNAUTHORIZED;
+    GateRevoked = "gate_revoked" => FORBIDDEN;
+    GateWrongEvent = "gate_wrong_event" => FORBIDDEN;
+    BarcodeMalformed = "barcode_malformed" => UNPROCESSABLE_ENTITY;
+    BarcodeWrongEvent = "barcode_wrong_event" => UNPROCESSABLE_ENTITY;
+    BarcodeUnknownKey = "barcode_unknown_key" => UNPROCESSABLE_ENTITY;
+    BarcodeBadSignature = "barcode_bad_signature" => UNPROCESSABLE_ENTITY;
+    BarcodeRevoked = "barcode_revoked" => CONFLICT;
+    BarcodeCodeMissing = "barcode_code_missing" => UNPROCESSABLE_ENTITY;
+    BarcodeCodeUncheckable = "barcode_code_uncheckable" => UNPROCESSABLE_ENTITY;
+    BarcodeCodeNotYetValid = "barcode_code_not_yet_valid" => UNPROCESSABLE_ENTITY;
+    BarcodeCodeExpired = "barcode_code_expired" => UNPROCESSABLE_ENTITY;
+    AlreadyScanned = "already_scanned" => CONFLICT;
+    KeyNotFound = "key_not_found" => NOT_FOUND;
+    KeyCurrent = "key_current" => CONFLICT;
+    TooManyKeys = "too_many_keys" => CONFLICT;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

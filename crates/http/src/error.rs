@@ -81,6 +81,8 @@ fn not_found_code(what: Resource) -> ErrorCode {
         Resource::Section => ErrorCode::SectionNotFound,
         Resource::Hold => ErrorCode::HoldNotFound,
         Resource::Order => ErrorCode::OrderNotFound,
+        Resource::Ticket => ErrorCode::TicketNotFound,
+        Resource::Gate => ErrorCode::GateNotFound,
     }
 }
 
@@ -105,6 +107,7 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::CheckoutInProgress => C::CheckoutInProgress,
         E::PaymentDeclined(_) => C::PaymentDeclined,
         E::SeatSold => C::SeatSold,
+        E::Ticket(r) => crate::routes::gates::refusal_code(r),
         E::Unavailable(_) => C::Unavailable,
         E::Internal(_) => C::Internal,
     }

@@ -56,6 +56,8 @@ pub enum Scope {
     Buyer(BuyerId),
     Operator,
     Secrets,
+    /// A gate device's scans.
+    Gate(boxoffice_domain::GateId),
 }
 
 impl Scope {
@@ -64,6 +66,7 @@ impl Scope {
             Scope::Buyer(b) => Cow::Owned(format!("buyer:{b}")),
             Scope::Operator => Cow::Borrowed("operator"),
             Scope::Secrets => Cow::Borrowed("buyers"),
+            Scope::Gate(g) => Cow::Owned(format!("gate:{g}")),
         }
     }
 }

@@ -14,6 +14,7 @@ mod idempotency;
 mod observe;
 pub mod openapi;
 mod path_id;
+mod qr;
 mod routes;
 mod seatmap;
 mod sse;

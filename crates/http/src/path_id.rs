@@ -6,7 +6,8 @@ use std::str::FromStr;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
-use boxoffice_domain::{EventId, HoldId, OrderId};
+use boxoffice_domain::ticket::TicketId;
+use boxoffice_domain::{EventId, GateId, HoldId, OrderId};
 use boxoffice_engine::Resource;
 
 use crate::error::ApiError;
@@ -26,6 +27,14 @@ impl PathId for HoldId {
 
 impl PathId for OrderId {
     const RESOURCE: Resource = Resource::Order;
+}
+
+impl PathId for TicketId {
+    const RESOURCE: Resource = Resource::Ticket;
+}
+
+impl PathId for GateId {
+    const RESOURCE: Resource = Resource::Gate;
 }
 
 /// The `{id}` of the matched route, parsed.

@@ -61,7 +61,8 @@ impl Application {
         let keys = key_ring(&config)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
-            .with_buyers(config.buyers.clone());
+            .with_buyers(config.buyers.clone())
+            .with_tickets(backends.tickets);
         if let Some(oidc) = identity_provider(&config, clock.now()).await? {
             engine = engine.with_identity_provider(oidc);
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Tickets};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
@@ -31,6 +31,8 @@ pub struct Backends {
     pub idempotency: Arc<dyn IdempotencyStore>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// Tickets, gates and check-in, in the ledger's database.
+    pub tickets: Arc<dyn Tickets>,
     /// Whether the hot store outlives this process (Redis): only then can the audit
     /// compare it with the ledger.
     pub hot_is_shared: bool,
@@ -42,7 +44,7 @@ pub struct Backends {
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let (ledger, idempotency) = open_ledger(config).await?;
+    let (ledger, idempotency, tickets) = open_ledger(config).await?;
     let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let ports = Ports {
@@ -56,28 +58,31 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         ports,
         idempotency,
         hold_idempotency: hot.idempotency,
+        tickets,
         hot_is_shared,
         fake,
     })
 }
 
-async fn open_ledger(
-    config: &Config,
-) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {
+type LedgerPorts = (Arc<dyn Ledger>, Arc<dyn IdempotencyStore>, Arc<dyn Tickets>);
+
+async fn open_ledger(config: &Config) -> anyhow::Result<LedgerPorts> {
     match &config.ledger {
         LedgerChoice::Postgres(url) => {
             let ledger = PostgresLedger::connect(url, config.postgres.clone())
                 .await
                 .context("connecting to the PostgreSQL ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
-            Ok((Arc::new(ledger), idempotency))
+            let ledger = Arc::new(ledger);
+            Ok((ledger.clone(), idempotency, ledger))
         }
         LedgerChoice::Sqlite => {
             let ledger =
                 SqliteLedger::open(config.data_dir.join(LEDGER_FILE), config.sqlite.clone())
                     .context("opening the SQLite ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
-            Ok((Arc::new(ledger), idempotency))
+            let ledger = Arc::new(ledger);
+            Ok((ledger.clone(), idempotency, ledger))
         }
     }
 }

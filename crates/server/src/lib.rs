@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod dir_lock;
 pub mod fake_bank;
+pub mod gate;
 pub mod kept_settings;
 pub mod payments;
 pub mod replays;

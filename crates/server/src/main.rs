@@ -114,6 +114,15 @@ enum Command {
         #[arg(long = "file", required = true)]
         files: Vec<PathBuf>,
     },
+    /// Verify a ticket barcode offline against a saved gate bundle (GET
+    /// /v1/events/{id}/gate-bundle); exits 0 to admit, 1 to refuse. No network.
+    Gate {
+        /// The gate bundle file.
+        #[arg(long)]
+        bundle: PathBuf,
+        /// The barcode's text; read from standard input when absent.
+        barcode: Option<String>,
+    },
 }
 
 #[tokio::main]
@@ -139,6 +148,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             v.position, v.pool_size
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Command::Gate { bundle, barcode } = &cli.command {
+        return gate(bundle, barcode.clone());
     }
     let listen = match &cli.command {
         Command::Serve { listen, .. } => *listen,
@@ -171,8 +183,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .await
             .map(|_| ExitCode::SUCCESS),
         // Answered above, before any config is needed.
-        Command::VerifyPosition { .. } => Ok(ExitCode::SUCCESS),
+        Command::VerifyPosition { .. } | Command::Gate { .. } => Ok(ExitCode::SUCCESS),
     }
+}
+
+fn gate(bundle: &std::path::Path, barcode: Option<String>) -> anyhow::Result<ExitCode> {
+    use boxoffice_server::gate::{Verdict, check};
+    let now = boxoffice_engine::ports::Clock::now(&boxoffice_engine::ports::SystemClock);
+    let verdict = check(bundle, barcode, now)?;
+    println!("{}", verdict.line());
+    Ok(match verdict {
+        Verdict::Admit(_) => ExitCode::SUCCESS,
+        Verdict::Refuse(_) => ExitCode::from(1),
+    })
 }
 
 async fn serve(mut config: Config, demo: bool) -> anyhow::Result<ExitCode> {

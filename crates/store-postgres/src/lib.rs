@@ -21,6 +21,8 @@ mod migrate;
 mod moves;
 mod options;
 mod orders;
+mod ticket_rows;
+mod tickets;
 mod writer;
 
 pub use idempotency::PostgresIdempotency;

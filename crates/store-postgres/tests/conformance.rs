@@ -16,6 +16,15 @@ async fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(common::ledger(true).await.idempotency())
 }
 
+async fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
+    let ledger = Arc::new(common::ledger(true).await);
+    boxoffice_testkit::tickets::TicketStores {
+        ledger: ledger.clone(),
+        tickets: ledger,
+    }
+}
+
 boxoffice_testkit::ledger_conformance!(fresh_ledger());
+boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());

@@ -18,6 +18,8 @@ mod moves;
 mod options;
 mod orders;
 mod reader;
+mod ticket_rows;
+mod tickets;
 mod writer;
 
 pub use idempotency::SqliteIdempotency;

@@ -24,6 +24,15 @@ fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(fresh().idempotency())
 }
 
+fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
+    let ledger = Arc::new(fresh());
+    boxoffice_testkit::tickets::TicketStores {
+        ledger: ledger.clone(),
+        tickets: ledger,
+    }
+}
+
 boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
+boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });

@@ -101,6 +101,11 @@ impl EventKeys {
         Ok(out)
     }
 
+    /// The public half of a key seed, as a store keeps it beside the seed.
+    pub fn public_half(seed: &[u8; 32]) -> [u8; 32] {
+        SigningKey::from_bytes(seed).verifying_key().to_bytes()
+    }
+
     pub fn current(&self) -> KeyId {
         self.kid
     }

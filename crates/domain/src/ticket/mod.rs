@@ -133,6 +133,15 @@ pub enum BundleError {
     Invalid(String),
 }
 
+/// What a holder's device shows for a rotating barcode at `now`: the signed part as
+/// the server gave it (`barcode`, base45) with the code of the moment appended, made
+/// with the ticket's secret. `None` when `barcode` is not base45.
+pub fn rotating_text(barcode: &str, secret: &TicketSecret, now: Millis) -> Option<String> {
+    let mut bytes = base45::decode(barcode)?;
+    bytes.extend_from_slice(&secret.code_at(now));
+    Some(base45::encode(&bytes))
+}
+
 /// A signed barcode as issued: the signed bytes, to which a rotating barcode's
 /// holder appends the code of the moment.
 #[derive(Clone, Debug, PartialEq, Eq)]

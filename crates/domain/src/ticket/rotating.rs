@@ -97,6 +97,15 @@ impl TicketSecret {
         B64.encode(self.0)
     }
 
+    /// The secret as its holder's device received it; `None` if it is not one.
+    pub fn from_base64(text: &str) -> Option<TicketSecret> {
+        let mut out = [0u8; 32];
+        match B64.decode_slice(text, &mut out) {
+            Ok(32) if text.len() == 43 => Some(TicketSecret(out)),
+            _ => None,
+        }
+    }
+
     /// The code for the step containing `now`.
     pub fn code_at(&self, now: Millis) -> [u8; CODE_LEN] {
         let full = self.step_mac(step(now)).finalize().into_bytes();

@@ -9,6 +9,7 @@ mod identity;
 mod ledger;
 mod payment;
 mod queue;
+mod tickets;
 
 pub use arbiter::*;
 pub use clock::*;
@@ -17,6 +18,7 @@ pub use identity::*;
 pub use ledger::*;
 pub use payment::*;
 pub use queue::*;
+pub use tickets::*;
 
 /// A failure of the store itself (connection lost, disk full), as opposed to an answer
 /// such as "that seat is taken". Carries text for the log, never for the client.

@@ -22,6 +22,9 @@ pub use docs::{docs_asset, docs_page};
 
 const BASE: &str = include_str!("base.json");
 const OPERATIONS: &str = include_str!("operations.json");
+/// The after-sale's operations, schemas, parameters, tags and security scheme, kept
+/// apart from the sale's.
+const AFTER_SALE: &str = include_str!("after_sale.json");
 
 /// How the document describes one route, declared beside its handler.
 pub struct Doc {
@@ -60,8 +63,9 @@ pub fn document() -> Bytes {
 /// The document for these routes.
 pub fn build(routes: &[RouteDef]) -> Result<Value, String> {
     let mut doc: Value = serde_json::from_str(BASE).map_err(|e| format!("base.json: {e}"))?;
-    let ops: Map<String, Value> =
+    let mut ops: Map<String, Value> =
         serde_json::from_str(OPERATIONS).map_err(|e| format!("operations.json: {e}"))?;
+    merge_after_sale(&mut doc, &mut ops)?;
     doc["components"]["schemas"]["ErrorCode"] = error_code_schema();
     let mut paths = Map::new();
     for r in routes {
@@ -73,6 +77,39 @@ pub fn build(routes: &[RouteDef]) -> Result<Value, String> {
     }
     doc["paths"] = Value::Object(paths);
     Ok(doc)
+}
+
+/// Adds `after_sale.json`'s pieces to the document and the operations.
+fn merge_after_sale(doc: &mut Value, ops: &mut Map<String, Value>) -> Result<(), String> {
+    let mut extra: Value =
+        serde_json::from_str(AFTER_SALE).map_err(|e| format!("after_sale.json: {e}"))?;
+    let mut take = |key: &str| match extra[key].take() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    ops.extend(take("operations"));
+    for (piece, into) in [
+        ("schemas", "schemas"),
+        ("parameters", "parameters"),
+        ("securitySchemes", "securitySchemes"),
+    ] {
+        let target = doc["components"][into]
+            .as_object_mut()
+            .ok_or_else(|| format!("base.json has no components.{into}"))?;
+        target.extend(take(piece));
+    }
+    if let (Some(tags), Value::Array(more)) = (doc["tags"].as_array_mut(), extra["tags"].take()) {
+        tags.extend(more);
+    }
+    Ok(())
+}
+
+/// The ids of every operation described (`operations.json` and `after_sale.json`).
+pub fn described_operations() -> Vec<String> {
+    let ops: Map<String, Value> = serde_json::from_str(OPERATIONS).unwrap_or_default();
+    let extra: Value = serde_json::from_str(AFTER_SALE).unwrap_or_default();
+    let more = extra["operations"].as_object().cloned().unwrap_or_default();
+    ops.keys().chain(more.keys()).cloned().collect()
 }
 
 fn operation(r: &RouteDef, mut op: Value) -> Value {

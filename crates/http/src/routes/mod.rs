@@ -5,11 +5,13 @@
 pub mod availability;
 pub mod buyers;
 pub mod events;
+pub mod gates;
 pub mod holds;
 pub mod ops;
 pub mod orders;
 pub mod payments;
 pub mod queue;
+pub mod tickets;
 pub mod waiting;
 pub mod web;
 
@@ -66,6 +68,14 @@ where
 
 /// Every route the API serves.
 pub fn table() -> Vec<RouteDef> {
+    let mut table = sale();
+    table.extend(tickets::routes());
+    table.extend(gates::routes());
+    table
+}
+
+/// The routes of the sale, from buyers to orders, and the node's own.
+fn sale() -> Vec<RouteDef> {
     use Method as M;
     use RouteClass::*;
     vec![

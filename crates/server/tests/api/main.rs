@@ -16,6 +16,7 @@ mod fuzz;
 mod identity;
 mod payments;
 mod seed_scenario;
+mod tickets;
 mod tokens;
 mod waiting_restart;
 mod waiting_room;

@@ -74,3 +74,16 @@ fn secrets_never_show_in_debug_output() {
     );
     assert_eq!(secret.to_base64().len(), 43);
 }
+
+#[test]
+fn a_device_appending_the_code_to_the_given_text_shows_what_the_server_would() {
+    let k = keys(7, 1).with_rotation(RotationSecret::from_bytes([4; 32]));
+    let (code, secret) = k.issue(&ticket(7), NOW).unwrap();
+    let secret = secret.unwrap();
+    let received = TicketSecret::from_base64(&secret.to_base64()).unwrap();
+    let shown = rotating_text(&code.text(), &received, NOW).unwrap();
+    assert_eq!(shown, code.text_at(&secret, NOW));
+    assert!(gate(&k).verify(&shown, NOW).is_ok());
+    assert!(TicketSecret::from_base64("short").is_none());
+    assert!(rotating_text("not base45!", &received, NOW).is_none());
+}

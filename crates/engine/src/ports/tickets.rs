@@ -1,0 +1,175 @@
+//! The after-sale's durable record: each event's barcode keys and rotating-code
+//! setting, the tickets of paid orders, gate devices, and check-in. It lives in the
+//! ledger's database (the ticket rows join the order rows), behind a port of its own so
+//! the sale's hot path never grows.
+//!
+//! Two rules are the store's to keep, whatever the number of nodes: a ticket is
+//! admitted at most once (`check_in` is a conditional insert on the ticket's primary
+//! key, never a read-then-write), and a ticket is valid at the door only while its
+//! order is `confirmed` (the money captured): the store reads the order's state in the
+//! same step, so a refund or a cancellation revokes the ticket with no call of its own.
+
+use async_trait::async_trait;
+use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState};
+
+use super::StoreError;
+
+/// One barcode key of an event. The seed is the Ed25519 private key: it never leaves
+/// the server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    pub kid: KeyId,
+    pub seed: [u8; 32],
+    pub created_at: Millis,
+}
+
+impl std::fmt::Debug for StoredKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoredKey({:?}, ..)", self.kid)
+    }
+}
+
+/// An event's rotating-barcode setting. The secret is drawn the first time rotation is
+/// turned on and kept when it is turned off, so turning it on again needs no reissue.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BarcodeSetting {
+    pub rotating: bool,
+    pub rotation_secret: [u8; 32],
+}
+
+impl std::fmt::Debug for BarcodeSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BarcodeSetting(rotating: {}, ..)", self.rotating)
+    }
+}
+
+/// A ticket as stored: the current version of one seat of a paid order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TicketRow {
+    pub id: TicketId,
+    pub event: EventId,
+    pub order: OrderId,
+    pub seat: SeatLabel,
+    pub holder: BuyerId,
+    pub version: u32,
+    pub attendee: Option<AttendeeName>,
+    /// When this version was issued: its barcodes carry it, so they are made again,
+    /// byte for byte, rather than stored.
+    pub issued_at: Millis,
+}
+
+/// A ticket with what the door needs besides: its order's state and its check-in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TicketFacts {
+    pub ticket: TicketRow,
+    pub order_state: OrderState,
+    pub checked_in: Option<FirstScan>,
+}
+
+/// The scan that admitted a ticket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstScan {
+    pub gate: GateId,
+    pub gate_name: String,
+    pub at: Millis,
+}
+
+/// A gate device. Its credential is stored as a SHA-256 digest only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gate {
+    pub id: GateId,
+    pub event: EventId,
+    pub name: String,
+    pub digest: [u8; 32],
+    pub revoked: bool,
+    pub created_at: Millis,
+}
+
+/// A scan whose barcode verified, presented for check-in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanAttempt {
+    pub ticket: TicketId,
+    pub version: u32,
+    pub gate: GateId,
+    pub at: Millis,
+    /// Made offline and uploaded later: the earliest scan wins, even over one recorded
+    /// before it. An online scan only ever admits a ticket nobody admitted yet.
+    pub offline: bool,
+}
+
+/// What the store decided about a scan; every scan is logged with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckIn {
+    /// The first admit of the ticket. For an offline scan, `replaced` is the later
+    /// scan recorded before it that it displaced.
+    Admitted { replaced: Option<FirstScan> },
+    /// The ticket was admitted before (earlier, for an offline scan).
+    AlreadyScanned(FirstScan),
+    /// No such ticket.
+    Unknown,
+    /// The barcode is of an earlier version than the ticket's current one.
+    OldVersion { current: u32 },
+    /// The ticket's order is not (or no longer) paid for.
+    NotPaid(OrderState),
+}
+
+impl CheckIn {
+    /// The outcome's name in the scan log.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CheckIn::Admitted { .. } => "admitted",
+            CheckIn::AlreadyScanned(_) => "already_scanned",
+            CheckIn::Unknown => "unknown_ticket",
+            CheckIn::OldVersion { .. } => "revoked_version",
+            CheckIn::NotPaid(_) => "not_paid",
+        }
+    }
+}
+
+/// The after-sale record. Every write is atomic and conditional where it races.
+#[async_trait]
+pub trait Tickets: Send + Sync {
+    /// The event's keys that still verify (not retired), oldest first.
+    async fn keys(&self, event: EventId) -> Result<Vec<StoredKey>, StoreError>;
+    /// Adds a key; `false` (and nothing written) when the event already has a key with
+    /// that number: another request created or rotated first.
+    async fn add_key(&self, event: EventId, key: &StoredKey) -> Result<bool, StoreError>;
+    /// Retires a key; `false` when the event has no such unretired key.
+    async fn retire_key(&self, event: EventId, kid: KeyId, now: Millis)
+    -> Result<bool, StoreError>;
+
+    async fn barcode_setting(&self, event: EventId) -> Result<Option<BarcodeSetting>, StoreError>;
+    /// Sets rotation on or off. `secret` is stored only if the event has none yet;
+    /// returns the setting as stored.
+    async fn set_rotating(
+        &self,
+        event: EventId,
+        rotating: bool,
+        secret: [u8; 32],
+    ) -> Result<BarcodeSetting, StoreError>;
+
+    /// Records tickets that do not exist yet (by id); existing ones are left as they are
+    /// (a ticket transferred away keeps its holder).
+    async fn insert_tickets(&self, tickets: &[TicketRow]) -> Result<(), StoreError>;
+    async fn ticket(&self, id: TicketId) -> Result<Option<TicketFacts>, StoreError>;
+    async fn tickets_of_order(&self, order: OrderId) -> Result<Vec<TicketRow>, StoreError>;
+    /// The tickets `holder` holds, by event and seat.
+    async fn tickets_of_holder(&self, holder: BuyerId) -> Result<Vec<TicketFacts>, StoreError>;
+    /// Every ticket of the event with its order's state (for the revocation list).
+    async fn tickets_of_event(&self, event: EventId) -> Result<Vec<TicketFacts>, StoreError>;
+
+    /// Adds a gate created under the operator's Idempotency-Key `key`; a second
+    /// creation with the same key for the event returns the first gate and writes
+    /// nothing (its credential is not kept, so it cannot be shown again).
+    async fn add_gate(&self, gate: &Gate, key: &str) -> Result<Option<Gate>, StoreError>;
+    async fn gate(&self, id: GateId) -> Result<Option<Gate>, StoreError>;
+    async fn gate_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Gate>, StoreError>;
+    /// Revokes the gate (idempotent); `None` when there is no such gate.
+    async fn revoke_gate(&self, id: GateId) -> Result<Option<Gate>, StoreError>;
+
+    /// Decides and logs one scan in one step: the ticket must exist at this version
+    /// with a confirmed order; then it is admitted unless it was before (online: the
+    /// first recorded scan wins; offline: the earliest scan wins).
+    async fn check_in(&self, scan: &ScanAttempt) -> Result<CheckIn, StoreError>;
+}

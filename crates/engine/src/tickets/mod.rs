@@ -1,0 +1,83 @@
+//! The after-sale: tickets a door can trust, and check-in.
+//!
+//! - **Keys** (`keys.rs`): each event's Ed25519 barcode keys live in the ledger, made
+//!   on first use (the first ticket shown, the first key set read); the operator
+//!   rotates and retires them and turns rotating barcodes on or off.
+//! - **Tickets** (`holders.rs`): a ticket exists for each seat of a `confirmed` order,
+//!   the money captured: no ticket without money. A committed order whose capture is
+//!   still pending (`committed`, `pending_capture`) owns its seats but has no tickets
+//!   yet; its buyer sees them once the capture lands. Ticket rows are written the first
+//!   time their holder lists them, with an id derived from (order, seat), so writing
+//!   them twice is harmless and the sale's commit path is untouched.
+//! - **Validity is derived, never stored**: a ticket admits only while its order is
+//!   `confirmed`. A refund or a cancellation moves the order to another state, and from
+//!   that moment the door refuses the ticket and the gate bundle lists it as revoked;
+//!   the refund code makes no call of its own.
+//! - **The door** (`door.rs`): gate devices hold a credential (stored as a digest);
+//!   a scan verifies the barcode, then the ledger admits the ticket once, in one
+//!   conditional step (`Tickets::check_in`), however many gates and nodes scan at once.
+//!   Offline scans uploaded later are reconciled by scan time: the earliest wins.
+
+mod door;
+mod holders;
+mod keys;
+
+use std::sync::Arc;
+
+use boxoffice_domain::ticket::BarcodeRefusal;
+
+pub use door::{BatchItem, BatchOutcome, GateCreated, MAX_GATE_NAME, ScanRef, ScanVerdict};
+pub use holders::{TicketStatus, TicketView};
+pub use keys::KeySetView;
+
+use crate::ports::{FirstScan, Tickets};
+use crate::{Engine, EngineError};
+
+/// Why a ticket, gate or key request is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TicketRefusal {
+    #[error("that gate credential is not known")]
+    GateUnknown,
+    #[error("this gate device was revoked")]
+    GateRevoked,
+    #[error("this gate device is for another event")]
+    GateWrongEvent,
+    #[error("{0}")]
+    Barcode(BarcodeRefusal),
+    #[error("this ticket was cancelled: its order was refunded or cancelled")]
+    NotPaid,
+    #[error("already scanned at gate {} at {} ms", .0.gate_name, .0.at.0)]
+    AlreadyScanned(FirstScan),
+    #[error("the event has no such key, or it is already retired")]
+    KeyNotFound,
+    #[error("the current key cannot be retired; rotate first")]
+    CurrentKey,
+    #[error("the event already has the most keys it may have; retire one first")]
+    TooManyKeys,
+}
+
+impl From<TicketRefusal> for EngineError {
+    fn from(r: TicketRefusal) -> EngineError {
+        EngineError::Ticket(r)
+    }
+}
+
+impl Engine {
+    /// Adds the after-sale record: without it, the ticket and gate calls answer
+    /// `Unavailable`.
+    pub fn with_tickets(mut self, tickets: Arc<dyn Tickets>) -> Engine {
+        self.tickets = Some(tickets);
+        self
+    }
+
+    fn tickets_port(&self) -> Result<&Arc<dyn Tickets>, EngineError> {
+        self.tickets
+            .as_ref()
+            .ok_or_else(|| EngineError::Unavailable("this node keeps no ticket record".into()))
+    }
+}
+
+/// 32 bytes from the operating system's generator, by way of the thread's CSPRNG.
+fn random32() -> [u8; 32] {
+    rand::random()
+}

@@ -1,0 +1,190 @@
+//! The door through HTTP: exactly one admit per ticket with two gates racing, the
+//! buyer's QR codes, offline batches, and a refunded order's tickets revoked.
+
+use std::collections::HashMap;
+
+use futures::future::join_all;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use super::{barcode, bundle, buy, gate, my_tickets, scan, set_order_state_of_ticket};
+use crate::common::{spawn, spec, uuid};
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_hundred_tickets_scanned_by_two_gates_at_once_admit_exactly_once_each() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(10, 10, 0, 10)).await;
+    let mut tickets = Vec::new();
+    for _ in 0..10 {
+        tickets.extend(buy(&app, event, 10).await.1);
+    }
+    assert_eq!(tickets.len(), 100);
+    let (east, east_key) = gate(&app, event, "East").await;
+    let (west, west_key) = gate(&app, event, "West").await;
+    let scans = tickets.iter().flat_map(|t| {
+        let code = barcode(t);
+        let id = t["ticket_id"].as_str().unwrap().to_string();
+        [(id.clone(), code.clone(), &east_key), (id, code, &west_key)]
+    });
+    let results = join_all(scans.map(|(id, code, key)| {
+        let app = &app;
+        async move { (id, scan(app, event, key, &code).await) }
+    }))
+    .await;
+    let mut admitted: HashMap<String, String> = HashMap::new();
+    let mut refused: HashMap<String, Value> = HashMap::new();
+    for (id, (status, body)) in results {
+        match status {
+            200 => {
+                assert_eq!(body["verdict"], "admitted");
+                let g = body["gate_id"].as_str().unwrap().to_string();
+                assert!(admitted.insert(id, g).is_none(), "admitted twice");
+            }
+            409 => {
+                assert_eq!(body["error"], "already_scanned", "{body}");
+                assert!(refused.insert(id, body).is_none(), "refused twice");
+            }
+            other => panic!("scan answered {other}: {body}"),
+        }
+    }
+    assert_eq!((admitted.len(), refused.len()), (100, 100));
+    for (id, body) in &refused {
+        let first = &body["first_scan"];
+        assert_eq!(
+            first["gate_id"].as_str(),
+            admitted.get(id).map(String::as_str)
+        );
+        let name = if first["gate_id"] == east.as_str() {
+            "East"
+        } else {
+            "West"
+        };
+        assert_eq!(first["gate_name"], name);
+        assert!(first["at"].is_i64());
+    }
+    assert!(admitted.values().all(|g| *g == east || *g == west));
+    app.stop().await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_sees_their_tickets_with_qr_codes_and_a_refund_revokes_them() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(2, 10, 0, 4)).await;
+    let (token, tickets) = buy(&app, event, 2).await;
+    let t = &tickets[0];
+    let id = t["ticket_id"].as_str().unwrap();
+    assert_eq!(
+        (t["status"].clone(), t["version"].clone()),
+        (json!("valid"), json!(1))
+    );
+    let one: Value = app
+        .get(&format!("/v1/tickets/{id}"), &token)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        one["barcode"], t["barcode"],
+        "a barcode is made again the same"
+    );
+    let png = app.get(&format!("/v1/tickets/{id}/qr.png"), &token).await;
+    assert_eq!(png.headers()["content-type"], "image/png");
+    assert_eq!(png.headers()["cache-control"], "private, no-store");
+    assert_eq!(&png.bytes().await.unwrap()[1..4], b"PNG");
+    let svg = app.get(&format!("/v1/tickets/{id}/qr.svg"), &token).await;
+    assert_eq!(svg.headers()["content-type"], "image/svg+xml");
+    assert!(svg.text().await.unwrap().starts_with("<svg"));
+
+    // The refund code only moves the order: the door and the bundle follow.
+    set_order_state_of_ticket(&app, id, "refunded");
+    let (_, key) = gate(&app, event, "Main").await;
+    let (status, body) = scan(&app, event, &key, &barcode(t)).await;
+    assert_eq!(
+        (status, body["error"].clone()),
+        (409, json!("ticket_revoked"))
+    );
+    let b = bundle(&app, event, &key).await;
+    let revoked: Vec<&Value> = b["revoked"].as_array().unwrap().iter().collect();
+    assert_eq!(revoked.len(), 2, "both tickets of the refunded order: {b}");
+    assert!(
+        revoked
+            .iter()
+            .any(|r| r["ticket_id"] == id && r["version"] == 1)
+    );
+    let mine = my_tickets(&app, &token).await;
+    assert!(
+        mine.iter()
+            .all(|t| t["status"] == "revoked" && t["barcode"].is_null())
+    );
+    let qr = app.get(&format!("/v1/tickets/{id}/qr.png"), &token).await;
+    assert_eq!(qr.status(), StatusCode::CONFLICT);
+    app.stop().await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_scans_are_reconciled_by_scan_time_and_each_conflict_is_reported() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(2, 10, 0, 4)).await;
+    let (_, tickets) = buy(&app, event, 3).await;
+    let (online_id, online_key) = gate(&app, event, "Online").await;
+    let (offline_id, offline_key) = gate(&app, event, "Offline").await;
+    let now = app.engine.now().0;
+    // Ticket 0 was scanned online just now; the offline gate saw it a minute earlier.
+    assert_eq!(
+        scan(&app, event, &online_key, &barcode(&tickets[0]))
+            .await
+            .0,
+        200
+    );
+    let mut tampered = barcode(&tickets[2]);
+    tampered.replace_range(10..11, if &tampered[10..11] == "0" { "1" } else { "0" });
+    let batch = json!({"scans": [
+        {"barcode": barcode(&tickets[0]), "scanned_at": now - 60_000},
+        {"barcode": barcode(&tickets[1]), "scanned_at": now - 50_000},
+        {"barcode": barcode(&tickets[1]), "scanned_at": now - 40_000},
+        {"barcode": tampered, "scanned_at": now - 30_000},
+    ]});
+    let path = format!("/v1/events/{event}/scans/batch");
+    let res = app.post(&path, &offline_key, &uuid(), batch).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let v: Value = res.json().await.unwrap();
+    let r = v["results"].as_array().unwrap();
+    assert_eq!(r[0]["outcome"], "admitted");
+    assert_eq!(
+        r[0]["replaced"]["gate_id"].as_str(),
+        Some(online_id.as_str())
+    );
+    assert_eq!(r[1]["outcome"], "admitted");
+    assert_eq!(r[2]["outcome"], "already_scanned");
+    assert_eq!(
+        r[2]["first_scan"]["gate_id"].as_str(),
+        Some(offline_id.as_str())
+    );
+    assert_eq!(r[2]["first_scan"]["at"], json!(now - 50_000));
+    assert_eq!(r[3]["outcome"], "refused");
+    assert!(
+        r[3]["error"].as_str().unwrap().starts_with("barcode_"),
+        "{}",
+        r[3]
+    );
+    // Online, ticket 0 now names the earlier, offline scan.
+    let (status, body) = scan(&app, event, &online_key, &barcode(&tickets[0])).await;
+    assert_eq!(status, 409);
+    assert_eq!(body["first_scan"]["gate_name"], "Offline");
+    // A batch too large, or dated in the future, is refused whole and changes nothing.
+    let item = json!({"barcode": barcode(&tickets[2]), "scanned_at": now});
+    let big = json!({"scans": vec![item; 501]});
+    let res = app.post(&path, &offline_key, &uuid(), big).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let ahead =
+        json!({"scans": [{"barcode": barcode(&tickets[2]), "scanned_at": now + 3_600_000}]});
+    let res = app.post(&path, &offline_key, &uuid(), ahead).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        scan(&app, event, &online_key, &barcode(&tickets[2]))
+            .await
+            .0,
+        200
+    );
+    app.stop().await;
+}

@@ -1,0 +1,269 @@
+//! The `Tickets` port on the ledger's PostgreSQL database. Writes are single
+//! conditional statements, or (check-in) one transaction that locks the ticket's row,
+//! so nodes sharing the database agree without talking to each other.
+
+use async_trait::async_trait;
+use boxoffice_domain::ticket::{AttendeeName, KeyId, TicketId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId};
+use boxoffice_engine::ports::{
+    BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts, TicketRow,
+    Tickets,
+};
+use sqlx::Row;
+
+use crate::PostgresLedger;
+use crate::conn::db;
+use crate::ticket_rows::{self as rows, KEYS, bytes32, facts_sql, gates_sql, version};
+
+impl PostgresLedger {
+    async fn facts_where(
+        &self,
+        sql: &'static str,
+        bind: impl FnOnce(
+            sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+        )
+            -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<Vec<TicketFacts>, StoreError> {
+        let found = bind(sqlx::query(sql))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        found.iter().map(rows::facts).collect()
+    }
+
+    async fn gate_where(
+        &self,
+        sql: &'static str,
+        value: impl sqlx::Encode<'_, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send,
+    ) -> Result<Option<Gate>, StoreError> {
+        let found = sqlx::query(sql)
+            .bind(value)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+        found.as_ref().map(rows::gate).transpose()
+    }
+}
+
+#[async_trait]
+impl Tickets for PostgresLedger {
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn keys(&self, event: EventId) -> Result<Vec<StoredKey>, StoreError> {
+        let found = sqlx::query(KEYS)
+            .bind(event.0)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        found.iter().map(rows::key).collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn add_key(&self, event: EventId, key: &StoredKey) -> Result<bool, StoreError> {
+        let added = sqlx::query(
+            "INSERT INTO ticket_keys (event_id, kid, seed, created_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (event_id, kid) DO NOTHING",
+        )
+        .bind(event.0)
+        .bind(version(key.kid.0))
+        .bind(&key.seed[..])
+        .bind(key.created_at.0)
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(added.rows_affected() == 1)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn retire_key(
+        &self,
+        event: EventId,
+        kid: KeyId,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let changed = sqlx::query(
+            "UPDATE ticket_keys SET retired_at = $3
+             WHERE event_id = $1 AND kid = $2 AND retired_at IS NULL",
+        )
+        .bind(event.0)
+        .bind(version(kid.0))
+        .bind(now.0)
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(changed.rows_affected() == 1)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn barcode_setting(&self, event: EventId) -> Result<Option<BarcodeSetting>, StoreError> {
+        let found = sqlx::query(
+            "SELECT rotating, rotation_secret FROM ticket_settings WHERE event_id = $1",
+        )
+        .bind(event.0)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db)?;
+        found.map(|r| setting(&r)).transpose()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn set_rotating(
+        &self,
+        event: EventId,
+        rotating: bool,
+        secret: [u8; 32],
+    ) -> Result<BarcodeSetting, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO ticket_settings (event_id, rotating, rotation_secret) VALUES ($1, $2, $3)
+             ON CONFLICT (event_id) DO UPDATE SET rotating = excluded.rotating
+             RETURNING rotating, rotation_secret",
+        )
+        .bind(event.0)
+        .bind(rotating)
+        .bind(&secret[..])
+        .fetch_one(self.pool())
+        .await
+        .map_err(db)?;
+        setting(&row)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn insert_tickets(&self, tickets: &[TicketRow]) -> Result<(), StoreError> {
+        let col = |f: fn(&TicketRow) -> String| tickets.iter().map(f).collect::<Vec<_>>();
+        let events: Vec<i64> = tickets.iter().map(|t| t.event.0).collect();
+        let versions: Vec<i32> = tickets.iter().map(|t| version(t.version)).collect();
+        let attendees: Vec<Option<String>> = (tickets.iter())
+            .map(|t| {
+                t.attendee
+                    .as_ref()
+                    .map(|a| AttendeeName::as_str(a).to_owned())
+            })
+            .collect();
+        let issued: Vec<i64> = tickets.iter().map(|t| t.issued_at.0).collect();
+        sqlx::query(
+            "INSERT INTO tickets (id, event_id, order_id, seat_id, holder_id, version, attendee, issued_at)
+             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                                  $6::int[], $7::text[], $8::bigint[])
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(col(|t| t.id.to_string()))
+        .bind(events)
+        .bind(col(|t| t.order.to_string()))
+        .bind(col(|t| t.seat.as_str().to_owned()))
+        .bind(col(|t| t.holder.to_string()))
+        .bind(versions)
+        .bind(attendees)
+        .bind(issued)
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %id))]
+    async fn ticket(&self, id: TicketId) -> Result<Option<TicketFacts>, StoreError> {
+        let found = self
+            .facts_where(concat!(facts_sql!(), "WHERE t.id = $1"), |q| {
+                q.bind(id.to_string())
+            })
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
+    async fn tickets_of_order(&self, order: OrderId) -> Result<Vec<TicketRow>, StoreError> {
+        let found = self
+            .facts_where(
+                concat!(facts_sql!(), "WHERE t.order_id = $1 ORDER BY t.seat_id"),
+                |q| q.bind(order.to_string()),
+            )
+            .await?;
+        Ok(found.into_iter().map(|f| f.ticket).collect())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn tickets_of_holder(&self, holder: BuyerId) -> Result<Vec<TicketFacts>, StoreError> {
+        let clause = concat!(
+            facts_sql!(),
+            "WHERE t.holder_id = $1 ORDER BY t.event_id, t.seat_id"
+        );
+        self.facts_where(clause, |q| q.bind(holder.to_string()))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn tickets_of_event(&self, event: EventId) -> Result<Vec<TicketFacts>, StoreError> {
+        self.facts_where(concat!(facts_sql!(), "WHERE t.event_id = $1"), |q| {
+            q.bind(event.0)
+        })
+        .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %gate.event))]
+    async fn add_gate(&self, gate: &Gate, key: &str) -> Result<Option<Gate>, StoreError> {
+        let added = sqlx::query(
+            "INSERT INTO gates (id, event_id, name, digest, revoked, creation_key, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id, creation_key) DO NOTHING",
+        )
+        .bind(gate.id.to_string())
+        .bind(gate.event.0)
+        .bind(&gate.name)
+        .bind(&gate.digest[..])
+        .bind(gate.revoked)
+        .bind(key)
+        .bind(gate.created_at.0)
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        if added.rows_affected() == 1 {
+            return Ok(None);
+        }
+        let sql = concat!(gates_sql!(), "WHERE event_id = $1 AND creation_key = $2");
+        let first = sqlx::query(sql)
+            .bind(gate.event.0)
+            .bind(key)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+        first.as_ref().map(rows::gate).transpose()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(gate = %id))]
+    async fn gate(&self, id: GateId) -> Result<Option<Gate>, StoreError> {
+        self.gate_where(concat!(gates_sql!(), "WHERE id = $1"), id.to_string())
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn gate_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Gate>, StoreError> {
+        self.gate_where(concat!(gates_sql!(), "WHERE digest = $1"), digest.to_vec())
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(gate = %id))]
+    async fn revoke_gate(&self, id: GateId) -> Result<Option<Gate>, StoreError> {
+        let sql = "WITH r AS (UPDATE gates SET revoked = TRUE WHERE id = $1 RETURNING *)
+             SELECT id, event_id, name, digest, revoked, created_at FROM r";
+        let found = sqlx::query(sql)
+            .bind(id.to_string())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+        found.as_ref().map(rows::gate).transpose()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %scan.ticket))]
+    async fn check_in(&self, scan: &ScanAttempt) -> Result<CheckIn, StoreError> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let outcome = rows::check_in(&mut tx, scan).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(outcome)
+    }
+}
+
+fn setting(row: &sqlx::postgres::PgRow) -> Result<BarcodeSetting, StoreError> {
+    let secret: Vec<u8> = row.try_get(1).map_err(db)?;
+    Ok(BarcodeSetting {
+        rotating: row.try_get(0).map_err(db)?,
+        rotation_secret: bytes32(&secret, "rotation secret")?,
+    })
+}

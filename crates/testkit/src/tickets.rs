@@ -1,0 +1,116 @@
+//! The `Tickets` conformance suite. Every ledger backend runs the same cases:
+//!
+//! ```ignore
+//! boxoffice_testkit::tickets_conformance!(async { fresh_stores() });
+//! ```
+//!
+//! The expression yields a fresh `TicketStores`: the ledger and its after-sale record
+//! on one database (tickets join orders). Cases create their own events, orders and
+//! gates, so a shared database passes as well as a fresh file per case.
+
+mod checkin;
+mod concurrency;
+mod records;
+
+use std::sync::Arc;
+
+use boxoffice_domain::ticket::{SeatLabel, Ticket};
+use boxoffice_domain::{BuyerId, Event, GateId, Millis, OrderEvent};
+use boxoffice_engine::ports::{CommitOutcome, Gate, Ledger, Order, TicketRow, Tickets};
+
+pub use checkin::*;
+pub use concurrency::*;
+pub use records::*;
+
+use crate::ledger::fixtures::{T0, authorized, commit_of, event};
+
+/// A ledger and the after-sale record kept beside it.
+#[derive(Clone)]
+pub struct TicketStores {
+    pub ledger: Arc<dyn Ledger>,
+    pub tickets: Arc<dyn Tickets>,
+}
+
+/// Expands into `mod tickets { … }` with one timed tokio test per case.
+#[macro_export]
+macro_rules! tickets_conformance {
+    ($make:expr) => {
+        mod tickets {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__port_suite_cases!(tickets, $make;
+                keys_are_added_once_per_number_and_retired_keys_stop_verifying,
+                the_rotation_secret_is_drawn_once_and_kept_across_switches,
+                tickets_are_written_once_and_read_back_with_their_orders_state,
+                gates_are_created_once_per_key_found_by_digest_and_revoked,
+                a_ticket_is_admitted_once_and_a_second_scan_names_the_first,
+                a_ticket_admits_only_while_its_order_is_confirmed,
+                an_old_version_or_an_unknown_ticket_is_refused,
+                offline_scans_are_reconciled_earliest_first,
+                two_gates_racing_over_k_tickets_admit_each_exactly_once,
+            );
+        }
+    };
+}
+
+/// An event of `seats` seats (limit `seats` per buyer) and a confirmed order of all of
+/// them.
+pub async fn confirmed_order(s: &TicketStores, seats: u32) -> (Event, Order) {
+    let e = event(&s.ledger, seats, seats).await;
+    let all: Vec<usize> = (0..seats as usize).collect();
+    let o = authorized(&s.ledger, &e, BuyerId::random(), &all).await;
+    let outcome = s.ledger.commit(&commit_of(&o, seats)).await.unwrap();
+    assert_eq!(outcome, CommitOutcome::Committed);
+    let o = s
+        .ledger
+        .apply(o.id, OrderEvent::Captured, None, T0.plus_secs(3))
+        .await
+        .expect("capture the order");
+    (e, o)
+}
+
+/// The first version of each ticket of `order`, as the engine writes them.
+pub fn rows_of(order: &Order) -> Vec<TicketRow> {
+    (order.seats.iter())
+        .map(|s| {
+            let seat = SeatLabel::try_from(s.seat_id.clone()).expect("a seat label");
+            let t = Ticket::issue(order.id, order.event, seat, order.buyer);
+            TicketRow {
+                id: t.id,
+                event: t.event,
+                order: order.id,
+                seat: t.seat,
+                holder: t.holder,
+                version: 1,
+                attendee: None,
+                issued_at: T0.plus_secs(4),
+            }
+        })
+        .collect()
+}
+
+/// A new gate of `event`, its credential digest made of its name.
+pub async fn gate(s: &TicketStores, event: &Event, name: &str) -> Gate {
+    let g = Gate {
+        id: GateId::random(),
+        event: event.id,
+        name: name.to_owned(),
+        digest: random_digest(),
+        revoked: false,
+        created_at: T0,
+    };
+    let added = s.tickets.add_gate(&g, &GateId::random().to_string()).await;
+    assert_eq!(added.expect("add the gate"), None, "a fresh key adds");
+    g
+}
+
+/// 32 random bytes, as a credential's digest.
+pub fn random_digest() -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    out[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    out
+}
+
+/// A scan time after the fixtures' order moves.
+pub const DOORS: Millis = Millis(T0.0 + 3_600_000);
