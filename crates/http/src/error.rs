@@ -105,6 +105,10 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::CheckoutInProgress => C::CheckoutInProgress,
         E::PaymentDeclined(_) => C::PaymentDeclined,
         E::SeatSold => C::SeatSold,
+        E::OrderNotCancellable(_) => C::OrderNotCancellable,
+        E::RefundWindowClosed => C::RefundWindowClosed,
+        E::EventCancelled => C::EventCancelled,
+        E::EventNotCancelled => C::EventNotCancelled,
         E::Unavailable(_) => C::Unavailable,
         E::Internal(_) => C::Internal,
     }

@@ -10,6 +10,7 @@ pub mod ops;
 pub mod orders;
 pub mod payments;
 pub mod queue;
+pub mod refunds;
 pub mod waiting;
 
 use axum::handler::Handler;
@@ -229,6 +230,34 @@ pub fn table() -> Vec<RouteDef> {
             Api,
             orders::get,
             &orders::GET_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/orders/{id}/cancel",
+            Api,
+            refunds::cancel_order,
+            &refunds::CANCEL_ORDER_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/orders/{id}/refund",
+            Api,
+            refunds::refund_order,
+            &refunds::REFUND_ORDER_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/events/{id}/cancel",
+            Api,
+            refunds::cancel_event,
+            &refunds::CANCEL_EVENT_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/cancellation",
+            Api,
+            refunds::cancellation,
+            &refunds::CANCELLATION_DOC,
         ),
         route(
             M::GET,

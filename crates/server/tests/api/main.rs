@@ -14,6 +14,7 @@ mod edge;
 mod fuzz;
 mod identity;
 mod payments;
+mod refunds;
 mod seed_scenario;
 mod tokens;
 mod waiting_restart;
