@@ -59,6 +59,10 @@ pub struct SaleSettings {
     /// of its order is still free, instead of being returned. Off unless set.
     #[serde(default)]
     pub honour_late_payments: bool,
+    /// Until when buyers may return their own orders (`POST /v1/orders/{id}/refund`).
+    /// None (the default): buyers cannot; only the operator cancels sales.
+    #[serde(default)]
+    pub buyer_refunds: Option<crate::refunds::RefundWindow>,
 }
 
 impl Default for SaleSettings {
@@ -69,6 +73,7 @@ impl Default for SaleSettings {
             payment_grace_s: 120,
             admission_rate_per_s: 500,
             honour_late_payments: false,
+            buyer_refunds: None,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod money;
 pub mod order;
 pub mod pow;
+pub mod refunds;
 pub mod secret;
 pub mod ticket;
 pub mod time;

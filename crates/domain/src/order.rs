@@ -8,6 +8,8 @@
 //!                               ↘ voiding → voided  (the hold ended before the commit)
 //! payment after expiry: declined | voided | lost | cancelled → refunding → refunded
 //! pending_capture ─(authorization expired, or retries exhausted)─► cancelling → cancelled
+//! confirmed ─(cancel requested: operator, buyer, event cancelled)─► refunding → refunded
+//! committed | pending_capture ─(cancel requested)─► cancelling → cancelled | refunded
 //! ```
 //!
 //! `cancelling` is the claim of a sale that can no longer be paid for: the ledger gives
@@ -69,10 +71,14 @@ pub enum OrderEvent {
     /// The authorization of a committed sale can no longer be captured: the ledger gives
     /// the seats back and the order is cancelled.
     CaptureAbandoned,
+    /// The operator or the buyer undid the sale (or its event was cancelled): the ledger
+    /// gives the seats back in the same step, then the money goes back (a capture
+    /// refunded, an authorization voided).
+    CancelRequested,
 }
 
 impl OrderEvent {
-    pub const ALL: [OrderEvent; 11] = [
+    pub const ALL: [OrderEvent; 12] = [
         OrderEvent::Authorized,
         OrderEvent::Declined,
         OrderEvent::Committed,
@@ -84,6 +90,7 @@ impl OrderEvent {
         OrderEvent::Abandoned,
         OrderEvent::RefundDue,
         OrderEvent::CaptureAbandoned,
+        OrderEvent::CancelRequested,
     ];
 
     /// The history line of an order's creation, which is no move of the state machine.
@@ -104,6 +111,7 @@ impl OrderEvent {
             OrderEvent::Abandoned => "abandoned",
             OrderEvent::RefundDue => "refund_due",
             OrderEvent::CaptureAbandoned => "capture_abandoned",
+            OrderEvent::CancelRequested => "cancel_requested",
         }
     }
 
@@ -112,9 +120,21 @@ impl OrderEvent {
     }
 
     /// Events that sell seats or give them back: only the ledger's own operations for
-    /// them (`commit`, `cancel_sale`) may apply these, never a plain state move.
+    /// them (`commit`, `cancel_sale`, `revoke_sale`) may apply these, never a plain
+    /// state move.
     pub fn moves_seats(self) -> bool {
-        matches!(self, OrderEvent::Committed | OrderEvent::CaptureAbandoned)
+        matches!(
+            self,
+            OrderEvent::Committed | OrderEvent::CaptureAbandoned | OrderEvent::CancelRequested
+        )
+    }
+
+    /// Events that give an order's seats back.
+    pub fn gives_seats_back(self) -> bool {
+        matches!(
+            self,
+            OrderEvent::CaptureAbandoned | OrderEvent::CancelRequested
+        )
     }
 }
 
@@ -169,6 +189,8 @@ impl OrderState {
             }
             (S::PendingCapture, E::CaptureAbandoned) => S::Cancelling,
             (S::Cancelling, E::Voided) => S::Cancelled,
+            (S::Confirmed, E::CancelRequested) => S::Refunding,
+            (S::Committed | S::PendingCapture, E::CancelRequested) => S::Cancelling,
             (from, event) => return Err(IllegalOrderMove { from, event }),
         };
         Ok(to)
@@ -266,9 +288,11 @@ mod tests {
                 if let Ok(next) = state.apply(e) {
                     if next == OrderState::Confirmed { prop_assert!(committed && !given_back); }
                     committed |= next == OrderState::Committed;
-                    given_back |= e == OrderEvent::CaptureAbandoned;
+                    given_back |= e.gives_seats_back();
                     prop_assert_eq!(next.holds_seats(), committed && !given_back, "{:?} -{:?}-> {:?}", state, e, next);
-                    prop_assert!(state != OrderState::Confirmed && state != OrderState::Refunded);
+                    // A confirmed sale only moves when it is undone, and a refund is final.
+                    prop_assert!(state != OrderState::Confirmed || e == OrderEvent::CancelRequested);
+                    prop_assert!(state != OrderState::Refunded);
                     state = next;
                 }
             }
@@ -297,6 +321,31 @@ mod tests {
                 .is_err()
         );
         assert!(OrderEvent::CaptureAbandoned.moves_seats() && OrderEvent::Committed.moves_seats());
+    }
+
+    #[test]
+    fn a_requested_cancel_claims_a_sale_and_a_second_one_is_refused() {
+        let refunding = OrderState::Confirmed
+            .apply(OrderEvent::CancelRequested)
+            .unwrap();
+        assert_eq!(refunding, OrderState::Refunding);
+        assert!(!refunding.holds_seats() && OrderState::UNFINISHED.contains(&refunding));
+        assert_eq!(
+            refunding.apply(OrderEvent::Refunded),
+            Ok(OrderState::Refunded)
+        );
+        for unpaid in [OrderState::Committed, OrderState::PendingCapture] {
+            assert_eq!(
+                unpaid.apply(OrderEvent::CancelRequested),
+                Ok(OrderState::Cancelling)
+            );
+        }
+        for s in ALL_STATES.into_iter().filter(|s| !s.holds_seats()) {
+            assert!(s.apply(OrderEvent::CancelRequested).is_err(), "{s:?}");
+        }
+        assert!(OrderEvent::CancelRequested.moves_seats());
+        assert!(OrderEvent::CancelRequested.gives_seats_back());
+        assert!(!OrderEvent::Committed.gives_seats_back());
     }
 
     #[test]

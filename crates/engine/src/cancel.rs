@@ -76,14 +76,25 @@ impl Engine {
         Ok(true)
     }
 
-    /// An order in `cancelling`: its seats back in the hot store, then the
-    /// authorization released (or a capture refunded), then the final state.
+    /// An order in `cancelling` (or `refunding`): its seats back in the hot store,
+    /// then the authorization released (or a capture refunded), then the final state.
     pub(crate) async fn finish_cancelling(
         &self,
         order: &Order,
         via: &dyn PaymentGateway,
     ) -> Result<bool, EngineError> {
-        self.return_cancelled_seats(order).await?;
+        self.return_cancelled_seats(std::slice::from_ref(order))
+            .await?;
+        self.give_money_back(order, via).await
+    }
+
+    /// The money of a claimed order back: an authorization released, a capture
+    /// refunded, as the provider shows it now; `true` once it is back.
+    pub(crate) async fn give_money_back(
+        &self,
+        order: &Order,
+        via: &dyn PaymentGateway,
+    ) -> Result<bool, EngineError> {
         match via.inquire(&Inquiry::of(order)).await {
             Ok(Some(p)) => self.give_back(order, &p, via).await,
             Ok(None) => Ok(self
@@ -97,35 +108,37 @@ impl Engine {
         }
     }
 
-    /// The seats of a cancelled sale back in stock in the hot store. The ledger gave
-    /// them back first, so a seat it has sold again since (to a later buyer) is left
-    /// alone: a retry after a crash cannot free a seat that sold again meanwhile.
-    async fn return_cancelled_seats(&self, order: &Order) -> Result<(), EngineError> {
-        let entry = self.event(order.event).await?;
+    /// The seats of cancelled sales of one event back in stock in the hot store. The
+    /// ledger gave them back first, so a seat it has sold again since (to a later
+    /// buyer) is left alone: a retry after a crash cannot free a seat that sold again
+    /// meanwhile. The hot store returns only seats it still has sold, so a repeat
+    /// changes nothing.
+    pub(crate) async fn return_cancelled_seats(&self, orders: &[Order]) -> Result<(), EngineError> {
+        let Some(first) = orders.first() else {
+            return Ok(());
+        };
+        let entry = self.event(first.event).await?;
         let resold: HashSet<SeatIndex> = self
             .ledger_sold_seats(&entry)
             .await?
             .into_iter()
             .map(|s| s.seat)
             .collect();
-        let seats: Vec<SoldSeat> = order
-            .seats
+        let seats: Vec<SoldSeat> = orders
             .iter()
-            .filter_map(|s| entry.seat_index.get(&s.seat_id).copied())
-            .filter(|s| !resold.contains(s))
-            .map(|seat| SoldSeat {
-                seat,
-                buyer: order.buyer,
-            })
+            .flat_map(|o| o.seats.iter().map(move |s| (o.buyer, s)))
+            .filter_map(|(buyer, s)| Some((buyer, *entry.seat_index.get(&s.seat_id)?)))
+            .filter(|(_, s)| !resold.contains(s))
+            .map(|(buyer, seat)| SoldSeat { seat, buyer })
             .collect();
         match self
             .ports
             .arbiter
-            .return_sold_seats(order.event, &seats)
+            .return_sold_seats(first.event, &seats)
             .await
         {
             Ok(back) => {
-                tracing::info!(order = %order.id, seats = back, "seats of a cancelled sale back on sale");
+                tracing::info!(event = %first.event, orders = orders.len(), seats = back, "seats of cancelled sales back on sale");
                 Ok(())
             }
             // The event is rebuilt from the ledger on first use, with the seats free.

@@ -3,7 +3,7 @@
 //! a race at any point leaves a state that `recovery` can finish, and nobody is charged
 //! for a seat they did not get.
 
-use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState};
+use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState, SaleStatus};
 
 use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
@@ -45,6 +45,9 @@ impl Engine {
             HoldState::Released => return Err(EngineError::HoldNotActive(HoldState::Released)),
         }
         let entry = self.event(hold.event).await?;
+        if entry.event.status == SaleStatus::Closed && self.event_is_cancelled(hold.event).await? {
+            return Err(EngineError::EventCancelled);
+        }
         let now = self.now();
         let order = new_order(
             &view,
@@ -109,7 +112,7 @@ impl Engine {
             .collect())
     }
 
-    fn owned(&self, who: &BuyerSession, order: &Order) -> Result<Order, EngineError> {
+    pub(crate) fn owned(&self, who: &BuyerSession, order: &Order) -> Result<Order, EngineError> {
         if order.buyer == who.buyer {
             Ok(order.clone())
         } else {

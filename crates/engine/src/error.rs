@@ -77,6 +77,14 @@ pub enum EngineError {
     SeatSold,
     #[error("{0}")]
     Ticket(crate::tickets::TicketRefusal),
+    #[error("the order is {0:?}: only a sale (committed or confirmed) can be cancelled")]
+    OrderNotCancellable(boxoffice_domain::OrderState),
+    #[error("orders of this event cannot be returned by their buyers now")]
+    RefundWindowClosed,
+    #[error("this event is cancelled; its orders are being refunded")]
+    EventCancelled,
+    #[error("this event is not cancelled")]
+    EventNotCancelled,
     #[error("temporarily unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]

@@ -103,7 +103,7 @@ pub fn explain(state: OrderState) -> (&'static str, &'static str) {
         ),
         S::Refunding => (
             "being_returned",
-            "Your payment arrived after your hold ended; it is being refunded in full.",
+            "This order has no tickets (it was cancelled, or your payment arrived after your hold ended); your payment is being refunded in full.",
         ),
         S::Refunded => (
             "returned",
@@ -111,11 +111,11 @@ pub fn explain(state: OrderState) -> (&'static str, &'static str) {
         ),
         S::Cancelling => (
             "being_returned",
-            "We could not complete the charge for your order, so your tickets are cancelled and the seats are back on sale. The reservation on your card is being released; you will not be charged.",
+            "Your order was cancelled before the charge was completed (it was called off, or the charge could not be completed), so your tickets are cancelled and the seats are back on sale. The reservation on your card is being released; you will not be charged.",
         ),
         S::Cancelled => (
             "none",
-            "We could not complete the charge for your order, so your tickets were cancelled and the seats went back on sale. You were not charged.",
+            "Your order was cancelled before the charge was completed (it was called off, or the charge could not be completed), so your tickets were cancelled and the seats went back on sale. You were not charged.",
         ),
     }
 }

@@ -39,21 +39,20 @@ impl Engine {
                 self.capture(order, reference(order), via).await?;
                 Ok(true)
             }
-            S::Cancelling => self.finish_cancelling(order, via).await,
+            // A claimed give-back; a sale undone on request (`refunding` from
+            // `confirmed`) has seats to give back to the hot store as well, and for a
+            // late payment's `refunding` that return finds nothing to do.
+            S::Cancelling | S::Refunding => self.finish_cancelling(order, via).await,
             S::Confirmed | S::Refunded => Ok(false),
-            S::PendingPayment
-            | S::Voiding
-            | S::Refunding
-            | S::Declined
-            | S::Voided
-            | S::Lost
-            | S::Cancelled => match via.inquire(&Inquiry::of(order)).await {
-                Ok(found) => self.settle_with(order, found, via).await,
-                Err(e) => {
-                    tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
-                    Ok(false)
+            S::PendingPayment | S::Voiding | S::Declined | S::Voided | S::Lost | S::Cancelled => {
+                match via.inquire(&Inquiry::of(order)).await {
+                    Ok(found) => self.settle_with(order, found, via).await,
+                    Err(e) => {
+                        tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
+                        Ok(false)
+                    }
                 }
-            },
+            }
         }
     }
 

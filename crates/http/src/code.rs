@@ -80,6 +80,10 @@ error_codes! {
     CheckoutInProgress = "checkout_in_progress" => CONFLICT;
     PaymentDeclined = "payment_declined" => PAYMENT_REQUIRED;
     SeatSold = "seat_sold" => CONFLICT;
+    OrderNotCancellable = "order_not_cancellable" => CONFLICT;
+    RefundWindowClosed = "refund_window_closed" => FORBIDDEN;
+    EventCancelled = "event_cancelled" => CONFLICT;
+    EventNotCancelled = "event_not_cancelled" => NOT_FOUND;
     MissingSignature = "missing_signature" => BAD_REQUEST;
     InvalidSignature = "invalid_signature" => BAD_REQUEST;
     StaleWebhook = "stale_webhook" => BAD_REQUEST;

@@ -108,6 +108,10 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::PaymentDeclined(_) => C::PaymentDeclined,
         E::SeatSold => C::SeatSold,
         E::Ticket(r) => crate::routes::gates::refusal_code(r),
+        E::OrderNotCancellable(_) => C::OrderNotCancellable,
+        E::RefundWindowClosed => C::RefundWindowClosed,
+        E::EventCancelled => C::EventCancelled,
+        E::EventNotCancelled => C::EventNotCancelled,
         E::Unavailable(_) => C::Unavailable,
         E::Internal(_) => C::Internal,
     }

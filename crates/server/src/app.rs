@@ -260,6 +260,13 @@ fn spawn_workers(
             |e| async move { e.recovery_step().await },
         ),
         spawn_worker(
+            "event_cancellations",
+            w.event_cancel_interval_ms,
+            &stop,
+            engine,
+            |e| async move { e.event_cancellation_step().await },
+        ),
+        spawn_worker(
             "drift_repair",
             w.drift_repair_interval_ms,
             &stop,

@@ -36,12 +36,15 @@ const CANCEL: &str = "
     )
     SELECT count(*) FROM moved";
 
-/// Writer job.
+/// Writer job: the sale undone by `event` (`CaptureAbandoned` for `cancel_sale`,
+/// `CancelRequested` for `revoke_sale`), if the order's state allows it.
 pub(crate) async fn cancel_sale(
     conn: &mut PgConnection,
     id: OrderId,
+    event: OrderEvent,
     now: Millis,
 ) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
+    debug_assert!(event.gives_seats_back());
     let key = id.to_string();
     // Another node may move the order between the read and the update; the update is
     // conditional, so a lost race just reads the new state and decides again.
@@ -50,7 +53,7 @@ pub(crate) async fn cancel_sale(
             return Ok(Step::Undo(Err(LedgerError::NotFound)));
         };
         let from = order.state;
-        let Ok(to) = from.apply(OrderEvent::CaptureAbandoned) else {
+        let Ok(to) = from.apply(event) else {
             return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
         };
         let moved: i64 = sqlx::query_scalar(CANCEL)
@@ -58,7 +61,7 @@ pub(crate) async fn cancel_sale(
             .bind(from.as_str())
             .bind(to.as_str())
             .bind(now.0)
-            .bind(OrderEvent::CaptureAbandoned.as_str())
+            .bind(event.as_str())
             .bind(OrderNotice::Cancelled.as_str())
             .fetch_one(&mut *conn)
             .await

@@ -10,8 +10,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, InsertOrder, Ledger, LedgerError, Order,
-    StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
+    Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 use sqlx::PgPool;
@@ -20,7 +20,7 @@ use sqlx::postgres::PgPoolOptions;
 use crate::idempotency::PostgresIdempotency;
 use crate::options::PostgresOptions;
 use crate::writer::Writer;
-use crate::{audit, cancel, conn, events, migrate, moves, orders};
+use crate::{audit, cancel, conn, event_cancel, events, migrate, moves, orders};
 
 /// Things that must live as long as the database is in use, such as a test's
 /// throw-away database (dropped with the last ledger or idempotency store).
@@ -211,8 +211,70 @@ impl Ledger for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer
-            .submit(move |c| Box::pin(cancel::cancel_sale(c, order, now)))
+            .submit(move |c| {
+                Box::pin(cancel::cancel_sale(
+                    c,
+                    order,
+                    OrderEvent::CaptureAbandoned,
+                    now,
+                ))
+            })
             .await?
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
+    async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.writer
+            .submit(move |c| {
+                Box::pin(cancel::cancel_sale(
+                    c,
+                    order,
+                    OrderEvent::CancelRequested,
+                    now,
+                ))
+            })
+            .await?
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn cancel_event(
+        &self,
+        event: EventId,
+        now: Millis,
+    ) -> Result<EventCancellation, StoreError> {
+        self.writer
+            .submit(move |c| Box::pin(event_cancel::start(c, event, now)))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn event_cancellation(
+        &self,
+        event: EventId,
+    ) -> Result<Option<EventCancellation>, StoreError> {
+        event_cancel::read(&self.pool, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn running_cancellations(&self) -> Result<Vec<EventCancellation>, StoreError> {
+        event_cancel::running(&self.pool).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %read.event))]
+    async fn save_cancellation(
+        &self,
+        read: &EventCancellation,
+        next: &EventCancellation,
+    ) -> Result<bool, StoreError> {
+        let (read, next) = (read.clone(), next.clone());
+        self.writer
+            .submit(move |c| Box::pin(async move { event_cancel::save(c, &read, &next).await }))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %q.event))]
+    async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError> {
+        orders::of_event(&self.pool, q).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

@@ -37,6 +37,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tickets",
         include_str!("../../../migrations/postgres/0005_tickets.sql"),
     ),
+    (
+        6,
+        "event_cancellations",
+        include_str!("../../../migrations/postgres/0006_event_cancellations.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -2,7 +2,7 @@
 //! shared by the read path and the writer.
 
 use boxoffice_domain::{EventId, HoldId, Millis, Money, OrderState};
-use boxoffice_engine::ports::{DueOrders, Order, OrderSeat, StoreError};
+use boxoffice_engine::ports::{DueOrders, EventOrders, Order, OrderSeat, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
@@ -31,6 +31,13 @@ const DUE: &str = concat!(
     order_columns!(),
     " FROM orders WHERE state = ANY($1) AND updated_at <= $2 AND next_attempt_at <= $3",
     " AND (next_attempt_at, id) > ($4, $5) ORDER BY next_attempt_at, id LIMIT $6"
+);
+
+const OF_EVENT: &str = concat!(
+    "SELECT ",
+    order_columns!(),
+    " FROM orders WHERE event_id = $1 AND id COLLATE \"C\" > $2",
+    " ORDER BY id COLLATE \"C\" LIMIT $3"
 );
 
 fn parse(row: &PgRow) -> Result<Order, StoreError> {
@@ -112,6 +119,21 @@ pub(crate) async fn due<'e>(
         .bind(q.due_at.0)
         .bind(after_at)
         .bind(after_id)
+        .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    rows.iter().map(parse).collect()
+}
+
+/// A page of an event's orders in id order (see `EventOrders`).
+pub(crate) async fn of_event<'e>(
+    conn: impl PgExecutor<'e>,
+    q: &EventOrders,
+) -> Result<Vec<Order>, StoreError> {
+    let rows = sqlx::query(OF_EVENT)
+        .bind(q.event.0)
+        .bind(q.after.map(|o| o.to_string()).unwrap_or_default())
         .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
         .fetch_all(conn)
         .await

@@ -13,18 +13,21 @@ use crate::moves::record;
 use crate::orders;
 use crate::writer::Step;
 
-/// Writer job.
+/// Writer job: the sale undone by `event` (`CaptureAbandoned` for `cancel_sale`,
+/// `CancelRequested` for `revoke_sale`), if the order's state allows it.
 pub(crate) fn cancel_sale(
     conn: &Connection,
     id: OrderId,
+    event: OrderEvent,
     now: Millis,
 ) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
+    debug_assert!(event.gives_seats_back());
     let key = id.to_string();
     let Some(mut order) = orders::by_id(conn, &key)? else {
         return Ok(Step::Undo(Err(LedgerError::NotFound)));
     };
     let from = order.state;
-    let Ok(to) = from.apply(OrderEvent::CaptureAbandoned) else {
+    let Ok(to) = from.apply(event) else {
         return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
     };
     let freed = conn
@@ -47,8 +50,7 @@ pub(crate) fn cancel_sale(
     )
     .and_then(|mut s| s.execute(params![key, from.as_str(), to.as_str(), now.0]))
     .map_err(db)?;
-    let event = OrderEvent::CaptureAbandoned.as_str();
-    record(conn, &key, Some(from), to, event, now)?;
+    record(conn, &key, Some(from), to, event.as_str(), now)?;
     write_outbox(conn, &order, now)?;
     (order.state, order.updated_at, order.attempts) = (to, now, 0);
     Ok(Step::Keep(Ok(order)))

@@ -11,8 +11,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, InsertOrder, Ledger, LedgerError, Order,
-    StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
+    Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -20,7 +20,7 @@ use crate::idempotency::SqliteIdempotency;
 use crate::options::SqliteOptions;
 use crate::reader::ReadPool;
 use crate::writer::Writer;
-use crate::{audit, cancel, commit, conn, events, migrate, moves, orders};
+use crate::{audit, cancel, commit, conn, event_cancel, events, migrate, moves, orders};
 
 /// Things that must live as long as the file is in use, such as a test's temp directory.
 pub(crate) type Guards = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
@@ -197,8 +197,61 @@ impl Ledger for SqliteLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer
-            .submit(move |c| cancel::cancel_sale(c, order, now))
+            .submit(move |c| cancel::cancel_sale(c, order, OrderEvent::CaptureAbandoned, now))
             .await?
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
+    async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.writer
+            .submit(move |c| cancel::cancel_sale(c, order, OrderEvent::CancelRequested, now))
+            .await?
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn cancel_event(
+        &self,
+        event: EventId,
+        now: Millis,
+    ) -> Result<EventCancellation, StoreError> {
+        self.writer
+            .submit(move |c| event_cancel::start(c, event, now))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn event_cancellation(
+        &self,
+        event: EventId,
+    ) -> Result<Option<EventCancellation>, StoreError> {
+        self.readers
+            .read(move |c| event_cancel::read(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn running_cancellations(&self) -> Result<Vec<EventCancellation>, StoreError> {
+        self.readers.read(event_cancel::running).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %read.event))]
+    async fn save_cancellation(
+        &self,
+        read: &EventCancellation,
+        next: &EventCancellation,
+    ) -> Result<bool, StoreError> {
+        let (read, next) = (read.clone(), next.clone());
+        self.writer
+            .submit(move |c| event_cancel::save(c, &read, &next))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %q.event))]
+    async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError> {
+        let q = *q;
+        self.readers
+            .read(move |c| event_cancel::orders_of_event(c, &q))
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

@@ -10,6 +10,7 @@ mod audit;
 mod cancel;
 mod commit;
 mod conn;
+mod event_cancel;
 mod events;
 mod idempotency;
 mod ledger;

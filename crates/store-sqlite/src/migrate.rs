@@ -33,6 +33,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tickets",
         include_str!("../../../migrations/sqlite/0004_tickets.sql"),
     ),
+    (
+        5,
+        "event_cancellations",
+        include_str!("../../../migrations/sqlite/0005_event_cancellations.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -14,8 +14,10 @@ mod cancel;
 mod catalog;
 mod commit;
 mod concurrency;
+mod event_cancel;
 pub mod fixtures;
 mod orders;
+mod revoke;
 mod schedule;
 
 pub use audit::*;
@@ -23,7 +25,9 @@ pub use cancel::*;
 pub use catalog::*;
 pub use commit::*;
 pub use concurrency::*;
+pub use event_cancel::*;
 pub use orders::*;
+pub use revoke::*;
 pub use schedule::*;
 
 /// Expands into `mod ledger { … }` with one timed tokio test per case.
@@ -50,6 +54,13 @@ macro_rules! ledger_conformance {
                 a_claimed_attempt_is_counted_once_and_a_new_state_starts_the_count_again,
                 cancelling_a_sale_gives_its_seats_back_in_one_step,
                 apply_cannot_cancel_a_sale_without_giving_its_seats_back,
+                revoking_a_confirmed_sale_claims_it_and_gives_its_seats_back,
+                revoking_a_sale_not_yet_captured_cancels_it,
+                revoking_an_order_without_seats_is_a_conflict_and_writes_nothing,
+                concurrent_cancels_of_one_order_claim_it_exactly_once,
+                cancelling_an_event_closes_its_sale_and_records_the_job_once,
+                cancellation_progress_is_saved_only_over_what_it_was_read_as,
+                an_events_orders_page_in_id_order_from_a_cursor,
                 a_committed_order_has_its_seats_sold_to_its_buyer,
                 a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing,
                 an_order_can_be_committed_only_once,

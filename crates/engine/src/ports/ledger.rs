@@ -5,7 +5,7 @@ use boxoffice_domain::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::StoreError;
+use super::{EventCancellation, EventOrders, StoreError};
 
 /// One seat of an order, priced at the hold's quote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,6 +169,34 @@ pub trait Ledger: Send + Sync {
     /// outbox row and a history line, in one transaction. `Conflict` (holding the
     /// state) when the order is in another state; nothing is written then.
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
+    /// A sale undone on request (`OrderEvent::CancelRequested`): confirmed → refunding,
+    /// committed or pending_capture → cancelling, with the seats given back exactly as
+    /// `cancel_sale` gives them. `Conflict` (holding the state) when the order owns no
+    /// seats; nothing is written then. The claim that makes a refund happen once.
+    async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
+
+    /// Closes the event's sale and records its cancellation job, in one transaction. A
+    /// second call changes nothing and returns the job as it is.
+    async fn cancel_event(
+        &self,
+        event: EventId,
+        now: Millis,
+    ) -> Result<EventCancellation, StoreError>;
+    async fn event_cancellation(
+        &self,
+        event: EventId,
+    ) -> Result<Option<EventCancellation>, StoreError>;
+    /// Cancellation jobs not finished yet.
+    async fn running_cancellations(&self) -> Result<Vec<EventCancellation>, StoreError>;
+    /// Stores the job's progress if it is still as `read` (same pass and cursor):
+    /// `false` when another node moved it first, which then leaves it alone.
+    async fn save_cancellation(
+        &self,
+        read: &EventCancellation,
+        next: &EventCancellation,
+    ) -> Result<bool, StoreError>;
+    /// A page of an event's orders in id order (see `EventOrders`).
+    async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError>;
 
     /// (seat id, buyer) of every sold seat of an event: the input of a rebuild.
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError>;

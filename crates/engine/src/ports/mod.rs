@@ -3,6 +3,7 @@
 //! crates; every adapter of a port passes the same conformance suite (`testkit`).
 
 mod arbiter;
+mod cancellation;
 mod clock;
 mod idempotency;
 mod identity;
@@ -12,6 +13,7 @@ mod queue;
 mod tickets;
 
 pub use arbiter::*;
+pub use cancellation::*;
 pub use clock::*;
 pub use idempotency::*;
 pub use identity::*;

@@ -10,8 +10,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, InsertOrder, Ledger, LedgerError, Order,
-    StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
+    Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -108,6 +108,35 @@ impl Ledger for Racing {
     }
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.inner.cancel_sale(order, now).await
+    }
+    async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.inner.revoke_sale(order, now).await
+    }
+    async fn cancel_event(
+        &self,
+        event: EventId,
+        now: Millis,
+    ) -> Result<EventCancellation, StoreError> {
+        self.inner.cancel_event(event, now).await
+    }
+    async fn event_cancellation(
+        &self,
+        event: EventId,
+    ) -> Result<Option<EventCancellation>, StoreError> {
+        self.inner.event_cancellation(event).await
+    }
+    async fn running_cancellations(&self) -> Result<Vec<EventCancellation>, StoreError> {
+        self.inner.running_cancellations().await
+    }
+    async fn save_cancellation(
+        &self,
+        read: &EventCancellation,
+        next: &EventCancellation,
+    ) -> Result<bool, StoreError> {
+        self.inner.save_cancellation(read, next).await
+    }
+    async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError> {
+        self.inner.orders_of_event(q).await
     }
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
         self.inner.sold_seats(event).await

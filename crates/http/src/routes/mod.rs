@@ -11,6 +11,7 @@ pub mod ops;
 pub mod orders;
 pub mod payments;
 pub mod queue;
+pub mod refunds;
 pub mod tickets;
 pub mod waiting;
 pub mod web;
@@ -240,6 +241,34 @@ fn sale() -> Vec<RouteDef> {
             Api,
             orders::get,
             &orders::GET_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/orders/{id}/cancel",
+            Api,
+            refunds::cancel_order,
+            &refunds::CANCEL_ORDER_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/orders/{id}/refund",
+            Api,
+            refunds::refund_order,
+            &refunds::REFUND_ORDER_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/events/{id}/cancel",
+            Api,
+            refunds::cancel_event,
+            &refunds::CANCEL_EVENT_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/cancellation",
+            Api,
+            refunds::cancellation,
+            &refunds::CANCELLATION_DOC,
         ),
         route(
             M::GET,

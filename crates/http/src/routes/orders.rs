@@ -56,6 +56,7 @@ pub(crate) const CHECKOUT_DOC: Doc = Doc {
         use ErrorCode as C;
         &[
             C::CheckoutInProgress,
+            C::EventCancelled,
             C::HoldExpired,
             C::HoldNotActive,
             C::HoldNotFound,

@@ -21,6 +21,9 @@ pub struct WorkerConfig {
     /// How often replay records older than `idempotency.retention_s` are pruned.
     /// Default 60,000 ms.
     pub replay_prune_interval_ms: u64,
+    /// How often the refund jobs of cancelled events take their next page of orders
+    /// (a page that did work is followed at once by the next). Default 1,000 ms.
+    pub event_cancel_interval_ms: u64,
 }
 
 impl Default for WorkerConfig {
@@ -31,6 +34,7 @@ impl Default for WorkerConfig {
             drift_repair_interval_ms: 30_000,
             heartbeat_interval_ms: 2_000,
             replay_prune_interval_ms: 60_000,
+            event_cancel_interval_ms: 1_000,
         }
     }
 }
@@ -45,6 +49,7 @@ impl WorkerConfig {
             ("drift_repair_interval_ms", self.drift_repair_interval_ms),
             ("heartbeat_interval_ms", self.heartbeat_interval_ms),
             ("replay_prune_interval_ms", self.replay_prune_interval_ms),
+            ("event_cancel_interval_ms", self.event_cancel_interval_ms),
         ];
         match periods.iter().find(|(_, ms)| *ms == 0) {
             Some((name, _)) => anyhow::bail!("workers.{name} must be at least 1"),

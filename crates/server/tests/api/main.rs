@@ -15,6 +15,7 @@ mod edge;
 mod fuzz;
 mod identity;
 mod payments;
+mod refunds;
 mod seed_scenario;
 mod tickets;
 mod tokens;

@@ -52,6 +52,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
             expiry_interval_ms: hour,
             recovery_interval_ms: hour,
             drift_repair_interval_ms: hour,
+            event_cancel_interval_ms: hour,
             ..WorkerConfig::default()
         },
         engine: EngineConfig {

@@ -54,7 +54,8 @@ const fn r(
     }
 }
 
-/// Every route of the API, plus two that do not exist.
+/// Every route of the API (but the cancellation of the world's one event, which would
+/// leave every later request nothing to act on), plus two that do not exist.
 #[rustfmt::skip]
 pub const ROUTES: &[Route] = &[
     r("POST", "/v1/buyers", Shape::Empty, Auth::Nobody, 2),
@@ -82,6 +83,9 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/v1/payments/webhook", Shape::Webhook, Auth::Nobody, 2),
     r("GET", "/v1/orders/{order}", Shape::Empty, Auth::Owner, 1),
     r("GET", "/v1/me/orders", Shape::Empty, Auth::Buyer, 1),
+    r("POST", "/v1/orders/{order}/cancel", Shape::Empty, Auth::Operator, 2),
+    r("POST", "/v1/orders/{order}/refund", Shape::Empty, Auth::Owner, 2),
+    r("GET", "/v1/events/{event}/cancellation", Shape::Empty, Auth::Operator, 1),
     r("GET", "/healthz", Shape::Empty, Auth::Nobody, 1),
     r("GET", "/metrics", Shape::Empty, Auth::Nobody, 1),
     r("GET", "/openapi.json", Shape::Empty, Auth::Nobody, 1),

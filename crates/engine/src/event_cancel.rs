@@ -1,0 +1,185 @@
+//! Cancelling a whole event: the sale closes (no new holds, joins or checkouts) and a
+//! job gives every order of the event its money back. The job goes through the
+//! event's orders a page at a time in id order; its cursor and counts are kept in the
+//! ledger and move together after each page, so it resumes where it stopped after a
+//! crash or a restart (a page cut short is simply done again). Each order is refunded
+//! exactly once because each is claimed in the ledger first (`revoke_sale`, the same
+//! conditional move as a single cancellation) and every provider call is keyed by the
+//! order. Provider calls go through the recovery sweep's paced door, so the job and
+//! the sweep together stay within `recovery_in_flight` and `recovery_calls_per_s`.
+//!
+//! A checkout already running when the event is cancelled may still commit after the
+//! job went past its order: a pass that leaves any order unfinished is followed by
+//! another (no sooner than `recovery_after_s` later), and the job ends after a pass
+//! that found every order finished and none owning seats.
+
+use boxoffice_domain::{EventId, OrderState};
+use futures::StreamExt;
+
+use crate::ports::{CancellationCounts, EventCancellation, EventOrders, LedgerError, Order};
+use crate::worker::Outcome;
+use crate::{Engine, EngineError};
+
+/// What the job did with one order of a page.
+enum Seen {
+    /// Claimed (now or before): its money is to be given back.
+    Claimed(Order),
+    Returned,
+    Unsold,
+    Pending,
+}
+
+impl Engine {
+    /// Cancels the event: closes its sale and starts the job, or returns the job
+    /// already started.
+    #[tracing::instrument(skip_all, fields(event = %id))]
+    pub async fn cancel_event(&self, id: EventId) -> Result<EventCancellation, EngineError> {
+        self.event(id).await?;
+        let job = self.ports.ledger.cancel_event(id, self.now()).await?;
+        self.reload_event(id).await?;
+        tracing::warn!(event = %id, "event cancelled: every order is being refunded");
+        Ok(job)
+    }
+
+    /// The event's cancellation job and its progress.
+    pub async fn event_cancellation(&self, id: EventId) -> Result<EventCancellation, EngineError> {
+        self.event(id).await?;
+        self.ports
+            .ledger
+            .event_cancellation(id)
+            .await?
+            .ok_or(EngineError::EventNotCancelled)
+    }
+
+    pub(crate) async fn event_is_cancelled(&self, id: EventId) -> Result<bool, EngineError> {
+        Ok(self.ports.ledger.event_cancellation(id).await?.is_some())
+    }
+
+    /// One page of every running cancellation job.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn event_cancellation_step(&self) -> Result<Outcome, EngineError> {
+        let mut done = 0;
+        for job in self.ports.ledger.running_cancellations().await? {
+            done += self.advance_cancellation(job).await?;
+        }
+        Ok(Outcome { done })
+    }
+
+    async fn advance_cancellation(&self, job: EventCancellation) -> Result<usize, EngineError> {
+        let q = EventOrders {
+            event: job.event,
+            after: job.cursor,
+            limit: self.config.recovery_page.max(1),
+        };
+        let page = self.ports.ledger.orders_of_event(&q).await?;
+        let Some(last) = page.last().map(|o| o.id) else {
+            return self.end_pass(job).await;
+        };
+        let counts = self.cancel_page(page).await?;
+        let mut next = job.clone();
+        next.cursor = Some(last);
+        next.counts.add(counts);
+        next.updated_at = self.now();
+        // A `false` means another node saved this page first; it is counted once.
+        self.ports.ledger.save_cancellation(&job, &next).await?;
+        Ok(usize::try_from(counts.seen).unwrap_or(usize::MAX))
+    }
+
+    /// At the end of a pass: the job is finished if nothing was left pending, else
+    /// another pass starts once the orders left had time to move.
+    async fn end_pass(&self, job: EventCancellation) -> Result<usize, EngineError> {
+        let now = self.now();
+        let next = if job.counts.pending == 0 {
+            tracing::info!(event = %job.event, returned = job.counts.returned, "event cancellation finished");
+            EventCancellation {
+                finished_at: Some(now),
+                updated_at: now,
+                ..job.clone()
+            }
+        } else if now < job.updated_at.plus_secs(self.config.recovery_after_s) {
+            return Ok(0);
+        } else {
+            EventCancellation {
+                pass: job.pass.saturating_add(1),
+                cursor: None,
+                counts: CancellationCounts::default(),
+                updated_at: now,
+                ..job.clone()
+            }
+        };
+        Ok(usize::from(
+            self.ports.ledger.save_cancellation(&job, &next).await?,
+        ))
+    }
+
+    /// Claims every sale of the page, gives their seats back to the hot store in one
+    /// step, then their money, as many at once as the paced door allows.
+    async fn cancel_page(&self, page: Vec<Order>) -> Result<CancellationCounts, EngineError> {
+        let in_flight = self.config.recovery_in_flight.max(1);
+        let seen: Vec<Seen> = futures::stream::iter(page)
+            .map(|o| self.claim_for_cancellation(o))
+            .buffer_unordered(in_flight)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        let mut counts = CancellationCounts {
+            seen: seen.len() as u64,
+            ..CancellationCounts::default()
+        };
+        let mut claimed = Vec::new();
+        for s in seen {
+            match s {
+                Seen::Claimed(o) => claimed.push(o),
+                Seen::Returned => counts.returned += 1,
+                Seen::Unsold => counts.unsold += 1,
+                Seen::Pending => counts.pending += 1,
+            }
+        }
+        self.return_cancelled_seats(&claimed).await?;
+        let via = &*self.recovery_payments;
+        let back = futures::stream::iter(claimed)
+            .map(|o| async move {
+                match self.give_money_back(&o, via).await {
+                    Ok(back) => back,
+                    Err(e) => {
+                        tracing::warn!(order = %o.id, error = %e, "refund of a cancelled event's order failed; will retry");
+                        false
+                    }
+                }
+            })
+            .buffer_unordered(in_flight)
+            .collect::<Vec<bool>>()
+            .await;
+        for b in back {
+            if b {
+                counts.returned += 1;
+            } else {
+                counts.pending += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Claims the order if it owns seats; an order another path moved meanwhile is
+    /// looked at again as it now is.
+    async fn claim_for_cancellation(&self, mut order: Order) -> Result<Seen, EngineError> {
+        use OrderState as S;
+        for _ in 0..4 {
+            match order.state {
+                S::Committed | S::PendingCapture | S::Confirmed => {
+                    match self.ports.ledger.revoke_sale(order.id, self.now()).await {
+                        Ok(claimed) => return Ok(Seen::Claimed(claimed)),
+                        Err(LedgerError::Conflict(now)) => order.state = now,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                S::Refunding | S::Cancelling => return Ok(Seen::Claimed(order)),
+                S::Refunded | S::Cancelled => return Ok(Seen::Returned),
+                S::Declined | S::Voided | S::Lost => return Ok(Seen::Unsold),
+                S::PendingPayment | S::Authorized | S::Voiding => return Ok(Seen::Pending),
+            }
+        }
+        Ok(Seen::Pending)
+    }
+}

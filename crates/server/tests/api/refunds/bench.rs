@@ -1,0 +1,56 @@
+//! How fast an event's cancellation refunds its orders: a sale of N orders written
+//! into a data directory, then `boxoffice serve` cancels the event and the time to the
+//! job's end is measured, with the stand-in provider answering at once and after
+//! 200 ms. The job's provider calls go through the recovery sweep's paced door, so
+//! the figure is set by `engine.recovery_in_flight` (50) and
+//! `engine.recovery_calls_per_s` (200 for the stand-in) as configured: both defaults.
+//! A benchmark, not a test: run it on a quiet machine with
+//! `cargo test -p boxoffice --test api refunds::bench -- --ignored --nocapture`
+//! (`BOXOFFICE_REFUND_BENCH_ORDERS`, default 2,000).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::crash::{OPERATOR, finished, post, seed, start};
+use crate::common::uuid;
+
+#[ignore = "a benchmark: cargo test -p boxoffice --test api refunds::bench -- --ignored --nocapture"]
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 1800)]
+async fn refunds_per_second_of_an_event_cancellation() {
+    let n: usize = std::env::var("BOXOFFICE_REFUND_BENCH_ORDERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    for latency_ms in [0, 200] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path(), latency_ms);
+        let (event, _) = seed(dir.path(), n).await;
+        let (_server, base) = start(dir.path(), &config).await;
+        let started = Instant::now();
+        let (status, job) = post(&format!("{base}/v1/events/{event}/cancel")).await;
+        assert_eq!(status, 202, "{job}");
+        let done = finished(&base, event, n).await;
+        let took = started.elapsed();
+        assert_eq!(
+            done["counts"]["returned"].as_u64(),
+            Some(n as u64),
+            "{done}"
+        );
+        eprintln!(
+            "latency {latency_ms} ms: {n} orders refunded in {:.1} s = {:.0} refunds/s",
+            took.as_secs_f64(),
+            n as f64 / took.as_secs_f64()
+        );
+    }
+}
+
+fn config(dir: &Path, latency_ms: u64) -> PathBuf {
+    let file = dir.join(format!("boxoffice-{}.toml", uuid()));
+    let text = format!(
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
+         [workers]\nevent_cancel_interval_ms = 50\n\
+         [fake_payments]\nlatency_ms = {latency_ms}\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}

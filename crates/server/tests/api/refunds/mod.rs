@@ -1,0 +1,77 @@
+//! Undoing sales: an order cancelled by the operator or returned by its buyer, and a
+//! whole event cancelled with its refund job killed (kill -9) and restarted. The
+//! helpers they share: a confirmed purchase through the API, and the provider's own
+//! count of refunds it made for an order (its webhook outbox has one
+//! `charge.refunded` row per refund that moved money).
+
+mod bench;
+mod crash;
+mod single;
+
+use std::collections::HashMap;
+
+use boxoffice_domain::{EventId, OrderId};
+use boxoffice_payment_fake::FakeGateway;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::common::{TestApp, uuid};
+use crate::payments::{checkout, holder, order_id};
+
+/// A buyer who bought one seat of `event` with a card: (buyer token, order id, seat).
+async fn bought(app: &TestApp, event: EventId) -> (String, OrderId, String) {
+    let (token, hold) = holder(app, event).await;
+    let (status, body) = checkout(app, &token, &hold, "pm_card_visa").await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("confirmed")),
+        "{body}"
+    );
+    let seat = body["seat_ids"][0].as_str().unwrap().to_string();
+    (token, order_id(&body), seat)
+}
+
+/// POSTs to an order's `cancel` (operator) or `refund` (buyer) under a fresh key.
+async fn undo(app: &TestApp, path: &str, token: &str) -> (u16, Value) {
+    undo_with_key(app, path, token, &uuid()).await
+}
+
+async fn undo_with_key(app: &TestApp, path: &str, token: &str, key: &str) -> (u16, Value) {
+    let res = app.post(path, token, key, json!(null)).await;
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// How many refunds the provider made, per order, from its webhook outbox.
+async fn refunds_made(book: &FakeGateway) -> HashMap<OrderId, usize> {
+    let mut made = HashMap::new();
+    let mut after = 0;
+    loop {
+        let page = book.undelivered_webhooks_after(after, 5_000).await.unwrap();
+        let Some(last) = page.last() else {
+            return made;
+        };
+        after = last.seq;
+        for w in &page {
+            let v: Value = serde_json::from_str(&w.payload).unwrap();
+            if v["type"] == "charge.refunded" {
+                let id = v["data"]["object"]["metadata"]["order_id"]
+                    .as_str()
+                    .unwrap();
+                *made.entry(id.parse().unwrap()).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// The ledger audit and its comparison with the hot store both find nothing.
+async fn audit_clean(app: &TestApp) {
+    let mut audit = app.engine.audit().await.unwrap();
+    app.engine.audit_hot_store(&mut audit).await.unwrap();
+    assert!(audit.clean(), "{:?}", audit.violations);
+    assert_eq!(audit.orders_in_flight, 0);
+}
+
+fn is_ok(status: u16) -> bool {
+    StatusCode::from_u16(status).is_ok_and(|s| s.is_success())
+}

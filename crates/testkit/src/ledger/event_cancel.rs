@@ -1,0 +1,114 @@
+//! Cases: an event's cancellation job as the ledger keeps it. Starting it closes the
+//! sale and records the job once; its progress is saved only over the progress it was
+//! computed from; the event's orders page in id order from a cursor.
+
+use std::sync::Arc;
+
+use boxoffice_domain::{BuyerId, EventId, SaleStatus};
+use boxoffice_engine::ports::{CancellationCounts, EventCancellation, EventOrders, Ledger};
+
+use super::fixtures::{T0, authorized, event};
+
+pub async fn cancelling_an_event_closes_its_sale_and_records_the_job_once(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 5, 4).await;
+    ledger
+        .set_sale_status(e.id, SaleStatus::Open)
+        .await
+        .unwrap();
+    assert_eq!(ledger.event_cancellation(e.id).await.unwrap(), None);
+    let job = ledger.cancel_event(e.id, T0).await.unwrap();
+    assert_eq!(job, EventCancellation::new(e.id, T0));
+    let read = ledger.event(e.id).await.unwrap().unwrap();
+    assert_eq!(read.status, SaleStatus::Closed);
+    assert!(
+        !ledger
+            .events_with_status(SaleStatus::Open)
+            .await
+            .unwrap()
+            .contains(&e.id)
+    );
+    let again = ledger.cancel_event(e.id, T0.plus_secs(9)).await.unwrap();
+    assert_eq!(again, job, "a second cancel returns the job as it is");
+    assert_eq!(
+        ledger.event_cancellation(e.id).await.unwrap(),
+        Some(job.clone())
+    );
+    assert!(ledger.running_cancellations().await.unwrap().contains(&job));
+    assert!(ledger.cancel_event(EventId(i64::MAX), T0).await.is_err());
+}
+
+pub async fn cancellation_progress_is_saved_only_over_what_it_was_read_as(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 5, 4).await;
+    let job = ledger.cancel_event(e.id, T0).await.unwrap();
+    let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
+    let next = EventCancellation {
+        cursor: Some(o.id),
+        counts: CancellationCounts {
+            seen: 3,
+            returned: 2,
+            unsold: 1,
+            pending: 0,
+        },
+        updated_at: T0.plus_secs(1),
+        ..job.clone()
+    };
+    assert!(ledger.save_cancellation(&job, &next).await.unwrap());
+    assert_eq!(
+        ledger.event_cancellation(e.id).await.unwrap(),
+        Some(next.clone())
+    );
+    // A node that read the job before that save does not overwrite it.
+    let stale = EventCancellation {
+        counts: CancellationCounts::default(),
+        ..next.clone()
+    };
+    assert!(!ledger.save_cancellation(&job, &stale).await.unwrap());
+    assert_eq!(
+        ledger.event_cancellation(e.id).await.unwrap(),
+        Some(next.clone())
+    );
+    let finished = EventCancellation {
+        finished_at: Some(T0.plus_secs(2)),
+        ..next.clone()
+    };
+    assert!(ledger.save_cancellation(&next, &finished).await.unwrap());
+    assert!(
+        !ledger
+            .running_cancellations()
+            .await
+            .unwrap()
+            .iter()
+            .any(|j| j.event == e.id)
+    );
+    assert!(
+        !ledger.save_cancellation(&finished, &next).await.unwrap(),
+        "a finished job stays finished"
+    );
+}
+
+pub async fn an_events_orders_page_in_id_order_from_a_cursor(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 5, 4).await;
+    let other = event(&ledger, 5, 4).await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(authorized(&ledger, &e, BuyerId::random(), &[i]).await.id);
+    }
+    authorized(&ledger, &other, BuyerId::random(), &[0]).await;
+    ids.sort_by_key(|id| id.to_string());
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let q = EventOrders {
+            event: e.id,
+            after,
+            limit: 2,
+        };
+        let page = ledger.orders_of_event(&q).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        after = Some(last.id);
+        assert!(page.iter().all(|o| o.event == e.id && !o.seats.is_empty()));
+        seen.extend(page.iter().map(|o| o.id));
+    }
+    assert_eq!(seen, ids, "every order once, in id order");
+}
