@@ -21,6 +21,7 @@ mod migrate;
 mod moves;
 mod options;
 mod orders;
+mod outbox;
 mod writer;
 
 pub use idempotency::PostgresIdempotency;

@@ -32,6 +32,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "order_retry_schedule",
         include_str!("../../../migrations/postgres/0004_order_retry_schedule.sql"),
     ),
+    (
+        5,
+        "order_events_out",
+        include_str!("../../../migrations/postgres/0005_order_events_out.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

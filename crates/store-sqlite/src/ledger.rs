@@ -28,8 +28,8 @@ pub(crate) type Guards = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
 /// The ledger over one SQLite file. Cheap to share behind an `Arc`; the writer thread
 /// stops when the ledger and every `SqliteIdempotency` taken from it are dropped.
 pub struct SqliteLedger {
-    writer: Writer,
-    readers: Arc<ReadPool>,
+    pub(crate) writer: Writer,
+    pub(crate) readers: Arc<ReadPool>,
     guards: Guards,
 }
 

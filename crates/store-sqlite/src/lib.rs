@@ -17,6 +17,7 @@ mod migrate;
 mod moves;
 mod options;
 mod orders;
+mod outbox;
 mod reader;
 mod writer;
 

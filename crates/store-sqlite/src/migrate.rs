@@ -28,6 +28,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "order_retry_schedule",
         include_str!("../../../migrations/sqlite/0003_order_retry_schedule.sql"),
     ),
+    (
+        4,
+        "order_events_out",
+        include_str!("../../../migrations/sqlite/0004_order_events_out.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

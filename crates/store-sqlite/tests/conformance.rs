@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use boxoffice_engine::ports::{IdempotencyStore, Ledger};
+use boxoffice_testkit::outbox::OutboxUnderTest;
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
 /// A ledger on a new file in a new temp directory, removed when the ledger is dropped.
@@ -19,6 +20,14 @@ fn fresh_ledger() -> Arc<dyn Ledger> {
     Arc::new(fresh())
 }
 
+fn fresh_outbox() -> OutboxUnderTest {
+    let ledger = Arc::new(fresh());
+    OutboxUnderTest {
+        ledger: ledger.clone(),
+        outbox: ledger,
+    }
+}
+
 fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
     // The store shares the ledger's writer and keeps its temp directory alive.
     Arc::new(fresh().idempotency())
@@ -27,3 +36,4 @@ fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
 boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });
+boxoffice_testkit::outbox_conformance!(async { fresh_outbox() });

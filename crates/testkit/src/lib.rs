@@ -7,6 +7,7 @@
 
 pub mod idempotency;
 pub mod ledger;
+pub mod outbox;
 
 pub mod arbiter;
 pub mod queue;

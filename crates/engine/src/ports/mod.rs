@@ -7,6 +7,7 @@ mod clock;
 mod idempotency;
 mod identity;
 mod ledger;
+mod outbox;
 mod payment;
 mod queue;
 
@@ -15,6 +16,7 @@ pub use clock::*;
 pub use idempotency::*;
 pub use identity::*;
 pub use ledger::*;
+pub use outbox::*;
 pub use payment::*;
 pub use queue::*;
 
