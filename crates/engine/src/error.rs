@@ -15,6 +15,7 @@ pub enum Resource {
     Section,
     Hold,
     Order,
+    WebhookEndpoint,
 }
 
 impl Resource {
@@ -25,6 +26,7 @@ impl Resource {
             Resource::Section => "section",
             Resource::Hold => "hold",
             Resource::Order => "order",
+            Resource::WebhookEndpoint => "webhook endpoint",
         }
     }
 }

@@ -11,6 +11,7 @@ mod checkout;
 mod commit;
 mod drift;
 mod error;
+pub mod events_out;
 mod expiry;
 mod holds;
 mod late;
@@ -20,6 +21,7 @@ mod pacing;
 pub mod ports;
 mod queue;
 mod recovery;
+pub mod relay;
 pub mod replays;
 mod seen_webhooks;
 mod settle;
@@ -127,6 +129,8 @@ pub struct Engine {
     seen_webhooks: seen_webhooks::SeenWebhooks,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
+    /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
+    outbox: Option<Arc<dyn ports::Outbox>>,
     /// The public keys of the ring as a JSON Web Key Set, serialized once.
     jwks: bytes::Bytes,
 }
@@ -154,6 +158,7 @@ impl Engine {
             seen_webhooks: seen_webhooks::SeenWebhooks::default(),
             buyers: BuyersConfig::default(),
             identity: None,
+            outbox: None,
             jwks,
         }
     }

@@ -81,6 +81,7 @@ fn not_found_code(what: Resource) -> ErrorCode {
         Resource::Section => ErrorCode::SectionNotFound,
         Resource::Hold => ErrorCode::HoldNotFound,
         Resource::Order => ErrorCode::OrderNotFound,
+        Resource::WebhookEndpoint => ErrorCode::WebhookEndpointNotFound,
     }
 }
 

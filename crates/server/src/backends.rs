@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
@@ -29,6 +29,8 @@ pub struct Backends {
     pub ports: Ports,
     /// Durable replays (checkout, event and queue writes), beside the ledger.
     pub idempotency: Arc<dyn IdempotencyStore>,
+    /// The ledger's outbox: order histories, webhook endpoints, the relay's claims.
+    pub outbox: Arc<dyn Outbox>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
     /// Whether the hot store outlives this process (Redis): only then can the audit
@@ -42,7 +44,7 @@ pub struct Backends {
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let (ledger, idempotency) = open_ledger(config).await?;
+    let (ledger, idempotency, outbox) = open_ledger(config).await?;
     let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let ports = Ports {
@@ -55,29 +57,33 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
     Ok(Backends {
         ports,
         idempotency,
+        outbox,
         hold_idempotency: hot.idempotency,
         hot_is_shared,
         fake,
     })
 }
 
-async fn open_ledger(
-    config: &Config,
-) -> anyhow::Result<(Arc<dyn Ledger>, Arc<dyn IdempotencyStore>)> {
+/// The ledger, the replay store beside it, and its outbox (the ledger itself).
+type LedgerParts = (Arc<dyn Ledger>, Arc<dyn IdempotencyStore>, Arc<dyn Outbox>);
+
+async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
     match &config.ledger {
         LedgerChoice::Postgres(url) => {
             let ledger = PostgresLedger::connect(url, config.postgres.clone())
                 .await
                 .context("connecting to the PostgreSQL ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
-            Ok((Arc::new(ledger), idempotency))
+            let ledger = Arc::new(ledger);
+            Ok((ledger.clone(), idempotency, ledger))
         }
         LedgerChoice::Sqlite => {
             let ledger =
                 SqliteLedger::open(config.data_dir.join(LEDGER_FILE), config.sqlite.clone())
                     .context("opening the SQLite ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
-            Ok((Arc::new(ledger), idempotency))
+            let ledger = Arc::new(ledger);
+            Ok((ledger.clone(), idempotency, ledger))
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod dir_lock;
 pub mod kept_settings;
 pub mod payments;
+pub mod relay;
 pub mod replays;
 pub mod secrets;
 pub mod serve;

@@ -58,7 +58,9 @@ fn event(row: &PgRow, at: usize) -> Result<OutboxEvent, StoreError> {
     let order: String = row.try_get(at + 1).map_err(db)?;
     Ok(OutboxEvent {
         row: row.try_get(at).map_err(db)?,
-        order: order.parse().map_err(|_| corrupt("outbox order id", &order))?,
+        order: order
+            .parse()
+            .map_err(|_| corrupt("outbox order id", &order))?,
         sale_event: EventId(row.try_get(at + 2).map_err(db)?),
         sequence: u32::try_from(row.try_get::<i32, _>(at + 3).map_err(db)?).unwrap_or(0),
         kind: row.try_get(at + 4).map_err(db)?,
@@ -214,7 +216,10 @@ impl Outbox for PostgresLedger {
             .map(|r| {
                 Ok(DeadLetter {
                     attempts: attempts(r, 0)?,
-                    last_error: r.try_get::<Option<String>, _>(1).map_err(db)?.unwrap_or_default(),
+                    last_error: r
+                        .try_get::<Option<String>, _>(1)
+                        .map_err(db)?
+                        .unwrap_or_default(),
                     dead_at: Millis(r.try_get(2).map_err(db)?),
                     event: event(r, 3)?,
                 })

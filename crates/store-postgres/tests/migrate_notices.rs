@@ -34,7 +34,10 @@ async fn migrating_a_fresh_database_prints_no_notice() {
         .init();
     let db = common::TestDatabase::create();
     let options = common::test_options(true);
-    assert_eq!(migrate(&db.url, &options).await.unwrap(), vec![1, 2, 3, 4, 5]);
+    assert_eq!(
+        migrate(&db.url, &options).await.unwrap(),
+        vec![1, 2, 3, 4, 5]
+    );
     assert!(migrate(&db.url, &options).await.unwrap().is_empty());
     tracing::info!("migrated twice");
     let text = String::from_utf8(printed.0.lock().unwrap().clone()).unwrap();

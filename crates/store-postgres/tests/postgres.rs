@@ -28,7 +28,10 @@ async fn migrating_twice_applies_each_migration_once() {
     // A database of its own: the shared one is migrated by whichever test came first.
     let db = common::TestDatabase::create();
     let options = common::test_options(true);
-    assert_eq!(migrate(&db.url, &options).await.unwrap(), vec![1, 2, 3, 4, 5]);
+    assert_eq!(
+        migrate(&db.url, &options).await.unwrap(),
+        vec![1, 2, 3, 4, 5]
+    );
     assert_eq!(migrate(&db.url, &options).await.unwrap(), Vec::<i64>::new());
     let ledger = PostgresLedger::connect(&db.url, options).await.unwrap();
     assert_eq!(ledger.migrate().await.unwrap(), Vec::<i64>::new());

@@ -61,7 +61,9 @@ pub(crate) fn add_sink(conn: &Connection, sink: &Sink) -> Result<Step<()>, Store
 
 pub(crate) fn sinks(conn: &Connection) -> Result<Vec<Sink>, StoreError> {
     let mut stmt = conn
-        .prepare_cached("SELECT id, kind, url, secret, created_at FROM outbox_sinks ORDER BY created_at, id")
+        .prepare_cached(
+            "SELECT id, kind, url, secret, created_at FROM outbox_sinks ORDER BY created_at, id",
+        )
         .map_err(db)?;
     let rows = stmt
         .query_map([], |r| {
@@ -125,7 +127,10 @@ fn event(r: &Row<'_>, at: usize) -> rusqlite::Result<RawEvent> {
 fn with_order(e: RawEvent) -> Result<OutboxEvent, StoreError> {
     Ok(OutboxEvent {
         row: e.row,
-        order: e.order.parse().map_err(|_| corrupt("outbox order id", &e.order))?,
+        order: e
+            .order
+            .parse()
+            .map_err(|_| corrupt("outbox order id", &e.order))?,
         sale_event: EventId(e.sale_event),
         sequence: e.sequence,
         kind: e.kind,
@@ -136,7 +141,10 @@ fn with_order(e: RawEvent) -> Result<OutboxEvent, StoreError> {
 
 /// Writer job: the oldest due deliveries whose order has nothing earlier waiting for
 /// the same sink, each leased to the claimant.
-pub(crate) fn claim(conn: &Connection, q: &ClaimDeliveries<'_>) -> Result<Step<Vec<Delivery>>, StoreError> {
+pub(crate) fn claim(
+    conn: &Connection,
+    q: &ClaimDeliveries<'_>,
+) -> Result<Step<Vec<Delivery>>, StoreError> {
     let sql = format!(
         "SELECT d.sink, d.attempts, {EVENT_COLUMNS} FROM outbox_deliveries d
          JOIN outbox o ON o.id = d.outbox_id
@@ -187,20 +195,37 @@ pub(crate) fn delivered(conn: &Connection, sink: &str, row: i64) -> Result<Step<
 }
 
 /// Writer job.
-pub(crate) fn failed(conn: &Connection, sink: &str, row: i64, f: &Failure<'_>) -> Result<Step<()>, StoreError> {
+pub(crate) fn failed(
+    conn: &Connection,
+    sink: &str,
+    row: i64,
+    f: &Failure<'_>,
+) -> Result<Step<()>, StoreError> {
     conn.prepare_cached(
         "UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0, next_attempt_at = ?4,
             last_error = ?5, dead_at = CASE WHEN ?6 THEN ?7 END
          WHERE sink = ?1 AND outbox_id = ?2 AND lease_owner = ?3",
     )
     .and_then(|mut s| {
-        s.execute(params![sink, row, f.owner, f.retry_at.0, f.error, f.dead, f.now.0])
+        s.execute(params![
+            sink,
+            row,
+            f.owner,
+            f.retry_at.0,
+            f.error,
+            f.dead,
+            f.now.0
+        ])
     })
     .map_err(db)?;
     Ok(Step::Keep(()))
 }
 
-pub(crate) fn dead_letters(conn: &Connection, sink: &str, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
+pub(crate) fn dead_letters(
+    conn: &Connection,
+    sink: &str,
+    limit: usize,
+) -> Result<Vec<DeadLetter>, StoreError> {
     let sql = format!(
         "SELECT d.attempts, d.last_error, d.dead_at, {EVENT_COLUMNS} FROM outbox_deliveries d
          JOIN outbox o ON o.id = d.outbox_id
@@ -232,7 +257,11 @@ pub(crate) fn dead_letters(conn: &Connection, sink: &str, limit: usize) -> Resul
 }
 
 /// Writer job.
-pub(crate) fn replay_dead(conn: &Connection, sink: &str, now: Millis) -> Result<Step<u64>, StoreError> {
+pub(crate) fn replay_dead(
+    conn: &Connection,
+    sink: &str,
+    now: Millis,
+) -> Result<Step<u64>, StoreError> {
     let n = conn
         .prepare_cached(
             "UPDATE outbox_deliveries SET dead_at = NULL, attempts = 0, next_attempt_at = ?2,
@@ -271,7 +300,9 @@ mod port {
 
         async fn remove_sink(&self, id: &str) -> Result<bool, StoreError> {
             let id = id.to_owned();
-            self.writer.submit(move |c| super::remove_sink(c, &id)).await
+            self.writer
+                .submit(move |c| super::remove_sink(c, &id))
+                .await
         }
 
         #[tracing::instrument(level = "debug", skip_all)]

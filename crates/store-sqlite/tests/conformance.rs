@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use boxoffice_engine::ports::{IdempotencyStore, Ledger};
-use boxoffice_testkit::outbox::OutboxUnderTest;
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+use boxoffice_testkit::outbox::OutboxUnderTest;
 
 /// A ledger on a new file in a new temp directory, removed when the ledger is dropped.
 fn fresh() -> SqliteLedger {

@@ -119,7 +119,12 @@ async fn a_commit_writes_its_outbox_row_and_a_payment_row_per_reference() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    let kinds = ["order.created", "order.authorized", "order.committed", "order.captured"];
+    let kinds = [
+        "order.created",
+        "order.authorized",
+        "order.committed",
+        "order.captured",
+    ];
     let expected: Vec<(String, i64)> = (1..).zip(kinds).map(|(n, k)| (k.to_string(), n)).collect();
     assert_eq!(events, expected);
     let mut stmt = conn

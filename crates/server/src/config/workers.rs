@@ -21,6 +21,9 @@ pub struct WorkerConfig {
     /// How often replay records older than `idempotency.retention_s` are pruned.
     /// Default 60,000 ms.
     pub replay_prune_interval_ms: u64,
+    /// How often the outbox relay looks for order events to deliver when it has none
+    /// in hand (a busy relay goes on at once). Default 500 ms.
+    pub relay_interval_ms: u64,
 }
 
 impl Default for WorkerConfig {
@@ -31,6 +34,7 @@ impl Default for WorkerConfig {
             drift_repair_interval_ms: 30_000,
             heartbeat_interval_ms: 2_000,
             replay_prune_interval_ms: 60_000,
+            relay_interval_ms: 500,
         }
     }
 }
@@ -45,6 +49,7 @@ impl WorkerConfig {
             ("drift_repair_interval_ms", self.drift_repair_interval_ms),
             ("heartbeat_interval_ms", self.heartbeat_interval_ms),
             ("replay_prune_interval_ms", self.replay_prune_interval_ms),
+            ("relay_interval_ms", self.relay_interval_ms),
         ];
         match periods.iter().find(|(_, ms)| *ms == 0) {
             Some((name, _)) => anyhow::bail!("workers.{name} must be at least 1"),

@@ -13,6 +13,7 @@ mod crash;
 mod edge;
 mod fuzz;
 mod identity;
+mod order_events;
 mod payments;
 mod seed_scenario;
 mod tokens;

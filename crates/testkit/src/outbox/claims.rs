@@ -10,9 +10,7 @@ use crate::ledger::fixtures::T0;
 
 const LATER: Millis = Millis(T0.0 + 3_600_000);
 
-pub async fn every_order_move_becomes_an_event_with_its_sequence_and_document(
-    t: OutboxUnderTest,
-) {
+pub async fn every_order_move_becomes_an_event_with_its_sequence_and_document(t: OutboxUnderTest) {
     t.outbox.add_sink(&webhook("we_a")).await.unwrap();
     let o = confirmed_order(&t.ledger).await;
     let got = drain(&t.outbox, LATER).await;
@@ -28,7 +26,10 @@ pub async fn every_order_move_becomes_an_event_with_its_sequence_and_document(
     );
     for (i, d) in got.iter().enumerate() {
         let n = i as u32 + 1;
-        assert_eq!((d.sink.as_str(), d.event.order, d.event.sequence), ("we_a", o.id, n));
+        assert_eq!(
+            (d.sink.as_str(), d.event.order, d.event.sequence),
+            ("we_a", o.id, n)
+        );
         assert_eq!(d.event.id(), format!("{}.{n}", o.id));
         assert_eq!(d.event.sale_event, o.event);
         let doc: serde_json::Value = serde_json::from_str(&d.event.payload).unwrap();
@@ -66,9 +67,27 @@ pub async fn the_history_lists_every_line_oldest_first(t: OutboxUnderTest) {
         seen,
         [
             (1, "created", None, S::PendingPayment, T0),
-            (2, "authorized", Some(S::PendingPayment), S::Authorized, T0.plus_secs(1)),
-            (3, "committed", Some(S::Authorized), S::Committed, T0.plus_secs(2)),
-            (4, "captured", Some(S::Committed), S::Confirmed, T0.plus_secs(3)),
+            (
+                2,
+                "authorized",
+                Some(S::PendingPayment),
+                S::Authorized,
+                T0.plus_secs(1)
+            ),
+            (
+                3,
+                "committed",
+                Some(S::Authorized),
+                S::Committed,
+                T0.plus_secs(2)
+            ),
+            (
+                4,
+                "captured",
+                Some(S::Committed),
+                S::Confirmed,
+                T0.plus_secs(3)
+            ),
         ]
     );
     let unknown = boxoffice_domain::OrderId::random();
@@ -79,10 +98,17 @@ pub async fn a_later_event_waits_until_the_earlier_one_reached_the_sink(t: Outbo
     t.outbox.add_sink(&webhook("we_a")).await.unwrap();
     let o = authorized_order(&t.ledger).await;
     let first = t.outbox.claim(&claim_of("r1", LATER, 10)).await.unwrap();
-    assert_eq!(first.len(), 1, "only the oldest event of the order: {first:?}");
+    assert_eq!(
+        first.len(),
+        1,
+        "only the oldest event of the order: {first:?}"
+    );
     assert_eq!((first[0].event.sequence, first[0].attempts), (1, 1));
     let other = t.outbox.claim(&claim_of("r2", LATER, 10)).await.unwrap();
-    assert!(other.is_empty(), "leased, and the next waits for it: {other:?}");
+    assert!(
+        other.is_empty(),
+        "leased, and the next waits for it: {other:?}"
+    );
     // A failed attempt waits out its backoff, and the next event still waits for it.
     let retry_at = Millis(LATER.0 + 5_000);
     let f = Failure {
@@ -92,12 +118,24 @@ pub async fn a_later_event_waits_until_the_earlier_one_reached_the_sink(t: Outbo
         error: "503 from the endpoint",
         now: LATER,
     };
-    t.outbox.failed("we_a", first[0].event.row, &f).await.unwrap();
-    assert!(t.outbox.claim(&claim_of("r2", LATER, 10)).await.unwrap().is_empty());
+    t.outbox
+        .failed("we_a", first[0].event.row, &f)
+        .await
+        .unwrap();
+    assert!(
+        t.outbox
+            .claim(&claim_of("r2", LATER, 10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let again = t.outbox.claim(&claim_of("r2", retry_at, 10)).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].event.sequence, again[0].attempts), (1, 2));
-    t.outbox.delivered("we_a", again[0].event.row).await.unwrap();
+    t.outbox
+        .delivered("we_a", again[0].event.row)
+        .await
+        .unwrap();
     let next = t.outbox.claim(&claim_of("r2", retry_at, 10)).await.unwrap();
     assert_eq!(next.len(), 1);
     assert_eq!((next[0].event.order, next[0].event.sequence), (o.id, 2));
@@ -122,19 +160,30 @@ pub async fn sinks_wait_for_each_other_never(t: OutboxUnderTest) {
     assert_eq!(seen, [("we_up", 2)], "the healthy sink moves on alone");
 }
 
-pub async fn a_lapsed_lease_is_claimed_again_and_only_its_holder_can_fail_it(
-    t: OutboxUnderTest,
-) {
+pub async fn a_lapsed_lease_is_claimed_again_and_only_its_holder_can_fail_it(t: OutboxUnderTest) {
     t.outbox.add_sink(&webhook("we_a")).await.unwrap();
     authorized_order(&t.ledger).await;
     let mine = t.outbox.claim(&claim_of("r1", LATER, 1)).await.unwrap();
     assert_eq!(mine.len(), 1);
     let before_lapse = Millis(LATER.0 + LEASE_MS - 1);
-    assert!(t.outbox.claim(&claim_of("r2", before_lapse, 1)).await.unwrap().is_empty());
+    assert!(
+        t.outbox
+            .claim(&claim_of("r2", before_lapse, 1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let lapsed = Millis(LATER.0 + LEASE_MS);
     let theirs = t.outbox.claim(&claim_of("r2", lapsed, 1)).await.unwrap();
-    assert_eq!(theirs.len(), 1, "a relay that died gives its claim up by lapsing");
-    assert_eq!((theirs[0].event.row, theirs[0].attempts), (mine[0].event.row, 2));
+    assert_eq!(
+        theirs.len(),
+        1,
+        "a relay that died gives its claim up by lapsing"
+    );
+    assert_eq!(
+        (theirs[0].event.row, theirs[0].attempts),
+        (mine[0].event.row, 2)
+    );
     // The first relay comes back and fails: the claim is no longer its own.
     let late = Failure {
         owner: "r1",
@@ -143,10 +192,19 @@ pub async fn a_lapsed_lease_is_claimed_again_and_only_its_holder_can_fail_it(
         error: "timeout",
         now: lapsed,
     };
-    t.outbox.failed("we_a", mine[0].event.row, &late).await.unwrap();
+    t.outbox
+        .failed("we_a", mine[0].event.row, &late)
+        .await
+        .unwrap();
     assert!(t.outbox.dead_letters("we_a", 10).await.unwrap().is_empty());
     let at_lease_end = Millis(lapsed.0 + LEASE_MS - 1);
-    assert!(t.outbox.claim(&claim_of("r3", at_lease_end, 1)).await.unwrap().is_empty());
+    assert!(
+        t.outbox
+            .claim(&claim_of("r3", at_lease_end, 1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn a_dead_letter_stops_blocking_its_order_and_can_be_replayed(t: OutboxUnderTest) {
@@ -160,12 +218,21 @@ pub async fn a_dead_letter_stops_blocking_its_order_and_can_be_replayed(t: Outbo
         error: "410 Gone",
         now: LATER,
     };
-    t.outbox.failed("we_a", first[0].event.row, &dead).await.unwrap();
+    t.outbox
+        .failed("we_a", first[0].event.row, &dead)
+        .await
+        .unwrap();
     let letters = t.outbox.dead_letters("we_a", 10).await.unwrap();
     assert_eq!(letters.len(), 1);
     let l = &letters[0];
     assert_eq!(
-        (l.event.order, l.event.sequence, l.attempts, l.last_error.as_str(), l.dead_at),
+        (
+            l.event.order,
+            l.event.sequence,
+            l.attempts,
+            l.last_error.as_str(),
+            l.dead_at
+        ),
         (o.id, 1, 1, "410 Gone", LATER)
     );
     let next = t.outbox.claim(&claim_of("r1", LATER, 10)).await.unwrap();
@@ -184,7 +251,10 @@ pub async fn a_sink_gets_what_was_written_after_it_was_added_until_it_is_removed
     t: OutboxUnderTest,
 ) {
     authorized_order(&t.ledger).await;
-    assert!(drain(&t.outbox, LATER).await.is_empty(), "no sink, no delivery");
+    assert!(
+        drain(&t.outbox, LATER).await.is_empty(),
+        "no sink, no delivery"
+    );
     t.outbox.add_sink(&webhook("we_a")).await.unwrap();
     t.outbox.add_sink(&webhook("we_a")).await.unwrap();
     let sinks = t.outbox.sinks().await.unwrap();
@@ -197,7 +267,10 @@ pub async fn a_sink_gets_what_was_written_after_it_was_added_until_it_is_removed
     assert!(t.outbox.remove_sink("we_a").await.unwrap());
     assert!(!t.outbox.remove_sink("we_a").await.unwrap());
     assert!(t.outbox.sinks().await.unwrap().is_empty());
-    assert!(drain(&t.outbox, LATER).await.is_empty(), "its deliveries went with it");
+    assert!(
+        drain(&t.outbox, LATER).await.is_empty(),
+        "its deliveries went with it"
+    );
 }
 
 pub async fn only_relays_that_can_reach_nats_claim_its_deliveries(t: OutboxUnderTest) {

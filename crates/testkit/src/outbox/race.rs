@@ -89,7 +89,11 @@ pub async fn n_relays_racing_for_k_deliveries_each_claim_one_exactly_once(t: Out
         r.await.expect("a relay ran to the end");
     }
     let s = seen.lock();
-    assert_eq!(s.done.len(), expected, "every delivery made once, none lost");
+    assert_eq!(
+        s.done.len(),
+        expected,
+        "every delivery made once, none lost"
+    );
     for ((sink, order, seq), claimed) in &s.claimed_at {
         if *seq > 1 {
             let before = (sink.clone(), order.clone(), seq - 1);
