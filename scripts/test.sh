@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test of the workspace, backend suites
-# included. Under CI (CI=true) a missing PostgreSQL or Redis (or the server binaries the
-# TLS tests start) is a failure, never a skip.
+# included. Under CI (CI=true) a missing PostgreSQL, Redis or NATS JetStream (or the
+# server binaries the TLS tests start) is a failure, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,14 @@ need_services() {
   else
     missing+=("redis-cli")
   fi
+  # The outbox relay's tests publish to NATS with JetStream on (`nats-server -js`): its
+  # greeting must say so.
+  nats_info=$(timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222 && read -r line <&3 && echo "$line"' 2>/dev/null || true)
+  case "$nats_info" in
+    *'"jetstream":true'*) ;;
+    INFO*) missing+=("JetStream on the NATS server at 127.0.0.1:4222 (start it with -js)") ;;
+    *) missing+=("NATS on 127.0.0.1:4222") ;;
+  esac
   # The TLS tests start their own servers: a PostgreSQL cluster from the server binaries
   # and a redis-server with TLS built in.
   if ! command -v pg_config >/dev/null 2>&1 || [ ! -x "$(pg_config --bindir)/initdb" ]; then
@@ -31,7 +39,7 @@ need_services() {
 
 if ! need_services; then
   if [ "${CI:-}" = "true" ]; then
-    echo "CI needs PostgreSQL and Redis running (and their server binaries); refusing to skip the backend suites" >&2
+    echo "CI needs PostgreSQL, Redis and NATS JetStream running (and their server binaries); refusing to skip the backend suites" >&2
     exit 1
   fi
   echo "warning: backend services missing; suites that need them will fail" >&2

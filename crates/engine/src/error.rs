@@ -17,6 +17,7 @@ pub enum Resource {
     Order,
     Ticket,
     Gate,
+    WebhookEndpoint,
 }
 
 impl Resource {
@@ -29,6 +30,7 @@ impl Resource {
             Resource::Order => "order",
             Resource::Ticket => "ticket",
             Resource::Gate => "gate",
+            Resource::WebhookEndpoint => "webhook endpoint",
         }
     }
 }

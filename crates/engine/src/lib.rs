@@ -12,6 +12,7 @@ mod commit;
 mod drift;
 mod error;
 mod event_cancel;
+pub mod events_out;
 mod expiry;
 mod holds;
 mod late;
@@ -22,6 +23,7 @@ pub mod ports;
 mod queue;
 mod recovery;
 mod refunds;
+pub mod relay;
 pub mod replays;
 mod seen_webhooks;
 mod settle;
@@ -131,6 +133,8 @@ pub struct Engine {
     seen_webhooks: seen_webhooks::SeenWebhooks,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
+    /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
+    outbox: Option<Arc<dyn ports::Outbox>>,
     /// The public keys of the ring as a JSON Web Key Set, serialized once.
     jwks: bytes::Bytes,
     /// The after-sale record (tickets, gates, check-in), when the ledger keeps one.
@@ -160,6 +164,7 @@ impl Engine {
             seen_webhooks: seen_webhooks::SeenWebhooks::default(),
             buyers: BuyersConfig::default(),
             identity: None,
+            outbox: None,
             jwks,
             tickets: None,
         }

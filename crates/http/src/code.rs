@@ -41,6 +41,7 @@ error_codes! {
     SectionNotFound = "section_not_found" => NOT_FOUND;
     HoldNotFound = "hold_not_found" => NOT_FOUND;
     OrderNotFound = "order_not_found" => NOT_FOUND;
+    WebhookEndpointNotFound = "webhook_endpoint_not_found" => NOT_FOUND;
     MethodNotAllowed = "method_not_allowed" => METHOD_NOT_ALLOWED;
     PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE;
     MalformedJson = "malformed_json" => BAD_REQUEST;

@@ -10,6 +10,7 @@ use anyhow::Context;
 use boxoffice_domain::Secret;
 use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
 use boxoffice_engine::ports::{Claimant, Clock, IdentityProvider, SystemClock};
+use boxoffice_engine::relay::Relay;
 use boxoffice_engine::replays::ReplayUpkeep;
 use boxoffice_engine::worker::Outcome;
 use boxoffice_engine::worker::run_every;
@@ -35,6 +36,8 @@ pub struct Application {
     webhooks: Option<WebhookSender>,
     /// Heartbeats and pruning of the replay stores.
     upkeep: Arc<ReplayUpkeep>,
+    /// Delivers the ledger's outbox to webhook endpoints and NATS.
+    relay: Arc<Relay>,
     /// Embedded mode: this process's hold on the data directory, kept while it serves.
     dir_lock: Option<DirLock>,
     pub operator_key: Secret,
@@ -60,9 +63,14 @@ impl Application {
         let (claimant, upkeep) = replay_upkeep(&config, &backends, clock.clone()).await?;
         let keys = key_ring(&config)?;
         let (operator_key, generated) = secrets::operator_key(&config)?;
+        let owner = claimant.node.to_string();
+        let relay = crate::relay::build(&config, backends.outbox.clone(), clock.clone(), owner)
+            .await
+            .context("starting the outbox relay")?;
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
             .with_buyers(config.buyers.clone())
-            .with_tickets(backends.tickets);
+            .with_tickets(backends.tickets)
+            .with_outbox(backends.outbox);
         if let Some(oidc) = identity_provider(&config, clock.now()).await? {
             engine = engine.with_identity_provider(oidc);
         }
@@ -92,6 +100,7 @@ impl Application {
             config,
             webhooks,
             upkeep,
+            relay: Arc::new(relay),
             dir_lock,
             operator_key,
             operator_key_generated: generated,
@@ -135,6 +144,17 @@ impl Application {
             &self.config.workers,
             stop_rx.clone(),
         ));
+        let relay = self.relay.clone();
+        let period = Duration::from_millis(self.config.workers.relay_interval_ms);
+        workers.push(tokio::spawn(run_every(
+            "relay",
+            period,
+            stop_rx.clone(),
+            move || {
+                let relay = relay.clone();
+                async move { relay.step().await }
+            },
+        )));
         if let Some(sender) = self.webhooks {
             workers.push(tokio::spawn(sender.run(stop_rx)));
         }

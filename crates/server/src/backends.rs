@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Tickets};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox, Tickets};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
@@ -29,6 +29,8 @@ pub struct Backends {
     pub ports: Ports,
     /// Durable replays (checkout, event and queue writes), beside the ledger.
     pub idempotency: Arc<dyn IdempotencyStore>,
+    /// The ledger's outbox: order histories, webhook endpoints, the relay's claims.
+    pub outbox: Arc<dyn Outbox>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
     /// Tickets, gates and check-in, in the ledger's database.
@@ -44,7 +46,7 @@ pub struct Backends {
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let (ledger, idempotency, tickets) = open_ledger(config).await?;
+    let (ledger, idempotency, outbox, tickets) = open_ledger(config).await?;
     let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let ports = Ports {
@@ -57,6 +59,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
     Ok(Backends {
         ports,
         idempotency,
+        outbox,
         hold_idempotency: hot.idempotency,
         tickets,
         hot_is_shared,
@@ -64,9 +67,16 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
     })
 }
 
-type LedgerPorts = (Arc<dyn Ledger>, Arc<dyn IdempotencyStore>, Arc<dyn Tickets>);
+/// The ledger, the replay store beside it, its outbox and its tickets (all the ledger's
+/// own database).
+type LedgerParts = (
+    Arc<dyn Ledger>,
+    Arc<dyn IdempotencyStore>,
+    Arc<dyn Outbox>,
+    Arc<dyn Tickets>,
+);
 
-async fn open_ledger(config: &Config) -> anyhow::Result<LedgerPorts> {
+async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
     match &config.ledger {
         LedgerChoice::Postgres(url) => {
             let ledger = PostgresLedger::connect(url, config.postgres.clone())
@@ -74,7 +84,7 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerPorts> {
                 .context("connecting to the PostgreSQL ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
             let ledger = Arc::new(ledger);
-            Ok((ledger.clone(), idempotency, ledger))
+            Ok((ledger.clone(), idempotency, ledger.clone(), ledger))
         }
         LedgerChoice::Sqlite => {
             let ledger =
@@ -82,7 +92,7 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerPorts> {
                     .context("opening the SQLite ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
             let ledger = Arc::new(ledger);
-            Ok((ledger.clone(), idempotency, ledger))
+            Ok((ledger.clone(), idempotency, ledger.clone(), ledger))
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod fake_bank;
 pub mod gate;
 pub mod kept_settings;
 pub mod payments;
+pub mod relay;
 pub mod replays;
 pub mod secrets;
 pub mod serve;

@@ -30,7 +30,7 @@ pub(crate) type Guards = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
 /// task stops when the ledger and every `PostgresIdempotency` taken from it are dropped.
 pub struct PostgresLedger {
     writer: Writer,
-    pool: PgPool,
+    pub(crate) pool: PgPool,
     guards: Guards,
 }
 

@@ -24,6 +24,7 @@ mod options;
 mod orders;
 mod ticket_rows;
 mod tickets;
+mod outbox;
 mod writer;
 
 pub use idempotency::PostgresIdempotency;

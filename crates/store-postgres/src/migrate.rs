@@ -42,6 +42,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "event_cancellations",
         include_str!("../../../migrations/postgres/0006_event_cancellations.sql"),
     ),
+    (
+        7,
+        "order_events_out",
+        include_str!("../../../migrations/postgres/0007_order_events_out.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

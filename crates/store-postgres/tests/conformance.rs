@@ -6,9 +6,26 @@ mod common;
 use std::sync::Arc;
 
 use boxoffice_engine::ports::{IdempotencyStore, Ledger};
+use boxoffice_store_postgres::PostgresLedger;
+use boxoffice_testkit::outbox::OutboxUnderTest;
 
 async fn fresh_ledger() -> Arc<dyn Ledger> {
     Arc::new(common::ledger(true).await)
+}
+
+/// A database of its own: a sink receives every event written after it was added, so
+/// the outbox cases cannot share one.
+async fn fresh_outbox() -> OutboxUnderTest {
+    let db = common::TestDatabase::create();
+    let ledger = PostgresLedger::connect(&db.url, common::test_options(true))
+        .await
+        .unwrap_or_else(|e| panic!("could not open a ledger on {}: {e}", db.url));
+    ledger.keep_alive(db);
+    let ledger = Arc::new(ledger);
+    OutboxUnderTest {
+        ledger: ledger.clone(),
+        outbox: ledger,
+    }
 }
 
 async fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
@@ -28,3 +45,4 @@ boxoffice_testkit::ledger_conformance!(fresh_ledger());
 boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());
+boxoffice_testkit::outbox_conformance!(fresh_outbox());

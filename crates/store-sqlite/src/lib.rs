@@ -18,6 +18,7 @@ mod migrate;
 mod moves;
 mod options;
 mod orders;
+mod outbox;
 mod reader;
 mod ticket_rows;
 mod tickets;

@@ -38,6 +38,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "event_cancellations",
         include_str!("../../../migrations/sqlite/0005_event_cancellations.sql"),
     ),
+    (
+        6,
+        "order_events_out",
+        include_str!("../../../migrations/sqlite/0006_order_events_out.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use boxoffice_engine::ports::{IdempotencyStore, Ledger};
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+use boxoffice_testkit::outbox::OutboxUnderTest;
 
 /// A ledger on a new file in a new temp directory, removed when the ledger is dropped.
 fn fresh() -> SqliteLedger {
@@ -17,6 +18,14 @@ fn fresh() -> SqliteLedger {
 
 fn fresh_ledger() -> Arc<dyn Ledger> {
     Arc::new(fresh())
+}
+
+fn fresh_outbox() -> OutboxUnderTest {
+    let ledger = Arc::new(fresh());
+    OutboxUnderTest {
+        ledger: ledger.clone(),
+        outbox: ledger,
+    }
 }
 
 fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
@@ -36,3 +45,4 @@ boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
 boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });
+boxoffice_testkit::outbox_conformance!(async { fresh_outbox() });

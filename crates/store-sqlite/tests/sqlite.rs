@@ -65,7 +65,7 @@ fn is_clean(facts: &AuditFacts) -> bool {
 async fn migrating_twice_applies_each_migration_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
-    assert_eq!(migrate(&path).unwrap(), vec![1, 2, 3, 4]);
+    assert_eq!(migrate(&path).unwrap(), vec![1, 2, 3, 4, 5, 6]);
     assert_eq!(migrate(&path).unwrap(), Vec::<i64>::new());
     // Opening a migrated file finds nothing left to do and works.
     let ledger = SqliteLedger::open(&path, SqliteOptions::default()).unwrap();
@@ -103,13 +103,30 @@ async fn a_commit_writes_its_outbox_row_and_a_payment_row_per_reference() {
     let conn = backdoor(&f.path);
     let (kind, payload): (String, String) = conn
         .query_row(
-            "SELECT kind, payload FROM outbox WHERE order_id = ?1",
+            "SELECT kind, payload FROM outbox WHERE order_id = ?1 AND seq = 0",
             [o.id.to_string()],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
     assert_eq!(kind, "order_committed");
     assert!(payload.contains(&o.seats[1].seat_id));
+    // Besides it, one relayed event per history line, in the same transactions.
+    let mut stmt = conn
+        .prepare("SELECT kind, seq FROM outbox WHERE order_id = ?1 AND seq > 0 ORDER BY id")
+        .unwrap();
+    let events: Vec<(String, i64)> = stmt
+        .query_map([o.id.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let kinds = [
+        "order.created",
+        "order.authorized",
+        "order.committed",
+        "order.captured",
+    ];
+    let expected: Vec<(String, i64)> = (1..).zip(kinds).map(|(n, k)| (k.to_string(), n)).collect();
+    assert_eq!(events, expected);
     let mut stmt = conn
         .prepare("SELECT kind, reference FROM payments WHERE order_id = ?1 ORDER BY id")
         .unwrap();

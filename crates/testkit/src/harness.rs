@@ -10,6 +10,7 @@ pub mod http;
 pub mod localstripe;
 pub mod postgres;
 pub mod process;
+pub mod receiver;
 pub mod redis;
 
 pub use events::spec;

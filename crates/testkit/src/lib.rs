@@ -8,6 +8,7 @@
 pub mod idempotency;
 pub mod ledger;
 pub mod tickets;
+pub mod outbox;
 
 pub mod arbiter;
 pub mod queue;

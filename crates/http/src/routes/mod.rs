@@ -8,6 +8,7 @@ pub mod events;
 pub mod gates;
 pub mod holds;
 pub mod ops;
+pub mod order_events;
 pub mod orders;
 pub mod payments;
 pub mod queue;
@@ -276,6 +277,48 @@ fn sale() -> Vec<RouteDef> {
             Api,
             orders::mine,
             &orders::MINE_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/orders/{id}/history",
+            Api,
+            order_events::history,
+            &order_events::HISTORY_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/webhook-endpoints",
+            Api,
+            order_events::create_endpoint,
+            &order_events::CREATE_ENDPOINT_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/webhook-endpoints",
+            Api,
+            order_events::list_endpoints,
+            &order_events::LIST_ENDPOINTS_DOC,
+        ),
+        route(
+            M::DELETE,
+            "/v1/webhook-endpoints/{id}",
+            Api,
+            order_events::delete_endpoint,
+            &order_events::DELETE_ENDPOINT_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/webhook-endpoints/{id}/dead-letters",
+            Api,
+            order_events::dead_letters,
+            &order_events::DEAD_LETTERS_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/webhook-endpoints/{id}/dead-letters/replay",
+            Api,
+            order_events::replay_dead_letters,
+            &order_events::REPLAY_DOC,
         ),
         route(M::GET, "/healthz", Probe, ops::healthz, &ops::HEALTHZ_DOC),
         route(M::GET, "/readyz", Probe, ops::readyz, &ops::READYZ_DOC),

@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 
 use boxoffice_domain::Secret;
 use boxoffice_domain::token::EdgeAlgorithm;
+use boxoffice_engine::relay::RelayConfig;
 use boxoffice_engine::{BuyersConfig, EngineConfig};
 use boxoffice_http::HttpConfig;
 use boxoffice_oidc::OidcConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_payment_stripe::StripeConfig;
+use boxoffice_sinks::NatsConfig;
 use boxoffice_store_postgres::PostgresOptions;
 use boxoffice_store_redis::RedisOptions;
 use boxoffice_store_sqlite::SqliteOptions;
@@ -84,6 +86,11 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Traces exported to an OpenTelemetry collector (builds with `--features otel`).
     pub otel: OtelConfig,
+    /// How order events are delivered to webhook endpoints and NATS: batches, leases,
+    /// retries, dead letters.
+    pub relay: RelayConfig,
+    /// NATS JetStream as a sink of order events. Default none.
+    pub nats: Option<NatsConfig>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -141,6 +148,8 @@ impl Default for Config {
             http: HttpConfig::default(),
             log_format: LogFormat::default(),
             otel: OtelConfig::default(),
+            relay: RelayConfig::default(),
+            nats: None,
         }
     }
 }
@@ -217,13 +226,17 @@ impl Config {
             self.idempotency.node_dead_after_ms,
             self.workers.heartbeat_interval_ms
         );
+        self.relay.validate().map_err(anyhow::Error::msg)?;
+        if let Some(nats) = &self.nats {
+            nats.validate().map_err(anyhow::Error::msg)?;
+        }
         self.http.validate().map_err(anyhow::Error::msg)
     }
 }
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 22] = [
+const TOP_LEVEL: [&str; 24] = [
     "listen",
     "data_dir",
     "operator_key",
@@ -246,6 +259,8 @@ const TOP_LEVEL: [&str; 22] = [
     "http",
     "log_format",
     "otel",
+    "relay",
+    "nats",
 ];
 
 fn is_config_key(key: &str) -> bool {

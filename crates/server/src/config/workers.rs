@@ -24,6 +24,9 @@ pub struct WorkerConfig {
     /// How often the refund jobs of cancelled events take their next page of orders
     /// (a page that did work is followed at once by the next). Default 1,000 ms.
     pub event_cancel_interval_ms: u64,
+    /// How often the outbox relay looks for order events to deliver when it has none
+    /// in hand (a busy relay goes on at once). Default 500 ms.
+    pub relay_interval_ms: u64,
 }
 
 impl Default for WorkerConfig {
@@ -35,6 +38,7 @@ impl Default for WorkerConfig {
             heartbeat_interval_ms: 2_000,
             replay_prune_interval_ms: 60_000,
             event_cancel_interval_ms: 1_000,
+            relay_interval_ms: 500,
         }
     }
 }
@@ -50,6 +54,7 @@ impl WorkerConfig {
             ("heartbeat_interval_ms", self.heartbeat_interval_ms),
             ("replay_prune_interval_ms", self.replay_prune_interval_ms),
             ("event_cancel_interval_ms", self.event_cancel_interval_ms),
+            ("relay_interval_ms", self.relay_interval_ms),
         ];
         match periods.iter().find(|(_, ms)| *ms == 0) {
             Some((name, _)) => anyhow::bail!("workers.{name} must be at least 1"),

@@ -14,6 +14,7 @@ mod crash;
 mod edge;
 mod fuzz;
 mod identity;
+mod order_events;
 mod payments;
 mod refunds;
 mod seed_scenario;

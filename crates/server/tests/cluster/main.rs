@@ -9,6 +9,7 @@ mod checkout_retry;
 mod faults;
 mod nodes;
 mod operator_mistakes;
+mod order_events;
 mod waiting;
 
 use std::path::PathBuf;
