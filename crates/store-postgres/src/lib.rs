@@ -22,9 +22,9 @@ mod migrate;
 mod moves;
 mod options;
 mod orders;
+mod outbox;
 mod ticket_rows;
 mod tickets;
-mod outbox;
 mod writer;
 
 pub use idempotency::PostgresIdempotency;

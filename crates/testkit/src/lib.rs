@@ -7,8 +7,8 @@
 
 pub mod idempotency;
 pub mod ledger;
-pub mod tickets;
 pub mod outbox;
+pub mod tickets;
 
 pub mod arbiter;
 pub mod queue;
