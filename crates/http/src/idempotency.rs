@@ -6,14 +6,16 @@
 //!
 //! A handler takes the `Replay` extractor, which reads the key, method and path from the
 //! request itself; the handler names only whose key it is (`Scope`) and the work. The
-//! work runs detached from the request: a request abandoned by its client or cut off by
-//! the request deadline still finishes and records its answer, so the retry replays it
-//! instead of waiting for the claim's lease to lapse.
+//! work outlives the request: a request abandoned by its client or cut off by the
+//! request deadline still finishes and records its answer (in a task of its own, see
+//! `Detached`), so the retry replays it instead of waiting for the claim's lease to lapse.
 
 use std::borrow::Cow;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -177,28 +179,23 @@ struct Claim {
 }
 
 impl Claim {
-    /// Runs the work and records its answer in a task of its own, which goes on when
-    /// the request is dropped (the client left, or the deadline passed).
+    /// Runs the work and records its answer. The work runs in the request's own task,
+    /// and goes on in a task of its own only if the request is dropped first (the client
+    /// left, or the deadline passed): see `Detached`.
     async fn run_detached<F>(self, work: F) -> Response
     where
         F: Future<Output = Reply> + Send + 'static,
     {
-        let task = tokio::spawn(
-            async move {
-                let reply = AssertUnwindSafe(work).catch_unwind().await;
-                let reply = reply.unwrap_or_else(|_| {
-                    Err(ApiError::from(EngineError::Internal(
-                        "the request's work panicked".into(),
-                    )))
-                });
-                self.finish(reply).await
-            }
-            .in_current_span(),
-        );
-        match task.await {
-            Ok(res) => res,
-            Err(e) => ApiError::from(EngineError::Internal(e.to_string())).into_response(),
-        }
+        let task = async move {
+            let reply = AssertUnwindSafe(work).catch_unwind().await;
+            let reply = reply.unwrap_or_else(|_| {
+                Err(ApiError::from(EngineError::Internal(
+                    "the request's work panicked".into(),
+                )))
+            });
+            self.finish(reply).await
+        };
+        Detached::new(Box::pin(task.in_current_span())).await
     }
 
     /// Records the answer (or, for a failure of ours, frees the key) and sends it.
@@ -234,6 +231,50 @@ impl Claim {
             tracing::warn!(error = %e, "could not record the idempotent response");
         }
         answer
+    }
+}
+
+/// A write's work, polled by the request; if the request is dropped before the work is
+/// done, what is left of it is handed to a task of its own, which finishes it and records
+/// the answer for the retry. Spawning every write instead would cost a task, a move of
+/// the whole future into it and a wake-up across threads for each request, while nearly
+/// every request finishes where it started. The work is boxed, so what is left of it can
+/// be moved to the task at any point.
+struct Detached {
+    work: Option<Pin<Box<dyn Future<Output = Response> + Send>>>,
+}
+
+impl Detached {
+    fn new(work: Pin<Box<dyn Future<Output = Response> + Send>>) -> Self {
+        Detached { work: Some(work) }
+    }
+}
+
+impl Future for Detached {
+    type Output = Response;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let Some(work) = self.work.as_mut() else {
+            return Poll::Ready(
+                ApiError::from(EngineError::Internal("polled after its answer".into()))
+                    .into_response(),
+            );
+        };
+        let answer = ready!(work.as_mut().poll(cx));
+        self.work = None;
+        Poll::Ready(answer)
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let Some(work) = self.work.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(work)),
+            Err(_) => tracing::warn!("a write was dropped outside the runtime, unfinished"),
+        }
     }
 }
 
@@ -348,6 +389,23 @@ mod tests {
         assert_eq!(res.status(), StatusCode::CREATED);
         assert_eq!(res.headers()["idempotent-replayed"], "true");
         assert_eq!(body(res).await, b"{\"made\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_request_waits_for_it_runs_in_the_requests_own_task() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let request = tokio::spawn(async move {
+            let (ran_in, task) = oneshot::channel();
+            let work = async move {
+                let _ = ran_in.send(tokio::task::try_id());
+                Ok((StatusCode::CREATED, b"{}".to_vec()))
+            };
+            let res = send(&replays, claimant(), work).await;
+            (res.status(), tokio::task::id(), task.await.unwrap())
+        });
+        let (status, request_task, work_task) = request.await.unwrap();
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(work_task, Some(request_task), "no task of its own");
     }
 
     #[tokio::test]

@@ -44,8 +44,28 @@ pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// Renders the metrics registry in the Prometheus text format.
 pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;
 
+/// What every handler reads. Handlers take it by value (axum's `State` clones it for each
+/// request, and so do the middlewares), so a clone is one reference count rather than a
+/// copy of every field and of the operator key.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct Shared {
     pub engine: Arc<Engine>,
     /// Durable replays (checkout, event and queue writes).
     pub idempotency: Arc<dyn IdempotencyStore>,

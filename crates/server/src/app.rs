@@ -84,7 +84,7 @@ impl Application {
             .with_context(|| format!("binding {}", config.listen))?;
         DirLock::note_if_held(dir_lock.as_ref(), listener.local_addr()?)?;
         let webhooks = webhook_sender(fake.clone(), &config, listener.local_addr()?, clock)?;
-        let state = AppState {
+        let state = AppState::new(boxoffice_http::Shared {
             engine,
             idempotency: backends.idempotency,
             hold_idempotency: backends.hold_idempotency,
@@ -93,7 +93,7 @@ impl Application {
             metrics: Some(crate::telemetry::metrics_render()),
             ready: Arc::new(AtomicBool::new(false)),
             edge: Arc::new(Edge::new(&config.http)),
-        };
+        });
         Ok(Application {
             listener,
             state,
