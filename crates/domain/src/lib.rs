@@ -13,6 +13,7 @@ pub mod order;
 pub mod pow;
 pub mod refunds;
 pub mod secret;
+pub mod signature;
 pub mod ticket;
 pub mod time;
 pub mod token;
