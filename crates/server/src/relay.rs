@@ -12,13 +12,27 @@ use boxoffice_sinks::{NatsSink, Publishers};
 
 use crate::config::Config;
 
-/// The relay of this node; `owner` names its claims in the ledger.
+/// The relay of this node; `owner` names its claims in the ledger. In embedded mode
+/// this process is the only relay of its data directory (it holds the directory's lock),
+/// so whatever an earlier incarnation had claimed is given back at once: after a crash
+/// its deliveries go out now, not when their leases (`relay.lease_ms`) lapse. Nodes of a
+/// cluster cannot tell a dead peer from a slow one here and wait for the lease.
 pub async fn build(
     config: &Config,
     outbox: Arc<dyn Outbox>,
     clock: Arc<dyn Clock>,
     owner: String,
 ) -> anyhow::Result<Relay> {
+    if config.embedded() {
+        let released = (outbox.release_claims(&owner).await)
+            .context("giving back the outbox claims of an earlier incarnation")?;
+        if released > 0 {
+            tracing::info!(
+                released,
+                "outbox claims of an earlier incarnation given back"
+            );
+        }
+    }
     let nats = match &config.nats {
         Some(nats) => Some(Arc::new(connect_nats(nats, &outbox, &*clock).await?)),
         None => None,

@@ -49,6 +49,10 @@ const DEAD: &str = "
     FROM outbox_deliveries d JOIN outbox o ON o.id = d.outbox_id
     WHERE d.sink = $1 AND d.dead_at IS NOT NULL ORDER BY d.outbox_id LIMIT $2";
 
+const RELEASE: &str = "
+    UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0
+    WHERE lease_owner IS NOT NULL AND lease_owner <> $1";
+
 const REPLAY: &str = "
     UPDATE outbox_deliveries SET dead_at = NULL, attempts = 0, next_attempt_at = $2,
         lease_owner = NULL, lease_until = 0
@@ -225,6 +229,15 @@ impl Outbox for PostgresLedger {
                 })
             })
             .collect()
+    }
+
+    async fn release_claims(&self, owner: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(RELEASE)
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(done.rows_affected())
     }
 
     async fn replay_dead(&self, sink: &str, now: Millis) -> Result<u64, StoreError> {

@@ -257,6 +257,18 @@ pub(crate) fn dead_letters(
 }
 
 /// Writer job.
+pub(crate) fn release_claims(conn: &Connection, owner: &str) -> Result<Step<u64>, StoreError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0
+             WHERE lease_owner IS NOT NULL AND lease_owner <> ?1",
+        )
+        .and_then(|mut s| s.execute(params![owner]))
+        .map_err(db)?;
+    Ok(Step::Keep(n as u64))
+}
+
+/// Writer job.
 pub(crate) fn replay_dead(
     conn: &Connection,
     sink: &str,
@@ -355,6 +367,13 @@ mod port {
             let sink = sink.to_owned();
             self.readers
                 .read(move |c| super::dead_letters(c, &sink, limit))
+                .await
+        }
+
+        async fn release_claims(&self, owner: &str) -> Result<u64, StoreError> {
+            let owner = owner.to_owned();
+            self.writer
+                .submit(move |c| super::release_claims(c, &owner))
                 .await
         }
 

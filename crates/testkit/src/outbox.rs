@@ -41,6 +41,7 @@ macro_rules! outbox_conformance {
                 a_later_event_waits_until_the_earlier_one_reached_the_sink,
                 sinks_wait_for_each_other_never,
                 a_lapsed_lease_is_claimed_again_and_only_its_holder_can_fail_it,
+                released_claims_of_a_dead_incarnation_are_claimed_at_once,
                 a_dead_letter_stops_blocking_its_order_and_can_be_replayed,
                 a_sink_gets_what_was_written_after_it_was_added_until_it_is_removed,
                 only_relays_that_can_reach_nats_claim_its_deliveries,

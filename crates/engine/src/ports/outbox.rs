@@ -124,6 +124,10 @@ pub trait Outbox: Send + Sync {
     /// runs, nor while an earlier event of its order is still waiting for the same sink
     /// (dead letters excepted): per sink, an order's events go out in order.
     async fn claim(&self, q: &ClaimDeliveries<'_>) -> Result<Vec<Delivery>, StoreError>;
+    /// Gives back every claim not held by `owner`, at once rather than when its lease
+    /// lapses; returns how many. Only for a ledger that one process relays from (embedded
+    /// mode, whose data directory is locked): any other claimant is a dead incarnation.
+    async fn release_claims(&self, owner: &str) -> Result<u64, StoreError>;
     /// The sink has the event: its delivery is done.
     async fn delivered(&self, sink: &str, row: i64) -> Result<(), StoreError>;
     /// An attempt failed; ignored unless `f.owner` still holds the claim.

@@ -20,6 +20,10 @@ pub struct Received {
     pub order: String,
     pub sequence: u64,
     pub kind: String,
+    /// When the order moved (the event's `occurred_at`, ms since the epoch).
+    pub occurred_at: u64,
+    /// When this delivery arrived here (ms since the epoch).
+    pub received_at: u64,
 }
 
 #[derive(Default)]
@@ -71,8 +75,15 @@ async fn deliver(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
         order: field("order_id"),
         sequence: doc["sequence"].as_u64().unwrap_or(0),
         kind: field("type"),
+        occurred_at: doc["occurred_at"].as_u64().unwrap_or(0),
+        received_at: now_ms(),
     });
     StatusCode::NO_CONTENT
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Receiver {

@@ -207,6 +207,30 @@ pub async fn a_lapsed_lease_is_claimed_again_and_only_its_holder_can_fail_it(t: 
     );
 }
 
+/// A restarted single-process relay gives back what its dead incarnation held: claimed
+/// again at once, not a lease later; its own claims and the attempts count are kept.
+pub async fn released_claims_of_a_dead_incarnation_are_claimed_at_once(t: OutboxUnderTest) {
+    t.outbox.add_sink(&webhook("we_a")).await.unwrap();
+    t.outbox.add_sink(&webhook("we_b")).await.unwrap();
+    authorized_order(&t.ledger).await;
+    let dead = t.outbox.claim(&claim_of("old", LATER, 1)).await.unwrap();
+    let kept = t.outbox.claim(&claim_of("new", LATER, 1)).await.unwrap();
+    assert_eq!((dead.len(), kept.len()), (1, 1));
+    assert_ne!(dead[0].sink, kept[0].sink);
+    assert_eq!(t.outbox.release_claims("new").await.unwrap(), 1);
+    let now = Millis(LATER.0 + 1);
+    let again = t.outbox.claim(&claim_of("new", now, 10)).await.unwrap();
+    assert_eq!(
+        again
+            .iter()
+            .map(|d| (d.sink.as_str(), d.attempts))
+            .collect::<Vec<_>>(),
+        vec![(dead[0].sink.as_str(), 2)],
+        "only the dead incarnation's claim comes back; the live one's stays claimed"
+    );
+    assert_eq!(t.outbox.release_claims("new").await.unwrap(), 0);
+}
+
 pub async fn a_dead_letter_stops_blocking_its_order_and_can_be_replayed(t: OutboxUnderTest) {
     t.outbox.add_sink(&webhook("we_a")).await.unwrap();
     let o = authorized_order(&t.ledger).await;

@@ -5,6 +5,7 @@
 //! test's own.
 #![allow(dead_code)]
 
+mod bench;
 mod crash;
 mod history;
 mod jetstream;
