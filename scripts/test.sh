@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test of the workspace, backend suites
 # included. Under CI (CI=true) a missing PostgreSQL, Redis or NATS JetStream (or the
-# server binaries the TLS tests start) is a failure, never a skip.
+# server binaries the TLS tests start, and PgBouncer) is a failure, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# PgBouncer for the ledger-behind-a-pooler tests (crates/store-postgres/tests/pgbouncer.rs):
+# installed when missing and this is root with apt-get (CI), as the browser is.
+if ! [ -x /usr/sbin/pgbouncer ] && ! command -v pgbouncer >/dev/null 2>&1 \
+  && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null || true
+  # Debian's package starts a pgbouncer service on 6432; the tests start their own.
+  (service pgbouncer stop || pkill -x pgbouncer) >/dev/null 2>&1 || true
+fi
 
 need_services() {
   local missing=()
@@ -31,6 +40,7 @@ need_services() {
     missing+=("PostgreSQL server binaries (pg_config --bindir with initdb and pg_ctl)")
   fi
   command -v redis-server >/dev/null 2>&1 || missing+=("redis-server")
+  [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=("pgbouncer")
   if [ ${#missing[@]} -gt 0 ]; then
     printf 'missing: %s\n' "${missing[@]}" >&2
     return 1

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod pgbouncer;
 pub mod tls_cluster;
 
 use boxoffice_store_postgres::{PostgresLedger, PostgresOptions};

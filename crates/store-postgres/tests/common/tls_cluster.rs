@@ -31,12 +31,12 @@ fn bindir() -> PathBuf {
 }
 
 /// Root runs the server binaries as `postgres` (PostgreSQL refuses to run as root).
-fn as_root() -> bool {
+pub fn as_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// uid and gid of the `postgres` OS user, from /etc/passwd.
-fn postgres_user() -> (u32, u32) {
+pub fn postgres_user() -> (u32, u32) {
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
     let line = passwd.lines().find(|l| l.starts_with("postgres:"));
     let fields: Vec<&str> = line.map(|l| l.split(':').collect()).unwrap_or_default();
@@ -74,13 +74,13 @@ fn run(bindir: &Path, program: &str, args: &[&str]) -> Output {
     out
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
 
 /// Hands `path` to the `postgres` user when running as root.
-fn give(path: &Path, mode: u32) {
+pub fn give(path: &Path, mode: u32) {
     if as_root() {
         let (uid, gid) = postgres_user();
         std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();

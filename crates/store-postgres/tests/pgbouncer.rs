@@ -1,0 +1,90 @@
+//! The ledger through PgBouncer (Debian 12's 1.18, the one the registry offers):
+//!
+//! - **session mode**: the whole ledger conformance suite runs through it, each case on
+//!   a PgBouncer of its own with two server connections shared by the ledger's pools;
+//! - **transaction mode** does not work, and this shows why: sqlx names every prepared
+//!   statement it sends (`sqlx_s_1`, …) even with the statement cache off
+//!   (`statement_cache_capacity = 0`), and a transaction-mode pooler hands the server
+//!   connection holding one client's statement to another client. PgBouncer 1.21's
+//!   `max_prepared_statements` would track them; 1.18 cannot. If sqlx ever sends
+//!   unnamed statements, the test fails and the README's "Behind PgBouncer" must change.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use boxoffice_engine::ports::Ledger;
+use boxoffice_store_postgres::{PostgresLedger, PostgresOptions};
+use common::pgbouncer::{PgBouncer, PoolMode};
+
+/// Options a pooler needs: no startup `statement_timeout` (PgBouncer ignores it).
+fn pooled(statement_cache_capacity: usize) -> PostgresOptions {
+    PostgresOptions {
+        statement_timeout_ms: 0,
+        statement_cache_capacity,
+        ..common::test_options(true)
+    }
+}
+
+async fn through_session_pooler() -> Arc<dyn Ledger> {
+    let db = common::shared_database();
+    let bouncer = PgBouncer::start(PoolMode::Session);
+    let url = bouncer.url(&db.url);
+    let ledger = PostgresLedger::connect(&url, pooled(100))
+        .await
+        .unwrap_or_else(|e| panic!("a ledger through PgBouncer ({url}): {e}\n{}", bouncer.log()));
+    ledger.keep_alive(db);
+    ledger.keep_alive(bouncer);
+    Arc::new(ledger)
+}
+
+boxoffice_testkit::ledger_conformance!(through_session_pooler());
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
+async fn transaction_mode_fails_because_sqlx_names_its_prepared_statements() {
+    let db = common::TestDatabase::create();
+    // The schema is made directly: the migration itself could already fail through the
+    // pooler, and this test is about the sale's statements.
+    PostgresLedger::connect(&db.url, pooled(0)).await.unwrap();
+    let bouncer = PgBouncer::start(PoolMode::Transaction);
+    let url = bouncer.url(&db.url);
+    let mut failures = Vec::new();
+    let mut succeeded = 0;
+    // Clients of their own that share PgBouncer's two server connections: reads of the
+    // same statements, concurrently, until a named statement meets another client's.
+    'rounds: for _ in 0..20 {
+        let ledger = match PostgresLedger::connect(&url, pooled(0)).await {
+            Ok(l) => Arc::new(l),
+            Err(e) => {
+                failures.push(e.to_string());
+                break 'rounds;
+            }
+        };
+        let reads = (0..40).map(|i| {
+            let ledger = ledger.clone();
+            async move { ledger.events_with_status(status(i)).await }
+        });
+        for r in futures::future::join_all(reads).await {
+            match r {
+                Ok(_) => succeeded += 1,
+                Err(e) => failures.push(e.to_string()),
+            }
+        }
+        if !failures.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        failures.iter().any(|f| f.contains("prepared statement")),
+        "through a transaction-mode PgBouncer every statement worked ({succeeded} reads, \
+         failures: {failures:?}); if sqlx now sends unnamed statements, transaction mode \
+         may work: run the conformance suite through it and update the README"
+    );
+    drop(bouncer);
+}
+
+fn status(i: usize) -> boxoffice_domain::SaleStatus {
+    boxoffice_domain::SaleStatus::ALL[i % 3]
+}
