@@ -128,6 +128,8 @@ struct CreateBody {
 
 pub(crate) const CREATE_DOC: Doc = Doc {
     op: "createGate",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[
@@ -190,6 +192,8 @@ async fn with_credential(res: Response, credential: String) -> Response {
 
 pub(crate) const REVOKE_DOC: Doc = Doc {
     op: "revokeGate",
+    body: None,
+    ok: &[],
     refuses: &[ErrorCode::GateNotFound],
     shared: &[
         crate::idempotency::REFUSES,
@@ -213,6 +217,8 @@ pub async fn revoke(
 
 pub(crate) const BUNDLE_DOC: Doc = Doc {
     op: "getGateBundle",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[GATE_REFUSES],
 };
@@ -239,6 +245,8 @@ struct ScanBody {
 
 pub(crate) const SCAN_DOC: Doc = Doc {
     op: "scanTicket",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::MalformedJson, C::PayloadTooLarge]
@@ -341,6 +349,8 @@ struct BatchAnswer {
 
 pub(crate) const SCAN_BATCH_DOC: Doc = Doc {
     op: "scanBatch",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[

@@ -70,6 +70,8 @@ pub struct History {
 /// How the API document describes `history`, and what it refuses with.
 pub(crate) const HISTORY_DOC: Doc = Doc {
     op: "getOrderHistory",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::OrderNotFound, C::Unavailable]
@@ -144,6 +146,8 @@ fn endpoint_url(body: &[u8]) -> Result<String, ApiError> {
 /// How the API document describes `create_endpoint`, and what it refuses with.
 pub(crate) const CREATE_ENDPOINT_DOC: Doc = Doc {
     op: "createWebhookEndpoint",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::InvalidRequest, C::MalformedJson]
@@ -177,6 +181,8 @@ pub async fn create_endpoint(
 /// How the API document describes `list_endpoints`, and what it refuses with.
 pub(crate) const LIST_ENDPOINTS_DOC: Doc = Doc {
     op: "listWebhookEndpoints",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::Unavailable]
@@ -195,6 +201,8 @@ pub async fn list_endpoints(
 /// How the API document describes `delete_endpoint`, and what it refuses with.
 pub(crate) const DELETE_ENDPOINT_DOC: Doc = Doc {
     op: "deleteWebhookEndpoint",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::WebhookEndpointNotFound]
@@ -223,6 +231,8 @@ pub async fn delete_endpoint(
 /// How the API document describes `dead_letters`, and what it refuses with.
 pub(crate) const DEAD_LETTERS_DOC: Doc = Doc {
     op: "listDeadLetters",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::Unavailable, C::WebhookEndpointNotFound]
@@ -242,6 +252,8 @@ pub async fn dead_letters(
 /// How the API document describes `replay_dead_letters`, and what it refuses with.
 pub(crate) const REPLAY_DOC: Doc = Doc {
     op: "replayDeadLetters",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::WebhookEndpointNotFound]

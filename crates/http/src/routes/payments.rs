@@ -39,6 +39,8 @@ pub struct Settled {
 /// How the API document describes `webhook`, and what it refuses with.
 pub(crate) const WEBHOOK_DOC: Doc = Doc {
     op: "paymentWebhook",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[

@@ -8,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
-use boxoffice_engine::{Joiner, PowSolution};
+use boxoffice_engine::{JoinOutcome, Joiner, PowSolution, QueueStatus};
 use futures::StreamExt;
 use serde::Deserialize;
 
@@ -16,7 +16,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{bearer, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
@@ -31,6 +31,8 @@ struct JoinBody {
 /// How the API document describes `join`, and what it refuses with.
 pub(crate) const JOIN_DOC: Doc = Doc {
     op: "joinQueue",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<JoinOutcome>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -96,6 +98,8 @@ pub async fn join(
 /// How the API document describes `public`, and what it refuses with.
 pub(crate) const PUBLIC_DOC: Doc = Doc {
     op: "getQueue",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::Internal, C::Unavailable]
@@ -133,6 +137,8 @@ pub async fn public(
 /// How the API document describes `stream`, and what it refuses with.
 pub(crate) const STREAM_DOC: Doc = Doc {
     op: "streamQueue",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[
@@ -180,6 +186,8 @@ pub struct TicketQuery {
 /// How the API document describes `status`, and what it refuses with.
 pub(crate) const STATUS_DOC: Doc = Doc {
     op: "getQueueStatus",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<QueueStatus>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -225,6 +233,8 @@ pub async fn status(
 /// How the API document describes `challenge`, and what it refuses with.
 pub(crate) const CHALLENGE_DOC: Doc = Doc {
     op: "getQueueChallenge",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::RateLimited, C::Unavailable]

@@ -75,6 +75,8 @@ pub struct TicketList {
 
 pub(crate) const MINE_DOC: Doc = Doc {
     op: "listMyTickets",
+    body: None,
+    ok: &[],
     refuses: TICKET_REFUSES,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -89,6 +91,8 @@ pub async fn mine(
 
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getTicket",
+    body: None,
+    ok: &[],
     refuses: TICKET_REFUSES,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -104,6 +108,8 @@ pub async fn get(
 
 pub(crate) const QR_SVG_DOC: Doc = Doc {
     op: "getTicketQrSvg",
+    body: None,
+    ok: &[],
     refuses: &[
         ErrorCode::TicketNotFound,
         ErrorCode::TicketRevoked,
@@ -126,6 +132,8 @@ pub async fn qr_svg(
 
 pub(crate) const QR_PNG_DOC: Doc = Doc {
     op: "getTicketQrPng",
+    body: None,
+    ok: &[],
     refuses: QR_SVG_DOC.refuses,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -170,6 +178,8 @@ fn private(mut res: Response) -> Response {
 
 pub(crate) const KEYS_DOC: Doc = Doc {
     op: "getEventKeys",
+    body: None,
+    ok: &[],
     refuses: &[
         ErrorCode::EventNotFound,
         ErrorCode::Unavailable,
@@ -197,6 +207,8 @@ const KEY_CHANGE_REFUSES: &[ErrorCode] = &[ErrorCode::EventNotFound];
 
 pub(crate) const ROTATE_DOC: Doc = Doc {
     op: "rotateEventKey",
+    body: None,
+    ok: &[],
     refuses: &[ErrorCode::EventNotFound, ErrorCode::TooManyKeys],
     shared: &[
         crate::idempotency::REFUSES,
@@ -227,6 +239,8 @@ struct RetireBody {
 
 pub(crate) const RETIRE_DOC: Doc = Doc {
     op: "retireEventKey",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[
@@ -272,6 +286,8 @@ struct BarcodesBody {
 
 pub(crate) const SET_BARCODES_DOC: Doc = Doc {
     op: "setEventBarcodes",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[

@@ -65,6 +65,8 @@ fn page() -> u64 {
 /// How the API document describes `fairness`, and what it refuses with.
 pub(crate) const FAIRNESS_DOC: Doc = Doc {
     op: "getQueueFairness",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::InvalidQuery, C::Unavailable]
@@ -86,6 +88,8 @@ pub async fn fairness(
 /// How the API document describes `set_admission`, and what it refuses with.
 pub(crate) const SET_ADMISSION_DOC: Doc = Doc {
     op: "setAdmission",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[
@@ -136,6 +140,8 @@ pub struct RulesOut {
 /// How the API document describes `set_rules`, and what it refuses with.
 pub(crate) const SET_RULES_DOC: Doc = Doc {
     op: "setWaitingRules",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[
@@ -169,6 +175,8 @@ pub async fn set_rules(
 /// How the API document describes `grant_buyer_token`, and what it refuses with.
 pub(crate) const GRANT_BUYER_TOKEN_DOC: Doc = Doc {
     op: "grantBuyerToken",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::MalformedJson]
