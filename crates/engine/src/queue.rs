@@ -75,9 +75,11 @@ pub struct QueueStatus {
 }
 
 /// A solved proof-of-work challenge, as sent with a join.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
 pub struct PowSolution {
+    /// The challenge, as GET /v1/events/{id}/queue/challenge gave it.
     pub challenge: String,
+    #[schema(max_length = 64)]
     pub nonce: String,
 }
 

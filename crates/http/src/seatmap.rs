@@ -101,6 +101,7 @@ pub struct SeatMapRow<'a> {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct SeatMapSeat<'a> {
     /// The seat's bit in the availability bitmap.
+    #[schema(value_type = u32)]
     index: SeatIndex,
     /// Public seat id, used in hold requests and tickets.
     seat_id: &'a str,

@@ -228,8 +228,11 @@ fn typed(doc: &Doc, op: &mut Value) -> Result<(), String> {
         if op["requestBody"].get("content").is_some() {
             return Err(format!("{}: its body's type is the handler's", doc.op));
         }
-        op["requestBody"]["required"] = json!(true);
-        op["requestBody"]["content"] = json_content(body);
+        let body_doc = &mut op["requestBody"];
+        if body_doc.get("required").is_none() {
+            body_doc["required"] = json!(true);
+        }
+        body_doc["content"] = json_content(body);
     }
     for (status, schema) in doc.ok {
         let res = &mut op["responses"][status.as_str()];

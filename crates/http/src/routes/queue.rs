@@ -8,6 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
+use boxoffice_engine::waiting::{Challenge, PublicQueueBody};
 use boxoffice_engine::{JoinOutcome, Joiner, PowSolution, QueueStatus};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -21,8 +22,10 @@ use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
 
-#[derive(Deserialize, Default)]
+/// A join: empty, or with a solved proof of work when the event asks for one.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = JoinRequest)]
 struct JoinBody {
     #[serde(default)]
     pow: Option<PowSolution>,
@@ -31,7 +34,7 @@ struct JoinBody {
 /// How the API document describes `join`, and what it refuses with.
 pub(crate) const JOIN_DOC: Doc = Doc {
     op: "joinQueue",
-    body: None,
+    body: Some(Schema::of::<JoinBody>()),
     ok: &[(StatusCode::OK, Schema::of::<JoinOutcome>())],
     refuses: {
         use ErrorCode as C;
@@ -99,7 +102,7 @@ pub async fn join(
 pub(crate) const PUBLIC_DOC: Doc = Doc {
     op: "getQueue",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::OK, Schema::of::<PublicQueueBody<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::Internal, C::Unavailable]
@@ -234,7 +237,7 @@ pub async fn status(
 pub(crate) const CHALLENGE_DOC: Doc = Doc {
     op: "getQueueChallenge",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::OK, Schema::of::<Challenge>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::RateLimited, C::Unavailable]

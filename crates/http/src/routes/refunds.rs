@@ -88,7 +88,7 @@ pub async fn refund_order(
 pub(crate) const CANCEL_EVENT_DOC: Doc = Doc {
     op: "cancelEvent",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::ACCEPTED, Schema::of::<EventCancellation>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound]
@@ -120,7 +120,7 @@ pub async fn cancel_event(
 pub(crate) const CANCELLATION_DOC: Doc = Doc {
     op: "getEventCancellation",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::OK, Schema::of::<EventCancellation>())],
     refuses: {
         use ErrorCode as C;
         &[
