@@ -10,7 +10,7 @@ use crate::ports::StoredKey;
 use crate::{Engine, EngineError};
 
 /// An event's key set as the operator sees it after a change.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct KeySetView {
     pub event_id: EventId,
     pub current: KeyId,

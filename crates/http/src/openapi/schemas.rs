@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use boxoffice_domain::{BuyerId, EventId, HoldId, OrderId};
+use boxoffice_domain::ticket::TicketId;
+use boxoffice_domain::{BuyerId, EventId, GateId, HoldId, OrderId};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema as Json, Type};
 use utoipa::{PartialSchema, ToSchema};
@@ -21,6 +22,8 @@ pub(super) const LISTED: &[Schema] = &[
     Schema::of::<HoldId>(),
     Schema::of::<OrderId>(),
     Schema::of::<BuyerId>(),
+    Schema::of::<TicketId>(),
+    Schema::of::<GateId>(),
 ];
 
 /// Every code, and by status which ones a client may meet.

@@ -17,7 +17,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, Operator, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::qr;
 use crate::routes::{RouteClass, RouteDef};
@@ -68,7 +68,7 @@ const TICKET_REFUSES: &[ErrorCode] = &[
 ];
 
 /// The buyer's tickets.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct TicketList {
     tickets: Vec<TicketView>,
 }
@@ -76,7 +76,7 @@ pub struct TicketList {
 pub(crate) const MINE_DOC: Doc = Doc {
     op: "listMyTickets",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::OK, Schema::of::<TicketList>())],
     refuses: TICKET_REFUSES,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -92,7 +92,7 @@ pub async fn mine(
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getTicket",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::OK, Schema::of::<TicketView>())],
     refuses: TICKET_REFUSES,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -208,7 +208,7 @@ const KEY_CHANGE_REFUSES: &[ErrorCode] = &[ErrorCode::EventNotFound];
 pub(crate) const ROTATE_DOC: Doc = Doc {
     op: "rotateEventKey",
     body: None,
-    ok: &[],
+    ok: &[(StatusCode::OK, Schema::of::<KeySetView>())],
     refuses: &[ErrorCode::EventNotFound, ErrorCode::TooManyKeys],
     shared: &[
         crate::idempotency::REFUSES,
@@ -231,16 +231,18 @@ pub async fn rotate(
         .await
 }
 
-#[derive(Deserialize)]
+/// The key to retire.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = RetireKeyRequest)]
 struct RetireBody {
     kid: KeyId,
 }
 
 pub(crate) const RETIRE_DOC: Doc = Doc {
     op: "retireEventKey",
-    body: None,
-    ok: &[],
+    body: Some(Schema::of::<RetireBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<KeySetView>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -278,16 +280,18 @@ pub async fn retire(
         .await
 }
 
-#[derive(Deserialize)]
+/// Whether the event's barcodes rotate.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = BarcodesRequest)]
 struct BarcodesBody {
     rotating: bool,
 }
 
 pub(crate) const SET_BARCODES_DOC: Doc = Doc {
     op: "setEventBarcodes",
-    body: None,
-    ok: &[],
+    body: Some(Schema::of::<BarcodesBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<KeySetView>())],
     refuses: {
         use ErrorCode as C;
         &[

@@ -151,10 +151,17 @@ async fn main_resources() {
         ("GET", format!("/v1/orders/{order}/history"), &buyer),
         ("PUT", format!("/v1/events/{event}/admission"), &op),
         ("PUT", format!("/v1/events/{event}/waiting-room"), &op),
+        ("GET", "/v1/me/tickets".to_string(), &buyer),
+        ("POST", format!("/v1/events/{event}/keys/rotate"), &op),
+        ("POST", format!("/v1/events/{event}/gates"), &op),
         ("POST", format!("/v1/orders/{order}/cancel"), &op),
     ];
     for (method, path, token) in &reads {
-        let (status, body) = w.call(method, path, token, json!({})).await;
+        let body = match path.ends_with("/gates") {
+            true => json!({"name": "north door"}),
+            false => json!({}),
+        };
+        let (status, body) = w.call(method, path, token, body).await;
         assert!(
             (200..300).contains(&status),
             "{method} {path}: {status} {body}"
