@@ -4,12 +4,13 @@
 //! Pure: every function takes `now` or the numbers it needs.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::time::Millis;
 
 /// Why the admission rate is what it is: shown to operators on /stats and in the
 /// public queue document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RateReason {
     /// The event's configured rate.
@@ -38,8 +39,9 @@ pub struct Health {
     pub payment_error_rate: Option<f64>,
 }
 
-/// When the adaptive mode narrows, and how fast it moves.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// When the adaptive mode narrows, and how fast it moves. Each field omitted keeps its
+/// default.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct Thresholds {
     pub hold_p99_ms: f64,

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::ids::{EventId, SeatIndex};
 use crate::money::Money;
@@ -16,51 +17,78 @@ pub const MAX_SEATS_PER_EVENT: usize = 250_000;
 pub const MAX_SECTIONS: usize = 500;
 pub const MAX_TICKETS_PER_BUYER: u32 = 50;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A price, referenced by key from sections and rows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PriceTier {
+    /// Unique within the event.
+    #[schema(pattern = "^[A-Za-z0-9_]{1,24}$")]
     pub key: String,
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
+    /// Price per seat in minor units, 0-100000000.
     pub price: Money,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A row of a seated section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RowSpec {
+    /// Row label shown to buyers, e.g. "A".
     pub label: String,
+    /// Number of seats in the row, numbered from 1.
+    #[schema(minimum = 1)]
     pub seats: u32,
-    /// Overrides the section's tier for this row.
+    /// Tier key overriding the section's tier for this row.
     #[serde(default)]
     pub tier: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A seated section (rows) or a general-admission one (ga_capacity), not both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SectionSpec {
+    /// Unique within the event; used by best_available and in seat ids.
+    #[schema(pattern = "^[A-Za-z0-9_]{1,24}$")]
     pub key: String,
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
+    /// Key of the section's default price tier.
     pub tier: String,
-    /// Lower is better; sections are ranked against each other by this first.
+    /// Lower is better; best_available ranks sections by this, then front rows, then
+    /// seats near the row centre.
     #[serde(default)]
     pub quality: u32,
+    /// Rows of a seated section, front first.
     #[serde(default)]
     pub rows: Vec<RowSpec>,
-    /// Set for a general-admission section instead of `rows`.
+    /// Set instead of rows for a general-admission section: the number of unnumbered
+    /// units.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 250_000)]
     pub ga_capacity: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// How an event sells. When omitted: 4 tickets per buyer, 480 s hold TTL, 120 s
+/// payment grace, 500 admissions/s, late payments refunded, not refundable by buyers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SaleSettings {
+    #[schema(minimum = 1, maximum = 50)]
     pub max_tickets_per_buyer: u32,
+    /// How long a hold lasts (seconds) before its seats return to stock.
+    #[schema(minimum = 10, maximum = 3600)]
     pub hold_ttl_s: u32,
-    /// How long a hold in checkout stays pinned while the provider answers.
+    /// How long (seconds) a hold in checkout stays pinned while the payment provider
+    /// answers.
+    #[schema(minimum = 5, maximum = 3600)]
     pub payment_grace_s: u32,
     /// Buyers admitted from the queue per second.
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub admission_rate_per_s: u32,
-    /// A payment that arrives after the hold's pin ran out is fulfilled when every seat
-    /// of its order is still free, instead of being returned. Off unless set.
+    /// When true, a payment that arrives after the hold's payment grace ran out is
+    /// fulfilled if every seat of its order is still free; otherwise (and always when
+    /// false) it is refunded or voided.
     #[serde(default)]
     pub honour_late_payments: bool,
     /// Until when buyers may return their own orders (`POST /v1/orders/{id}/refund`).
-    /// None (the default): buyers cannot; only the operator cancels sales.
+    /// Absent or null (the default): buyers cannot; only the operator cancels sales.
     #[serde(default)]
     pub buyer_refunds: Option<crate::refunds::RefundWindow>,
 }
@@ -78,12 +106,19 @@ impl Default for SaleSettings {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Everything an event sells. At most 250000 seats in total, at least one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct EventSpec {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
+    /// ISO 4217 code.
     #[serde(default = "default_currency")]
+    #[schema(pattern = "^[A-Z]{3}$")]
     pub currency: String,
+    /// Price tiers, referenced by key.
+    #[schema(min_items = 1, max_items = 100)]
     pub tiers: Vec<PriceTier>,
+    #[schema(min_items = 1, max_items = 500)]
     pub sections: Vec<SectionSpec>,
     #[serde(default)]
     pub sale: SaleSettings,
@@ -93,7 +128,8 @@ fn default_currency() -> String {
     "EUR".into()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// scheduled → open → closed; a closed sale never reopens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SaleStatus {
     Scheduled,
@@ -119,7 +155,8 @@ impl SaleStatus {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Numbered seats in rows, or unnumbered general-admission units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SectionKind {
     Seated,

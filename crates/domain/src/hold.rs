@@ -15,8 +15,11 @@
 //! pin the two together.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// held → checking_out → sold; checking_out → payment_pending (provider did not answer)
+/// → sold | released; held → expired (TTL) or released (DELETE, decline, lost race).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HoldState {
     Held,

@@ -5,15 +5,21 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use uuid::Uuid;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("not a valid {0} id")]
 pub struct BadId(pub &'static str);
 
-/// An event, numbered by the ledger.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// Event id, a positive integer numbered by the ledger.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
 #[serde(transparent)]
+#[schema(minimum = 1)]
 pub struct EventId(pub i64);
 
 impl fmt::Display for EventId {
@@ -36,9 +42,20 @@ impl FromStr for EventId {
 pub type SeatIndex = u32;
 
 macro_rules! uuid_id {
-    ($name:ident, $what:literal) => {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
         #[derive(
-            Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+            Clone,
+            Copy,
+            Debug,
+            PartialEq,
+            Eq,
+            PartialOrd,
+            Ord,
+            Hash,
+            Serialize,
+            Deserialize,
+            ToSchema,
         )]
         #[serde(transparent)]
         pub struct $name(pub Uuid);
@@ -64,9 +81,21 @@ macro_rules! uuid_id {
     };
 }
 
-uuid_id!(BuyerId, "buyer");
-uuid_id!(OrderId, "order");
-uuid_id!(GateId, "gate");
+uuid_id!(
+    /// A buyer.
+    BuyerId,
+    "buyer"
+);
+uuid_id!(
+    /// An order.
+    OrderId,
+    "order"
+);
+uuid_id!(
+    /// A gate device of an event.
+    GateId,
+    "gate"
+);
 
 /// A hold. It carries its event so that every store can find the hold's home (one
 /// Redis slot per event) from the id alone. Text form: `<event>-<32 hex digits>`.
@@ -103,6 +132,20 @@ impl FromStr for HoldId {
         Ok(HoldId { event, nonce })
     }
 }
+
+/// In the API a hold id is its text form.
+impl utoipa::PartialSchema for HoldId {
+    fn schema() -> RefOr<Schema> {
+        let about = "`<event_id>-<32 hex digits>`; the hold's event is part of its id.";
+        (ObjectBuilder::new().schema_type(Type::String))
+            .pattern(Some("^[1-9][0-9]*-[0-9a-fA-F]{32}$"))
+            .description(Some(about))
+            .examples(["42-0f9c2b7e4a1d4c3b9e8f7a6b5c4d3e2f"])
+            .into()
+    }
+}
+
+impl ToSchema for HoldId {}
 
 impl Serialize for HoldId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -2,9 +2,22 @@
 //! different events are never added together.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
+/// Amount in minor units of the event's currency (e.g. cents).
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    ToSchema,
 )]
 #[serde(transparent)]
 pub struct Money(pub i64);

@@ -21,8 +21,19 @@
 //! recovery sweep completes.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The seats are the buyer's in committed, pending_capture and confirmed. declined: card
+/// refused. lost: a seat sold to someone else, authorization voided. voiding/voided: the
+/// hold ended before the payment completed; the authorization is (being) cancelled and
+/// nothing was charged. refunding/refunded: the money is (being) returned in full: it
+/// arrived after the hold ended, or the sale was cancelled (by the operator, the buyer,
+/// or the event's cancellation) and its seats went back on sale. cancelling/cancelled:
+/// the charge of a confirmed order could not be completed (the authorization expired or
+/// capture kept failing) or the sale was cancelled before the charge, so its tickets were
+/// cancelled, its seats went back on sale and the authorization is (being) released;
+/// nothing was charged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OrderState {
     PendingPayment,

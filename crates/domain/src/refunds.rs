@@ -3,16 +3,18 @@
 //! cancel any sale at any time.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::time::Millis;
 
-/// Buyers may return their orders until `closes_before_doors_s` before `doors_at`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Buyers may return their own orders (`POST /v1/orders/{id}/refund`) until
+/// `closes_before_doors_s` before `doors_at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefundWindow {
     /// When the doors open (milliseconds since the epoch).
     pub doors_at: Millis,
-    /// How long before the doors buyer refunds stop.
+    /// Buyer refunds stop this long (seconds) before the doors open.
     #[serde(default)]
     pub closes_before_doors_s: u64,
 }

@@ -2,10 +2,22 @@
 //! domain speaks. Where "now" comes from is the engine's business (the Clock port).
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-/// Milliseconds since 1970-01-01T00:00:00Z.
+/// Milliseconds since the Unix epoch (1970-01-01T00:00:00Z, UTC).
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    ToSchema,
 )]
 #[serde(transparent)]
 pub struct Millis(pub i64);

@@ -22,25 +22,30 @@ pub enum HistoryReader<'a> {
 }
 
 /// An endpoint as listed: never its secret.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct WebhookEndpoint {
+    #[schema(pattern = "^we_[0-9a-f]{32}$")]
     pub id: String,
     pub url: String,
     pub created_at: Millis,
 }
 
 /// A dead letter as the operator reads it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = DeadLetter)]
 pub struct DeadLetterView {
     pub event_id: String,
+    /// `order.<event>`, e.g. `order.committed`.
     #[serde(rename = "type")]
     pub kind: String,
     pub order_id: OrderId,
+    #[schema(minimum = 1)]
     pub sequence: u32,
     pub attempts: u32,
     pub last_error: String,
     pub dead_at: Millis,
-    /// The document the endpoint was sent.
+    /// The event document the endpoint was sent.
+    #[schema(value_type = Object)]
     pub payload: serde_json::Value,
 }
 

@@ -4,28 +4,36 @@
 
 use boxoffice_domain::{EventId, HoldId, Millis, Money, OrderId, OrderState};
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 
 use crate::ports::Order;
 
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+/// One seat of an order, while the order holds its seats.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, ToSchema)]
 pub struct Ticket {
+    /// `<order_id>:<seat_id>`.
     pub ticket_id: String,
     pub seat_id: String,
     pub price: Money,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+/// An order as its buyer sees it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, ToSchema)]
+#[schema(as = Order)]
 pub struct OrderView {
     pub order_id: OrderId,
     pub event_id: EventId,
     pub hold_id: HoldId,
     pub status: OrderState,
-    /// Whether the buyer's card is charged, reserved or untouched: `none`, `reserved`,
-    /// `charged`, `being_returned` or `returned`.
+    /// Where the buyer's money stands (see `payment_schema`).
+    #[schema(schema_with = payment_schema)]
     pub payment: &'static str,
-    /// One sentence for the buyer about where things stand.
+    /// One sentence for the buyer about where things stand and what happens next.
     pub message: &'static str,
     pub seat_ids: Vec<String>,
+    /// One per seat while the order holds its seats (committed, pending_capture,
+    /// confirmed); empty otherwise.
     pub tickets: Vec<Ticket>,
     pub total: Money,
     pub currency: String,
@@ -63,6 +71,17 @@ impl From<&Order> for OrderView {
             updated_at: o.updated_at,
         }
     }
+}
+
+/// The values `OrderView::payment` takes (those `explain` answers).
+const PAYMENTS: [&str; 5] = ["none", "reserved", "charged", "being_returned", "returned"];
+
+fn payment_schema() -> ObjectBuilder {
+    let about = "Where the buyer's money stands: untouched, reserved by an authorization, \
+                 charged, or being / already returned.";
+    (ObjectBuilder::new().schema_type(Type::String))
+        .enum_values(Some(PAYMENTS))
+        .description(Some(about))
 }
 
 /// (payment, message) for each state: what the buyer most needs to know.

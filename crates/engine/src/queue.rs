@@ -20,7 +20,8 @@ use crate::waiting::limits::Key;
 use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
 use crate::{Engine, EngineError, Identity};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Where a buyer in line stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitStatus {
     Waiting,
@@ -28,36 +29,57 @@ pub enum WaitStatus {
     SoldOut,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// A buyer's place in line after joining.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct JoinOutcome {
+    /// Signed ticket for GET /v1/queue/status (queueTicket).
     pub queue_ticket: String,
     pub status: WaitStatus,
-    /// `null` while in the pre-opening pool: positions are drawn at opening.
+    /// 1-based place in line; null while in the pre-opening pool (drawn at opening).
+    /// Joining again returns the same place.
+    #[schema(required, minimum = 1)]
     pub position: Option<u64>,
+    /// ceil((position - serving_up_to) / rate); null while the position is not drawn
+    /// yet.
+    #[schema(required)]
     pub estimated_wait_s: Option<u64>,
+    /// Wait at least this long before polling /v1/queue/status (already jittered
+    /// ±20 %).
     pub poll_after_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// A buyer's place in line, and their admission once admitted.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct QueueStatus {
     pub event_id: EventId,
     pub status: WaitStatus,
+    /// null while in the pre-opening pool.
+    #[schema(required)]
     pub position: Option<u64>,
+    #[schema(required)]
     pub estimated_wait_s: Option<u64>,
+    /// Wait at least this long before polling again.
     pub poll_after_ms: u64,
-    /// A fresh ticket carrying the position drawn at opening; use it from now on.
+    /// Present once a pool member's position is drawn: a ticket carrying it, to use
+    /// from now on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_ticket: Option<String>,
+    /// Present once admitted: send it as the bearer of POST /v1/events/{id}/holds
+    /// (admissionToken). The same token on every poll: it expires
+    /// admission_token_ttl_s after the batch that admitted the buyer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admission_token: Option<String>,
+    /// Present once admitted: when the admission ends, the same on every poll.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admission_expires_at: Option<Millis>,
 }
 
 /// A solved proof-of-work challenge, as sent with a join.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
 pub struct PowSolution {
+    /// The challenge, as GET /v1/events/{id}/queue/challenge gave it.
     pub challenge: String,
+    #[schema(max_length = 64)]
     pub nonce: String,
 }
 

@@ -27,9 +27,13 @@ pub(crate) struct Failure {
     pub detail: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// Every error response has this shape.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub(crate) struct ErrorBody<'a> {
+    /// Stable machine-readable code; branch on this, not on the message.
     error: ErrorCode,
+    /// Human-readable explanation; wording may change.
     message: &'a str,
 }
 
@@ -66,7 +70,7 @@ impl ApiError {
     }
 
     pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(&Body {
+        serde_json::to_vec(&ErrorBody {
             error: self.code,
             message: &self.message,
         })

@@ -42,15 +42,33 @@ pub(crate) struct Feed {
     latest: Mutex<(Arc<AvailabilitySnapshot>, Bytes)>,
 }
 
-/// The GET /availability document.
-#[derive(Serialize)]
+/// Which seats are free, as a bitmap: the GET /availability document.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Availability)]
 pub struct AvailabilityOut<'a> {
     event_id: EventId,
+    /// Number of seats, i.e. meaningful bits in the bitmap.
     seats: u32,
+    /// Number of 1 bits.
     free: u32,
+    #[schema(schema_with = bitmap_encoding)]
     encoding: &'static str,
+    /// Standard base64 (with padding) of ceil(seats/8) bytes. Seat with seat-map
+    /// `index` i is free when `(bytes[i >> 3] >> (7 - (i & 7))) & 1 == 1`. Bits past
+    /// `seats` are padding. Advisory only: a hold is the only check that counts.
+    #[schema(content_encoding = "base64")]
     bitmap: String,
+    /// Changes whenever the bitmap does; the ETag without quotes and the SSE event id.
     version: &'a str,
+}
+
+/// How the bitmap is encoded: always this one.
+const ENCODING: &str = "bitmap-msb-first-base64";
+
+fn bitmap_encoding() -> utoipa::openapi::schema::ObjectBuilder {
+    (utoipa::openapi::schema::ObjectBuilder::new())
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some([ENCODING]))
 }
 
 /// A change of the availability stream.
@@ -66,7 +84,7 @@ pub(crate) fn snapshot_body(id: EventId, seats: u32, s: &AvailabilitySnapshot) -
         event_id: id,
         seats,
         free: s.free,
-        encoding: "bitmap-msb-first-base64",
+        encoding: ENCODING,
         bitmap: B64.encode(&s.bits),
         version: &s.version,
     };

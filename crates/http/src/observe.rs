@@ -201,6 +201,8 @@ mod tests {
 
     const DOC: Doc = Doc {
         op: "testOp",
+        body: None,
+        ok: &[],
         refuses: &[ErrorCode::SoldOut],
         shared: &[],
     };

@@ -71,15 +71,18 @@ impl SeatMaps {
     }
 }
 
-/// The seat map document: the layout, for drawing the map.
-#[derive(Serialize)]
+/// The static layout of an event, for drawing the map. Seat state is not here: see the
+/// availability bitmap.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = SeatMap)]
 pub struct SeatMapOut<'a> {
     event_id: EventId,
     tiers: &'a [PriceTier],
     sections: Vec<SeatMapSection<'a>>,
 }
 
-#[derive(Serialize)]
+/// A section of the seat map, its rows front first.
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct SeatMapSection<'a> {
     key: &'a str,
     name: &'a str,
@@ -87,20 +90,28 @@ pub struct SeatMapSection<'a> {
     rows: Vec<SeatMapRow<'a>>,
 }
 
-#[derive(Serialize)]
+/// A row of the seat map.
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct SeatMapRow<'a> {
     label: &'a str,
     seats: Vec<SeatMapSeat<'a>>,
 }
 
 /// A seat at (x, y) = (its number, its row's place in the section).
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct SeatMapSeat<'a> {
+    /// The seat's bit in the availability bitmap.
+    #[schema(value_type = u32)]
     index: SeatIndex,
+    /// Public seat id, used in hold requests and tickets.
     seat_id: &'a str,
+    /// 1-based seat number in its row (unit number in GA).
     number: u32,
+    /// Price tier key.
     tier: &'a str,
+    /// Horizontal position within the row (the seat number).
     x: u32,
+    /// Row position within the section, 0 = front.
     y: usize,
 }
 

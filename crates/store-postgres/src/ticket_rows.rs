@@ -4,7 +4,7 @@
 //! writer.
 
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel};
-use boxoffice_domain::{EventId, Millis, OrderState};
+use boxoffice_domain::{EventId, Millis, OrderState, Secret};
 use boxoffice_engine::ports::{
     CheckIn, FirstScan, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts, TicketRow,
 };
@@ -41,7 +41,7 @@ pub(crate) fn key(row: &PgRow) -> Result<StoredKey, StoreError> {
     let seed: Vec<u8> = row.try_get(1).map_err(db)?;
     Ok(StoredKey {
         kid: KeyId(u32::try_from(kid).map_err(|e| corrupt("key id", e))?),
-        seed: bytes32(&seed, "key seed")?,
+        seed: Secret::new(bytes32(&seed, "key seed")?),
         created_at: Millis(row.try_get(2).map_err(db)?),
     })
 }

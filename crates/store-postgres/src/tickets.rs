@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, Secret};
 use boxoffice_engine::ports::{
     BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts, TicketRow,
     Tickets,
@@ -65,7 +65,7 @@ impl Tickets for PostgresLedger {
         )
         .bind(event.0)
         .bind(version(key.kid.0))
-        .bind(&key.seed[..])
+        .bind(&key.seed.expose()[..])
         .bind(key.created_at.0)
         .execute(self.pool())
         .await
@@ -264,6 +264,6 @@ fn setting(row: &sqlx::postgres::PgRow) -> Result<BarcodeSetting, StoreError> {
     let secret: Vec<u8> = row.try_get(1).map_err(db)?;
     Ok(BarcodeSetting {
         rotating: row.try_get(0).map_err(db)?,
-        rotation_secret: bytes32(&secret, "rotation secret")?,
+        rotation_secret: Secret::new(bytes32(&secret, "rotation secret")?),
     })
 }

@@ -2,7 +2,7 @@
 //! and written by the functions the `Tickets` port calls (`tickets.rs`).
 
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
-use boxoffice_domain::{EventId, GateId, Millis, OrderState};
+use boxoffice_domain::{EventId, GateId, Millis, OrderState, Secret};
 use boxoffice_engine::ports::{
     BarcodeSetting, CheckIn, FirstScan, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts,
     TicketRow,
@@ -29,7 +29,7 @@ pub(crate) fn keys(conn: &Connection, event: EventId) -> Result<Vec<StoredKey>, 
         let (kid, seed, at) = r.map_err(db)?;
         Ok(StoredKey {
             kid: KeyId(kid),
-            seed: bytes32(&seed, "key seed")?,
+            seed: Secret::new(bytes32(&seed, "key seed")?),
             created_at: Millis(at),
         })
     })
@@ -46,7 +46,14 @@ pub(crate) fn add_key(
             "INSERT INTO ticket_keys (event_id, kid, seed, created_at) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (event_id, kid) DO NOTHING",
         )
-        .and_then(|mut s| s.execute(params![event.0, key.kid.0, &key.seed[..], key.created_at.0]))
+        .and_then(|mut s| {
+            s.execute(params![
+                event.0,
+                key.kid.0,
+                &key.seed.expose()[..],
+                key.created_at.0
+            ])
+        })
         .map_err(db)?;
     Ok(keep_if(added == 1))
 }
@@ -83,7 +90,7 @@ pub(crate) fn setting(
     row.map(|(rotating, secret)| {
         Ok(BarcodeSetting {
             rotating,
-            rotation_secret: bytes32(&secret, "rotation secret")?,
+            rotation_secret: Secret::new(bytes32(&secret, "rotation secret")?),
         })
     })
     .transpose()

@@ -28,7 +28,8 @@ pub enum TicketError {
     WrongEvent,
 }
 
-/// A ticket's identity, stable across transfers and renames.
+/// A ticket's id: derived from its order and seat, stable across versions, transfers
+/// and renames.
 ///
 /// It is derived, not drawn: the first 128 bits of SHA-256 over the order and the seat,
 /// stamped as a version 8 UUID. The ledger's sold row (order, seat) therefore names
@@ -36,7 +37,19 @@ pub enum TicketError {
 /// same id with nothing more stored, and a seat sold again after a refund (a new
 /// order) gets a new one. The hash keeps the order id, which opens the buyer's order,
 /// off a barcode that door staff and photographs see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(transparent)]
 pub struct TicketId(pub Uuid);
 

@@ -17,8 +17,21 @@ use crate::time::Millis;
 pub const MAX_KEYS: usize = 8;
 
 /// A key's number within its event's set (published as the decimal `kid`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(transparent)]
+#[schema(minimum = 1)]
 pub struct KeyId(pub u32);
 
 /// The server's keys for one event.

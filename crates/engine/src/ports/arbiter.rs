@@ -113,13 +113,14 @@ pub enum ArbiterError {
     Store(#[from] StoreError),
 }
 
-/// Per-event counts for stats and inventory-aware admission.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// Per-event seat counts, for stats and inventory-aware admission.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct SeatCounts {
     pub capacity: u32,
     pub free: u32,
     pub held: u32,
     pub sold: u32,
+    /// Holds currently live (held or in checkout).
     pub active_holds: u32,
 }
 

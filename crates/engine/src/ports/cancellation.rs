@@ -6,7 +6,7 @@ use boxoffice_domain::{EventId, Millis, OrderId};
 use serde::Serialize;
 
 /// Where the orders of one pass stand once the job has been through them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CancellationCounts {
     /// Orders the pass has been through.
     pub seen: u64,
@@ -31,17 +31,21 @@ impl CancellationCounts {
 /// in passes: a pass that leaves orders pending is followed by another, and the job
 /// ends after a pass that found every order finished. The cursor and the pass's counts
 /// move together, one page at a time, so a page redone after a crash is counted once.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct EventCancellation {
     pub event: EventId,
     pub started_at: Millis,
     /// 1 for the first pass through the orders.
+    #[schema(minimum = 1)]
     pub pass: u32,
-    /// The last order of the pass done so far; `None` at the start of a pass.
+    /// The last order of the pass done so far; null at the start of a pass.
+    #[schema(required)]
     pub cursor: Option<OrderId>,
     /// The current pass's counts.
     pub counts: CancellationCounts,
     pub updated_at: Millis,
+    /// When the job ended; null while it runs.
+    #[schema(required)]
     pub finished_at: Option<Millis>,
 }
 

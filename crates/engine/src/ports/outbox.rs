@@ -11,13 +11,17 @@ use serde::Serialize;
 use super::StoreError;
 
 /// One line of an order's history.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct HistoryLine {
-    /// The line's place in the order's history, from 1.
+    /// The line's place in the order's history, from 1; with the order id it is the
+    /// event id of the outbox (`<order_id>.<sequence>`).
+    #[schema(minimum = 1)]
     pub sequence: u32,
-    /// What happened: `created`, or an `OrderEvent` name (`authorized`, `committed`, …).
+    /// What happened: `created`, or the move: `authorized`, `declined`, `committed`,
+    /// `captured`, `capture_failed`, `voided`, `refunded`, ...
     pub event: String,
-    /// `None` for the creation.
+    /// null for the creation.
+    #[schema(required)]
     pub from_state: Option<OrderState>,
     pub to_state: OrderState,
     pub at: Millis,

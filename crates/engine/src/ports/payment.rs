@@ -19,11 +19,14 @@ pub struct AuthorizeRequest {
 }
 
 /// What the buyer must do before the provider can decide (3-D Secure and the like).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NextAction {
-    /// `redirect_to_url` for a bank page; the provider's own word otherwise.
+    /// `poll`, or `redirect_to_url` for 3-D Secure and bank redirects; the provider's
+    /// own word otherwise.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The order to poll, or the bank page to send the buyer to.
+    #[schema(required)]
     pub url: Option<String>,
 }
 

@@ -22,11 +22,12 @@ pub struct Place {
     pub new: bool,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// How far an event's line has come.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct QueueState {
-    /// Everyone at or below this position is admitted.
+    /// Every position at or below this is admitted.
     pub serving_up_to: u64,
-    /// Everyone who joined: the pool and the buyers placed after it.
+    /// Positions handed out so far: the pool and the buyers placed after it.
     pub queue_length: u64,
     pub sold_out: bool,
     /// When `serving_up_to` last moved.

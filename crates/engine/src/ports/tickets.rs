@@ -11,37 +11,25 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret};
 
 use super::StoreError;
 
 /// One barcode key of an event. The seed is the Ed25519 private key: it never leaves
-/// the server.
-#[derive(Clone, PartialEq, Eq)]
+/// the server, and never prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredKey {
     pub kid: KeyId,
-    pub seed: [u8; 32],
+    pub seed: Secret<[u8; 32]>,
     pub created_at: Millis,
-}
-
-impl std::fmt::Debug for StoredKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "StoredKey({:?}, ..)", self.kid)
-    }
 }
 
 /// An event's rotating-barcode setting. The secret is drawn the first time rotation is
 /// turned on and kept when it is turned off, so turning it on again needs no reissue.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BarcodeSetting {
     pub rotating: bool,
-    pub rotation_secret: [u8; 32],
-}
-
-impl std::fmt::Debug for BarcodeSetting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "BarcodeSetting(rotating: {}, ..)", self.rotating)
-    }
+    pub rotation_secret: Secret<[u8; 32]>,
 }
 
 /// A ticket as stored: the current version of one seat of a paid order.

@@ -18,12 +18,15 @@ pub const MAX_GATE_NAME: usize = 64;
 
 /// A gate device as created: the credential is shown this once, and only its digest is
 /// kept. A retried creation returns the gate without it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Gate)]
 pub struct GateCreated {
     pub gate_id: GateId,
     pub event_id: EventId,
     pub name: String,
     pub revoked: bool,
+    /// The gate's bearer credential: in the first answer only.
+    #[schema(required)]
     pub credential: Option<String>,
 }
 
@@ -40,11 +43,13 @@ impl GateCreated {
 }
 
 /// An admitted scan.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct ScanVerdict {
+    /// Always `admitted`: a refusal is an error response.
     pub verdict: &'static str,
     pub ticket_id: TicketId,
     pub version: u32,
+    #[schema(value_type = Option<String>, required)]
     pub seat: Option<SeatLabel>,
     pub gate_id: GateId,
     pub at: Millis,
@@ -72,7 +77,7 @@ pub enum BatchOutcome {
 }
 
 /// A recorded scan, as reported.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct ScanRef {
     pub gate_id: GateId,
     pub gate_name: String,

@@ -9,7 +9,7 @@ use crate::ports::{FirstScan, Order, TicketFacts, TicketRow};
 use crate::{BuyerSession, Engine, EngineError, Resource};
 
 /// Where a ticket stands, derived from its order and its check-in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TicketStatus {
     /// Paid for, not scanned yet.
@@ -23,18 +23,27 @@ pub enum TicketStatus {
 /// A ticket as its holder sees it. The barcode is shown only while the ticket is valid
 /// or checked in; for rotating barcodes it is the signed part, to which the holder's
 /// device appends the code of the moment, made with `ticket_secret`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct TicketView {
     pub ticket_id: TicketId,
     pub event_id: EventId,
+    #[schema(value_type = String)]
     pub seat: SeatLabel,
+    /// Raised by every change of holder or attendee; older versions' barcodes are
+    /// revoked.
+    #[schema(minimum = 1)]
     pub version: u32,
     pub status: TicketStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     pub attendee: Option<AttendeeName>,
+    /// The QR code's text (base45); absent when revoked. Rotating: the signed part, to
+    /// which the holder appends the code of the moment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub barcode: Option<String>,
     pub rotating: bool,
+    /// Rotating barcodes: the secret the holder's device makes codes with (unpadded
+    /// base64url).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ticket_secret: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,8 +1,8 @@
 //! An event's barcode keys as the engine uses them: loaded from the ledger (the first
 //! key made on first use), rotated, retired, and the rotating-barcode setting.
 
-use boxoffice_domain::EventId;
 use boxoffice_domain::ticket::{EventKeys, KeyId, MAX_KEYS, PublicKeys, RotationSecret};
+use boxoffice_domain::{EventId, Secret};
 use serde::Serialize;
 
 use super::{TicketRefusal, random32};
@@ -10,7 +10,7 @@ use crate::ports::StoredKey;
 use crate::{Engine, EngineError};
 
 /// An event's key set as the operator sees it after a change.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct KeySetView {
     pub event_id: EventId,
     pub current: KeyId,
@@ -30,7 +30,7 @@ impl Engine {
         }
         let first = StoredKey {
             kid: KeyId(1),
-            seed: random32(),
+            seed: Secret::new(random32()),
             created_at: self.now(),
         };
         port.add_key(event, &first).await?;
@@ -49,14 +49,14 @@ impl Engine {
             .split_last()
             .ok_or_else(|| EngineError::Internal("an event without keys".into()))?;
         let older = (older.iter())
-            .map(|k| (k.kid, EventKeys::public_half(&k.seed)))
+            .map(|k| (k.kid, EventKeys::public_half(k.seed.expose())))
             .collect();
-        let keys = EventKeys::restore(event, current.kid, current.seed, older)
+        let keys = EventKeys::restore(event, current.kid, *current.seed.expose(), older)
             .map_err(|e| EngineError::Internal(format!("stored keys: {e}")))?;
         let setting = self.tickets_port()?.barcode_setting(event).await?;
         Ok(match setting {
             Some(s) if s.rotating => {
-                keys.with_rotation(RotationSecret::from_bytes(s.rotation_secret))
+                keys.with_rotation(RotationSecret::from_bytes(*s.rotation_secret.expose()))
             }
             _ => keys,
         })
@@ -76,7 +76,7 @@ impl Engine {
         let last = stored.last().map_or(0, |k| k.kid.0);
         let next = StoredKey {
             kid: KeyId(last.saturating_add(1)),
-            seed: random32(),
+            seed: Secret::new(random32()),
             created_at: self.now(),
         };
         // A concurrent rotation that took the number first is as good as this one.

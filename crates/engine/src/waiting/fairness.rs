@@ -10,8 +10,9 @@ use serde::Serialize;
 use super::settings::SEED;
 use crate::{Engine, EngineError};
 
-/// GET /v1/events/{id}/queue/fairness.
-#[derive(Clone, Debug, Serialize)]
+/// The proof of an event's pre-opening draw (GET /v1/events/{id}/queue/fairness).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Fairness)]
 pub struct FairnessView {
     pub event_id: EventId,
     /// `hex(sha256(seed))`, published before opening.
@@ -19,12 +20,15 @@ pub struct FairnessView {
     /// The seed in hex, once the pool is placed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<String>,
+    /// Buyers who joined before opening.
     pub pool_size: u64,
+    /// The pool has its drawn positions.
     pub placed: bool,
     /// How to recompute the order from this document alone.
     pub algorithm: &'static str,
-    /// Pool members (arrival order) from `pool_offset`, once placed.
+    /// Where this page of the pool starts.
     pub pool_offset: u64,
+    /// Pool members (buyer ids, arrival order) from `pool_offset`, once placed.
     pub pool: Vec<String>,
 }
 

@@ -27,7 +27,7 @@ pub use config::WaitingConfig;
 pub use error::{Refusal, WaitingError};
 pub use fairness::FairnessView;
 pub use health::Signal;
-pub use public::PublicDoc;
+pub use public::{PublicDoc, PublicQueueBody};
 pub use settings::{AdmissionControl, AdmissionMode, CurrentRate, OPERATOR_SETTINGS, WaitingRules};
 pub use stats::StatsView;
 pub use tokens::{BuyerGrant, Challenge};

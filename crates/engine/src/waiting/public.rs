@@ -25,10 +25,14 @@ pub struct PublicDoc {
     pub body: Bytes,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// The public state of an event's line (GET /v1/events/{id}/queue): cacheable, the
+/// same for every viewer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = PublicQueue)]
+pub struct PublicQueueBody<'a> {
     event_id: EventId,
     sale_status: SaleStatus,
+    /// Every position at or below this is admitted.
     serving_up_to: u64,
     queue_length: u64,
     pool_size: u64,
@@ -41,6 +45,8 @@ struct Body<'a> {
     /// admission_rate_per_s) seconds.
     eta_model: &'a str,
     poll_after_ms: u64,
+    /// hex(sha256(seed)) of the pre-opening shuffle.
+    #[schema(required)]
     fairness_commitment: Option<String>,
     updated_at: Millis,
 }
@@ -81,7 +87,7 @@ impl Engine {
             .and_then(|s| boxoffice_domain::fairness::Seed::from_hex(s).ok())
             .map(|s| s.commitment());
         let now = self.now();
-        let body = serde_json::to_vec(&Body {
+        let body = serde_json::to_vec(&PublicQueueBody {
             event_id: event,
             sale_status: entry.event.status,
             serving_up_to: state.serving_up_to,

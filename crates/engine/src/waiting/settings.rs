@@ -8,6 +8,7 @@ use boxoffice_domain::Millis;
 use boxoffice_domain::admission::{RateReason, Thresholds};
 use boxoffice_domain::pow::MAX_DIFFICULTY;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::EngineError;
 
@@ -20,8 +21,8 @@ pub(crate) const SEED: &str = "seed";
 /// whose queue store lives in-process keeps these on disk so a restart keeps them.
 pub const OPERATOR_SETTINGS: [&str; 2] = [RULES, CONTROL];
 
-/// Who may join, and what joining costs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Who may join, and what joining costs. Each field omitted keeps its default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct WaitingRules {
     /// Only buyers whose token says `verified` may join.
@@ -29,11 +30,13 @@ pub struct WaitingRules {
     /// Only accounts created before this instant may join.
     pub accounts_created_before: Option<Millis>,
     /// Leading zero bits a proof of work needs; 0 = none.
+    #[schema(maximum = 32)]
     pub pow_difficulty: u8,
     /// The line is told sold out once no more than this many seats are neither sold
     /// nor held (0: only when none are left).
     pub sold_out_margin: u32,
     /// Admission waits while this many admitted shoppers are still active.
+    #[schema(minimum = 1)]
     pub max_active_shoppers: Option<u32>,
 }
 
@@ -53,7 +56,8 @@ impl WaitingRules {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Whether admission follows a fixed rate or adapts to downstream health.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AdmissionMode {
     /// The event's configured rate (or the override).
@@ -63,19 +67,21 @@ pub enum AdmissionMode {
     Adaptive,
 }
 
-/// The operator's say over admission (PUT /v1/events/{id}/admission).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// The operator's say over admission (PUT /v1/events/{id}/admission). Each field
+/// omitted keeps its default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdmissionControl {
     pub mode: AdmissionMode,
     /// Replaces the event's configured rate as the base (buyers per second).
+    #[schema(minimum = 1)]
     pub rate_per_s: Option<u32>,
     /// Adaptive thresholds; absent = the engine's defaults.
     pub thresholds: Option<Thresholds>,
 }
 
-/// What the last tick chose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The admission rate the last tick chose, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CurrentRate {
     pub rate_per_s: u32,
     pub reason: RateReason,

@@ -13,8 +13,8 @@ use super::limits::Key;
 use crate::buyers::BuyerSession;
 use crate::{Admitted, Engine, EngineError};
 
-/// GET /v1/events/{id}/queue/challenge.
-#[derive(Clone, Debug, Serialize)]
+/// A proof-of-work challenge (GET /v1/events/{id}/queue/challenge).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Challenge {
     pub challenge: String,
     pub difficulty: u8,
@@ -24,7 +24,7 @@ pub struct Challenge {
 }
 
 /// What an identity provider attests about a buyer (POST /v1/buyer-tokens).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuyerGrant {
     pub buyer_id: BuyerId,

@@ -1,19 +1,32 @@
 //! The OpenAPI 3.1 document, assembled once from the route table: every route the
-//! router serves is an operation, and each operation's error responses are generated
-//! from the codes its handler declares next to itself (`Doc`), the codes of what it is
-//! built from (the replay store, the buyer or operator check, a body) and, for every
-//! route but a probe, the edge's overload answers. The prose (summaries, parameters,
-//! success responses, the schemas of the bodies) is kept in `operations.json` and
-//! `base.json` beside this file, by operation id.
+//! router serves is an operation, and each operation is generated from what its handler
+//! declares next to itself (`Doc`):
+//!
+//! - the types of its JSON body and of its JSON answers ([`Schema`]): their schemas are
+//!   derived from the Rust types (`utoipa::ToSchema`, descriptions from their `///`
+//!   comments) and are `components.schemas`, with every type they are built from;
+//! - its error responses, from the codes its handler declares, the codes of what it is
+//!   built from (the replay store, the buyer or operator check, a body) and, for every
+//!   route but a probe, the edge's overload answers.
+//!
+//! The prose (summaries, descriptions, parameters, headers) is kept in
+//! `operations.json` by operation id; `base.json` holds the document's frame (info,
+//! tags, security schemes, shared parameters and headers). A few schemas are still
+//! hand-written there (`after_sale.json`, `base.json`) until their types derive theirs:
+//! [`hand_written_schemas`] names them, and a test keeps that list from growing.
 
 mod docs;
+mod schemas;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
 
 use crate::code::ErrorCode;
 use crate::routes::{RouteClass, RouteDef};
@@ -30,10 +43,43 @@ const AFTER_SALE: &str = include_str!("after_sale.json");
 pub struct Doc {
     /// The operation's id; its prose is under this id in `operations.json`.
     pub op: &'static str,
+    /// The type of the JSON body the handler reads, if it reads one.
+    pub body: Option<Schema>,
+    /// The handler's JSON answers: each status with the type it serializes.
+    pub ok: &'static [(StatusCode, Schema)],
     /// The refusals of the handler itself.
     pub refuses: &'static [ErrorCode],
     /// Refusals of the parts it is built from (replay store, authentication, body).
     pub shared: &'static [&'static [ErrorCode]],
+}
+
+/// A Rust type the document names: its schema's name, and how to collect its schema
+/// and those of the types it is built from.
+#[derive(Clone, Copy)]
+pub struct Schema {
+    /// The name under `components.schemas`.
+    pub name: fn() -> Cow<'static, str>,
+    collect: fn(&mut Vec<(String, RefOr<utoipa::openapi::schema::Schema>)>),
+}
+
+impl Schema {
+    /// The schema of `T`, derived from the type (`#[derive(ToSchema)]`).
+    pub const fn of<T: ToSchema>() -> Schema {
+        Schema {
+            name: T::name,
+            collect: collect::<T>,
+        }
+    }
+
+    /// `{"$ref": "#/components/schemas/<name>"}`.
+    fn reference(&self) -> Value {
+        json!({ "$ref": format!("#/components/schemas/{}", (self.name)()) })
+    }
+}
+
+fn collect<T: ToSchema>(out: &mut Vec<(String, RefOr<utoipa::openapi::schema::Schema>)>) {
+    out.push((T::name().into_owned(), T::schema()));
+    T::schemas(out);
 }
 
 impl Doc {
@@ -44,6 +90,11 @@ impl Doc {
         (self.refuses.iter().copied())
             .chain(parts.flatten().copied())
             .collect()
+    }
+
+    /// The types the route names: its body's and its answers'.
+    fn schemas(&self) -> impl Iterator<Item = &Schema> {
+        self.body.iter().chain(self.ok.iter().map(|(_, s)| s))
     }
 }
 
@@ -66,17 +117,58 @@ pub fn build(routes: &[RouteDef]) -> Result<Value, String> {
     let mut ops: Map<String, Value> =
         serde_json::from_str(OPERATIONS).map_err(|e| format!("operations.json: {e}"))?;
     merge_after_sale(&mut doc, &mut ops)?;
-    doc["components"]["schemas"]["ErrorCode"] = error_code_schema();
+    let derived = derived_schemas(routes)?;
+    let target = (doc["components"]["schemas"].as_object_mut())
+        .ok_or("base.json has no components.schemas")?;
+    for (name, schema) in derived {
+        if target.insert(name.clone(), schema).is_some() {
+            return Err(format!(
+                "{name} is derived from its type: delete its hand-written schema"
+            ));
+        }
+    }
     let mut paths = Map::new();
     for r in routes {
         let op = ops
             .get(r.doc.op)
             .ok_or_else(|| format!("operations.json has no {}", r.doc.op))?;
         let item = paths.entry(r.path).or_insert_with(|| json!({}));
-        item[r.method.as_str().to_ascii_lowercase()] = operation(r, op.clone());
+        item[r.method.as_str().to_ascii_lowercase()] = operation(r, op.clone())?;
     }
     doc["paths"] = Value::Object(paths);
     Ok(doc)
+}
+
+/// The schemas of every type the routes name and of the types listed in `schemas.rs`,
+/// with the types they are built from, by name. Two types with one name are an error.
+fn derived_schemas(routes: &[RouteDef]) -> Result<BTreeMap<String, Value>, String> {
+    let mut found = Vec::new();
+    let named = routes.iter().flat_map(|r| r.doc.schemas());
+    for s in schemas::LISTED.iter().chain(named) {
+        (s.collect)(&mut found);
+    }
+    let mut out = BTreeMap::new();
+    for (name, schema) in found {
+        let schema = serde_json::to_value(schema).map_err(|e| format!("{name}: {e}"))?;
+        if let Some(other) = out.insert(name.clone(), schema.clone())
+            && other != schema
+        {
+            return Err(format!("two types derive a schema named {name}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The names of the schemas still written by hand in `base.json` and `after_sale.json`.
+pub fn hand_written_schemas() -> BTreeSet<String> {
+    let base: Value = serde_json::from_str(BASE).unwrap_or_default();
+    let extra: Value = serde_json::from_str(AFTER_SALE).unwrap_or_default();
+    let names = |v: &Value| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>());
+    (names(&base["components"]["schemas"])
+        .unwrap_or_default()
+        .into_iter())
+    .chain(names(&extra["schemas"]).unwrap_or_default())
+    .collect()
 }
 
 /// Adds `after_sale.json`'s pieces to the document and the operations.
@@ -112,19 +204,47 @@ pub fn described_operations() -> Vec<String> {
     ops.keys().chain(more.keys()).cloned().collect()
 }
 
-fn operation(r: &RouteDef, mut op: Value) -> Value {
+fn operation(r: &RouteDef, mut op: Value) -> Result<Value, String> {
     let notes = op
         .as_object_mut()
         .and_then(|o| o.remove("errorNotes"))
         .unwrap_or_default();
     op["operationId"] = json!(r.doc.op);
+    typed(r.doc, &mut op)?;
     let codes = r.doc.codes(r.class);
     let replayed = codes.contains(&ErrorCode::IdempotencyKeyRequired);
     for (status, codes) in by_status(&codes) {
         let note = notes[status.as_str()].as_str();
         op["responses"][status.as_str()] = error_response(status, &codes, note, replayed);
     }
-    op
+    Ok(op)
+}
+
+/// The body and the JSON answers from the handler's types; their descriptions and
+/// headers from the prose. A type given in both places is an error: one home.
+fn typed(doc: &Doc, op: &mut Value) -> Result<(), String> {
+    let json_content = |s: &Schema| json!({"application/json": {"schema": s.reference()}});
+    if let Some(body) = &doc.body {
+        if op["requestBody"].get("content").is_some() {
+            return Err(format!("{}: its body's type is the handler's", doc.op));
+        }
+        let body_doc = &mut op["requestBody"];
+        if body_doc.get("required").is_none() {
+            body_doc["required"] = json!(true);
+        }
+        body_doc["content"] = json_content(body);
+    }
+    for (status, schema) in doc.ok {
+        let res = &mut op["responses"][status.as_str()];
+        if res.get("content").is_some() {
+            return Err(format!("{} {status}: its type is the handler's", doc.op));
+        }
+        if res.get("description").is_none() {
+            res["description"] = json!(status.canonical_reason().unwrap_or("Done"));
+        }
+        res["content"] = json_content(schema);
+    }
+    Ok(())
 }
 
 fn by_status(codes: &BTreeSet<ErrorCode>) -> BTreeMap<StatusCode, Vec<ErrorCode>> {
@@ -167,25 +287,4 @@ fn error_response(
         res["headers"] = json!({ "Idempotent-Replayed": header });
     }
     res
-}
-
-/// Every code, and by status which ones a client may meet.
-fn error_code_schema() -> Value {
-    let all: BTreeSet<ErrorCode> = ErrorCode::ALL.iter().copied().collect();
-    let groups: Vec<String> = by_status(&all)
-        .into_iter()
-        .map(|(status, codes)| {
-            let list: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
-            format!("{}: {}.", status.as_u16(), list.join(", "))
-        })
-        .collect();
-    json!({
-        "type": "string",
-        "enum": ErrorCode::ALL,
-        "description": format!(
-            "Stable machine-readable code; branch on it, not on the message. By status: {} \
-             503 and 429 come with Retry-After.",
-            groups.join(" ")
-        ),
-    })
 }

@@ -11,14 +11,17 @@ use boxoffice_domain::EventId;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
+use crate::feed::AvailabilityOut;
 use crate::feed::snapshot_body;
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::{AppState, ClientAddr, sse};
 
 /// How the API document describes `get`, and what it refuses with.
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getAvailability",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<AvailabilityOut<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -62,6 +65,8 @@ pub async fn get(
 /// How the API document describes `stream`, and what it refuses with.
 pub(crate) const STREAM_DOC: Doc = Doc {
     op: "streamAvailability",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[

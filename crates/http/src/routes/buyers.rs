@@ -21,14 +21,16 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::IdempotencyKey;
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr};
 
 /// A buyer and the session token that acts as them.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Buyer)]
 pub struct BuyerOut {
     pub buyer_id: BuyerId,
+    /// Buyer session token: send as `Authorization: Bearer <token>` (buyerToken).
     pub token: String,
 }
 
@@ -61,6 +63,8 @@ fn secret_digest(key: &IdempotencyKey) -> Result<IdempotencyKey, ApiError> {
 /// How the API document describes `create_buyer`, and what it refuses with.
 pub(crate) const CREATE_BUYER_DOC: Doc = Doc {
     op: "createBuyer",
+    body: None,
+    ok: &[(StatusCode::CREATED, Schema::of::<BuyerOut>())],
     refuses: {
         use ErrorCode as C;
         &[C::IdempotencyKeyWeak, C::RateLimited, C::SelfSignupDisabled]

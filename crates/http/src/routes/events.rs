@@ -11,17 +11,20 @@ use boxoffice_engine::ports::{QueueState, SeatCounts};
 use boxoffice_engine::waiting::StatsView;
 use boxoffice_engine::{EventEntry, EventOverview, SaleChange};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Operator, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
+use crate::seatmap::SeatMapOut;
 
 /// An event as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Event)]
 pub struct EventOut<'a> {
     event_id: EventId,
     name: &'a str,
@@ -30,17 +33,23 @@ pub struct EventOut<'a> {
     sale: &'a SaleSettings,
     tiers: &'a [PriceTier],
     sections: Vec<SectionSummary<'a>>,
+    /// Total seats.
     capacity: u32,
+    /// Live counts; null when unknown (always null in the create response).
+    #[schema(required)]
     counts: Option<SeatCounts>,
     created_at: Millis,
 }
 
-#[derive(Serialize)]
+/// A section of an event, its layout summed up.
+#[derive(Serialize, ToSchema)]
 pub struct SectionSummary<'a> {
     key: &'a str,
     name: &'a str,
     kind: SectionKind,
+    /// Seats (or GA units) in the section.
     capacity: u32,
+    /// Number of rows (1 for general admission).
     rows: usize,
 }
 
@@ -76,19 +85,26 @@ impl<'a> EventOut<'a> {
 }
 
 /// An event's sale and waiting room, for the operator.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = EventStats)]
 pub struct EventStatsOut {
     event_id: EventId,
     status: SaleStatus,
+    #[schema(required)]
     counts: Option<SeatCounts>,
     queue: QueueState,
     admission_rate_per_s: u32,
+    /// Queue, admitted, active shoppers, the current rate and why, the operator's
+    /// control, the rules and the health signals.
+    #[schema(value_type = Object)]
     waiting_room: StatsView,
 }
 
 /// How the API document describes `create`, and what it refuses with.
 pub(crate) const CREATE_DOC: Doc = Doc {
     op: "createEvent",
+    body: Some(Schema::of::<EventSpec>()),
+    ok: &[(StatusCode::CREATED, Schema::of::<EventOut<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::InvalidRequest, C::MalformedJson]
@@ -122,6 +138,8 @@ pub async fn create(
 /// How the API document describes `get`, and what it refuses with.
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getEvent",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<EventOut<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::Internal, C::Unavailable]
@@ -137,6 +155,8 @@ pub async fn get(State(st): State<AppState>, Id(id): Id<EventId>) -> Result<Resp
 /// How the API document describes `open`, and what it refuses with.
 pub(crate) const OPEN_DOC: Doc = Doc {
     op: "openSale",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<EventOut<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::SaleClosed]
@@ -154,6 +174,8 @@ pub async fn open(st: State<AppState>, op: Operator, replay: Replay, id: Id<Even
 /// How the API document describes `close`, and what it refuses with.
 pub(crate) const CLOSE_DOC: Doc = Doc {
     op: "closeSale",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<EventOut<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound]
@@ -187,6 +209,8 @@ async fn set_sale(
 /// How the API document describes `stats`, and what it refuses with.
 pub(crate) const STATS_DOC: Doc = Doc {
     op: "getEventStats",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<EventStatsOut>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::Internal, C::Unavailable]
@@ -214,6 +238,8 @@ pub async fn stats(
 /// How the API document describes `seatmap`, and what it refuses with.
 pub(crate) const SEATMAP_DOC: Doc = Doc {
     op: "getSeatMap",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<SeatMapOut<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::Internal, C::Unavailable]

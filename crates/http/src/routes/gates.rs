@@ -11,7 +11,9 @@ use boxoffice_domain::ticket::{BarcodeRefusal, GateBundle, MAX_BARCODE_TEXT};
 use boxoffice_domain::{EventId, GateId, Millis};
 use boxoffice_engine::EngineError;
 use boxoffice_engine::ports::Gate;
-use boxoffice_engine::tickets::{BatchItem, BatchOutcome, ScanRef, TicketRefusal};
+use boxoffice_engine::tickets::{
+    BatchItem, BatchOutcome, GateCreated, ScanRef, ScanVerdict, TicketRefusal,
+};
 use serde::{Deserialize, Serialize};
 
 use super::route;
@@ -20,7 +22,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Operator, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::{RouteClass, RouteDef};
 
@@ -120,14 +122,19 @@ async fn gate(st: &AppState, token: &BearerToken, event: EventId) -> Result<Gate
     Ok(st.engine.gate_for(token.get()?, event).await?)
 }
 
-#[derive(Deserialize)]
+/// A new gate device.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = GateRequest)]
 struct CreateBody {
+    #[schema(min_length = 1, max_length = 64)]
     name: String,
 }
 
 pub(crate) const CREATE_DOC: Doc = Doc {
     op: "createGate",
+    body: Some(Schema::of::<CreateBody>()),
+    ok: &[(StatusCode::CREATED, Schema::of::<GateCreated>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -190,6 +197,8 @@ async fn with_credential(res: Response, credential: String) -> Response {
 
 pub(crate) const REVOKE_DOC: Doc = Doc {
     op: "revokeGate",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<GateCreated>())],
     refuses: &[ErrorCode::GateNotFound],
     shared: &[
         crate::idempotency::REFUSES,
@@ -213,6 +222,8 @@ pub async fn revoke(
 
 pub(crate) const BUNDLE_DOC: Doc = Doc {
     op: "getGateBundle",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[GATE_REFUSES],
 };
@@ -231,14 +242,20 @@ pub async fn bundle(
     Ok(res)
 }
 
-#[derive(Deserialize)]
+/// A barcode scanned online.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ScanRequest)]
 struct ScanBody {
+    /// The QR code's text.
+    #[schema(max_length = 538)]
     barcode: String,
 }
 
 pub(crate) const SCAN_DOC: Doc = Doc {
     op: "scanTicket",
+    body: Some(Schema::of::<ScanBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<ScanVerdict>())],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::MalformedJson, C::PayloadTooLarge]
@@ -304,13 +321,17 @@ fn too_large(what: &str) -> ApiError {
     ApiError::new(ErrorCode::PayloadTooLarge, format!("{what} is too large"))
 }
 
-#[derive(Deserialize)]
+/// Scans made offline, uploaded together.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ScanBatchRequest)]
 struct BatchBody {
+    #[schema(min_items = 1, max_items = 500)]
     scans: Vec<BatchScan>,
 }
 
-#[derive(Deserialize)]
+/// One offline scan: the barcode and when the gate read it.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct BatchScan {
     barcode: String,
@@ -318,9 +339,12 @@ struct BatchScan {
 }
 
 /// One item's result, in the order sent.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ScanBatchItem)]
 struct BatchResult {
+    /// The item's place in the batch, from 0.
     index: usize,
+    #[schema(schema_with = batch_outcome)]
     outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket_id: Option<boxoffice_domain::ticket::TicketId>,
@@ -330,17 +354,32 @@ struct BatchResult {
     /// `admitted`: a later scan recorded before this one, which this one displaced.
     #[serde(skip_serializing_if = "Option::is_none")]
     replaced: Option<ScanRef>,
+    /// `refused`: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorCode>,
 }
 
-#[derive(Serialize)]
+/// `BatchResult::outcome`.
+fn batch_outcome() -> utoipa::openapi::schema::ObjectBuilder {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    (ObjectBuilder::new().schema_type(Type::String)).enum_values(Some([
+        "admitted",
+        "already_scanned",
+        "refused",
+    ]))
+}
+
+/// Each scan's result, in the order sent.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ScanBatchResult)]
 struct BatchAnswer {
     results: Vec<BatchResult>,
 }
 
 pub(crate) const SCAN_BATCH_DOC: Doc = Doc {
     op: "scanBatch",
+    body: Some(Schema::of::<BatchBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<BatchAnswer>())],
     refuses: {
         use ErrorCode as C;
         &[

@@ -10,6 +10,7 @@ use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
 use boxoffice_engine::ports::HoldView;
 use boxoffice_engine::{HoldInput, SeatSelection};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -17,25 +18,35 @@ use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Feeds;
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 
-#[derive(Deserialize)]
+/// Exactly one of seat_ids or best_available. All seats are held or none.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = HoldRequest)]
 struct HoldBody {
+    /// Seat ids from the seat map, each at most once.
     #[serde(default)]
+    #[schema(min_items = 1)]
     seat_ids: Option<Vec<String>>,
     #[serde(default)]
     best_available: Option<BestAvailable>,
 }
 
-#[derive(Deserialize)]
+/// The best seats left in a section, chosen by the server.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct BestAvailable {
+    /// Section key.
     section: String,
+    /// Seats wanted, at most the event's max_tickets_per_buyer.
+    #[schema(minimum = 1)]
     quantity: u32,
+    /// Require seats side by side in one row.
     #[serde(default = "yes")]
+    #[schema(default = true)]
     adjacent: bool,
 }
 
@@ -63,14 +74,19 @@ impl HoldBody {
     }
 }
 
-#[derive(Serialize)]
+/// Seats held for a buyer until checkout or expiry.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Hold)]
 pub struct HoldOut {
     hold_id: HoldId,
     event_id: EventId,
     status: HoldState,
     seat_ids: Vec<String>,
+    /// Price of each seat, in seat_ids order, fixed at hold time.
     prices: Vec<Money>,
+    /// Sum of prices: what checkout charges.
     price_quote: Money,
+    /// When the seats return to stock unless checkout has started.
     expires_at: Millis,
 }
 
@@ -89,6 +105,8 @@ async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
 /// How the API document describes `create`, and what it refuses with.
 pub(crate) const CREATE_DOC: Doc = Doc {
     op: "createHold",
+    body: Some(Schema::of::<HoldBody>()),
+    ok: &[(StatusCode::CREATED, Schema::of::<HoldOut>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -160,6 +178,8 @@ pub async fn create(
 /// How the API document describes `get`, and what it refuses with.
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getHold",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<HoldOut>())],
     refuses: {
         use ErrorCode as C;
         &[C::HoldNotFound, C::Internal, C::Unavailable]
@@ -179,6 +199,8 @@ pub async fn get(
 /// How the API document describes `release`, and what it refuses with.
 pub(crate) const RELEASE_DOC: Doc = Doc {
     op: "releaseHold",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<HoldOut>())],
     refuses: {
         use ErrorCode as C;
         &[C::HoldNotActive, C::HoldNotFound]

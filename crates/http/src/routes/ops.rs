@@ -15,6 +15,8 @@ use crate::openapi::Doc;
 /// How the API document describes `healthz`, and what it refuses with.
 pub(crate) const HEALTHZ_DOC: Doc = Doc {
     op: "healthz",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[],
 };
@@ -26,6 +28,8 @@ pub async fn healthz() -> &'static str {
 /// How the API document describes `readyz`, and what it refuses with.
 pub(crate) const READYZ_DOC: Doc = Doc {
     op: "readyz",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::Starting, C::Unavailable]
@@ -49,6 +53,8 @@ pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError
 /// How the API document describes `metrics`, and what it refuses with.
 pub(crate) const METRICS_DOC: Doc = Doc {
     op: "metrics",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[],
 };
@@ -72,6 +78,8 @@ pub async fn metrics(State(st): State<AppState>) -> Response {
 /// How the API document describes `openapi`, and what it refuses with.
 pub(crate) const OPENAPI_DOC: Doc = Doc {
     op: "openapi",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[],
 };
@@ -90,6 +98,8 @@ pub async fn openapi() -> Response {
 /// How the API document describes `jwks`, and what it refuses with.
 pub(crate) const JWKS_DOC: Doc = Doc {
     op: "jwks",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[],
 };
@@ -118,6 +128,8 @@ pub async fn jwks(State(st): State<AppState>) -> Response {
 /// How the API document describes the Swagger UI page.
 pub(crate) const DOCS_DOC: Doc = Doc {
     op: "getDocs",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[],
 };
@@ -125,6 +137,8 @@ pub(crate) const DOCS_DOC: Doc = Doc {
 /// How the API document describes the files of the Swagger UI page.
 pub(crate) const DOCS_ASSET_DOC: Doc = Doc {
     op: "getDocsAsset",
+    body: None,
+    ok: &[],
     refuses: &[ErrorCode::NotFound],
     shared: &[],
 };

@@ -21,7 +21,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Operator, bearer, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::{Id, PathId};
 
 /// Longest endpoint URL accepted.
@@ -61,7 +61,8 @@ impl FromRequestParts<AppState> for Reader {
 }
 
 /// An order's history, oldest first.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = OrderHistory)]
 pub struct History {
     order_id: OrderId,
     lines: Vec<HistoryLine>,
@@ -70,6 +71,8 @@ pub struct History {
 /// How the API document describes `history`, and what it refuses with.
 pub(crate) const HISTORY_DOC: Doc = Doc {
     op: "getOrderHistory",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<History>())],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::OrderNotFound, C::Unavailable]
@@ -93,34 +96,43 @@ pub async fn history(
     }))
 }
 
-#[derive(Deserialize)]
+/// Where order events are delivered.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = WebhookEndpointRequest)]
 struct EndpointBody {
+    /// http:// or https:// URL with a host.
+    #[schema(max_length = 2048)]
     url: String,
 }
 
 /// A new endpoint, with the secret its deliveries are signed with: shown this once.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = NewWebhookEndpoint)]
 pub struct NewEndpoint {
     #[serde(flatten)]
     endpoint: WebhookEndpoint,
+    /// The signing secret (`whsec_…`); shown only in this answer.
     secret: String,
 }
 
 /// The operator's endpoints, secrets left out.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = WebhookEndpointList)]
 pub struct EndpointList {
     endpoints: Vec<WebhookEndpoint>,
 }
 
 /// An endpoint's dead letters, oldest first.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = DeadLetterList)]
 pub struct DeadLetters {
     dead_letters: Vec<DeadLetterView>,
 }
 
 /// How many dead letters were made due again.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ReplayedDeadLetters)]
 pub struct Replayed {
     replayed: u64,
 }
@@ -144,6 +156,8 @@ fn endpoint_url(body: &[u8]) -> Result<String, ApiError> {
 /// How the API document describes `create_endpoint`, and what it refuses with.
 pub(crate) const CREATE_ENDPOINT_DOC: Doc = Doc {
     op: "createWebhookEndpoint",
+    body: Some(Schema::of::<EndpointBody>()),
+    ok: &[(StatusCode::CREATED, Schema::of::<NewEndpoint>())],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::InvalidRequest, C::MalformedJson]
@@ -177,6 +191,8 @@ pub async fn create_endpoint(
 /// How the API document describes `list_endpoints`, and what it refuses with.
 pub(crate) const LIST_ENDPOINTS_DOC: Doc = Doc {
     op: "listWebhookEndpoints",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<EndpointList>())],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::Unavailable]
@@ -195,6 +211,8 @@ pub async fn list_endpoints(
 /// How the API document describes `delete_endpoint`, and what it refuses with.
 pub(crate) const DELETE_ENDPOINT_DOC: Doc = Doc {
     op: "deleteWebhookEndpoint",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[C::WebhookEndpointNotFound]
@@ -223,6 +241,8 @@ pub async fn delete_endpoint(
 /// How the API document describes `dead_letters`, and what it refuses with.
 pub(crate) const DEAD_LETTERS_DOC: Doc = Doc {
     op: "listDeadLetters",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<DeadLetters>())],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::Unavailable, C::WebhookEndpointNotFound]
@@ -242,6 +262,8 @@ pub async fn dead_letters(
 /// How the API document describes `replay_dead_letters`, and what it refuses with.
 pub(crate) const REPLAY_DOC: Doc = Doc {
     op: "replayDeadLetters",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<Replayed>())],
     refuses: {
         use ErrorCode as C;
         &[C::WebhookEndpointNotFound]

@@ -9,6 +9,8 @@ use boxoffice_domain::{HoldId, OrderId};
 use boxoffice_engine::ports::NextAction;
 use boxoffice_engine::{CheckoutOutcome, OrderView};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -16,21 +18,34 @@ use crate::error::ApiError;
 use crate::extract::{Buyer, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Feeds;
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 
-#[derive(Deserialize)]
+/// How the buyer pays.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = CheckoutRequest)]
 struct CheckoutBody {
+    /// Payment-provider token for the buyer's card or wallet.
+    #[schema(min_length = 1, max_length = 255)]
     payment_method: String,
 }
 
-/// A checkout the provider has not settled yet, and what the buyer does next.
-#[derive(Serialize)]
+/// Nothing is decided yet. Either the provider has not answered (next_action `poll`:
+/// the seats stay pinned while recovery asks the provider), or the buyer must act at
+/// their bank (next_action `redirect_to_url`, 3-D Secure: the provider's webhook
+/// completes the order). Either way, poll the order.
+#[derive(Serialize, ToSchema)]
 pub struct PaymentPending {
+    #[schema(schema_with = pending)]
     status: &'static str,
     order: OrderView,
     next_action: NextAction,
+}
+
+/// `PaymentPending::status`: always `payment_pending`.
+fn pending() -> ObjectBuilder {
+    (ObjectBuilder::new().schema_type(Type::String)).enum_values(Some(["payment_pending"]))
 }
 
 impl PaymentPending {
@@ -44,7 +59,7 @@ impl PaymentPending {
 }
 
 /// The buyer's orders.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct OrderList {
     orders: Vec<OrderView>,
 }
@@ -52,6 +67,11 @@ pub struct OrderList {
 /// How the API document describes `checkout`, and what it refuses with.
 pub(crate) const CHECKOUT_DOC: Doc = Doc {
     op: "checkout",
+    body: Some(Schema::of::<CheckoutBody>()),
+    ok: &[
+        (StatusCode::CREATED, Schema::of::<OrderView>()),
+        (StatusCode::ACCEPTED, Schema::of::<PaymentPending>()),
+    ],
     refuses: {
         use ErrorCode as C;
         &[
@@ -127,6 +147,8 @@ pub async fn checkout(
 /// How the API document describes `get`, and what it refuses with.
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getOrder",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<OrderView>())],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::OrderNotFound, C::Unavailable]
@@ -145,6 +167,8 @@ pub async fn get(
 /// How the API document describes `mine`, and what it refuses with.
 pub(crate) const MINE_DOC: Doc = Doc {
     op: "listMyOrders",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<OrderList>())],
     refuses: {
         use ErrorCode as C;
         &[C::Internal, C::Unavailable]

@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{OrderId, OrderState};
 use boxoffice_engine::ports::WebhookError;
@@ -16,29 +16,33 @@ use serde::Serialize;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 
 /// The header providers sign with (Stripe's name; the fake uses the same format).
 const SIGNATURE_HEADER: &str = "stripe-signature";
 
-/// The answer to a webhook: received, and the order it settled, if any.
-#[derive(Serialize)]
+/// Acknowledged. `order_id`, `status` (after settling) and `duplicate` when the payment
+/// is one of our orders.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = WebhookReceipt)]
 pub struct Receipt {
     received: bool,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    settled: Option<Settled>,
-}
-
-#[derive(Serialize)]
-pub struct Settled {
-    order_id: OrderId,
-    status: OrderState,
-    duplicate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order_id: Option<OrderId>,
+    /// The order's state after settling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<OrderState>,
+    /// True when this event id was already handled: the order's current state is
+    /// reported and the provider is not asked again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duplicate: Option<bool>,
 }
 
 /// How the API document describes `webhook`, and what it refuses with.
 pub(crate) const WEBHOOK_DOC: Doc = Doc {
     op: "paymentWebhook",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<Receipt>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -64,16 +68,16 @@ pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes
             duplicate,
         }) => Json(Receipt {
             received: true,
-            settled: Some(Settled {
-                order_id: order,
-                status,
-                duplicate,
-            }),
+            order_id: Some(order),
+            status: Some(status),
+            duplicate: Some(duplicate),
         })
         .into_response(),
         Ok(WebhookReceipt::Ignored) => Json(Receipt {
             received: true,
-            settled: None,
+            order_id: None,
+            status: None,
+            duplicate: None,
         })
         .into_response(),
         Err(WebhookRejected::Invalid(e)) => rejected(e).into_response(),

@@ -8,7 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
-use boxoffice_engine::{Joiner, PowSolution};
+use boxoffice_engine::waiting::{Challenge, PublicQueueBody};
+use boxoffice_engine::{JoinOutcome, Joiner, PowSolution, QueueStatus};
 use futures::StreamExt;
 use serde::Deserialize;
 
@@ -16,13 +17,15 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{bearer, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
 
-#[derive(Deserialize, Default)]
+/// A join: empty, or with a solved proof of work when the event asks for one.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = JoinRequest)]
 struct JoinBody {
     #[serde(default)]
     pow: Option<PowSolution>,
@@ -31,6 +34,8 @@ struct JoinBody {
 /// How the API document describes `join`, and what it refuses with.
 pub(crate) const JOIN_DOC: Doc = Doc {
     op: "joinQueue",
+    body: Some(Schema::of::<JoinBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<JoinOutcome>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -96,6 +101,8 @@ pub async fn join(
 /// How the API document describes `public`, and what it refuses with.
 pub(crate) const PUBLIC_DOC: Doc = Doc {
     op: "getQueue",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<PublicQueueBody<'static>>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::Internal, C::Unavailable]
@@ -133,6 +140,8 @@ pub async fn public(
 /// How the API document describes `stream`, and what it refuses with.
 pub(crate) const STREAM_DOC: Doc = Doc {
     op: "streamQueue",
+    body: None,
+    ok: &[],
     refuses: {
         use ErrorCode as C;
         &[
@@ -180,6 +189,8 @@ pub struct TicketQuery {
 /// How the API document describes `status`, and what it refuses with.
 pub(crate) const STATUS_DOC: Doc = Doc {
     op: "getQueueStatus",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<QueueStatus>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -225,6 +236,8 @@ pub async fn status(
 /// How the API document describes `challenge`, and what it refuses with.
 pub(crate) const CHALLENGE_DOC: Doc = Doc {
     op: "getQueueChallenge",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<Challenge>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::RateLimited, C::Unavailable]

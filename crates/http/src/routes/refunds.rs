@@ -8,20 +8,22 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use boxoffice_domain::{EventId, OrderId};
-use boxoffice_engine::Canceller;
 use boxoffice_engine::ports::EventCancellation;
+use boxoffice_engine::{Canceller, OrderView};
 
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, Operator};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 
 /// How the API document describes `cancel_order`, and what it refuses with.
 pub(crate) const CANCEL_ORDER_DOC: Doc = Doc {
     op: "cancelOrder",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<OrderView>())],
     refuses: {
         use ErrorCode as C;
         &[C::OrderNotCancellable, C::OrderNotFound]
@@ -51,6 +53,8 @@ pub async fn cancel_order(
 /// How the API document describes `refund_order`, and what it refuses with.
 pub(crate) const REFUND_ORDER_DOC: Doc = Doc {
     op: "refundMyOrder",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<OrderView>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -83,6 +87,8 @@ pub async fn refund_order(
 /// How the API document describes `cancel_event`, and what it refuses with.
 pub(crate) const CANCEL_EVENT_DOC: Doc = Doc {
     op: "cancelEvent",
+    body: None,
+    ok: &[(StatusCode::ACCEPTED, Schema::of::<EventCancellation>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound]
@@ -113,6 +119,8 @@ pub async fn cancel_event(
 /// How the API document describes `cancellation`, and what it refuses with.
 pub(crate) const CANCELLATION_DOC: Doc = Doc {
     op: "getEventCancellation",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<EventCancellation>())],
     refuses: {
         use ErrorCode as C;
         &[

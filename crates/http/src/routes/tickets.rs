@@ -17,7 +17,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, Operator, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::qr;
 use crate::routes::{RouteClass, RouteDef};
@@ -68,13 +68,15 @@ const TICKET_REFUSES: &[ErrorCode] = &[
 ];
 
 /// The buyer's tickets.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct TicketList {
     tickets: Vec<TicketView>,
 }
 
 pub(crate) const MINE_DOC: Doc = Doc {
     op: "listMyTickets",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<TicketList>())],
     refuses: TICKET_REFUSES,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -89,6 +91,8 @@ pub async fn mine(
 
 pub(crate) const GET_DOC: Doc = Doc {
     op: "getTicket",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<TicketView>())],
     refuses: TICKET_REFUSES,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -104,6 +108,8 @@ pub async fn get(
 
 pub(crate) const QR_SVG_DOC: Doc = Doc {
     op: "getTicketQrSvg",
+    body: None,
+    ok: &[],
     refuses: &[
         ErrorCode::TicketNotFound,
         ErrorCode::TicketRevoked,
@@ -126,6 +132,8 @@ pub async fn qr_svg(
 
 pub(crate) const QR_PNG_DOC: Doc = Doc {
     op: "getTicketQrPng",
+    body: None,
+    ok: &[],
     refuses: QR_SVG_DOC.refuses,
     shared: &[crate::extract::BUYER_REFUSES],
 };
@@ -170,6 +178,8 @@ fn private(mut res: Response) -> Response {
 
 pub(crate) const KEYS_DOC: Doc = Doc {
     op: "getEventKeys",
+    body: None,
+    ok: &[],
     refuses: &[
         ErrorCode::EventNotFound,
         ErrorCode::Unavailable,
@@ -197,6 +207,8 @@ const KEY_CHANGE_REFUSES: &[ErrorCode] = &[ErrorCode::EventNotFound];
 
 pub(crate) const ROTATE_DOC: Doc = Doc {
     op: "rotateEventKey",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<KeySetView>())],
     refuses: &[ErrorCode::EventNotFound, ErrorCode::TooManyKeys],
     shared: &[
         crate::idempotency::REFUSES,
@@ -219,14 +231,18 @@ pub async fn rotate(
         .await
 }
 
-#[derive(Deserialize)]
+/// The key to retire.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = RetireKeyRequest)]
 struct RetireBody {
     kid: KeyId,
 }
 
 pub(crate) const RETIRE_DOC: Doc = Doc {
     op: "retireEventKey",
+    body: Some(Schema::of::<RetireBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<KeySetView>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -264,14 +280,18 @@ pub async fn retire(
         .await
 }
 
-#[derive(Deserialize)]
+/// Whether the event's barcodes rotate.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = BarcodesRequest)]
 struct BarcodesBody {
     rotating: bool,
 }
 
 pub(crate) const SET_BARCODES_DOC: Doc = Doc {
     op: "setEventBarcodes",
+    body: Some(Schema::of::<BarcodesBody>()),
+    ok: &[(StatusCode::OK, Schema::of::<KeySetView>())],
     refuses: {
         use ErrorCode as C;
         &[

@@ -18,7 +18,7 @@ use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Operator, QueryParams, json};
 use crate::idempotency::{Replay, Scope, reply};
-use crate::openapi::Doc;
+use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::buyers::BuyerOut;
 
@@ -65,6 +65,8 @@ fn page() -> u64 {
 /// How the API document describes `fairness`, and what it refuses with.
 pub(crate) const FAIRNESS_DOC: Doc = Doc {
     op: "getQueueFairness",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<FairnessView>())],
     refuses: {
         use ErrorCode as C;
         &[C::EventNotFound, C::InvalidQuery, C::Unavailable]
@@ -86,6 +88,8 @@ pub async fn fairness(
 /// How the API document describes `set_admission`, and what it refuses with.
 pub(crate) const SET_ADMISSION_DOC: Doc = Doc {
     op: "setAdmission",
+    body: Some(Schema::of::<AdmissionControl>()),
+    ok: &[(StatusCode::OK, Schema::of::<AdmissionOut>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -118,8 +122,9 @@ pub async fn set_admission(
     }))
 }
 
-/// The operator's admission override and the rate it led to.
-#[derive(Serialize)]
+/// The control now in force and the current rate.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Admission)]
 pub struct AdmissionOut {
     event_id: EventId,
     control: AdmissionControl,
@@ -127,7 +132,8 @@ pub struct AdmissionOut {
 }
 
 /// An event's waiting-room rules as now in force.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Rules)]
 pub struct RulesOut {
     event_id: EventId,
     rules: WaitingRules,
@@ -136,6 +142,8 @@ pub struct RulesOut {
 /// How the API document describes `set_rules`, and what it refuses with.
 pub(crate) const SET_RULES_DOC: Doc = Doc {
     op: "setWaitingRules",
+    body: Some(Schema::of::<WaitingRules>()),
+    ok: &[(StatusCode::OK, Schema::of::<RulesOut>())],
     refuses: {
         use ErrorCode as C;
         &[
@@ -169,6 +177,8 @@ pub async fn set_rules(
 /// How the API document describes `grant_buyer_token`, and what it refuses with.
 pub(crate) const GRANT_BUYER_TOKEN_DOC: Doc = Doc {
     op: "grantBuyerToken",
+    body: Some(Schema::of::<BuyerGrant>()),
+    ok: &[(StatusCode::CREATED, Schema::of::<BuyerOut>())],
     refuses: {
         use ErrorCode as C;
         &[C::InvalidBody, C::MalformedJson]

@@ -14,6 +14,8 @@ use crate::web::{APP, Body};
 /// How the API document describes the buyer app's page.
 pub(crate) const PAGE_DOC: Doc = Doc {
     op: "getWebApp",
+    body: None,
+    ok: &[],
     refuses: &[],
     shared: &[],
 };
@@ -21,6 +23,8 @@ pub(crate) const PAGE_DOC: Doc = Doc {
 /// How the API document describes the files of the buyer app.
 pub(crate) const ASSET_DOC: Doc = Doc {
     op: "getWebAsset",
+    body: None,
+    ok: &[],
     refuses: &[ErrorCode::NotFound],
     shared: &[],
 };

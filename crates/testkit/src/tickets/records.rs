@@ -2,7 +2,7 @@
 //! and gates — each written once and read back as written.
 
 use boxoffice_domain::ticket::KeyId;
-use boxoffice_domain::{BuyerId, GateId, OrderState};
+use boxoffice_domain::{BuyerId, GateId, OrderState, Secret};
 use boxoffice_engine::ports::{Gate, StoredKey};
 
 use super::{TicketStores, confirmed_order, gate, random_digest, rows_of};
@@ -13,7 +13,7 @@ pub async fn keys_are_added_once_per_number_and_retired_keys_stop_verifying(s: T
     assert!(s.tickets.keys(e.id).await.unwrap().is_empty());
     let key = |kid, seed| StoredKey {
         kid: KeyId(kid),
-        seed: [seed; 32],
+        seed: Secret::new([seed; 32]),
         created_at: T0,
     };
     assert!(s.tickets.add_key(e.id, &key(1, 1)).await.unwrap());
@@ -40,12 +40,16 @@ pub async fn the_rotation_secret_is_drawn_once_and_kept_across_switches(s: Ticke
     assert_eq!(s.tickets.barcode_setting(e.id).await.unwrap(), None);
     let on = s.tickets.set_rotating(e.id, true, [7; 32]).await.unwrap();
     assert!(on.rotating);
-    assert_eq!(on.rotation_secret, [7; 32]);
+    assert_eq!(*on.rotation_secret.expose(), [7; 32]);
     let off = s.tickets.set_rotating(e.id, false, [8; 32]).await.unwrap();
     assert!(!off.rotating);
-    assert_eq!(off.rotation_secret, [7; 32], "the first secret is kept");
+    assert_eq!(
+        *off.rotation_secret.expose(),
+        [7; 32],
+        "the first secret is kept"
+    );
     let again = s.tickets.set_rotating(e.id, true, [9; 32]).await.unwrap();
-    assert_eq!(again.rotation_secret, [7; 32]);
+    assert_eq!(*again.rotation_secret.expose(), [7; 32]);
     assert_eq!(s.tickets.barcode_setting(e.id).await.unwrap(), Some(again));
 }
 

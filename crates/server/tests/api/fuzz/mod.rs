@@ -12,7 +12,7 @@ mod bodies;
 mod digest;
 mod requests;
 mod routes;
-mod world;
+pub mod world;
 
 use std::time::Duration;
 
@@ -23,6 +23,8 @@ use serde_json::Value;
 use digest::{changes, digest};
 use requests::{Fuzz, fuzz};
 use world::World;
+
+use crate::contract::Contract;
 
 /// Requests per run: a few seconds in a debug build.
 const CASES: u32 = 500;
@@ -57,6 +59,7 @@ fn no_generated_request_gets_a_5xx_and_no_refused_one_changes_anything() {
 
 async fn check(w: &World, f: &Fuzz) -> Result<(), TestCaseError> {
     let (what, token, req) = f.request(w);
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let head = req.method() == Method::HEAD;
     // Only requests change the world (its clock is frozen, no worker runs), so the state
     // after one request is the state before the next.
@@ -84,6 +87,8 @@ async fn check(w: &World, f: &Fuzz) -> Result<(), TestCaseError> {
         )));
     }
     if status.is_success() {
+        let checked = Contract::get().check(method.as_str(), &path, status.as_u16(), &body);
+        checked.map_err(TestCaseError::fail)?;
         learn(w, &body, token);
     }
     let after = digest(w).await;

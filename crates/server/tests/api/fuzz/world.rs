@@ -3,6 +3,7 @@
 //! other and draft events, buyers with tickets, admissions (one expired) and holds, a
 //! confirmed order, and the Idempotency-Keys used to make them.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::common::{spec, test_config, uuid};
+use crate::contract::Contract;
 
 pub struct World {
     pub router: Router,
@@ -37,6 +39,8 @@ pub struct World {
     pub keys: Vec<String>,
     /// The state after the last request, which is the state before the next.
     pub last_digest: Mutex<Option<super::digest::Digest>>,
+    /// The schemas the answers of `call` were checked against.
+    pub matched: BTreeSet<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -67,6 +71,7 @@ impl World {
             known: Mutex::default(),
             keys: Vec::new(),
             last_digest: Mutex::default(),
+            matched: BTreeSet::new(),
             _dir: dir,
         };
         w.populate().await;
@@ -185,8 +190,15 @@ impl World {
             .expect("a hold id")
     }
 
-    /// A set-up request with a fresh Idempotency-Key (kept for the fuzz to reuse).
-    async fn call(&mut self, method: &str, path: &str, token: &str, body: Value) -> (u16, Value) {
+    /// A request with a fresh Idempotency-Key (kept for the fuzz to reuse); an answer of
+    /// success must match the schema the API document gives it.
+    pub async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Value,
+    ) -> (u16, Value) {
         let key = uuid();
         self.keys.push(key.clone());
         let req = Request::builder()
@@ -202,10 +214,17 @@ impl World {
         let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
             .await
             .expect("a body");
-        (
+        let (status, body) = (
             status.as_u16(),
             serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        );
+        if (200..300).contains(&status) {
+            match Contract::get().check(method, path, status, &body) {
+                Ok(checked) => self.matched.extend(checked),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        (status, body)
     }
 
     /// The token of that name.
