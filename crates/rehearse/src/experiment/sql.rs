@@ -13,11 +13,12 @@ pub const BUCKETS: i32 = 10;
 
 pub async fn schema(pool: &PgPool) -> sqlx::Result<()> {
     for statement in [
-        "CREATE TABLE events (event_id int PRIMARY KEY, remaining int NOT NULL, \
+        "CREATE SCHEMA experiment",
+        "CREATE TABLE experiment.events (event_id int PRIMARY KEY, remaining int NOT NULL, \
          version int NOT NULL DEFAULT 0)",
-        "CREATE TABLE event_stock (event_id int NOT NULL, bucket int NOT NULL, \
+        "CREATE TABLE experiment.event_stock (event_id int NOT NULL, bucket int NOT NULL, \
          remaining int NOT NULL, PRIMARY KEY (event_id, bucket))",
-        "CREATE TABLE holds (hold_id bigserial PRIMARY KEY, event_id int NOT NULL, \
+        "CREATE TABLE experiment.holds (hold_id bigserial PRIMARY KEY, event_id int NOT NULL, \
          user_id text NOT NULL, status text NOT NULL DEFAULT 'held', \
          created_at timestamptz NOT NULL DEFAULT now())",
     ] {
@@ -28,16 +29,16 @@ pub async fn schema(pool: &PgPool) -> sqlx::Result<()> {
 
 /// Puts `units` back on sale: in the counter, and split over the sub-counters.
 pub async fn reset(pool: &PgPool, units: i32) -> sqlx::Result<()> {
-    sqlx::query("TRUNCATE holds").execute(pool).await?;
-    sqlx::query("DELETE FROM events").execute(pool).await?;
-    sqlx::query("DELETE FROM event_stock").execute(pool).await?;
-    sqlx::query("INSERT INTO events (event_id, remaining) VALUES (1, $1)")
+    sqlx::query("TRUNCATE experiment.holds").execute(pool).await?;
+    sqlx::query("DELETE FROM experiment.events").execute(pool).await?;
+    sqlx::query("DELETE FROM experiment.event_stock").execute(pool).await?;
+    sqlx::query("INSERT INTO experiment.events (event_id, remaining) VALUES (1, $1)")
         .bind(units)
         .execute(pool)
         .await?;
     for bucket in 0..BUCKETS {
         let share = units / BUCKETS + i32::from(bucket < units % BUCKETS);
-        sqlx::query("INSERT INTO event_stock (event_id, bucket, remaining) VALUES (1, $1, $2)")
+        sqlx::query("INSERT INTO experiment.event_stock (event_id, bucket, remaining) VALUES (1, $1, $2)")
             .bind(bucket)
             .bind(share)
             .execute(pool)
@@ -48,34 +49,34 @@ pub async fn reset(pool: &PgPool, units: i32) -> sqlx::Result<()> {
 
 /// (holds written, what the counter says is left) after a variant ran.
 pub async fn tally(pool: &PgPool, sharded: bool) -> sqlx::Result<(i64, i64)> {
-    let holds: i64 = sqlx::query_scalar("SELECT count(*) FROM holds")
+    let holds: i64 = sqlx::query_scalar("SELECT count(*) FROM experiment.holds")
         .fetch_one(pool)
         .await?;
     let left: i64 = if sharded {
-        sqlx::query_scalar("SELECT COALESCE(sum(remaining), 0)::bigint FROM event_stock")
+        sqlx::query_scalar("SELECT COALESCE(sum(remaining), 0)::bigint FROM experiment.event_stock")
             .fetch_one(pool)
             .await?
     } else {
-        sqlx::query_scalar("SELECT remaining::bigint FROM events WHERE event_id = 1")
+        sqlx::query_scalar("SELECT remaining::bigint FROM experiment.events WHERE event_id = 1")
             .fetch_one(pool)
             .await?
     };
     Ok((holds, left))
 }
 
-const INSERT_HOLD: &str = "INSERT INTO holds (event_id, user_id) VALUES (1, $1)";
+const INSERT_HOLD: &str = "INSERT INTO experiment.holds (event_id, user_id) VALUES (1, $1)";
 
 /// Read, check, write: nothing stops two buyers from reading the same number, and each
 /// writes "what I read − 1" as an absolute value (the lost update).
 pub async fn naive(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
     let mut c = pool.acquire().await?;
-    let remaining: i32 = sqlx::query_scalar("SELECT remaining FROM events WHERE event_id = 1")
+    let remaining: i32 = sqlx::query_scalar("SELECT remaining FROM experiment.events WHERE event_id = 1")
         .fetch_one(&mut *c)
         .await?;
     if remaining <= 0 {
         return Ok(Attempt::lost(0));
     }
-    sqlx::query("UPDATE events SET remaining = $1 WHERE event_id = 1")
+    sqlx::query("UPDATE experiment.events SET remaining = $1 WHERE event_id = 1")
         .bind(remaining - 1)
         .execute(&mut *c)
         .await?;
@@ -87,7 +88,7 @@ pub async fn naive(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
 pub async fn atomic(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
     let mut tx = pool.begin().await?;
     let taken = sqlx::query(
-        "UPDATE events SET remaining = remaining - 1 WHERE event_id = 1 AND remaining > 0",
+        "UPDATE experiment.events SET remaining = remaining - 1 WHERE event_id = 1 AND remaining > 0",
     )
     .execute(&mut *tx)
     .await?
@@ -106,14 +107,14 @@ pub async fn optimistic(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
     let mut conflicts = 0;
     loop {
         let (remaining, version): (i32, i32) =
-            sqlx::query_as("SELECT remaining, version FROM events WHERE event_id = 1")
+            sqlx::query_as("SELECT remaining, version FROM experiment.events WHERE event_id = 1")
                 .fetch_one(&mut *c)
                 .await?;
         if remaining <= 0 {
             return Ok(Attempt::lost(conflicts));
         }
         let written = sqlx::query(
-            "UPDATE events SET remaining = $1, version = version + 1 \
+            "UPDATE experiment.events SET remaining = $1, version = version + 1 \
              WHERE event_id = 1 AND version = $2",
         )
         .bind(remaining - 1)
@@ -138,7 +139,7 @@ pub async fn sharded(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
         let bucket = (start + tried) % BUCKETS;
         let mut tx = pool.begin().await?;
         let taken = sqlx::query(
-            "UPDATE event_stock SET remaining = remaining - 1 \
+            "UPDATE experiment.event_stock SET remaining = remaining - 1 \
              WHERE event_id = 1 AND bucket = $1 AND remaining > 0",
         )
         .bind(bucket)
