@@ -69,8 +69,10 @@ impl PlanArgs {
 
 /// The `node_figures` of a rehearsal report; figures it lacks keep their defaults.
 pub fn figures_from_report(path: &std::path::Path) -> anyhow::Result<NodeFigures> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let report: serde_json::Value = serde_json::from_str(&text).context("the report is not JSON")?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let report: serde_json::Value =
+        serde_json::from_str(&text).context("the report is not JSON")?;
     let figures = report
         .get("node_figures")
         .cloned()
@@ -95,7 +97,11 @@ pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
 pub struct ExperimentArgs {
     /// A PostgreSQL where this user may CREATE DATABASE; the experiment makes its own
     /// database there and drops it afterwards.
-    #[arg(long, env = "BOXOFFICE_EXPERIMENT_DATABASE_URL", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "BOXOFFICE_EXPERIMENT_DATABASE_URL",
+        hide_env_values = true
+    )]
     pub database_url: String,
     #[arg(long, default_value_t = 100)]
     pub units: u32,
@@ -322,7 +328,10 @@ pub async fn run_rehearse(
         s.hot_store,
         s.capacity,
         report.duration_s,
-        report.stopped.as_deref().map_or(String::new(), |w| format!(" (stopped: {w})")),
+        report
+            .stopped
+            .as_deref()
+            .map_or(String::new(), |w| format!(" (stopped: {w})")),
         report.requests,
         report.generator_requests_per_s,
         html.display(),
@@ -330,12 +339,22 @@ pub async fn run_rehearse(
     );
     let clean = report.audit.as_ref().is_none_or(|a| a.clean);
     if let Some(a) = &report.audit {
-        println!("audit: {}", if a.clean { "clean" } else { "VIOLATIONS (see the JSON report)" });
+        println!(
+            "audit: {}",
+            if a.clean {
+                "clean"
+            } else {
+                "VIOLATIONS (see the JSON report)"
+            }
+        );
     }
     Ok(clean)
 }
 
-async fn find_rate(args: &RehearseArgs, settings: &crate::rehearse::Settings) -> anyhow::Result<bool> {
+async fn find_rate(
+    args: &RehearseArgs,
+    settings: &crate::rehearse::Settings,
+) -> anyhow::Result<bool> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = Arc::new(AtomicBool::new(false));
@@ -344,7 +363,10 @@ async fn find_rate(args: &RehearseArgs, settings: &crate::rehearse::Settings) ->
         let _ = tokio::signal::ctrl_c().await;
         flag.store(true, Ordering::SeqCst);
     });
-    let found = crate::rehearse::find_rate::search(settings, &args.search(), || stop.load(Ordering::SeqCst)).await?;
+    let found = crate::rehearse::find_rate::search(settings, &args.search(), || {
+        stop.load(Ordering::SeqCst)
+    })
+    .await?;
     std::fs::create_dir_all(&args.out)?;
     let path = args.out.join("find-rate.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&found)?)?;
@@ -358,11 +380,18 @@ async fn find_rate(args: &RehearseArgs, settings: &crate::rehearse::Settings) ->
             t.hold_p99_ms,
             t.checkout_p99_ms,
             t.failure_rate * 100.0,
-            if t.passed { "yes".to_owned() } else { t.why.join("; ") }
+            if t.passed {
+                "yes".to_owned()
+            } else {
+                t.why.join("; ")
+            }
         );
     }
     match found.rate {
-        Some(r) => println!("highest admission rate within the objectives: {r} buyers/s ({})", path.display()),
+        Some(r) => println!(
+            "highest admission rate within the objectives: {r} buyers/s ({})",
+            path.display()
+        ),
         None => println!("no rate tried met the objectives ({})", path.display()),
     }
     Ok(found.rate.is_some())

@@ -139,7 +139,11 @@ mod tests {
         let ten: Vec<f64> = (1..=10).map(f64::from).collect();
         let batches: Vec<f64> = (0..10).map(|i| if i < 5 { 1.0 } else { 2.0 }).collect();
         close(spearman(&ten, &batches).unwrap(), (62.5f64 / 82.5).sqrt());
-        assert_eq!(spearman(&ten, &[1.0; 10]), None, "a constant side has no rank order");
+        assert_eq!(
+            spearman(&ten, &[1.0; 10]),
+            None,
+            "a constant side has no rank order"
+        );
     }
 
     #[test]

@@ -175,19 +175,76 @@ pub fn plan(inputs: Inputs) -> Plan {
 pub fn table(p: &Plan) -> String {
     let i = &p.inputs;
     let rows = [
-        ("fans / tickets", format!("{} / {} ({} fans per ticket)", n(i.fans), n(i.tickets), d1(p.fans_per_ticket))),
-        ("orders", format!("{} ({} tickets each)", n(p.orders), d1(i.tickets_per_order))),
-        ("queue status requests", format!("{}/s (everyone asks every {} s)", n(p.status_per_s), d1(i.poll_interval_s))),
-        ("joins", format!("{}/s (over {} s)", n(p.joins_per_s), n(i.arrival_window_s))),
+        (
+            "fans / tickets",
+            format!(
+                "{} / {} ({} fans per ticket)",
+                n(i.fans),
+                n(i.tickets),
+                d1(p.fans_per_ticket)
+            ),
+        ),
+        (
+            "orders",
+            format!("{} ({} tickets each)", n(p.orders), d1(i.tickets_per_order)),
+        ),
+        (
+            "queue status requests",
+            format!(
+                "{}/s (everyone asks every {} s)",
+                n(p.status_per_s),
+                d1(i.poll_interval_s)
+            ),
+        ),
+        (
+            "joins",
+            format!("{}/s (over {} s)", n(p.joins_per_s), n(i.arrival_window_s)),
+        ),
         ("admission", format!("{} buyers/s", n(i.admission_per_s))),
         ("holds", format!("{}/s", n(p.holds_per_s))),
         ("checkouts (commits)", format!("{}/s", n(p.checkouts_per_s))),
-        ("sold out after", format!("{} s ({} min), {} buyers admitted", d1(p.sell_out_s), d1(p.sell_out_s / 60.0), n(p.admitted_by_sell_out))),
-        ("node load at the peak", format!("{} nodes' worth", d2(p.node_load))),
-        ("nodes needed", format!("{} (at {} % busy)", p.nodes, n(i.utilisation * 100.0))),
-        ("Redis", format!("{} ops/s, {} primary(ies)", n(p.redis_ops_per_s), p.redis_primaries)),
-        ("PostgreSQL", format!("{} commits/s, {} writes/s, {} % of one server", n(p.postgres_commits_per_s), n(p.postgres_writes_per_s), d1(p.postgres_utilisation * 100.0))),
-        ("bandwidth (status)", format!("{} Mbit/s in, {} Mbit/s out", n(p.bandwidth_in_mbit_s), n(p.bandwidth_out_mbit_s))),
+        (
+            "sold out after",
+            format!(
+                "{} s ({} min), {} buyers admitted",
+                d1(p.sell_out_s),
+                d1(p.sell_out_s / 60.0),
+                n(p.admitted_by_sell_out)
+            ),
+        ),
+        (
+            "node load at the peak",
+            format!("{} nodes' worth", d2(p.node_load)),
+        ),
+        (
+            "nodes needed",
+            format!("{} (at {} % busy)", p.nodes, n(i.utilisation * 100.0)),
+        ),
+        (
+            "Redis",
+            format!(
+                "{} ops/s, {} primary(ies)",
+                n(p.redis_ops_per_s),
+                p.redis_primaries
+            ),
+        ),
+        (
+            "PostgreSQL",
+            format!(
+                "{} commits/s, {} writes/s, {} % of one server",
+                n(p.postgres_commits_per_s),
+                n(p.postgres_writes_per_s),
+                d1(p.postgres_utilisation * 100.0)
+            ),
+        ),
+        (
+            "bandwidth (status)",
+            format!(
+                "{} Mbit/s in, {} Mbit/s out",
+                n(p.bandwidth_in_mbit_s),
+                n(p.bandwidth_out_mbit_s)
+            ),
+        ),
         ("per-node figures", i.figures.source.clone()),
     ];
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
@@ -223,7 +280,10 @@ mod tests {
     use super::*;
 
     fn close(got: f64, want: f64, within: f64) {
-        assert!((got - want).abs() <= within, "{got} is not {want} ± {within}");
+        assert!(
+            (got - want).abs() <= within,
+            "{got} is not {want} ± {within}"
+        );
     }
 
     /// 2,000,000 fans for 50,000 seats, worked by hand:
@@ -269,7 +329,10 @@ mod tests {
         close(p.bandwidth_out_mbit_s, 1_867.0, 0.5);
         let t = table(&p);
         assert!(t.contains("666,667/s"), "{t}");
-        assert!(t.contains("nodes needed") && t.contains("15 (at 70 % busy)"), "{t}");
+        assert!(
+            t.contains("nodes needed") && t.contains("15 (at 70 % busy)"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -37,7 +37,10 @@ async fn the_naive_variant_oversells_and_the_atomic_ones_sell_exactly_the_units(
         let r = row(v);
         assert_eq!((r.sold, r.oversold, r.counter_left), (10, 0, 0), "{r:?}");
     }
-    assert!(row(Variant::Optimistic).conflicts > 0, "racing versions conflict");
+    assert!(
+        row(Variant::Optimistic).conflicts > 0,
+        "racing versions conflict"
+    );
 }
 
 /// Experiment databases on the server now.

@@ -164,7 +164,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return gate(bundle, barcode.clone());
     }
     match &cli.command {
-        Command::Plan(args) => return boxoffice_rehearse::cli::run_plan(args).map(|_| ExitCode::SUCCESS),
+        Command::Plan(args) => {
+            return boxoffice_rehearse::cli::run_plan(args).map(|_| ExitCode::SUCCESS);
+        }
         Command::Experiment(args) => {
             boxoffice_rehearse::cli::run_experiment(args).await?;
             return Ok(ExitCode::SUCCESS);

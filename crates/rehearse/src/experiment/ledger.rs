@@ -11,8 +11,8 @@ use boxoffice_domain::{
 };
 use boxoffice_engine::EventEntry;
 use boxoffice_engine::ports::{
-    ArbiterError, Clock, Commit, CommitOutcome, HoldRequest, Ledger, Order, OrderSeat,
-    SeatArbiter, SeatChoice, SystemClock,
+    ArbiterError, Clock, Commit, CommitOutcome, HoldRequest, Ledger, Order, OrderSeat, SeatArbiter,
+    SeatChoice, SystemClock,
 };
 use boxoffice_store_memory::InMemoryArbiter;
 use boxoffice_store_postgres::{PostgresLedger, PostgresOptions};

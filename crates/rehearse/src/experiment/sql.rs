@@ -29,20 +29,28 @@ pub async fn schema(pool: &PgPool) -> sqlx::Result<()> {
 
 /// Puts `units` back on sale: in the counter, and split over the sub-counters.
 pub async fn reset(pool: &PgPool, units: i32) -> sqlx::Result<()> {
-    sqlx::query("TRUNCATE experiment.holds").execute(pool).await?;
-    sqlx::query("DELETE FROM experiment.events").execute(pool).await?;
-    sqlx::query("DELETE FROM experiment.event_stock").execute(pool).await?;
+    sqlx::query("TRUNCATE experiment.holds")
+        .execute(pool)
+        .await?;
+    sqlx::query("DELETE FROM experiment.events")
+        .execute(pool)
+        .await?;
+    sqlx::query("DELETE FROM experiment.event_stock")
+        .execute(pool)
+        .await?;
     sqlx::query("INSERT INTO experiment.events (event_id, remaining) VALUES (1, $1)")
         .bind(units)
         .execute(pool)
         .await?;
     for bucket in 0..BUCKETS {
         let share = units / BUCKETS + i32::from(bucket < units % BUCKETS);
-        sqlx::query("INSERT INTO experiment.event_stock (event_id, bucket, remaining) VALUES (1, $1, $2)")
-            .bind(bucket)
-            .bind(share)
-            .execute(pool)
-            .await?;
+        sqlx::query(
+            "INSERT INTO experiment.event_stock (event_id, bucket, remaining) VALUES (1, $1, $2)",
+        )
+        .bind(bucket)
+        .bind(share)
+        .execute(pool)
+        .await?;
     }
     Ok(())
 }
@@ -70,9 +78,10 @@ const INSERT_HOLD: &str = "INSERT INTO experiment.holds (event_id, user_id) VALU
 /// writes "what I read − 1" as an absolute value (the lost update).
 pub async fn naive(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
     let mut c = pool.acquire().await?;
-    let remaining: i32 = sqlx::query_scalar("SELECT remaining FROM experiment.events WHERE event_id = 1")
-        .fetch_one(&mut *c)
-        .await?;
+    let remaining: i32 =
+        sqlx::query_scalar("SELECT remaining FROM experiment.events WHERE event_id = 1")
+            .fetch_one(&mut *c)
+            .await?;
     if remaining <= 0 {
         return Ok(Attempt::lost(0));
     }
@@ -96,7 +105,10 @@ pub async fn atomic(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
     if taken == 0 {
         return Ok(Attempt::lost(0));
     }
-    sqlx::query(INSERT_HOLD).bind(user).execute(&mut *tx).await?;
+    sqlx::query(INSERT_HOLD)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(Attempt::won(0))
 }
@@ -147,7 +159,10 @@ pub async fn sharded(pool: &PgPool, user: &str) -> sqlx::Result<Attempt> {
         .await?
         .rows_affected();
         if taken == 1 {
-            sqlx::query(INSERT_HOLD).bind(user).execute(&mut *tx).await?;
+            sqlx::query(INSERT_HOLD)
+                .bind(user)
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             return Ok(Attempt::won(tried as u64));
         }

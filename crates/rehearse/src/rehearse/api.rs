@@ -143,7 +143,8 @@ impl Api {
             a = answer(req) => a,
             () = self.cancel.cancelled() => return Err(Stop::Cancelled),
         };
-        self.rec.record(call.step, start, start.elapsed(), answer.status);
+        self.rec
+            .record(call.step, start, start.elapsed(), answer.status);
         Ok(answer)
     }
 

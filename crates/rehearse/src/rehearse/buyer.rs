@@ -181,10 +181,15 @@ async fn join(
     let key = uuid::Uuid::new_v4().to_string();
     let mut body = json!({});
     for attempt in 0..6 {
-        let call = Call::post(Step::Join, &path, body.clone(), &key).token(&token).from(ip);
+        let call = Call::post(Step::Join, &path, body.clone(), &key)
+            .token(&token)
+            .from(ip);
         let a = ctx.api.send(base, call).await?;
         if a.ok() {
-            let ticket = a.body["queue_ticket"].as_str().unwrap_or_default().to_owned();
+            let ticket = a.body["queue_ticket"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             let position = a.body["position"].as_u64();
             return Ok(Some(Session {
                 token,
@@ -209,7 +214,10 @@ async fn solve(ctx: &Ctx, base: &str, ip: &str, token: &str) -> Result<serde_jso
     let path = format!("/v1/events/{}/queue/challenge", ctx.event);
     let a = ctx
         .api
-        .send(base, Call::get(Step::Challenge, &path).token(token).from(ip))
+        .send(
+            base,
+            Call::get(Step::Challenge, &path).token(token).from(ip),
+        )
         .await?;
     let challenge = a.body["challenge"].as_str().unwrap_or_default().to_owned();
     let difficulty = a.body["difficulty"].as_u64().unwrap_or(0) as u8;

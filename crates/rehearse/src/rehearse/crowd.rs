@@ -208,7 +208,10 @@ mod tests {
         assert_eq!(before, 4_000);
         assert!(c.windows(2).all(|w| w[0].arrive_s <= w[1].arrive_s));
         // With τ = 3 s, about 1 − e^(−1) = 63 % of the tail comes in its first 3 s.
-        let first = c.iter().filter(|p| (2.0..5.0).contains(&p.arrive_s)).count();
+        let first = c
+            .iter()
+            .filter(|p| (2.0..5.0).contains(&p.arrive_s))
+            .count();
         let share = first as f64 / 6_000.0;
         assert!((0.60..0.67).contains(&share), "{share}");
         assert!(c.iter().all(|p| p.arrive_s <= 32.0));

@@ -69,7 +69,12 @@ pub struct Found {
 
 /// Judges a run against the objectives.
 pub fn judge(rate: u32, buyers: u32, r: &Report, s: &Search) -> Trial {
-    let p99 = |step: Step| r.steps.iter().find(|x| x.step == step).map_or(0.0, |x| x.p99_ms);
+    let p99 = |step: Step| {
+        r.steps
+            .iter()
+            .find(|x| x.step == step)
+            .map_or(0.0, |x| x.p99_ms)
+    };
     let crowd: Vec<_> = r.steps.iter().filter(|x| x.step != Step::Observe).collect();
     let requests: u64 = crowd.iter().map(|x| x.requests).sum();
     let failures: u64 = crowd.iter().map(|x| x.failures).sum();
@@ -80,7 +85,10 @@ pub fn judge(rate: u32, buyers: u32, r: &Report, s: &Search) -> Trial {
         why.push(format!("hold p99 {hold:.0} ms > {:.0} ms", s.hold_p99_ms));
     }
     if checkout > s.checkout_p99_ms {
-        why.push(format!("checkout p99 {checkout:.0} ms > {:.0} ms", s.checkout_p99_ms));
+        why.push(format!(
+            "checkout p99 {checkout:.0} ms > {:.0} ms",
+            s.checkout_p99_ms
+        ));
     }
     if failure_rate > s.max_failure_rate {
         why.push(format!("{:.2} % of requests failed", failure_rate * 100.0));
@@ -111,7 +119,9 @@ pub fn next_rate(trials: &[Trial], s: &Search) -> Option<u32> {
     let halvings = trials.iter().skip_while(|t| t.passed).count() as u32;
     match (best, worst) {
         (_, None) if last.rate >= s.max => None,
-        (_, None) => Some(((f64::from(last.rate) * s.factor).round() as u32).clamp(last.rate + 1, s.max)),
+        (_, None) => {
+            Some(((f64::from(last.rate) * s.factor).round() as u32).clamp(last.rate + 1, s.max))
+        }
         (Some(b), Some(w)) if halvings <= s.refine && w - b > 1 => Some(b + (w - b) / 2),
         _ => None,
     }
@@ -178,9 +188,17 @@ mod tests {
         t.push(trial(30, true));
         assert_eq!(next_rate(&t, &s), Some(35));
         t.push(trial(35, false));
-        assert_eq!(next_rate(&t, &s), None, "two halvings after the first failure");
+        assert_eq!(
+            next_rate(&t, &s),
+            None,
+            "two halvings after the first failure"
+        );
         let mut capped = vec![trial(10, true)];
-        let s = Search { start: 10, max: 15, ..s };
+        let s = Search {
+            start: 10,
+            max: 15,
+            ..s
+        };
         assert_eq!(next_rate(&capped, &s), Some(15));
         capped.push(trial(15, true));
         assert_eq!(next_rate(&capped, &s), None);

@@ -24,7 +24,9 @@ text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:
 .ok{color:#1a7f37}.bad{color:#c62828}svg{display:block;margin:1em 0}";
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -52,7 +54,10 @@ fn summary(h: &mut String, r: &Report) {
         Some(_) => "<span class=\"bad\">VIOLATIONS (see the JSON)</span>".to_owned(),
         None => "not run".to_owned(),
     };
-    let stopped = r.stopped.as_deref().map_or("every buyer finished".into(), esc);
+    let stopped = r
+        .stopped
+        .as_deref()
+        .map_or("every buyer finished".into(), esc);
     let s = &r.sold;
     let _ = write!(
         h,
@@ -72,7 +77,8 @@ fn summary(h: &mut String, r: &Report) {
         s.capacity,
         s.by_buyers,
         s.ledger.map_or("not audited".into(), |l| l.to_string()),
-        s.sold_out_at_s.map_or("not sold out".into(), |t| format!("{t:.1} s")),
+        s.sold_out_at_s
+            .map_or("not sold out".into(), |t| format!("{t:.1} s")),
         r.requests,
         r.generator_requests_per_s,
     );
@@ -108,9 +114,19 @@ fn charts(h: &mut String, r: &Report) {
             .collect()
     };
     h.push_str("<h2>Over time</h2>");
-    h.push_str(&svg::lines("chart-rps", "Requests per second, by step", "requests/s", &per_step(&|b| b.per_s), None));
+    h.push_str(&svg::lines(
+        "chart-rps",
+        "Requests per second, by step",
+        "requests/s",
+        &per_step(&|b| b.per_s),
+        None,
+    ));
     for (id, name, f) in [
-        ("chart-p50", "p50", (|b: &super::report::Bucket| b.p50_ms) as fn(&super::report::Bucket) -> f64),
+        (
+            "chart-p50",
+            "p50",
+            (|b: &super::report::Bucket| b.p50_ms) as fn(&super::report::Bucket) -> f64,
+        ),
         ("chart-p95", "p95", |b| b.p95_ms),
         ("chart-p99", "p99", |b| b.p99_ms),
     ] {
@@ -127,7 +143,13 @@ fn charts(h: &mut String, r: &Report) {
             points: r.admitted_per_s.clone(),
         },
     ];
-    h.push_str(&svg::lines("chart-queue", "The line: buyers waiting, and let in per second", "buyers", &queue, None));
+    h.push_str(&svg::lines(
+        "chart-queue",
+        "The line: buyers waiting, and let in per second",
+        "buyers",
+        &queue,
+        None,
+    ));
     let sold = vec![
         Series {
             name: "sold".into(),
@@ -142,11 +164,25 @@ fn charts(h: &mut String, r: &Report) {
         x,
         label: format!("sold out {x:.1} s"),
     });
-    h.push_str(&svg::lines("chart-sold", "Seats sold and held", "seats", &sold, marker.as_ref()));
-    let mut errors: Vec<(String, f64)> = r.errors.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
+    h.push_str(&svg::lines(
+        "chart-sold",
+        "Seats sold and held",
+        "seats",
+        &sold,
+        marker.as_ref(),
+    ));
+    let mut errors: Vec<(String, f64)> = r
+        .errors
+        .iter()
+        .map(|(k, v)| (k.clone(), *v as f64))
+        .collect();
     errors.sort_by(|a, b| b.1.total_cmp(&a.1));
     errors.truncate(25);
-    h.push_str(&svg::bars("chart-errors", "Answers other than success, by step and code", &errors));
+    h.push_str(&svg::bars(
+        "chart-errors",
+        "Answers other than success, by step and code",
+        &errors,
+    ));
     let points: Vec<(f64, f64, bool)> = (r.fairness.ranks.iter())
         .map(|&(a, b, bot)| (f64::from(a), f64::from(b), bot))
         .collect();

@@ -105,7 +105,8 @@ impl Default for Settings {
 }
 
 /// What checks the ledger once the crowd is done (`boxoffice audit --json`'s report).
-pub type AuditHook = Box<dyn FnOnce() -> BoxFuture<'static, anyhow::Result<serde_json::Value>> + Send>;
+pub type AuditHook =
+    Box<dyn FnOnce() -> BoxFuture<'static, anyhow::Result<serde_json::Value>> + Send>;
 
 /// Runs a rehearsal; `interrupt` ends it early (Ctrl-C) with a partial report.
 pub async fn run(
@@ -116,15 +117,33 @@ pub async fn run(
     let targets = target::check(&s.targets, s.allow_remote)?;
     let rec = Arc::new(Recorder::new());
     let cancel = CancellationToken::new();
-    let api = Api::new(targets.clone(), rec.clone(), s.max_requests, cancel.clone(), s.request_timeout)?;
+    let api = Api::new(
+        targets.clone(),
+        rec.clone(),
+        s.max_requests,
+        cancel.clone(),
+        s.request_timeout,
+    )?;
     let key = s.operator_key.clone();
     let prepared = setup::prepare(&api, &key, s).await?;
     let event = prepared.event;
     let (serving_tx, serving) = watch::channel(0);
     let watchers = CancellationToken::new();
-    let observer = tokio::spawn(observe::observe(api.clone(), key.clone(), event, serving_tx, watchers.clone()));
+    let observer = tokio::spawn(observe::observe(
+        api.clone(),
+        key.clone(),
+        event,
+        serving_tx,
+        watchers.clone(),
+    ));
     let buyers = u64::from(s.arrivals.buyers);
-    let progress = progress::spawn(rec.clone(), buyers, prepared.capacity, s.progress, watchers.clone());
+    let progress = progress::spawn(
+        rec.clone(),
+        buyers,
+        prepared.capacity,
+        s.progress,
+        watchers.clone(),
+    );
     if prepared.to_open {
         let (api, key, at) = (api.clone(), key.clone(), s.arrivals.rush_s);
         tokio::spawn(async move {
@@ -145,7 +164,10 @@ pub async fn run(
         settle: s.settle,
     });
     let cpu_before = cpu_seconds();
-    let mut crowd = tokio::spawn(dispatch(ctx, crowd::crowd(&s.arrivals, &s.adversaries, s.seed)));
+    let mut crowd = tokio::spawn(dispatch(
+        ctx,
+        crowd::crowd(&s.arrivals, &s.adversaries, s.seed),
+    ));
     let mut stopped = tokio::select! {
         _ = &mut crowd => None,
         () = tokio::time::sleep(s.max_duration) => Some("time limit"),
@@ -158,7 +180,13 @@ pub async fn run(
         stopped = Some("request limit");
     }
     let duration_s = rec.now_s();
-    let last = observe::read(&api, &targets[0], &format!("/v1/events/{event}/stats"), &key).await;
+    let last = observe::read(
+        &api,
+        &targets[0],
+        &format!("/v1/events/{event}/stats"),
+        &key,
+    )
+    .await;
     watchers.cancel();
     let mut timeline = observer.await?;
     timeline.extend(last);

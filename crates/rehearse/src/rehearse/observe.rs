@@ -57,7 +57,9 @@ pub async fn observe(
 
 /// One reading, outside the crowd's budget.
 pub async fn read(api: &Api, base: &str, path: &str, key: &str) -> Option<Point> {
-    let a = api.send_unbounded(base, Call::get(Step::Observe, path).token(key)).await;
+    let a = api
+        .send_unbounded(base, Call::get(Step::Observe, path).token(key))
+        .await;
     if !a.ok() {
         return None;
     }

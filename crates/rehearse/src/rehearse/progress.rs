@@ -58,7 +58,11 @@ pub fn spawn(
 /// "in line 1,234 · let in 56 · holding 7 · failures 0 · 812 req/s · hold p99 3 ms · checkout p99 9 ms"
 fn status(rec: &Recorder, fresh: &[super::record::Sample]) -> String {
     let p99 = |step: Step| {
-        let mut l: Vec<u32> = fresh.iter().filter(|s| s.step == step).map(|s| s.latency_us).collect();
+        let mut l: Vec<u32> = fresh
+            .iter()
+            .filter(|s| s.step == step)
+            .map(|s| s.latency_us)
+            .collect();
         match l.is_empty() {
             true => "–".to_owned(),
             false => format!("{:.0} ms", quantile_ms(&mut l, 0.99)),

@@ -168,7 +168,10 @@ pub fn steps(samples: &[Sample], duration_s: f64, targets: usize) -> (Vec<StepSt
             step,
             name: step.name(),
             requests: mine.len() as u64,
-            failures: mine.iter().filter(|s| s.status == 0 || s.status >= 500).count() as u64,
+            failures: mine
+                .iter()
+                .filter(|s| s.status == 0 || s.status >= 500)
+                .count() as u64,
             peak_per_s: series.iter().map(|b| b.per_s).fold(0.0, f64::max),
             p50_ms: quantile_ms(&mut all, 0.50),
             p95_ms: quantile_ms(&mut all, 0.95),
@@ -177,7 +180,10 @@ pub fn steps(samples: &[Sample], duration_s: f64, targets: usize) -> (Vec<StepSt
         });
     }
     let peak = |step: Step| {
-        let p = out.iter().find(|s| s.step == step).map_or(0.0, |s| s.peak_per_s);
+        let p = out
+            .iter()
+            .find(|s| s.step == step)
+            .map_or(0.0, |s| s.peak_per_s);
         p / targets.max(1) as f64
     };
     let figures = NodeFigures {
@@ -239,7 +245,10 @@ pub fn buyer_counts(planned: u64, buyers: &[BuyerResult]) -> Buyers {
     }
     Buyers {
         planned,
-        arrived: buyers.iter().filter(|b| b.outcome != Outcome::Stopped || b.joined_s.is_some()).count() as u64,
+        arrived: buyers
+            .iter()
+            .filter(|b| b.outcome != Outcome::Stopped || b.joined_s.is_some())
+            .count() as u64,
         joined: buyers.iter().filter(|b| b.joined_s.is_some()).count() as u64,
         admitted: buyers.iter().filter(|b| b.admitted_s.is_some()).count() as u64,
         outcomes,
@@ -296,7 +305,8 @@ fn profiles(buyers: &[BuyerResult]) -> Vec<ProfileRow> {
                 admitted: waits.len() as u64,
                 bought: mine.iter().filter(|b| b.tickets > 0).count() as u64,
                 tickets: mine.iter().map(|b| u64::from(b.tickets)).sum(),
-                mean_wait_s: (!waits.is_empty()).then(|| waits.iter().sum::<f64>() / waits.len() as f64),
+                mean_wait_s: (!waits.is_empty())
+                    .then(|| waits.iter().sum::<f64>() / waits.len() as f64),
             })
         })
         .collect()

@@ -22,7 +22,12 @@ pub struct Prepared {
 
 /// A fresh event of about `seats` units: six tenths seated (rows of ten), the rest
 /// standing.
-pub fn spec(seats: u32, hold_ttl_s: u32, admission_rate_per_s: u32, max_per_buyer: u32) -> EventSpec {
+pub fn spec(
+    seats: u32,
+    hold_ttl_s: u32,
+    admission_rate_per_s: u32,
+    max_per_buyer: u32,
+) -> EventSpec {
     let rows = (seats * 6 / 10).div_ceil(10).max(1);
     let ga = seats.saturating_sub(rows * 10);
     let mut sections = vec![SectionSpec {
@@ -88,7 +93,9 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
             let k = idem();
             let body = serde_json::to_value(&spec)?;
             let e = operator(api, key, Call::post(Step::Observe, "/v1/events", body, &k)).await?;
-            let id = e["event_id"].as_i64().ok_or_else(|| anyhow::anyhow!("no event id in {e}"))?;
+            let id = e["event_id"]
+                .as_i64()
+                .ok_or_else(|| anyhow::anyhow!("no event id in {e}"))?;
             (id, true)
         }
     };
@@ -109,8 +116,18 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
     if !to_open && s.event.is_none() {
         open(api, key, event).await?;
     }
-    let info = operator(api, key, Call::get(Step::Observe, &format!("/v1/events/{event}"))).await?;
-    let map = operator(api, key, Call::get(Step::Observe, &format!("/v1/events/{event}/seatmap"))).await?;
+    let info = operator(
+        api,
+        key,
+        Call::get(Step::Observe, &format!("/v1/events/{event}")),
+    )
+    .await?;
+    let map = operator(
+        api,
+        key,
+        Call::get(Step::Observe, &format!("/v1/events/{event}/seatmap")),
+    )
+    .await?;
     Ok(Prepared {
         event,
         capacity: info["capacity"].as_u64().unwrap_or(0),

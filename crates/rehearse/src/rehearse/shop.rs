@@ -218,7 +218,10 @@ impl Shopper<'_> {
     /// A payment that has not settled: approve it at the bank when it asks, then
     /// follow the order until it does (or the run's settle time is over).
     async fn settle(&self, a: &Answer) -> Result<(Outcome, u32), Stop> {
-        let order = a.body["order"]["order_id"].as_str().unwrap_or_default().to_owned();
+        let order = a.body["order"]["order_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         if let Some(url) = a.body["next_action"]["url"].as_str() {
             self.approve(url).await?;
         }

@@ -28,7 +28,10 @@ pub struct Marker {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A round step for about five ticks up to `max`.
@@ -69,7 +72,10 @@ fn open(id: &str, title: &str) -> String {
 fn axes(out: &mut String, xmax: f64, ymax: f64, x_label: &str, y_label: &str) -> (f64, f64) {
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
     let (xs, ys) = (tick_step(xmax), tick_step(ymax));
-    let (xtop, ytop) = ((xmax / xs).ceil().max(1.0) * xs, (ymax / ys).ceil().max(1.0) * ys);
+    let (xtop, ytop) = (
+        (xmax / xs).ceil().max(1.0) * xs,
+        (ymax / ys).ceil().max(1.0) * ys,
+    );
     let _ = write!(
         out,
         "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>"
@@ -114,7 +120,13 @@ fn axes(out: &mut String, xmax: f64, ymax: f64, x_label: &str, y_label: &str) ->
 }
 
 /// Lines over time.
-pub fn lines(id: &str, title: &str, y_label: &str, series: &[Series], marker: Option<&Marker>) -> String {
+pub fn lines(
+    id: &str,
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    marker: Option<&Marker>,
+) -> String {
     let mut out = open(id, title);
     let all = series.iter().flat_map(|s| s.points.iter());
     let (xmax, ymax) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
@@ -158,8 +170,13 @@ pub fn lines(id: &str, title: &str, y_label: &str, series: &[Series], marker: Op
 pub fn bars(id: &str, title: &str, items: &[(String, f64)]) -> String {
     let rows = items.len().max(1) as f64;
     let height = TOP + 10.0 + rows * 18.0;
-    let mut out = open(id, title).replacen(&format!("0 0 {W} {H}"), &format!("0 0 {W} {height}"), 1);
-    out = out.replacen(&format!("height=\"{H}\""), &format!("height=\"{height}\""), 1);
+    let mut out =
+        open(id, title).replacen(&format!("0 0 {W} {H}"), &format!("0 0 {W} {height}"), 1);
+    out = out.replacen(
+        &format!("height=\"{H}\""),
+        &format!("height=\"{height}\""),
+        1,
+    );
     let max = items.iter().map(|i| i.1).fold(0.0, f64::max).max(1.0);
     let (lx, bw) = (320.0, W - 320.0 - 80.0);
     for (i, (name, v)) in items.iter().enumerate() {
@@ -187,9 +204,17 @@ pub fn bars(id: &str, title: &str, items: &[(String, f64)]) -> String {
 }
 
 /// Points (x, y, highlighted), the highlighted ones drawn in red on top.
-pub fn scatter(id: &str, title: &str, x_label: &str, y_label: &str, points: &[(f64, f64, bool)]) -> String {
+pub fn scatter(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    points: &[(f64, f64, bool)],
+) -> String {
     let mut out = open(id, title);
-    let (xmax, ymax) = points.iter().fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+    let (xmax, ymax) = points
+        .iter()
+        .fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
     let (sx, sy) = axes(&mut out, xmax, ymax, x_label, y_label);
     let base = H - BOTTOM;
     for highlighted in [false, true] {
@@ -203,7 +228,10 @@ pub fn scatter(id: &str, title: &str, x_label: &str, y_label: &str, points: &[(f
             );
         }
     }
-    for (i, (name, colour)) in [("honest", COLOURS[0]), ("adversaries", COLOURS[1])].iter().enumerate() {
+    for (i, (name, colour)) in [("honest", COLOURS[0]), ("adversaries", COLOURS[1])]
+        .iter()
+        .enumerate()
+    {
         let _ = write!(
             out,
             "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{colour}\"/><text x=\"{}\" y=\"{}\">{name}</text>",

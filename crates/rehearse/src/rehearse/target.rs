@@ -37,7 +37,10 @@ mod tests {
 
     #[test]
     fn only_loopback_targets_are_taken_without_allow_remote() {
-        let ok = check(&["http://127.0.0.1:8080/".into(), "http://[::1]:9/".into()], false);
+        let ok = check(
+            &["http://127.0.0.1:8080/".into(), "http://[::1]:9/".into()],
+            false,
+        );
         assert_eq!(ok.unwrap(), vec!["http://127.0.0.1:8080", "http://[::1]:9"]);
         assert!(check(&["http://localhost:1".into()], false).is_ok());
         let remote = check(&["https://tickets.example.com".into()], false);

@@ -99,27 +99,53 @@ async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_e
         report.fairness.bots
     );
 
-    assert_eq!(report.stopped, None, "every buyer finished within the bounds");
+    assert_eq!(
+        report.stopped, None,
+        "every buyer finished within the bounds"
+    );
     assert_eq!(report.buyers.planned, 1_000);
     let audit = report.audit.as_ref().expect("the audit ran");
-    assert!(audit.clean, "the audit after the rehearsal: {}", audit.report);
+    assert!(
+        audit.clean,
+        "the audit after the rehearsal: {}",
+        audit.report
+    );
     let sold = &report.sold;
     assert_eq!(sold.capacity, 100);
     assert!(sold.hot_store > 0, "something sold: {sold:?}");
     assert!(sold.hot_store <= sold.capacity, "oversold: {sold:?}");
-    assert_eq!(sold.ledger, Some(sold.hot_store), "the ledger and the event's counts agree");
-    assert_eq!(sold.by_buyers, sold.hot_store, "buyers were told of every sale and no other");
+    assert_eq!(
+        sold.ledger,
+        Some(sold.hot_store),
+        "the ledger and the event's counts agree"
+    );
+    assert_eq!(
+        sold.by_buyers, sold.hot_store,
+        "buyers were told of every sale and no other"
+    );
     assert!(report.buyers.admitted > 0 && report.fairness.bots.adversaries > 0);
 
     let page = std::fs::read_to_string(html_file).unwrap();
     for chart in html::CHARTS {
-        assert!(page.contains(&format!("<svg id=\"{chart}\"")), "no {chart} in the page");
+        assert!(
+            page.contains(&format!("<svg id=\"{chart}\"")),
+            "no {chart} in the page"
+        );
     }
     assert!(!page.contains("<script"), "the page runs no script");
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(json_file).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(json_file).unwrap()).unwrap();
     assert_eq!(json["sold"]["ledger"], serde_json::json!(sold.hot_store));
-    assert!(json["steps"].as_array().is_some_and(|s| s.len() >= 5), "{}", json["steps"]);
-    assert!(json["node_figures"]["holds_per_s"].as_f64().is_some_and(|h| h > 0.0));
+    assert!(
+        json["steps"].as_array().is_some_and(|s| s.len() >= 5),
+        "{}",
+        json["steps"]
+    );
+    assert!(
+        json["node_figures"]["holds_per_s"]
+            .as_f64()
+            .is_some_and(|h| h > 0.0)
+    );
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
@@ -128,7 +154,12 @@ async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
     // Six requests in flight at most, and every checkout waits 2 × 150 ms for the
     // provider: about 6 / 0.3 s = 20 checkouts a second, and beyond it 503s.
     let cfg = config(dir.path(), "max_in_flight = 6\n", "latency_ms = 150\n");
-    let argv = ["--data-dir", path_str(dir.path()), "--config", path_str(&cfg)];
+    let argv = [
+        "--data-dir",
+        path_str(dir.path()),
+        "--config",
+        path_str(&cfg),
+    ];
     let (_server, base) = BOXOFFICE.start(&argv).await;
     let mut base_settings = settings(base, 0);
     base_settings.seats = 400;
@@ -159,12 +190,17 @@ async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
         checkout_p99_ms: 3_000.0,
         max_failure_rate: 0.03,
     };
-    let found = find_rate::search(&base_settings, &search, || false).await.unwrap();
+    let found = find_rate::search(&base_settings, &search, || false)
+        .await
+        .unwrap();
     for t in &found.trials {
         eprintln!("{t:?}");
     }
     let rate = found.rate.expect("some rate met the objectives");
-    assert!(rate < 160, "capacity is about 20 checkouts/s, yet {rate}/s passed");
+    assert!(
+        rate < 160,
+        "capacity is about 20 checkouts/s, yet {rate}/s passed"
+    );
     assert!(
         found.trials.iter().any(|t| !t.passed && t.rate > rate),
         "a faster rate was tried and failed"
