@@ -215,6 +215,9 @@ pub struct RehearseArgs {
     /// How long a buyer follows a payment that has not settled.
     #[arg(long, default_value_t = 60)]
     pub settle_s: u64,
+    /// How long a buyer told "sold out" keeps watching for seats to come back.
+    #[arg(long, default_value_t = 30)]
+    pub linger_s: u64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Where report.html and report.json go.
@@ -289,6 +292,7 @@ impl RehearseArgs {
             max_requests: self.max_requests,
             request_timeout: Duration::from_secs(30),
             settle: Duration::from_secs(self.settle_s),
+            linger: Duration::from_secs(self.linger_s),
             seed: self.seed,
             progress: !self.quiet,
         })

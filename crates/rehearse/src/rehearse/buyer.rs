@@ -30,6 +30,9 @@ pub struct Ctx {
     pub sessions_each: u32,
     /// How long a buyer follows a payment that has not settled.
     pub settle: Duration,
+    /// How long a buyer told "sold out" keeps an eye on the line (seats may come back
+    /// from expired or released holds), asking every two seconds.
+    pub linger: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -239,6 +242,7 @@ async fn wait(
 ) -> Result<Option<(usize, String, Option<u64>)>, Stop> {
     let mut serving = ctx.serving.clone();
     let mut failures = 0;
+    let mut sold_out_since: Option<std::time::Instant> = None;
     loop {
         let mut next_ms = 3_000.0;
         for (i, s) in line.iter_mut().enumerate() {
@@ -260,10 +264,14 @@ async fn wait(
             if let Some(admission) = a.body["admission_token"].as_str() {
                 return Ok(Some((i, admission.to_owned(), s.position)));
             }
-            if a.body["status"] == "sold_out" {
-                return Ok(None);
-            }
             next_ms = a.body["poll_after_ms"].as_f64().unwrap_or(next_ms);
+            if a.body["status"] == "sold_out" {
+                let since = *sold_out_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= ctx.linger {
+                    return Ok(None);
+                }
+                next_ms = next_ms.max(2_000.0);
+            }
         }
         let pause = match profile {
             Profile::AggressivePoller => Duration::from_millis(100),

@@ -25,7 +25,7 @@ pub struct Search {
     pub min_buyers: u32,
     pub hold_p99_ms: f64,
     pub checkout_p99_ms: f64,
-    /// Largest share of the crowd's requests that may fail (5xx or no answer).
+    /// Largest share of holds and checkouts that may fail (5xx or no answer).
     pub max_failure_rate: f64,
 }
 
@@ -75,7 +75,10 @@ pub fn judge(rate: u32, buyers: u32, r: &Report, s: &Search) -> Trial {
             .find(|x| x.step == step)
             .map_or(0.0, |x| x.p99_ms)
     };
-    let crowd: Vec<_> = r.steps.iter().filter(|x| x.step != Step::Observe).collect();
+    // What the admission rate drives: holds and checkouts.
+    let crowd: Vec<_> = (r.steps.iter())
+        .filter(|x| matches!(x.step, Step::Hold | Step::Checkout))
+        .collect();
     let requests: u64 = crowd.iter().map(|x| x.requests).sum();
     let failures: u64 = crowd.iter().map(|x| x.failures).sum();
     let failure_rate = failures as f64 / requests.max(1) as f64;
@@ -91,7 +94,10 @@ pub fn judge(rate: u32, buyers: u32, r: &Report, s: &Search) -> Trial {
         ));
     }
     if failure_rate > s.max_failure_rate {
-        why.push(format!("{:.2} % of requests failed", failure_rate * 100.0));
+        why.push(format!(
+            "{:.2} % of holds and checkouts failed",
+            failure_rate * 100.0
+        ));
     }
     if let Some(stopped) = &r.stopped {
         why.push(format!("stopped early: {stopped}"));

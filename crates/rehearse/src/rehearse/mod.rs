@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::future::LocalBoxFuture;
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -61,6 +61,8 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// How long a buyer follows an unsettled payment.
     pub settle: Duration,
+    /// How long a buyer told "sold out" keeps watching for seats to come back.
+    pub linger: Duration,
     pub seed: u64,
     /// Live progress on a terminal.
     pub progress: bool,
@@ -98,6 +100,7 @@ impl Default for Settings {
             max_requests: 5_000_000,
             request_timeout: Duration::from_secs(30),
             settle: Duration::from_secs(60),
+            linger: Duration::from_secs(30),
             seed: 1,
             progress: true,
         }
@@ -106,7 +109,7 @@ impl Default for Settings {
 
 /// What checks the ledger once the crowd is done (`boxoffice audit --json`'s report).
 pub type AuditHook =
-    Box<dyn FnOnce() -> BoxFuture<'static, anyhow::Result<serde_json::Value>> + Send>;
+    Box<dyn FnOnce() -> LocalBoxFuture<'static, anyhow::Result<serde_json::Value>> + Send>;
 
 /// Runs a rehearsal; `interrupt` ends it early (Ctrl-C) with a partial report.
 pub async fn run(
@@ -162,19 +165,27 @@ pub async fn run(
         serving,
         sessions_each: s.adversaries.sessions_each,
         settle: s.settle,
+        linger: s.linger,
     });
     let cpu_before = cpu_seconds();
     let mut crowd = tokio::spawn(dispatch(
         ctx,
         crowd::crowd(&s.arrivals, &s.adversaries, s.seed),
     ));
+    let mut finished = None;
     let mut stopped = tokio::select! {
-        _ = &mut crowd => None,
+        r = &mut crowd => {
+            finished = Some(r);
+            None
+        }
         () = tokio::time::sleep(s.max_duration) => Some("time limit"),
         () = interrupt => Some("interrupted"),
     };
     cancel.cancel();
-    let results = crowd.await?;
+    let results = match finished {
+        Some(r) => r?,
+        None => crowd.await?,
+    };
     let cpu = cpu_seconds() - cpu_before;
     if stopped.is_none() && Recorder::get(&rec.requests) > s.max_requests {
         stopped = Some("request limit");

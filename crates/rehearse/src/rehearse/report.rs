@@ -230,7 +230,7 @@ pub fn sold(timeline: &[Point], buyers: &[BuyerResult]) -> Sold {
         ledger: None,
         capacity,
         sold_out_at_s: first(&|p| capacity > 0 && p.sold >= capacity),
-        nothing_free_at_s: first(&|p| capacity > 0 && p.free == 0),
+        nothing_free_at_s: first(&|p| capacity > 0 && p.free == 0 && p.sold + p.held >= capacity),
     }
 }
 

@@ -76,10 +76,9 @@ pub fn spec(
 
 async fn operator(api: &Api, key: &str, call: Call<'_>) -> anyhow::Result<Value> {
     let base = api.targets[0].clone();
-    let step = call.step;
-    let path = call.path.to_owned();
+    let what = format!("{} {}", call.method, call.path);
     let a: Answer = api.send_unbounded(&base, call.token(key)).await;
-    anyhow::ensure!(a.ok(), "{} {path}: {} {}", step.name(), a.status, a.body);
+    anyhow::ensure!(a.ok(), "{what}: {} {}", a.status, a.body);
     Ok(a.body)
 }
 

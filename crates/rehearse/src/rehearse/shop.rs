@@ -222,7 +222,10 @@ impl Shopper<'_> {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        if let Some(url) = a.body["next_action"]["url"].as_str() {
+        // A bank page waits for the buyer; any other next action ("poll") is the order.
+        let next = &a.body["next_action"];
+        if let (Some("redirect_to_url"), Some(url)) = (next["type"].as_str(), next["url"].as_str())
+        {
             self.approve(url).await?;
         }
         let path = format!("/v1/orders/{order}");
