@@ -47,6 +47,7 @@ impl Answer {
 }
 
 /// One request to make.
+#[derive(Clone)]
 pub struct Call<'a> {
     pub step: Step,
     pub method: Method,

@@ -150,8 +150,11 @@ pub async fn run(
     if prepared.to_open {
         let (api, key, at) = (api.clone(), key.clone(), s.arrivals.rush_s);
         tokio::spawn(async move {
-            if api.pause(Duration::from_secs_f64(at)).await.is_ok() {
-                let _ = setup::open(&api, &key, event).await;
+            if api.pause(Duration::from_secs_f64(at)).await.is_ok()
+                && let Err(e) = setup::open(&api, &key, event).await
+            {
+                // The crowd waits in the pool until the time limit: say why.
+                eprintln!("the sale could not be opened: {e:#}");
             }
         });
     }

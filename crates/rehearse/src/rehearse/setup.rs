@@ -2,6 +2,8 @@
 //! the rush lands in the pre-opening pool, and opened when the rush is over), or one
 //! that exists already; its admission rate and proof of work set as asked.
 
+use std::time::Duration;
+
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::{EventSpec, Money, SaleSettings};
 use serde_json::{Value, json};
@@ -74,12 +76,29 @@ pub fn spec(
     }
 }
 
+/// An operator call, tried again while the server sheds load or does not answer
+/// (a rehearsal may be running it hot).
 async fn operator(api: &Api, key: &str, call: Call<'_>) -> anyhow::Result<Value> {
     let base = api.targets[0].clone();
     let what = format!("{} {}", call.method, call.path);
-    let a: Answer = api.send_unbounded(&base, call.token(key)).await;
-    anyhow::ensure!(a.ok(), "{what}: {} {}", a.status, a.body);
-    Ok(a.body)
+    let call = call.token(key);
+    let mut last = None;
+    for attempt in 0..20u32 {
+        let a: Answer = api.send_unbounded(&base, call.clone()).await;
+        if a.ok() {
+            return Ok(a.body);
+        }
+        if !a.failed() {
+            anyhow::bail!("{what}: {} {}", a.status, a.body);
+        }
+        last = Some(a);
+        let pause = Duration::from_millis(100 * u64::from(attempt.min(10) + 1));
+        tokio::time::sleep(pause).await;
+    }
+    let a = last
+        .map(|a| format!("{} {}", a.status, a.body))
+        .unwrap_or_default();
+    anyhow::bail!("{what}: {a} (20 attempts)")
 }
 
 /// Makes (or reads) the event and sets it up.
