@@ -17,7 +17,7 @@ pub struct EventEntry {
 }
 
 impl EventEntry {
-    fn new(event: Event) -> EventEntry {
+    pub fn new(event: Event) -> EventEntry {
         let seat_index = event.seat_lookup();
         EventEntry { event, seat_index }
     }

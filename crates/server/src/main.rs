@@ -123,6 +123,17 @@ enum Command {
         /// The barcode's text; read from standard input when absent.
         barcode: Option<String>,
     },
+    /// Size an on-sale on paper: load at the peak, nodes, Redis and PostgreSQL,
+    /// bandwidth, time to sell out. No server needed.
+    Plan(boxoffice_rehearse::cli::PlanArgs),
+    /// Sell 100 units to 2,000 concurrent buyers five ways on a PostgreSQL (naive,
+    /// atomic, optimistic, sharded, boxoffice's hold + commit), in a database it
+    /// creates and drops.
+    Experiment(boxoffice_rehearse::cli::ExperimentArgs),
+    /// Drive a realistic crowd through a running deployment's public API; writes an
+    /// HTML report with charts and its JSON. `--find-rate` looks for the admission
+    /// rate to set. Exits 1 when the audit afterwards (--audit) finds a violation.
+    Rehearse(Box<boxoffice_rehearse::cli::RehearseArgs>),
 }
 
 #[tokio::main]
@@ -151,6 +162,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     if let Command::Gate { bundle, barcode } = &cli.command {
         return gate(bundle, barcode.clone());
+    }
+    match &cli.command {
+        Command::Plan(args) => {
+            return boxoffice_rehearse::cli::run_plan(args).map(|_| ExitCode::SUCCESS);
+        }
+        Command::Experiment(args) => {
+            boxoffice_rehearse::cli::run_experiment(args).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Rehearse(args) if !args.audit => return rehearse(args, None).await,
+        _ => {}
     }
     let listen = match &cli.command {
         Command::Serve { listen, .. } => *listen,
@@ -182,9 +204,33 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rebuild { event } => commands::rebuild(&config, event)
             .await
             .map(|_| ExitCode::SUCCESS),
+        Command::Rehearse(args) => {
+            let hook: boxoffice_rehearse::rehearse::AuditHook = Box::new(move || {
+                Box::pin(async move {
+                    let report = commands::audit(&config).await?;
+                    Ok(serde_json::to_value(&report)?)
+                })
+            });
+            rehearse(&args, Some(hook)).await
+        }
         // Answered above, before any config is needed.
-        Command::VerifyPosition { .. } | Command::Gate { .. } => Ok(ExitCode::SUCCESS),
+        Command::VerifyPosition { .. }
+        | Command::Gate { .. }
+        | Command::Plan(_)
+        | Command::Experiment(_) => Ok(ExitCode::SUCCESS),
     }
+}
+
+async fn rehearse(
+    args: &boxoffice_rehearse::cli::RehearseArgs,
+    audit: Option<boxoffice_rehearse::rehearse::AuditHook>,
+) -> anyhow::Result<ExitCode> {
+    let clean = boxoffice_rehearse::cli::run_rehearse(args, audit).await?;
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn gate(bundle: &std::path::Path, barcode: Option<String>) -> anyhow::Result<ExitCode> {

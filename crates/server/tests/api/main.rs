@@ -18,6 +18,7 @@ mod identity;
 mod order_events;
 mod payments;
 mod refunds;
+mod rehearse;
 mod seed_scenario;
 mod tickets;
 mod tokens;

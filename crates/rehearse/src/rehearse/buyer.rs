@@ -1,0 +1,329 @@
+//! One person of the crowd through the public API, as the buyer app walks it: sign
+//! in, join (solving the proof of work when asked), wait for their turn polling at the
+//! pace the server suggests with jitter (at once when the line reaches them), then
+//! shop (see `shop`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::api::{Answer, Api, Call, Stop};
+use super::crowd::{Mix, Planned, Profile};
+use super::record::{Recorder, Step};
+use super::shop;
+
+/// What a run shares with every buyer.
+pub struct Ctx {
+    pub api: Api,
+    pub event: i64,
+    pub operator_key: String,
+    pub mix: Mix,
+    pub layout: shop::Layout,
+    pub max_per_buyer: u32,
+    /// "Serving up to" as the observer last saw it.
+    pub serving: watch::Receiver<u64>,
+    pub sessions_each: u32,
+    /// How long a buyer follows a payment that has not settled.
+    pub settle: Duration,
+    /// How long a buyer told "sold out" keeps an eye on the line (seats may come back
+    /// from expired or released holds), asking every two seconds.
+    pub linger: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Could not get into the line (refused, or the server failed).
+    NotJoined,
+    /// Told the event was sold out while waiting.
+    SoldOut,
+    /// Let in, but no hold (nothing left, refused).
+    NoHold,
+    Abandoned,
+    Released,
+    Declined,
+    /// Lost at checkout (the hold expired, a seat sold under them).
+    Lost,
+    Bought,
+    /// A payment still unsettled when the buyer stopped following it.
+    Unsettled,
+    /// The run ended first.
+    Stopped,
+}
+
+/// One person's journey as it went.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuyerResult {
+    pub index: usize,
+    pub profile: Profile,
+    /// Seconds from the start when the (first) join was taken.
+    pub joined_s: Option<f64>,
+    pub admitted_s: Option<f64>,
+    /// Place in line (drawn at opening for the pre-opening pool).
+    pub position: Option<u64>,
+    /// Whether they joined before the sale opened.
+    pub pooled: bool,
+    pub tickets: u32,
+    pub outcome: Outcome,
+}
+
+/// One identity in the line.
+pub struct Session {
+    pub token: String,
+    ticket: String,
+    position: Option<u64>,
+}
+
+/// One person's journey, from the moment they arrive.
+pub async fn journey(ctx: Arc<Ctx>, p: Planned) -> BuyerResult {
+    let mut r = BuyerResult {
+        index: p.index,
+        profile: p.profile,
+        joined_s: None,
+        admitted_s: None,
+        position: None,
+        pooled: false,
+        tickets: 0,
+        outcome: Outcome::Stopped,
+    };
+    Recorder::add(&ctx.api.rec.arrived, 1);
+    let mut rng = StdRng::seed_from_u64(p.seed);
+    r.outcome = match walk(&ctx, &p, &mut rng, &mut r).await {
+        Ok(o) | Err(o) => o,
+    };
+    r
+}
+
+/// The journey; `Err` carries how it ended early.
+async fn walk(
+    ctx: &Ctx,
+    p: &Planned,
+    rng: &mut StdRng,
+    r: &mut BuyerResult,
+) -> Result<Outcome, Outcome> {
+    let rec = &ctx.api.rec;
+    let base = ctx.api.base(p.index).to_owned();
+    let ip = client_ip(p.index);
+    let sessions = match p.profile {
+        Profile::ManySessions => ctx.sessions_each.max(1),
+        _ => 1,
+    };
+    let mut line = Vec::new();
+    for _ in 0..sessions {
+        if let Some(s) = enter(ctx, &base, &ip, p.profile).await.map_err(stopped)? {
+            line.push(s);
+        }
+    }
+    let Some(first) = line.first() else {
+        return Ok(Outcome::NotJoined);
+    };
+    r.joined_s = Some(rec.now_s());
+    r.pooled = first.position.is_none();
+    Recorder::add(&rec.in_line, 1);
+    let waited = wait(ctx, &base, &mut line, p.profile, rng).await;
+    Recorder::add(&rec.in_line, -1);
+    let (session, admission, position) = match waited.map_err(stopped)? {
+        Some(admitted) => admitted,
+        None => return Ok(Outcome::SoldOut),
+    };
+    r.admitted_s = Some(rec.now_s());
+    r.position = position;
+    Recorder::add(&rec.admitted, 1);
+    let shopper = shop::Shopper {
+        ctx,
+        base: &base,
+        token: &line[session].token,
+        admission: &admission,
+        profile: p.profile,
+    };
+    shopper.shop(rng, r).await.map_err(stopped)
+}
+
+fn stopped(_: Stop) -> Outcome {
+    Outcome::Stopped
+}
+
+/// A client address of the buyer's own (10.0.0.0/8), sent as X-Forwarded-For.
+pub fn client_ip(index: usize) -> String {
+    let i = index as u32 + 1;
+    format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)
+}
+
+/// A buyer identity from the operator (as an identity provider would mint it), then
+/// a join; `None` when the line would not take them.
+async fn enter(ctx: &Ctx, base: &str, ip: &str, profile: Profile) -> Result<Option<Session>, Stop> {
+    let grant = json!({
+        "buyer_id": uuid::Uuid::new_v4(),
+        "verified": true,
+        // A year old: any account-age rule lets them in.
+        "account_created_at": 1_700_000_000_000i64,
+    });
+    let key = uuid::Uuid::new_v4().to_string();
+    let call = Call::post(Step::SignIn, "/v1/buyer-tokens", grant, &key).token(&ctx.operator_key);
+    let a = ctx.api.send(base, call).await?;
+    let Some(token) = a.body["token"].as_str().map(str::to_owned) else {
+        note(&ctx.api, Step::SignIn, &a);
+        return Ok(None);
+    };
+    join(ctx, base, ip, token, profile).await
+}
+
+async fn join(
+    ctx: &Ctx,
+    base: &str,
+    ip: &str,
+    token: String,
+    profile: Profile,
+) -> Result<Option<Session>, Stop> {
+    let path = format!("/v1/events/{}/queue", ctx.event);
+    let key = uuid::Uuid::new_v4().to_string();
+    let mut body = json!({});
+    for attempt in 0..6 {
+        let call = Call::post(Step::Join, &path, body.clone(), &key)
+            .token(&token)
+            .from(ip);
+        let a = ctx.api.send(base, call).await?;
+        if a.ok() {
+            let ticket = a.body["queue_ticket"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let position = a.body["position"].as_u64();
+            return Ok(Some(Session {
+                token,
+                ticket,
+                position,
+            }));
+        }
+        note(&ctx.api, Step::Join, &a);
+        match a.code() {
+            "pow_required" | "pow_invalid" if attempt < 3 => {
+                body = json!({ "pow": solve(ctx, base, ip, &token).await? });
+            }
+            _ if retryable(&a) => backoff(&ctx.api, &a, profile, attempt).await?,
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Fetches a challenge and solves it (on a blocking thread: it is CPU work).
+async fn solve(ctx: &Ctx, base: &str, ip: &str, token: &str) -> Result<serde_json::Value, Stop> {
+    let path = format!("/v1/events/{}/queue/challenge", ctx.event);
+    let a = ctx
+        .api
+        .send(
+            base,
+            Call::get(Step::Challenge, &path).token(token).from(ip),
+        )
+        .await?;
+    let challenge = a.body["challenge"].as_str().unwrap_or_default().to_owned();
+    let difficulty = a.body["difficulty"].as_u64().unwrap_or(0) as u8;
+    let c = challenge.clone();
+    let nonce = tokio::task::spawn_blocking(move || boxoffice_domain::pow::solve(&c, difficulty))
+        .await
+        .unwrap_or_default();
+    Ok(json!({ "challenge": challenge, "nonce": nonce }))
+}
+
+/// Waits for a turn: (which session was let in, its admission token, its place), or
+/// `None` when the line is told sold out (or the tickets stop working).
+async fn wait(
+    ctx: &Ctx,
+    base: &str,
+    line: &mut [Session],
+    profile: Profile,
+    rng: &mut StdRng,
+) -> Result<Option<(usize, String, Option<u64>)>, Stop> {
+    let mut serving = ctx.serving.clone();
+    let mut failures = 0;
+    let mut sold_out_since: Option<std::time::Instant> = None;
+    loop {
+        let mut next_ms = 3_000.0;
+        for (i, s) in line.iter_mut().enumerate() {
+            let call = Call::get(Step::Status, "/v1/queue/status").token(&s.ticket);
+            let a = ctx.api.send(base, call).await?;
+            if !a.ok() {
+                note(&ctx.api, Step::Status, &a);
+                if !retryable(&a) || failures > 20 {
+                    return Ok(None);
+                }
+                failures += 1;
+                backoff(&ctx.api, &a, profile, failures).await?;
+                continue;
+            }
+            if let Some(t) = a.body["queue_ticket"].as_str() {
+                s.ticket = t.to_owned();
+            }
+            s.position = a.body["position"].as_u64().or(s.position);
+            if let Some(admission) = a.body["admission_token"].as_str() {
+                return Ok(Some((i, admission.to_owned(), s.position)));
+            }
+            next_ms = a.body["poll_after_ms"].as_f64().unwrap_or(next_ms);
+            if a.body["status"] == "sold_out" {
+                let since = *sold_out_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= ctx.linger {
+                    return Ok(None);
+                }
+                next_ms = next_ms.max(2_000.0);
+            }
+        }
+        let pause = match profile {
+            Profile::AggressivePoller => Duration::from_millis(100),
+            _ => Duration::from_secs_f64(next_ms * rng.random_range(0.75..1.25) / 1e3),
+        };
+        let position = line.iter().filter_map(|s| s.position).min();
+        until_turn_or(&ctx.api, &mut serving, position, pause).await?;
+    }
+}
+
+/// Sleeps `pause`, or less when the line reaches `position` (the public stream tells
+/// the app the same way).
+async fn until_turn_or(
+    api: &Api,
+    serving: &mut watch::Receiver<u64>,
+    position: Option<u64>,
+    pause: Duration,
+) -> Result<(), Stop> {
+    let reached = async {
+        loop {
+            if position.is_some_and(|p| *serving.borrow_and_update() >= p) {
+                return;
+            }
+            if serving.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        r = api.pause(pause) => r,
+        () = reached => Ok(()),
+    }
+}
+
+/// Whether asking again may help: refused for the rate, overloaded, no answer.
+pub fn retryable(a: &Answer) -> bool {
+    a.status == 0 || a.status == 429 || a.status >= 500
+}
+
+/// Waits before a retry: what Retry-After says (at least a growing backoff), or not
+/// at all for a client that does not back off.
+pub async fn backoff(api: &Api, a: &Answer, profile: Profile, attempt: u32) -> Result<(), Stop> {
+    if profile == Profile::NoBackoff {
+        return Ok(());
+    }
+    let exp = 0.2 * 2f64.powi(attempt.min(5) as i32);
+    let s = a.retry_after_s.unwrap_or(0.0).max(exp);
+    let jitter = rand::rng().random_range(0.5..1.0);
+    api.pause(Duration::from_secs_f64(s * jitter)).await
+}
+
+/// Records an answer that was not what the journey hoped for.
+pub fn note(api: &Api, step: Step, a: &Answer) {
+    api.rec.error(step, a.status, a.code(), a.failed());
+}

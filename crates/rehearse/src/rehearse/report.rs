@@ -1,0 +1,329 @@
+//! The rehearsal's report as data (the JSON file, and what the HTML page draws): per
+//! step requests per second and latency percentiles over time, the line and the sales
+//! over time, errors by code, fairness, the audit, and the per-node figures
+//! `boxoffice plan --figures` reads.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::buyer::{BuyerResult, Outcome};
+use super::crowd::Profile;
+use super::observe::Point;
+use super::record::{Sample, Step};
+use crate::fairness::{self, BotAdvantage};
+use crate::plan::NodeFigures;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub event: i64,
+    pub targets: Vec<String>,
+    pub settings: serde_json::Value,
+    pub duration_s: f64,
+    /// Why the run ended before every buyer was done (`interrupted`, `time limit`,
+    /// `request limit`), if it did.
+    pub stopped: Option<String>,
+    pub requests: u64,
+    /// Requests the generator sent per second over the run.
+    pub generator_requests_per_s: f64,
+    /// CPU the generator's process used (user and system).
+    pub generator_cpu_s: f64,
+    /// Requests per CPU-second of the generator: what one core of it can drive.
+    pub generator_requests_per_cpu_s: Option<f64>,
+    pub buyers: Buyers,
+    pub sold: Sold,
+    pub steps: Vec<StepStats>,
+    pub timeline: Vec<Point>,
+    /// Buyers let in per second, from "serving up to" between readings.
+    pub admitted_per_s: Vec<(f64, f64)>,
+    pub errors: BTreeMap<String, u64>,
+    pub fairness: Fairness,
+    pub audit: Option<Audit>,
+    /// The highest rates each node served in this run (a floor on what it can take;
+    /// a rehearsal that saturates the nodes measures their capacity).
+    pub node_figures: NodeFigures,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Buyers {
+    pub planned: u64,
+    pub arrived: u64,
+    pub joined: u64,
+    pub admitted: u64,
+    pub outcomes: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Sold {
+    /// Tickets the buyers were told are theirs.
+    pub by_buyers: u64,
+    /// Sold seats as the event's stats (the hot store) count them at the end.
+    pub hot_store: u64,
+    /// Sold seats the ledger's audit counts (when the audit ran).
+    pub ledger: Option<u64>,
+    pub capacity: u64,
+    /// Seconds from the start until every seat was sold, if they were.
+    pub sold_out_at_s: Option<f64>,
+    /// Seconds from the start until no seat was free (sold or held).
+    pub nothing_free_at_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StepStats {
+    pub step: Step,
+    pub name: &'static str,
+    pub requests: u64,
+    /// Server failures and requests with no answer.
+    pub failures: u64,
+    pub peak_per_s: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub series: Vec<Bucket>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Bucket {
+    pub t: f64,
+    pub per_s: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Fairness {
+    /// Spearman's ρ between the order buyers joined after the opening and the order
+    /// they were let in (1: first come, first served).
+    pub arrival_vs_admission: Option<f64>,
+    /// The same against their places in line.
+    pub arrival_vs_position: Option<f64>,
+    /// ρ between arrival and drawn place in the pre-opening pool (near 0 by design:
+    /// the pool is shuffled).
+    pub pool_arrival_vs_position: Option<f64>,
+    pub bots: BotAdvantage,
+    pub profiles: Vec<ProfileRow>,
+    /// (arrival rank, admission rank, adversary) of up to 2,000 admitted buyers.
+    pub ranks: Vec<(u32, u32, bool)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileRow {
+    pub profile: Profile,
+    pub name: &'static str,
+    pub buyers: u64,
+    pub admitted: u64,
+    pub bought: u64,
+    pub tickets: u64,
+    pub mean_wait_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Audit {
+    pub clean: bool,
+    pub seats_sold: Option<u64>,
+    pub orders_in_flight: Option<u64>,
+    pub report: serde_json::Value,
+}
+
+impl Audit {
+    /// From `boxoffice audit --json`'s report.
+    pub fn of(report: serde_json::Value) -> Audit {
+        let clean = report["violations"].as_array().is_some_and(Vec::is_empty);
+        Audit {
+            clean,
+            seats_sold: report["seats_sold"].as_u64(),
+            orders_in_flight: report["orders_in_flight"].as_u64(),
+            report,
+        }
+    }
+}
+
+/// Steps with their time series, buckets of `bucket_s` seconds.
+pub fn steps(samples: &[Sample], duration_s: f64, targets: usize) -> (Vec<StepStats>, NodeFigures) {
+    let bucket_s = (duration_s / 120.0).ceil().max(1.0);
+    let mut out = Vec::new();
+    for step in Step::ALL {
+        let mine: Vec<&Sample> = samples.iter().filter(|s| s.step == step).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut all: Vec<u32> = mine.iter().map(|s| s.latency_us).collect();
+        let mut buckets: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+        for s in &mine {
+            let b = (f64::from(s.at_ms) / 1e3 / bucket_s) as u64;
+            buckets.entry(b).or_default().push(s.latency_us);
+        }
+        let series: Vec<Bucket> = buckets
+            .into_iter()
+            .map(|(b, mut l)| Bucket {
+                t: b as f64 * bucket_s,
+                per_s: l.len() as f64 / bucket_s,
+                p50_ms: quantile_ms(&mut l, 0.50),
+                p95_ms: quantile_ms(&mut l, 0.95),
+                p99_ms: quantile_ms(&mut l, 0.99),
+            })
+            .collect();
+        out.push(StepStats {
+            step,
+            name: step.name(),
+            requests: mine.len() as u64,
+            failures: mine
+                .iter()
+                .filter(|s| s.status == 0 || s.status >= 500)
+                .count() as u64,
+            peak_per_s: series.iter().map(|b| b.per_s).fold(0.0, f64::max),
+            p50_ms: quantile_ms(&mut all, 0.50),
+            p95_ms: quantile_ms(&mut all, 0.95),
+            p99_ms: quantile_ms(&mut all, 0.99),
+            series,
+        });
+    }
+    let peak = |step: Step| {
+        let p = out
+            .iter()
+            .find(|s| s.step == step)
+            .map_or(0.0, |s| s.peak_per_s);
+        p / targets.max(1) as f64
+    };
+    let figures = NodeFigures {
+        status_per_s: peak(Step::Status),
+        joins_per_s: peak(Step::Join),
+        holds_per_s: peak(Step::Hold),
+        checkouts_per_s: peak(Step::Checkout),
+        source: "the highest rates per node seen in a rehearsal".into(),
+        ..NodeFigures::default()
+    };
+    (out, figures)
+}
+
+/// The `q` quantile (nearest rank) of microsecond samples, in milliseconds.
+pub fn quantile_ms(samples: &mut [u32], q: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.sort_unstable();
+    let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+    f64::from(samples[rank - 1]) / 1e3
+}
+
+/// Admissions per second between consecutive readings.
+pub fn admitted_per_s(timeline: &[Point]) -> Vec<(f64, f64)> {
+    timeline
+        .windows(2)
+        .map(|w| {
+            let let_in = |p: &Point| p.serving_up_to.min(p.queue_length);
+            let dt = (w[1].t - w[0].t).max(1e-3);
+            let n = let_in(&w[1]).saturating_sub(let_in(&w[0]));
+            (w[1].t, n as f64 / dt)
+        })
+        .collect()
+}
+
+pub fn sold(timeline: &[Point], buyers: &[BuyerResult]) -> Sold {
+    let last = timeline.last().copied().unwrap_or_default();
+    let first = |f: &dyn Fn(&Point) -> bool| timeline.iter().find(|p| f(p)).map(|p| p.t);
+    let capacity = last.capacity;
+    Sold {
+        by_buyers: buyers.iter().map(|b| u64::from(b.tickets)).sum(),
+        hot_store: last.sold,
+        ledger: None,
+        capacity,
+        sold_out_at_s: first(&|p| capacity > 0 && p.sold >= capacity),
+        nothing_free_at_s: first(&|p| capacity > 0 && p.free == 0 && p.sold + p.held >= capacity),
+    }
+}
+
+pub fn buyer_counts(planned: u64, buyers: &[BuyerResult]) -> Buyers {
+    let mut outcomes = BTreeMap::new();
+    for b in buyers {
+        let name = serde_json::to_value(b.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        *outcomes.entry(name).or_default() += 1;
+    }
+    Buyers {
+        planned,
+        arrived: buyers
+            .iter()
+            .filter(|b| b.outcome != Outcome::Stopped || b.joined_s.is_some())
+            .count() as u64,
+        joined: buyers.iter().filter(|b| b.joined_s.is_some()).count() as u64,
+        admitted: buyers.iter().filter(|b| b.admitted_s.is_some()).count() as u64,
+        outcomes,
+    }
+}
+
+pub fn fairness(buyers: &[BuyerResult]) -> Fairness {
+    let after: Vec<&BuyerResult> = buyers.iter().filter(|b| !b.pooled).collect();
+    let pooled: Vec<&BuyerResult> = buyers.iter().filter(|b| b.pooled).collect();
+    let pairs = |group: &[&BuyerResult], f: &dyn Fn(&BuyerResult) -> Option<f64>| {
+        let (a, b): (Vec<f64>, Vec<f64>) = group
+            .iter()
+            .filter_map(|x| Some((x.joined_s?, f(x)?)))
+            .unzip();
+        fairness::spearman(&a, &b)
+    };
+    let outcomes: Vec<fairness::Outcome> = buyers
+        .iter()
+        .filter_map(|b| {
+            Some(fairness::Outcome {
+                arrived: b.joined_s?,
+                admitted: b.admitted_s,
+                tickets: b.tickets,
+                adversary: b.profile.adversary(),
+            })
+        })
+        .collect();
+    Fairness {
+        arrival_vs_admission: pairs(&after, &|b| b.admitted_s),
+        arrival_vs_position: pairs(&after, &|b| b.position.map(|p| p as f64)),
+        pool_arrival_vs_position: pairs(&pooled, &|b| b.position.map(|p| p as f64)),
+        bots: fairness::bot_advantage(&outcomes),
+        profiles: profiles(buyers),
+        ranks: ranks(buyers),
+    }
+}
+
+fn profiles(buyers: &[BuyerResult]) -> Vec<ProfileRow> {
+    Profile::ALL
+        .iter()
+        .filter_map(|&p| {
+            let mine: Vec<&BuyerResult> = buyers.iter().filter(|b| b.profile == p).collect();
+            if mine.is_empty() {
+                return None;
+            }
+            let waits: Vec<f64> = mine
+                .iter()
+                .filter_map(|b| Some(b.admitted_s? - b.joined_s?))
+                .collect();
+            Some(ProfileRow {
+                profile: p,
+                name: p.name(),
+                buyers: mine.len() as u64,
+                admitted: waits.len() as u64,
+                bought: mine.iter().filter(|b| b.tickets > 0).count() as u64,
+                tickets: mine.iter().map(|b| u64::from(b.tickets)).sum(),
+                mean_wait_s: (!waits.is_empty())
+                    .then(|| waits.iter().sum::<f64>() / waits.len() as f64),
+            })
+        })
+        .collect()
+}
+
+/// Arrival and admission ranks of the admitted, every k-th so at most 2,000.
+fn ranks(buyers: &[BuyerResult]) -> Vec<(u32, u32, bool)> {
+    let admitted: Vec<&BuyerResult> = buyers
+        .iter()
+        .filter(|b| b.joined_s.is_some() && b.admitted_s.is_some())
+        .collect();
+    let arrival: Vec<f64> = admitted.iter().filter_map(|b| b.joined_s).collect();
+    let admission: Vec<f64> = admitted.iter().filter_map(|b| b.admitted_s).collect();
+    let (ra, rb) = (fairness::ranks(&arrival), fairness::ranks(&admission));
+    let every = admitted.len().div_ceil(2_000).max(1);
+    (0..admitted.len())
+        .step_by(every)
+        .map(|i| (ra[i] as u32, rb[i] as u32, admitted[i].profile.adversary()))
+        .collect()
+}

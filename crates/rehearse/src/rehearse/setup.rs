@@ -1,0 +1,176 @@
+//! The event a rehearsal sells: a fresh one made with the operator key (scheduled, so
+//! the rush lands in the pre-opening pool, and opened when the rush is over), or one
+//! that exists already; its admission rate and proof of work set as asked.
+
+use std::time::Duration;
+
+use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
+use boxoffice_domain::{EventSpec, Money, SaleSettings};
+use serde_json::{Value, json};
+
+use super::api::{Answer, Api, Call};
+use super::record::Step;
+use super::shop::Layout;
+
+/// The event as the run sells it.
+pub struct Prepared {
+    pub event: i64,
+    pub capacity: u64,
+    pub max_per_buyer: u32,
+    pub layout: Layout,
+    /// Made by this run and not open yet: the run opens it after the rush.
+    pub to_open: bool,
+}
+
+/// A fresh event of about `seats` units: six tenths seated (rows of ten), the rest
+/// standing.
+pub fn spec(
+    seats: u32,
+    hold_ttl_s: u32,
+    admission_rate_per_s: u32,
+    max_per_buyer: u32,
+) -> EventSpec {
+    let rows = (seats * 6 / 10).div_ceil(10).max(1);
+    let ga = seats.saturating_sub(rows * 10);
+    let mut sections = vec![SectionSpec {
+        key: "A".into(),
+        name: "Stand A".into(),
+        tier: "STD".into(),
+        quality: 1,
+        rows: (1..=rows)
+            .map(|r| RowSpec {
+                label: r.to_string(),
+                seats: 10,
+                tier: None,
+            })
+            .collect(),
+        ga_capacity: None,
+    }];
+    if ga > 0 {
+        sections.push(SectionSpec {
+            key: "GA".into(),
+            name: "Floor".into(),
+            tier: "STD".into(),
+            quality: 0,
+            rows: vec![],
+            ga_capacity: Some(ga),
+        });
+    }
+    EventSpec {
+        name: format!("Rehearsal {}", uuid::Uuid::new_v4()),
+        currency: "EUR".into(),
+        tiers: vec![PriceTier {
+            key: "STD".into(),
+            name: "Standard".into(),
+            price: Money(5_000),
+        }],
+        sections,
+        sale: SaleSettings {
+            max_tickets_per_buyer: max_per_buyer,
+            hold_ttl_s,
+            payment_grace_s: 120,
+            admission_rate_per_s,
+            honour_late_payments: false,
+            buyer_refunds: None,
+        },
+    }
+}
+
+/// An operator call, tried again while the server sheds load or does not answer
+/// (a rehearsal may be running it hot).
+async fn operator(api: &Api, key: &str, call: Call<'_>) -> anyhow::Result<Value> {
+    let base = api.targets[0].clone();
+    let what = format!("{} {}", call.method, call.path);
+    let call = call.token(key);
+    let mut last = None;
+    for attempt in 0..20u32 {
+        let a: Answer = api.send_unbounded(&base, call.clone()).await;
+        if a.ok() {
+            return Ok(a.body);
+        }
+        if !a.failed() {
+            anyhow::bail!("{what}: {} {}", a.status, a.body);
+        }
+        last = Some(a);
+        let pause = Duration::from_millis(100 * u64::from(attempt.min(10) + 1));
+        tokio::time::sleep(pause).await;
+    }
+    let a = last
+        .map(|a| format!("{} {}", a.status, a.body))
+        .unwrap_or_default();
+    anyhow::bail!("{what}: {a} (20 attempts)")
+}
+
+/// Makes (or reads) the event and sets it up.
+pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Result<Prepared> {
+    let idem = || uuid::Uuid::new_v4().to_string();
+    let (event, to_open) = match s.event {
+        Some(id) => (id, false),
+        None => {
+            let spec = spec(s.seats, s.hold_ttl_s, s.event_rate_per_s, s.max_per_buyer);
+            let k = idem();
+            let body = serde_json::to_value(&spec)?;
+            let e = operator(api, key, Call::post(Step::Observe, "/v1/events", body, &k)).await?;
+            let id = e["event_id"]
+                .as_i64()
+                .ok_or_else(|| anyhow::anyhow!("no event id in {e}"))?;
+            (id, true)
+        }
+    };
+    if let Some(rate) = s.admission_rate {
+        set_admission(api, key, event, rate).await?;
+    }
+    if s.pow_difficulty > 0 {
+        let path = format!("/v1/events/{event}/waiting-room");
+        let body = json!({ "pow_difficulty": s.pow_difficulty });
+        let call = Call {
+            method: reqwest::Method::PUT,
+            body: Some(body),
+            ..Call::get(Step::Observe, &path)
+        };
+        operator(api, key, call).await?;
+    }
+    let to_open = to_open && s.arrivals.rush_share > 0.0;
+    if !to_open && s.event.is_none() {
+        open(api, key, event).await?;
+    }
+    let info = operator(
+        api,
+        key,
+        Call::get(Step::Observe, &format!("/v1/events/{event}")),
+    )
+    .await?;
+    let map = operator(
+        api,
+        key,
+        Call::get(Step::Observe, &format!("/v1/events/{event}/seatmap")),
+    )
+    .await?;
+    Ok(Prepared {
+        event,
+        capacity: info["capacity"].as_u64().unwrap_or(0),
+        max_per_buyer: info["sale"]["max_tickets_per_buyer"].as_u64().unwrap_or(1) as u32,
+        layout: Layout::from_seatmap(&map),
+        to_open,
+    })
+}
+
+/// Opens the sale.
+pub async fn open(api: &Api, key: &str, event: i64) -> anyhow::Result<()> {
+    let path = format!("/v1/events/{event}/open");
+    let k = uuid::Uuid::new_v4().to_string();
+    operator(api, key, Call::post(Step::Observe, &path, json!({}), &k)).await?;
+    Ok(())
+}
+
+/// The operator's admission override: a fixed rate.
+pub async fn set_admission(api: &Api, key: &str, event: i64, rate: u32) -> anyhow::Result<()> {
+    let path = format!("/v1/events/{event}/admission");
+    let call = Call {
+        method: reqwest::Method::PUT,
+        body: Some(json!({ "mode": "fixed", "rate_per_s": rate })),
+        ..Call::get(Step::Observe, &path)
+    };
+    operator(api, key, call).await?;
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! An admitted buyer shops: a hold (named seats, the best available or standing
+//! units), a moment's thought, then walking away, releasing, or checking out with a
+//! card that approves, declines, asks for 3-D Secure (approved on the stand-in bank's
+//! page) or never answers (the order is followed until it settles).
+
+use std::time::{Duration, Instant};
+
+use boxoffice_domain::OrderState;
+use rand::Rng;
+use rand::rngs::StdRng;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::api::{Answer, Call, Stop};
+use super::buyer::{BuyerResult, Ctx, Outcome, backoff, note, retryable};
+use super::crowd::{Profile, pick};
+use super::record::{Recorder, Step};
+
+/// The event's sections as buyers choose from them.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    /// Seated sections: key and rows of seat ids.
+    pub seated: Vec<(String, Vec<Vec<String>>)>,
+    /// General-admission section keys.
+    pub ga: Vec<String>,
+}
+
+impl Layout {
+    /// From `GET /v1/events/{id}/seatmap`.
+    pub fn from_seatmap(map: &Value) -> Layout {
+        let mut layout = Layout::default();
+        for s in map["sections"].as_array().into_iter().flatten() {
+            let key = s["key"].as_str().unwrap_or_default().to_owned();
+            if s["kind"] == "seated" {
+                let rows = (s["rows"].as_array().into_iter().flatten())
+                    .map(|r| {
+                        (r["seats"].as_array().into_iter().flatten())
+                            .filter_map(|seat| seat["seat_id"].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .collect();
+                layout.seated.push((key, rows));
+            } else {
+                layout.ga.push(key);
+            }
+        }
+        layout
+    }
+
+    fn sections(&self) -> impl Iterator<Item = &str> {
+        (self.seated.iter().map(|(k, _)| k.as_str())).chain(self.ga.iter().map(String::as_str))
+    }
+}
+
+pub struct Shopper<'a> {
+    pub ctx: &'a Ctx,
+    pub base: &'a str,
+    pub token: &'a str,
+    pub admission: &'a str,
+    pub profile: Profile,
+}
+
+/// A hold that was granted.
+struct Held {
+    id: String,
+}
+
+enum HoldAnswer {
+    Held(Held),
+    /// Try another choice (the seats were taken, that section is sold out).
+    Other,
+    /// Give up.
+    No,
+}
+
+impl Shopper<'_> {
+    pub async fn shop(&self, rng: &mut StdRng, r: &mut BuyerResult) -> Result<Outcome, Stop> {
+        let bot = self.profile == Profile::PowBot;
+        let mix = &self.ctx.mix;
+        let quantity = if bot {
+            self.ctx.max_per_buyer
+        } else {
+            pick(rng, &mix.quantity) as u32 + 1
+        };
+        let Some(held) = self.hold(rng, quantity).await? else {
+            return Ok(Outcome::NoHold);
+        };
+        let rec = &self.ctx.api.rec;
+        Recorder::add(&rec.holding, 1);
+        let outcome = self.after_hold(rng, &held, bot, r).await;
+        Recorder::add(&rec.holding, -1);
+        outcome
+    }
+
+    async fn after_hold(
+        &self,
+        rng: &mut StdRng,
+        held: &Held,
+        bot: bool,
+        r: &mut BuyerResult,
+    ) -> Result<Outcome, Stop> {
+        let mix = &self.ctx.mix;
+        if !bot {
+            let think = rng.random_range(mix.think_min_ms..=mix.think_max_ms.max(mix.think_min_ms));
+            self.ctx.api.pause(Duration::from_millis(think)).await?;
+            let u: f64 = rng.random();
+            if u < mix.abandon {
+                return Ok(Outcome::Abandoned);
+            }
+            if u < mix.abandon + mix.release {
+                self.release(&held.id).await?;
+                return Ok(Outcome::Released);
+            }
+        }
+        let cards = [mix.approve, mix.decline, mix.three_ds, mix.timeout];
+        let card = match if bot { 0 } else { pick(rng, &cards) } {
+            0 => "pm_card_visa",
+            1 => "pm_card_declined",
+            2 => "pm_card_threeDSecure",
+            _ => "pm_timeout_after_charge",
+        };
+        let (outcome, tickets) = self.checkout(&held.id, card).await?;
+        if tickets > 0 {
+            r.tickets = tickets;
+            Recorder::add(&self.ctx.api.rec.sold, i64::from(tickets));
+        }
+        Ok(outcome)
+    }
+
+    /// A hold of `quantity`: the buyer's first choice, then the best available of each
+    /// section in turn when that is refused.
+    async fn hold(&self, rng: &mut StdRng, quantity: u32) -> Result<Option<Held>, Stop> {
+        let layout = &self.ctx.layout;
+        let mix = &self.ctx.mix;
+        let first = match pick(rng, &[mix.named, mix.best, mix.ga]) {
+            0 => self.named(rng, quantity),
+            1 => (layout.seated.first()).map(|(k, _)| best(k, quantity)),
+            _ => layout.ga.first().map(|k| best(k, quantity)),
+        };
+        let rest = layout.sections().map(|k| best(k, quantity));
+        for body in first.into_iter().chain(rest) {
+            match self.try_hold(body).await? {
+                HoldAnswer::Held(h) => return Ok(Some(h)),
+                HoldAnswer::Other => {}
+                HoldAnswer::No => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// `quantity` seats side by side in a random row of a random seated section.
+    fn named(&self, rng: &mut StdRng, quantity: u32) -> Option<Value> {
+        let seated = &self.ctx.layout.seated;
+        let (_, rows) = seated.get(rng.random_range(0..seated.len().max(1)))?;
+        let row = rows.get(rng.random_range(0..rows.len().max(1)))?;
+        let q = (quantity as usize).min(row.len());
+        let start = rng.random_range(0..=row.len() - q);
+        Some(json!({ "seat_ids": row[start..start + q] }))
+    }
+
+    async fn try_hold(&self, body: Value) -> Result<HoldAnswer, Stop> {
+        let path = format!("/v1/events/{}/holds", self.ctx.event);
+        let key = uuid::Uuid::new_v4().to_string();
+        for attempt in 0..6 {
+            let call = Call::post(Step::Hold, &path, body.clone(), &key).token(self.admission);
+            let a = self.ctx.api.send(self.base, call).await?;
+            if a.status == 201 {
+                let id = a.body["hold_id"].as_str().unwrap_or_default().to_owned();
+                return Ok(HoldAnswer::Held(Held { id }));
+            }
+            note(&self.ctx.api, Step::Hold, &a);
+            match a.code() {
+                "seat_unavailable" | "sold_out" | "limit_exceeded" => return Ok(HoldAnswer::Other),
+                _ if retryable(&a) => backoff(&self.ctx.api, &a, self.profile, attempt).await?,
+                _ => return Ok(HoldAnswer::No),
+            }
+        }
+        Ok(HoldAnswer::No)
+    }
+
+    async fn release(&self, hold: &str) -> Result<(), Stop> {
+        let path = format!("/v1/holds/{hold}");
+        let key = uuid::Uuid::new_v4().to_string();
+        let call = Call {
+            method: Method::DELETE,
+            key: Some(&key),
+            ..Call::get(Step::Release, &path).token(self.token)
+        };
+        let a = self.ctx.api.send(self.base, call).await?;
+        if !a.ok() {
+            note(&self.ctx.api, Step::Release, &a);
+        }
+        Ok(())
+    }
+
+    /// Checks out; (how it ended, tickets bought).
+    async fn checkout(&self, hold: &str, card: &str) -> Result<(Outcome, u32), Stop> {
+        let path = format!("/v1/holds/{hold}/checkout");
+        let key = uuid::Uuid::new_v4().to_string();
+        let body = json!({ "payment_method": card });
+        for attempt in 0..6 {
+            let call = Call::post(Step::Checkout, &path, body.clone(), &key).token(self.token);
+            let a = self.ctx.api.send(self.base, call).await?;
+            match a.status {
+                201 => return Ok((Outcome::Bought, seats_of(&a.body))),
+                202 => return self.settle(&a).await,
+                _ => note(&self.ctx.api, Step::Checkout, &a),
+            }
+            match a.code() {
+                "payment_declined" => return Ok((Outcome::Declined, 0)),
+                _ if retryable(&a) => backoff(&self.ctx.api, &a, self.profile, attempt).await?,
+                _ => return Ok((Outcome::Lost, 0)),
+            }
+        }
+        Ok((Outcome::Lost, 0))
+    }
+
+    /// A payment that has not settled: approve it at the bank when it asks, then
+    /// follow the order until it does (or the run's settle time is over).
+    async fn settle(&self, a: &Answer) -> Result<(Outcome, u32), Stop> {
+        let order = a.body["order"]["order_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        // A bank page waits for the buyer; any other next action ("poll") is the order.
+        let next = &a.body["next_action"];
+        if let (Some("redirect_to_url"), Some(url)) = (next["type"].as_str(), next["url"].as_str())
+        {
+            self.approve(url).await?;
+        }
+        let path = format!("/v1/orders/{order}");
+        let until = Instant::now() + self.ctx.settle;
+        let mut last = a.body["order"].clone();
+        while Instant::now() < until {
+            self.ctx.api.pause(Duration::from_millis(500)).await?;
+            let o = (self.ctx.api)
+                .send(self.base, Call::get(Step::Order, &path).token(self.token))
+                .await?;
+            if !o.ok() {
+                note(&self.ctx.api, Step::Order, &o);
+                continue;
+            }
+            last = o.body;
+            if state(&last).is_some_and(OrderState::is_final) {
+                break;
+            }
+        }
+        Ok(match state(&last) {
+            Some(s) if s.holds_seats() => (Outcome::Bought, seats_of(&last)),
+            Some(s) if s.is_final() => (Outcome::Declined, 0),
+            _ => (Outcome::Unsettled, 0),
+        })
+    }
+
+    /// Presses "approve" on the bank's page, if that page is on this buyer's target.
+    async fn approve(&self, url: &str) -> Result<(), Stop> {
+        let path = match url.strip_prefix(self.base) {
+            Some(p) => p,
+            None if url.starts_with('/') => url,
+            None => return Ok(()),
+        };
+        let approve = format!("{path}/approve");
+        let call = Call {
+            method: Method::POST,
+            ..Call::get(Step::Bank, &approve)
+        };
+        let a = self.ctx.api.send(self.base, call).await?;
+        if !(a.ok() || (300..400).contains(&a.status)) {
+            note(&self.ctx.api, Step::Bank, &a);
+        }
+        Ok(())
+    }
+}
+
+fn best(section: &str, quantity: u32) -> Value {
+    json!({ "best_available": { "section": section, "quantity": quantity } })
+}
+
+fn state(order: &Value) -> Option<OrderState> {
+    serde_json::from_value(order["status"].clone()).ok()
+}
+
+fn seats_of(order: &Value) -> u32 {
+    order["seat_ids"].as_array().map_or(0, |s| s.len() as u32)
+}

@@ -1,0 +1,217 @@
+//! `boxoffice rehearse` against a real server: a small on-sale (1,000 buyers, 100
+//! seats, a few seconds) whose report agrees with the ledger, oversells nothing,
+//! leaves a clean audit and draws every chart; and `--find-rate` converging on a
+//! server whose capacity is held down on purpose (few requests in flight, a slow
+//! payment provider).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use boxoffice_rehearse::rehearse::crowd::{Adversaries, Arrivals, Mix};
+use boxoffice_rehearse::rehearse::find_rate::{self, Search};
+use boxoffice_rehearse::rehearse::{self, AuditHook, Settings, html};
+use boxoffice_testkit::harness::{path_str, uuid};
+
+use crate::common::BOXOFFICE;
+
+const OPERATOR: &str = "rehearsal-operator-key-0123";
+
+/// A config for a rehearsed server: fast admission ticks and polls, payments that
+/// settle by themselves (3-D Secure through the stand-in's webhook, timeouts through a
+/// quick recovery sweep), and the generator's forwarded addresses believed.
+fn config(dir: &Path, http: &str, provider: &str) -> PathBuf {
+    let file = dir.join(format!("boxoffice-{}.toml", uuid()));
+    let text = format!(
+        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
+         [engine]\nadmission_interval_ms = 200\npoll_after_ms = 500\nrecovery_after_s = 1\n\
+         [workers]\nrecovery_interval_ms = 300\nexpiry_interval_ms = 200\n\
+         [fake_payments]\nwebhook_url = \"/v1/payments/webhook\"\n{provider}\
+         [http]\ntrusted_proxies = [\"127.0.0.1/32\"]\n{http}"
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn settings(base: String, buyers: u32) -> Settings {
+    Settings {
+        targets: vec![base],
+        operator_key: OPERATOR.into(),
+        seats: 100,
+        hold_ttl_s: 10,
+        event_rate_per_s: 100,
+        arrivals: Arrivals {
+            buyers,
+            rush_share: 0.3,
+            rush_s: 1.0,
+            tail_tau_s: 1.0,
+            tail_s: 3.0,
+        },
+        mix: Mix {
+            think_min_ms: 50,
+            think_max_ms: 300,
+            ..Mix::default()
+        },
+        adversaries: Adversaries {
+            aggressive_pollers: 0.03,
+            many_sessions: 0.02,
+            sessions_each: 3,
+            no_backoff: 0.03,
+            pow_bots: 0.03,
+        },
+        max_duration: Duration::from_secs(120),
+        max_requests: 200_000,
+        settle: Duration::from_secs(30),
+        linger: Duration::from_secs(15),
+        progress: false,
+        ..Settings::default()
+    }
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_every_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "", "");
+    let args = vec![
+        "--data-dir".to_owned(),
+        path_str(dir.path()).to_owned(),
+        "--config".to_owned(),
+        path_str(&cfg).to_owned(),
+    ];
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_server, base) = BOXOFFICE.start(&argv).await;
+    let audit_args = args.clone();
+    let hook: AuditHook = Box::new(move || {
+        Box::pin(async move {
+            let argv: Vec<&str> = audit_args.iter().map(String::as_str).collect();
+            let (_, report) = BOXOFFICE.settled_audit(&argv).await;
+            Ok(report)
+        })
+    });
+    let report = rehearse::run(&settings(base, 1_000), Some(hook), std::future::pending())
+        .await
+        .unwrap();
+    let (html_file, json_file) = rehearse::write(&report, &dir.path().join("report")).unwrap();
+    eprintln!(
+        "sold {:?}, buyers {:?}, errors {:?}, fairness ρ {:?}, bots {:?}",
+        report.sold,
+        report.buyers,
+        report.errors,
+        report.fairness.arrival_vs_admission,
+        report.fairness.bots
+    );
+
+    assert_eq!(
+        report.stopped, None,
+        "every buyer finished within the bounds"
+    );
+    assert_eq!(report.buyers.planned, 1_000);
+    let audit = report.audit.as_ref().expect("the audit ran");
+    assert!(
+        audit.clean,
+        "the audit after the rehearsal: {}",
+        audit.report
+    );
+    let sold = &report.sold;
+    assert_eq!(sold.capacity, 100);
+    assert!(sold.hot_store > 0, "something sold: {sold:?}");
+    assert!(sold.hot_store <= sold.capacity, "oversold: {sold:?}");
+    assert_eq!(
+        sold.ledger,
+        Some(sold.hot_store),
+        "the ledger and the event's counts agree"
+    );
+    assert_eq!(
+        sold.by_buyers, sold.hot_store,
+        "buyers were told of every sale and no other"
+    );
+    assert!(report.buyers.admitted > 0 && report.fairness.bots.adversaries > 0);
+    let failed: Vec<_> = (report.errors.iter())
+        .filter(|(k, _)| k.starts_with("3-D Secure") || k.contains(" 5") || k.contains("no answer"))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "answers no buyer should meet: {failed:?}"
+    );
+
+    let page = std::fs::read_to_string(html_file).unwrap();
+    for chart in html::CHARTS {
+        assert!(
+            page.contains(&format!("<svg id=\"{chart}\"")),
+            "no {chart} in the page"
+        );
+    }
+    assert!(!page.contains("<script"), "the page runs no script");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(json_file).unwrap()).unwrap();
+    assert_eq!(json["sold"]["ledger"], serde_json::json!(sold.hot_store));
+    assert!(
+        json["steps"].as_array().is_some_and(|s| s.len() >= 5),
+        "{}",
+        json["steps"]
+    );
+    assert!(
+        json["node_figures"]["holds_per_s"]
+            .as_f64()
+            .is_some_and(|h| h > 0.0)
+    );
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
+    let dir = tempfile::tempdir().unwrap();
+    // Eight requests in flight at most, and every checkout waits 2 × 150 ms for the
+    // provider: fewer than 8 / 0.3 s ≈ 27 checkouts a second, and beyond it 503s.
+    let cfg = config(dir.path(), "max_in_flight = 8\n", "latency_ms = 150\n");
+    let argv = [
+        "--data-dir",
+        path_str(dir.path()),
+        "--config",
+        path_str(&cfg),
+    ];
+    let (_server, base) = BOXOFFICE.start(&argv).await;
+    let mut base_settings = settings(base, 0);
+    base_settings.seats = 400;
+    base_settings.hold_ttl_s = 30;
+    // Everyone waits in the pre-opening pool, so what loads the server is what the
+    // admission rate lets through: holds and checkouts with cards that approve.
+    base_settings.arrivals.rush_share = 1.0;
+    base_settings.mix = Mix {
+        think_min_ms: 0,
+        think_max_ms: 0,
+        abandon: 0.0,
+        release: 0.0,
+        approve: 1.0,
+        decline: 0.0,
+        three_ds: 0.0,
+        timeout: 0.0,
+        ..Mix::default()
+    };
+    base_settings.adversaries = Adversaries::default();
+    base_settings.linger = Duration::ZERO;
+    let search = Search {
+        start: 5,
+        factor: 2.0,
+        max: 320,
+        refine: 1,
+        seconds_per_run: 3.0,
+        min_buyers: 20,
+        hold_p99_ms: 1_000.0,
+        checkout_p99_ms: 3_000.0,
+        max_failure_rate: 0.03,
+    };
+    let found = find_rate::search(&base_settings, &search, || false)
+        .await
+        .unwrap();
+    for t in &found.trials {
+        eprintln!("{t:?}");
+    }
+    let rate = found.rate.expect("some rate met the objectives");
+    assert!(
+        rate < 160,
+        "capacity is about 20 checkouts/s, yet {rate}/s passed"
+    );
+    assert!(
+        found.trials.iter().any(|t| !t.passed && t.rate > rate),
+        "a faster rate was tried and failed"
+    );
+}
