@@ -67,6 +67,7 @@ macro_rules! uuid_id {
 uuid_id!(BuyerId, "buyer");
 uuid_id!(OrderId, "order");
 uuid_id!(GateId, "gate");
+uuid_id!(TransferId, "transfer");
 
 /// A hold. It carries its event so that every store can find the hold's home (one
 /// Redis slot per event) from the id alone. Text form: `<event>-<32 hex digits>`.

@@ -4,10 +4,10 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, TransferId};
 use boxoffice_engine::ports::{
-    BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts, TicketRow,
-    Tickets,
+    Accept, Accepted, BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey,
+    TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
 };
 use sqlx::Row;
 
@@ -257,6 +257,46 @@ impl Tickets for PostgresLedger {
         let outcome = rows::check_in(&mut tx, scan).await?;
         tx.commit().await.map_err(db)?;
         Ok(outcome)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %offer.ticket))]
+    async fn offer_transfer(
+        &self,
+        offer: &TransferOffer,
+    ) -> Result<Result<(), TransferRefusal>, StoreError> {
+        self.offer_transfer_tx(offer).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %accept.transfer))]
+    async fn accept_transfer(
+        &self,
+        accept: &Accept,
+    ) -> Result<Result<Accepted, TransferRefusal>, StoreError> {
+        self.accept_transfer_tx(accept).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
+    async fn cancel_transfer(
+        &self,
+        id: TransferId,
+        by: BuyerId,
+        now: Millis,
+    ) -> Result<Result<TransferOffer, TransferRefusal>, StoreError> {
+        self.cancel_transfer_tx(id, by, now).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
+    async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError> {
+        self.read_transfer(id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn transfers_of(
+        &self,
+        buyer: BuyerId,
+        limit: u32,
+    ) -> Result<Vec<TransferOffer>, StoreError> {
+        self.read_transfers_of(buyer, limit).await
     }
 }
 

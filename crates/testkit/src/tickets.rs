@@ -11,6 +11,7 @@
 mod checkin;
 mod concurrency;
 mod records;
+mod transfers;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use boxoffice_engine::ports::{CommitOutcome, Gate, Ledger, Order, TicketRow, Tic
 pub use checkin::*;
 pub use concurrency::*;
 pub use records::*;
+pub use transfers::*;
 
 use crate::ledger::fixtures::{T0, authorized, commit_of, event};
 
@@ -48,6 +50,9 @@ macro_rules! tickets_conformance {
                 an_old_version_or_an_unknown_ticket_is_refused,
                 offline_scans_are_reconciled_earliest_first,
                 two_gates_racing_over_k_tickets_admit_each_exactly_once,
+                an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts,
+                a_refused_or_withdrawn_transfer_moves_nothing,
+                n_offers_and_accepts_racing_over_k_tickets_one_wins_each,
             );
         }
     };

@@ -41,7 +41,7 @@ pub struct TicketView {
     pub checked_in_at: Option<Millis>,
 }
 
-fn status(facts: &TicketFacts) -> TicketStatus {
+pub(super) fn status(facts: &TicketFacts) -> TicketStatus {
     match (facts.order_state, &facts.checked_in) {
         (OrderState::Confirmed, None) => TicketStatus::Valid,
         (OrderState::Confirmed, Some(_)) => TicketStatus::CheckedIn,
@@ -132,7 +132,7 @@ impl Engine {
         }))
     }
 
-    async fn held_ticket(
+    pub(super) async fn held_ticket(
         &self,
         who: &BuyerSession,
         id: TicketId,
@@ -143,7 +143,7 @@ impl Engine {
             .ok_or(EngineError::NotFound(Resource::Ticket))
     }
 
-    async fn view(&self, facts: &TicketFacts) -> Result<TicketView, EngineError> {
+    pub(super) async fn view(&self, facts: &TicketFacts) -> Result<TicketView, EngineError> {
         let t = &facts.ticket;
         let status = status(facts);
         let keys = self.event_keys(t.event).await?;
