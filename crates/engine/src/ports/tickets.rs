@@ -59,6 +59,30 @@ pub struct TicketRow {
     pub issued_at: Millis,
 }
 
+impl TicketRow {
+    /// The first version of each ticket of a paid order, issued at `now`: what the
+    /// ledger writes when the order is captured. Ids are derived from (order, seat), so
+    /// writing them twice writes nothing new.
+    pub fn first_of(order: &super::Order, now: Millis) -> Result<Vec<TicketRow>, StoreError> {
+        (order.seats.iter())
+            .map(|s| {
+                let seat = SeatLabel::try_from(s.seat_id.clone())
+                    .map_err(|e| StoreError::new(format_args!("sold seat label: {e}")))?;
+                Ok(TicketRow {
+                    id: TicketId::for_seat(order.id, &seat),
+                    event: order.event,
+                    order: order.id,
+                    seat,
+                    holder: order.buyer,
+                    version: 1,
+                    attendee: None,
+                    issued_at: now,
+                })
+            })
+            .collect()
+    }
+}
+
 /// A ticket with what the door needs besides: its order's state and its check-in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TicketFacts {

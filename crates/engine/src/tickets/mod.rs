@@ -6,9 +6,10 @@
 //! - **Tickets** (`holders.rs`): a ticket exists for each seat of a `confirmed` order,
 //!   the money captured: no ticket without money. A committed order whose capture is
 //!   still pending (`committed`, `pending_capture`) owns its seats but has no tickets
-//!   yet; its buyer sees them once the capture lands. Ticket rows are written the first
-//!   time their holder lists them, with an id derived from (order, seat), so writing
-//!   them twice is harmless and the sale's commit path is untouched.
+//!   yet; its buyer sees them once the capture lands. The ledger writes the ticket rows
+//!   in the transaction that records the capture (`TicketRow::first_of`), with ids
+//!   derived from (order, seat), so writing them twice is harmless and the sale's commit
+//!   path is untouched; a listing writes only those of orders captured before that.
 //! - **Validity is derived, never stored**: a ticket admits only while its order is
 //!   `confirmed`. A refund or a cancellation moves the order to another state, and from
 //!   that moment the door refuses the ticket and the gate bundle lists it as revoked;

@@ -123,6 +123,13 @@ pub async fn an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts(s: T
     let listed = s.tickets.transfers_of(bob, 10).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, offer.id);
+    // Undoing the sale takes each seat off its holder's count: the recipient's too.
+    s.ledger
+        .revoke_sale(o.id, NOW)
+        .await
+        .expect("refund the order");
+    assert!(s.ledger.sold_seats(e.id).await.unwrap().is_empty());
+    audit_is_clean(&s, &e).await;
 }
 
 /// A confirmed order of `buyer` for the seats at `indexes` of `e` (limit `limit`).
