@@ -68,12 +68,17 @@ fn the_sale_status_check_of_both_ledgers_lists_exactly_the_domains_statuses() {
 #[test]
 fn the_postgres_commit_function_writes_the_domains_names_for_a_commit() {
     // 0008 replaced the function of 0002 (without its outbox notice).
-    let sql = code(&migration("postgres/0008_ticket_transfers.sql"));
-    let move_to = literals_after(&sql, "UPDATE orders SET state = ", 1);
+    let file = code(&migration("postgres/0008_ticket_transfers.sql"));
+    let start = file
+        .find("FUNCTION ledger_commit_batch")
+        .expect("0008 replaces the commit function");
+    let sql = &file[start..];
+    let sql = &sql[..sql.find("$$;").expect("the function's end")];
+    let move_to = literals_after(sql, "UPDATE orders SET state = ", 1);
     assert_eq!(move_to, [OrderState::Committed.as_str()]);
-    let move_from = literals_after(&sql, "AND state = ", 1);
+    let move_from = literals_after(sql, "AND state = ", 1);
     assert_eq!(move_from, [OrderState::Authorized.as_str()]);
-    let history = literals_after(&sql, "VALUES (o.id, ", 3);
+    let history = literals_after(sql, "VALUES (o.id, ", 3);
     let expected = [
         OrderState::Authorized.as_str(),
         OrderState::Committed.as_str(),
