@@ -79,6 +79,13 @@ const MESSAGES = {
   key_not_found: 'That signing key does not exist.',
   key_current: 'The key in use cannot be retired. Rotate to a new key first.',
   too_many_keys: 'This event has as many keys as it may keep. Retire an old one first.',
+  transfer_not_found: 'There is no such ticket transfer for you.',
+  transfers_not_allowed: 'The tickets of this event cannot be transferred.',
+  transfer_window_closed: 'Transfers for this event have closed.',
+  ticket_not_transferable: 'This ticket cannot be transferred now (it was scanned, its order was cancelled, or it changed).',
+  transfer_pending: 'This ticket is already offered to someone. Cancel that offer first.',
+  transfer_not_open: 'This transfer was already accepted, cancelled or has expired.',
+  transfer_to_self: 'You cannot transfer a ticket to yourself.',
   webhook_endpoint_not_found: 'That webhook endpoint does not exist.',
   internal: 'Something went wrong at the box office. Try again.',
 };

@@ -91,6 +91,11 @@ pub struct SaleSettings {
     /// Absent or null (the default): buyers cannot; only the operator cancels sales.
     #[serde(default)]
     pub buyer_refunds: Option<crate::refunds::RefundWindow>,
+    /// Whether and until when holders may transfer their tickets to another buyer
+    /// (`POST /v1/tickets/{id}/transfers`). None (the default): tickets stay with
+    /// their buyers.
+    #[serde(default)]
+    pub transfers: Option<crate::transfers::TransferRules>,
 }
 
 impl Default for SaleSettings {
@@ -102,6 +107,7 @@ impl Default for SaleSettings {
             admission_rate_per_s: 500,
             honour_late_payments: false,
             buyer_refunds: None,
+            transfers: None,
         }
     }
 }

@@ -96,6 +96,11 @@ uuid_id!(
     GateId,
     "gate"
 );
+uuid_id!(
+    /// A ticket transfer: one holder's offer to another buyer.
+    TransferId,
+    "transfer"
+);
 
 /// A hold. It carries its event so that every store can find the hold's home (one
 /// Redis slot per event) from the id alone. Text form: `<event>-<32 hex digits>`.

@@ -17,11 +17,12 @@ pub mod signature;
 pub mod ticket;
 pub mod time;
 pub mod token;
+pub mod transfers;
 
 pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
 pub use hold::HoldState;
-pub use ids::{BuyerId, EventId, GateId, HoldId, OrderId, SeatIndex};
+pub use ids::{BuyerId, EventId, GateId, HoldId, OrderId, SeatIndex, TransferId};
 pub use money::Money;
-pub use order::{OrderEvent, OrderNotice, OrderState};
+pub use order::{OrderEvent, OrderState};
 pub use secret::Secret;
 pub use time::Millis;

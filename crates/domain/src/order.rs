@@ -106,6 +106,9 @@ impl OrderEvent {
 
     /// The history line of an order's creation, which is no move of the state machine.
     pub const CREATED: &'static str = "created";
+    /// The history line of a ticket of a confirmed order passing to another buyer,
+    /// which moves no state either.
+    pub const TRANSFERRED: &'static str = "transferred";
 
     /// The name in the ledgers' order history (`order_events.event`) and payment rows
     /// (`payments.kind`).
@@ -146,27 +149,6 @@ impl OrderEvent {
             self,
             OrderEvent::CaptureAbandoned | OrderEvent::CancelRequested
         )
-    }
-}
-
-/// What the ledger's outbox (`outbox.kind`) announces about an order, written in the
-/// same transaction as the change it announces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OrderNotice {
-    /// The order's seats were sold to it (the commit).
-    Committed,
-    /// The order's seats were given back (a sale that could not be paid for).
-    Cancelled,
-}
-
-impl OrderNotice {
-    pub const ALL: [OrderNotice; 2] = [OrderNotice::Committed, OrderNotice::Cancelled];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OrderNotice::Committed => "order_committed",
-            OrderNotice::Cancelled => "order_cancelled",
-        }
     }
 }
 
@@ -395,11 +377,10 @@ mod tests {
         use std::collections::HashSet;
         let states: HashSet<_> = ALL_STATES.iter().map(|s| s.as_str()).collect();
         let events: HashSet<_> = OrderEvent::ALL.iter().map(|e| e.as_str()).collect();
-        let notices: HashSet<_> = OrderNotice::ALL.iter().map(|n| n.as_str()).collect();
         assert_eq!(states.len(), ALL_STATES.len());
         assert_eq!(events.len(), OrderEvent::ALL.len());
         assert!(!events.contains(OrderEvent::CREATED));
-        assert_eq!(notices.len(), OrderNotice::ALL.len());
+        assert!(!events.contains(OrderEvent::TRANSFERRED));
     }
 
     fn serde_json_name(s: impl Serialize) -> String {

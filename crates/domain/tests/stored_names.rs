@@ -7,7 +7,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use boxoffice_domain::{OrderEvent, OrderNotice, OrderState, SaleStatus};
+use boxoffice_domain::transfers::TransferState;
+use boxoffice_domain::{OrderEvent, OrderState, SaleStatus};
 
 fn migration(path: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -66,29 +67,48 @@ fn the_sale_status_check_of_both_ledgers_lists_exactly_the_domains_statuses() {
 
 #[test]
 fn the_postgres_commit_function_writes_the_domains_names_for_a_commit() {
-    let sql = code(&migration("postgres/0002_commit_batch.sql"));
-    let move_to = literals_after(&sql, "UPDATE orders SET state = ", 1);
+    // 0008 replaced the function of 0002 (without its outbox notice).
+    let file = code(&migration("postgres/0008_ticket_transfers.sql"));
+    let start = file
+        .find("FUNCTION ledger_commit_batch")
+        .expect("0008 replaces the commit function");
+    let sql = &file[start..];
+    let sql = &sql[..sql.find("$$;").expect("the function's end")];
+    let move_to = literals_after(sql, "UPDATE orders SET state = ", 1);
     assert_eq!(move_to, [OrderState::Committed.as_str()]);
-    let move_from = literals_after(&sql, "AND state = ", 1);
+    let move_from = literals_after(sql, "AND state = ", 1);
     assert_eq!(move_from, [OrderState::Authorized.as_str()]);
-    let history = literals_after(&sql, "VALUES (o.id, ", 3);
+    let history = literals_after(sql, "VALUES (o.id, ", 3);
     let expected = [
         OrderState::Authorized.as_str(),
         OrderState::Committed.as_str(),
         OrderEvent::Committed.as_str(),
     ];
     assert_eq!(history, expected, "the order_events line of a commit");
-    let notice = literals_after(
-        &sql,
-        "INSERT INTO outbox (order_id, kind, payload, created_at)\n                VALUES (o.id, ",
-        1,
+    assert!(
+        !sql.contains("INSERT INTO outbox"),
+        "the commit writes no outbox row of its own: the history trigger does"
     );
-    assert_eq!(notice, [OrderNotice::Committed.as_str()]);
     // The move the function performs is the domain's commit move.
     assert_eq!(
         OrderState::Authorized.apply(OrderEvent::Committed),
         Ok(OrderState::Committed)
     );
+}
+
+#[test]
+fn the_transfer_state_check_of_both_ledgers_lists_exactly_the_domains_states() {
+    for ledger in [
+        "sqlite/0007_ticket_transfers.sql",
+        "postgres/0008_ticket_transfers.sql",
+    ] {
+        let listed = check_list(&code(&migration(ledger)), "CHECK (state IN (");
+        let want: BTreeSet<String> = TransferState::ALL
+            .iter()
+            .map(|s| s.as_str().into())
+            .collect();
+        assert_eq!(listed, want, "{ledger}: the ticket_transfers.state CHECK");
+    }
 }
 
 #[test]

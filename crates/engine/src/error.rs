@@ -17,6 +17,7 @@ pub enum Resource {
     Order,
     Ticket,
     Gate,
+    Transfer,
     WebhookEndpoint,
 }
 
@@ -30,6 +31,7 @@ impl Resource {
             Resource::Order => "order",
             Resource::Ticket => "ticket",
             Resource::Gate => "gate",
+            Resource::Transfer => "transfer",
             Resource::WebhookEndpoint => "webhook endpoint",
         }
     }

@@ -2,6 +2,7 @@
 //! payment stands and what happens next. A buyer left waiting by a slow provider or a
 //! bank's 3-D Secure page reads this to know whether they paid and whether they have seats.
 
+use boxoffice_domain::ticket::{SeatLabel, TicketId};
 use boxoffice_domain::{EventId, HoldId, Millis, Money, OrderId, OrderState};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -12,8 +13,8 @@ use crate::ports::Order;
 /// One seat of an order, while the order holds its seats.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq, ToSchema)]
 pub struct Ticket {
-    /// `<order_id>:<seat_id>`.
-    pub ticket_id: String,
+    /// The ticket's id (`GET /v1/tickets/{id}`), derived from the order and the seat.
+    pub ticket_id: TicketId,
     pub seat_id: String,
     pub price: Money,
 }
@@ -44,12 +45,14 @@ pub struct OrderView {
 impl From<&Order> for OrderView {
     fn from(o: &Order) -> OrderView {
         let tickets = if o.state.holds_seats() {
-            o.seats
-                .iter()
-                .map(|s| Ticket {
-                    ticket_id: format!("{}:{}", o.id, s.seat_id),
-                    seat_id: s.seat_id.clone(),
-                    price: s.price,
+            (o.seats.iter())
+                .filter_map(|s| {
+                    let label = SeatLabel::try_from(s.seat_id.clone()).ok()?;
+                    Some(Ticket {
+                        ticket_id: TicketId::for_seat(o.id, &label),
+                        seat_id: s.seat_id.clone(),
+                        price: s.price,
+                    })
                 })
                 .collect()
         } else {

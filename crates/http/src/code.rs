@@ -113,6 +113,13 @@ error_codes! {
     KeyNotFound = "key_not_found" => NOT_FOUND;
     KeyCurrent = "key_current" => CONFLICT;
     TooManyKeys = "too_many_keys" => CONFLICT;
+    TransferNotFound = "transfer_not_found" => NOT_FOUND;
+    TransfersNotAllowed = "transfers_not_allowed" => FORBIDDEN;
+    TransferWindowClosed = "transfer_window_closed" => FORBIDDEN;
+    TicketNotTransferable = "ticket_not_transferable" => CONFLICT;
+    TransferPending = "transfer_pending" => CONFLICT;
+    TransferNotOpen = "transfer_not_open" => CONFLICT;
+    TransferToSelf = "transfer_to_self" => UNPROCESSABLE_ENTITY;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

@@ -87,6 +87,7 @@ fn not_found_code(what: Resource) -> ErrorCode {
         Resource::Order => ErrorCode::OrderNotFound,
         Resource::Ticket => ErrorCode::TicketNotFound,
         Resource::Gate => ErrorCode::GateNotFound,
+        Resource::Transfer => ErrorCode::TransferNotFound,
         Resource::WebhookEndpoint => ErrorCode::WebhookEndpointNotFound,
     }
 }

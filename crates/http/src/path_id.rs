@@ -7,7 +7,7 @@ use std::str::FromStr;
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use boxoffice_domain::ticket::TicketId;
-use boxoffice_domain::{EventId, GateId, HoldId, OrderId};
+use boxoffice_domain::{EventId, GateId, HoldId, OrderId, TransferId};
 use boxoffice_engine::Resource;
 
 use crate::error::ApiError;
@@ -35,6 +35,10 @@ impl PathId for TicketId {
 
 impl PathId for GateId {
     const RESOURCE: Resource = Resource::Gate;
+}
+
+impl PathId for TransferId {
+    const RESOURCE: Resource = Resource::Transfer;
 }
 
 /// The `{id}` of the matched route, parsed.

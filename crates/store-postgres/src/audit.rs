@@ -21,9 +21,13 @@ const UNKNOWN_SEATS: &str = "
     WHERE NOT EXISTS (SELECT 1 FROM event_seats es WHERE es.event_id = s.event_id AND es.seat_id = s.seat_id)
     ORDER BY s.event_id, s.seat_id";
 
+/// A sold seat belongs to its order's buyer, or to the holder its ticket was
+/// transferred to.
 const SOLD_WITHOUT_ORDER: &str = "
     SELECT s.event_id, s.seat_id FROM sold_seats s LEFT JOIN orders o ON o.id = s.order_id
-    WHERE o.id IS NULL OR o.event_id != s.event_id OR o.buyer_id != s.buyer_id
+    WHERE o.id IS NULL OR o.event_id != s.event_id
+       OR s.buyer_id != COALESCE((SELECT t.holder_id FROM tickets t
+            WHERE t.order_id = s.order_id AND t.seat_id = s.seat_id), o.buyer_id)
        OR o.state != ALL($1)
     ORDER BY s.event_id, s.seat_id";
 

@@ -1,10 +1,10 @@
 //! Cancelling a sale that can no longer be paid for: the order's sold seats are
-//! deleted, its buyer's ticket count lowered, an `order_cancelled` outbox row and a
-//! history line written, and the order moved to `cancelling`, or none of it happens.
-//! The inverse of the commit, and like it the only write allowed to change which seats
-//! an order owns. One statement: one round trip.
+//! deleted, their holders' ticket counts lowered, a history line written, and the
+//! order moved to `cancelling`, or none of it happens. The inverse of the commit, and
+//! like it the only write allowed to change which seats an order owns. One statement:
+//! one round trip.
 
-use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderNotice};
+use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::ports::{LedgerError, Order, StoreError};
 use sqlx::PgConnection;
 
@@ -12,27 +12,24 @@ use crate::conn::db;
 use crate::orders;
 use crate::writer::Step;
 
-/// Each data-modifying part runs once; the ticket count drops by the seats deleted.
-/// The outbox row is the document the SQLite ledger writes.
+/// Each data-modifying part runs once; each holder's ticket count drops by their seats
+/// deleted (a transferred ticket's seat counts for its recipient). The history line is
+/// announced by the outbox trigger.
 const CANCEL: &str = "
     WITH moved AS (
         UPDATE orders SET state = $3, updated_at = $4, attempts = 0
         WHERE id = $1 AND state = $2
-        RETURNING id, event_id, buyer_id, hold_id, seats
+        RETURNING id, event_id
     ), freed AS (
-        DELETE FROM sold_seats s USING moved m WHERE s.order_id = m.id RETURNING s.seat_id
+        DELETE FROM sold_seats s USING moved m WHERE s.order_id = m.id
+        RETURNING s.event_id, s.buyer_id
     ), tickets AS (
-        UPDATE buyer_tickets g SET tickets = g.tickets - (SELECT count(*) FROM freed)
-        FROM moved m WHERE g.event_id = m.event_id AND g.buyer_id = m.buyer_id
+        UPDATE buyer_tickets g SET tickets = g.tickets - f.n
+        FROM (SELECT event_id, buyer_id, count(*) AS n FROM freed GROUP BY event_id, buyer_id) f
+        WHERE g.event_id = f.event_id AND g.buyer_id = f.buyer_id
     ), history AS (
         INSERT INTO order_events (order_id, from_state, to_state, event, at)
         SELECT id, $2, $3, $5, $4 FROM moved
-    ), outbox AS (
-        INSERT INTO outbox (order_id, kind, payload, created_at)
-        SELECT id, $6, jsonb_build_object(
-            'order_id', id, 'event_id', event_id, 'buyer_id', buyer_id, 'hold_id', hold_id,
-            'seats', seats, 'cancelled_at', $4), $4
-        FROM moved
     )
     SELECT count(*) FROM moved";
 
@@ -62,7 +59,6 @@ pub(crate) async fn cancel_sale(
             .bind(to.as_str())
             .bind(now.0)
             .bind(event.as_str())
-            .bind(OrderNotice::Cancelled.as_str())
             .fetch_one(&mut *conn)
             .await
             .map_err(db)?;

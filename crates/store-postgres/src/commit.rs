@@ -1,7 +1,8 @@
 //! The commit point (P1, P2, P6): an authorized order's seats become sold, the buyer's
-//! ticket count grows, an `order_committed` outbox row and a history line are written,
-//! and the order becomes `committed`, or none of it happens. The work is the server
-//! function `ledger_commit_batch` (migrations/postgres/0002_commit_batch.sql): a whole
+//! ticket count grows, a history line is written (the outbox trigger announces it), and
+//! the order becomes `committed`, or none of it happens. The work is the server
+//! function `ledger_commit_batch` (migrations/postgres/0002_commit_batch.sql, replaced
+//! by 0008_ticket_transfers.sql without its old outbox notice): a whole
 //! batch of commits in one round trip, each in its own subtransaction, the order read
 //! folded into its conditional move. The database decides conflicts: the
 //! `sold_seats_pkey` primary key refuses a second sale and the `buyer_within_limit`

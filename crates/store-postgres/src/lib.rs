@@ -25,6 +25,7 @@ mod orders;
 mod outbox;
 mod ticket_rows;
 mod tickets;
+mod transfers;
 mod writer;
 
 pub use idempotency::PostgresIdempotency;

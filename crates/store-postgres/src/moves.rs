@@ -2,13 +2,13 @@
 //! conditional state moves of the order state machine. Each write and its history line
 //! (and payment row) go in one statement: one round trip on the commit path.
 
-use boxoffice_domain::{Millis, OrderEvent, OrderId};
-use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError};
+use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderState};
+use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError, TicketRow};
 use sqlx::PgConnection;
 
 use crate::conn::db;
-use crate::orders;
 use crate::writer::Step;
+use crate::{orders, ticket_rows};
 
 /// The hold's UNIQUE constraint makes a retried checkout find the first order instead
 /// of writing a second one; ON CONFLICT waits for a racing insert from another node.
@@ -117,6 +117,12 @@ pub(crate) async fn apply(
             }
             order.state = to;
             order.updated_at = now;
+            if to == OrderState::Confirmed && from != to {
+                // Paid: its tickets exist from this transaction on (no ticket without
+                // money).
+                let rows = TicketRow::first_of(&order, now)?;
+                ticket_rows::insert_tickets(&mut *conn, &rows).await?;
+            }
             return Ok(Step::Keep(Ok(order)));
         }
     }

@@ -96,6 +96,38 @@ pub(crate) fn gate(row: &PgRow) -> Result<Gate, StoreError> {
     })
 }
 
+/// Writes the tickets that do not exist yet (by id), in one statement.
+pub(crate) async fn insert_tickets(
+    conn: &mut PgConnection,
+    tickets: &[TicketRow],
+) -> Result<(), StoreError> {
+    let col = |f: fn(&TicketRow) -> String| tickets.iter().map(f).collect::<Vec<_>>();
+    let events: Vec<i64> = tickets.iter().map(|t| t.event.0).collect();
+    let versions: Vec<i32> = tickets.iter().map(|t| version(t.version)).collect();
+    let attendees: Vec<Option<String>> = (tickets.iter())
+        .map(|t| t.attendee.as_ref().map(|a| a.as_str().to_owned()))
+        .collect();
+    let issued: Vec<i64> = tickets.iter().map(|t| t.issued_at.0).collect();
+    sqlx::query(
+        "INSERT INTO tickets (id, event_id, order_id, seat_id, holder_id, version, attendee, issued_at)
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                              $6::int[], $7::text[], $8::bigint[])
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(col(|t| t.id.to_string()))
+    .bind(events)
+    .bind(col(|t| t.order.to_string()))
+    .bind(col(|t| t.seat.as_str().to_owned()))
+    .bind(col(|t| t.holder.to_string()))
+    .bind(versions)
+    .bind(attendees)
+    .bind(issued)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
 /// Inside a transaction: locks the ticket's row (so the check-ins of one ticket, from
 /// any node, take turns), decides, and logs the scan.
 pub(crate) async fn check_in(

@@ -3,11 +3,11 @@
 //! so nodes sharing the database agree without talking to each other.
 
 use async_trait::async_trait;
-use boxoffice_domain::ticket::{AttendeeName, KeyId, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, Secret};
+use boxoffice_domain::ticket::{KeyId, TicketId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, Secret, TransferId};
 use boxoffice_engine::ports::{
-    BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts, TicketRow,
-    Tickets,
+    Accept, Accepted, BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey,
+    TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
 };
 use sqlx::Row;
 
@@ -128,35 +128,8 @@ impl Tickets for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_tickets(&self, tickets: &[TicketRow]) -> Result<(), StoreError> {
-        let col = |f: fn(&TicketRow) -> String| tickets.iter().map(f).collect::<Vec<_>>();
-        let events: Vec<i64> = tickets.iter().map(|t| t.event.0).collect();
-        let versions: Vec<i32> = tickets.iter().map(|t| version(t.version)).collect();
-        let attendees: Vec<Option<String>> = (tickets.iter())
-            .map(|t| {
-                t.attendee
-                    .as_ref()
-                    .map(|a| AttendeeName::as_str(a).to_owned())
-            })
-            .collect();
-        let issued: Vec<i64> = tickets.iter().map(|t| t.issued_at.0).collect();
-        sqlx::query(
-            "INSERT INTO tickets (id, event_id, order_id, seat_id, holder_id, version, attendee, issued_at)
-             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                                  $6::int[], $7::text[], $8::bigint[])
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(col(|t| t.id.to_string()))
-        .bind(events)
-        .bind(col(|t| t.order.to_string()))
-        .bind(col(|t| t.seat.as_str().to_owned()))
-        .bind(col(|t| t.holder.to_string()))
-        .bind(versions)
-        .bind(attendees)
-        .bind(issued)
-        .execute(self.pool())
-        .await
-        .map_err(db)?;
-        Ok(())
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        rows::insert_tickets(&mut conn, tickets).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ticket = %id))]
@@ -257,6 +230,46 @@ impl Tickets for PostgresLedger {
         let outcome = rows::check_in(&mut tx, scan).await?;
         tx.commit().await.map_err(db)?;
         Ok(outcome)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %offer.ticket))]
+    async fn offer_transfer(
+        &self,
+        offer: &TransferOffer,
+    ) -> Result<Result<(), TransferRefusal>, StoreError> {
+        self.offer_transfer_tx(offer).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %accept.transfer))]
+    async fn accept_transfer(
+        &self,
+        accept: &Accept,
+    ) -> Result<Result<Accepted, TransferRefusal>, StoreError> {
+        self.accept_transfer_tx(accept).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
+    async fn cancel_transfer(
+        &self,
+        id: TransferId,
+        by: BuyerId,
+        now: Millis,
+    ) -> Result<Result<TransferOffer, TransferRefusal>, StoreError> {
+        self.cancel_transfer_tx(id, by, now).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
+    async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError> {
+        self.read_transfer(id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn transfers_of(
+        &self,
+        buyer: BuyerId,
+        limit: u32,
+    ) -> Result<Vec<TransferOffer>, StoreError> {
+        self.read_transfers_of(buyer, limit).await
     }
 }
 

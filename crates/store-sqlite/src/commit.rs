@@ -1,10 +1,10 @@
 //! The commit point (P1, P2, P6): an authorized order's seats become sold, the buyer's
-//! ticket count grows, an `order_committed` outbox row and a history line are written,
+//! ticket count grows, a history line is written (the outbox trigger announces it),
 //! and the order becomes `committed`, or none of it happens. The database decides
 //! conflicts: the sold_seats primary key refuses a second sale and the buyer_tickets
 //! CHECK refuses a buyer over the limit; this file turns those refusals into outcomes.
 
-use boxoffice_domain::{OrderEvent, OrderNotice, OrderState};
+use boxoffice_domain::{OrderEvent, OrderState};
 use boxoffice_engine::ports::{Commit, CommitOutcome, Order, StoreError};
 use rusqlite::{Connection, ErrorCode, ffi, params};
 
@@ -14,14 +14,14 @@ use crate::orders;
 use crate::writer::Step;
 
 /// A refusal by a constraint that means a business answer, not a store failure.
-enum Refusal {
+pub(crate) enum Refusal {
     SeatTaken,
     OverLimit,
 }
 
 /// Reads the constraint behind a failed statement. SQLite names a CHECK constraint in
 /// its message and reports a primary-key clash by extended code and columns.
-fn refusal(e: &rusqlite::Error) -> Option<Refusal> {
+pub(crate) fn refusal(e: &rusqlite::Error) -> Option<Refusal> {
     let rusqlite::Error::SqliteFailure(err, msg) = e else {
         return None;
     };
@@ -66,7 +66,6 @@ pub(crate) fn commit(conn: &Connection, c: &Commit) -> Result<Step<CommitOutcome
         OrderEvent::Committed.as_str(),
         c.now,
     )?;
-    write_outbox(conn, &order, c)?;
     Ok(Step::Keep(CommitOutcome::Committed))
 }
 
@@ -126,30 +125,4 @@ fn count_tickets(
             _ => Err(db(e)),
         },
     }
-}
-
-fn write_outbox(conn: &Connection, order: &Order, c: &Commit) -> Result<(), StoreError> {
-    let payload = serde_json::json!({
-        "order_id": order.id,
-        "event_id": order.event,
-        "buyer_id": order.buyer,
-        "hold_id": order.hold,
-        "seats": order.seats,
-        "total": order.total,
-        "currency": order.currency,
-        "committed_at": c.now,
-    });
-    conn.prepare_cached(
-        "INSERT INTO outbox (order_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4)",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            order.id.to_string(),
-            OrderNotice::Committed.as_str(),
-            payload.to_string(),
-            c.now.0
-        ])
-    })
-    .map(drop)
-    .map_err(db)
 }

@@ -22,6 +22,7 @@ mod outbox;
 mod reader;
 mod ticket_rows;
 mod tickets;
+mod transfer_rows;
 mod writer;
 
 pub use idempotency::SqliteIdempotency;

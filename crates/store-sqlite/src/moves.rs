@@ -2,12 +2,12 @@
 //! conditional state moves of the order state machine, each appended to the history.
 
 use boxoffice_domain::{Millis, OrderEvent, OrderId, OrderState};
-use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError};
+use boxoffice_engine::ports::{InsertOrder, LedgerError, Order, StoreError, TicketRow};
 use rusqlite::{Connection, params};
 
 use crate::conn::db;
-use crate::orders;
 use crate::writer::Step;
+use crate::{orders, ticket_rows};
 
 /// Appends one line to the order's history (`from` is `None` for the creation).
 pub(crate) fn record(
@@ -107,6 +107,10 @@ pub(crate) fn apply(
     }
     order.state = to;
     order.updated_at = now;
+    if to == OrderState::Confirmed && from != to {
+        // Paid: its tickets exist from this transaction on (no ticket without money).
+        ticket_rows::insert_rows(conn, &TicketRow::first_of(&order, now)?)?;
+    }
     Ok(Step::Keep(Ok(order)))
 }
 

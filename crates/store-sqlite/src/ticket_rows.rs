@@ -117,6 +117,11 @@ pub(crate) fn insert_tickets(
     conn: &Connection,
     rows: &[TicketRow],
 ) -> Result<Step<()>, StoreError> {
+    insert_rows(conn, rows).map(Step::Keep)
+}
+
+/// Writes the tickets that do not exist yet (by id).
+pub(crate) fn insert_rows(conn: &Connection, rows: &[TicketRow]) -> Result<(), StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "INSERT INTO tickets (id, event_id, order_id, seat_id, holder_id, version, attendee, issued_at)
@@ -136,7 +141,7 @@ pub(crate) fn insert_tickets(
         ])
         .map_err(db)?;
     }
-    Ok(Step::Keep(()))
+    Ok(())
 }
 
 /// The columns `facts` reads, in its order.

@@ -4,14 +4,15 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{KeyId, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, TransferId};
 use boxoffice_engine::ports::{
-    BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey, TicketFacts, TicketRow,
-    Tickets,
+    Accept, Accepted, BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey,
+    TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
 };
 
 use crate::SqliteLedger;
 use crate::ticket_rows as rows;
+use crate::transfer_rows as transfers;
 
 #[async_trait]
 impl Tickets for SqliteLedger {
@@ -132,5 +133,55 @@ impl Tickets for SqliteLedger {
     async fn check_in(&self, scan: &ScanAttempt) -> Result<CheckIn, StoreError> {
         let scan = scan.clone();
         self.writer.submit(move |c| rows::check_in(c, &scan)).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %offer.ticket))]
+    async fn offer_transfer(
+        &self,
+        offer: &TransferOffer,
+    ) -> Result<Result<(), TransferRefusal>, StoreError> {
+        let offer = offer.clone();
+        self.writer
+            .submit(move |c| transfers::offer(c, &offer))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %accept.transfer))]
+    async fn accept_transfer(
+        &self,
+        accept: &Accept,
+    ) -> Result<Result<Accepted, TransferRefusal>, StoreError> {
+        let accept = accept.clone();
+        self.writer
+            .submit(move |c| transfers::accept(c, &accept))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
+    async fn cancel_transfer(
+        &self,
+        id: TransferId,
+        by: BuyerId,
+        now: Millis,
+    ) -> Result<Result<TransferOffer, TransferRefusal>, StoreError> {
+        self.writer
+            .submit(move |c| transfers::cancel(c, id, by, now))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
+    async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError> {
+        self.readers.read(move |c| transfers::transfer(c, id)).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn transfers_of(
+        &self,
+        buyer: BuyerId,
+        limit: u32,
+    ) -> Result<Vec<TransferOffer>, StoreError> {
+        self.readers
+            .read(move |c| transfers::transfers_of(c, buyer, limit))
+            .await
     }
 }

@@ -65,7 +65,7 @@ fn is_clean(facts: &AuditFacts) -> bool {
 async fn migrating_twice_applies_each_migration_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
-    assert_eq!(migrate(&path).unwrap(), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(migrate(&path).unwrap(), vec![1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(migrate(&path).unwrap(), Vec::<i64>::new());
     // Opening a migrated file finds nothing left to do and works.
     let ledger = SqliteLedger::open(&path, SqliteOptions::default()).unwrap();
@@ -93,7 +93,7 @@ async fn the_order_history_cannot_be_rewritten() {
 }
 
 #[boxoffice_testkit::test]
-async fn a_commit_writes_its_outbox_row_and_a_payment_row_per_reference() {
+async fn a_commit_writes_one_outbox_event_per_history_line_and_a_payment_row_per_reference() {
     let f = open();
     let (_, o) = one_sale(&f, BuyerId::random()).await;
     f.ledger
@@ -101,16 +101,15 @@ async fn a_commit_writes_its_outbox_row_and_a_payment_row_per_reference() {
         .await
         .unwrap();
     let conn = backdoor(&f.path);
-    let (kind, payload): (String, String) = conn
+    let notices: i64 = conn
         .query_row(
-            "SELECT kind, payload FROM outbox WHERE order_id = ?1 AND seq = 0",
+            "SELECT COUNT(*) FROM outbox WHERE order_id = ?1 AND seq = 0",
             [o.id.to_string()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(kind, "order_committed");
-    assert!(payload.contains(&o.seats[1].seat_id));
-    // Besides it, one relayed event per history line, in the same transactions.
+    assert_eq!(notices, 0, "no outbox row beside the history's own");
+    // One relayed event per history line, in the same transactions.
     let mut stmt = conn
         .prepare("SELECT kind, seq FROM outbox WHERE order_id = ?1 AND seq > 0 ORDER BY id")
         .unwrap();

@@ -11,16 +11,17 @@
 mod checkin;
 mod concurrency;
 mod records;
+mod transfers;
 
 use std::sync::Arc;
 
-use boxoffice_domain::ticket::{SeatLabel, Ticket};
 use boxoffice_domain::{BuyerId, Event, GateId, Millis, OrderEvent};
 use boxoffice_engine::ports::{CommitOutcome, Gate, Ledger, Order, TicketRow, Tickets};
 
 pub use checkin::*;
 pub use concurrency::*;
 pub use records::*;
+pub use transfers::*;
 
 use crate::ledger::fixtures::{T0, authorized, commit_of, event};
 
@@ -41,13 +42,16 @@ macro_rules! tickets_conformance {
             $crate::__port_suite_cases!(tickets, $make;
                 keys_are_added_once_per_number_and_retired_keys_stop_verifying,
                 the_rotation_secret_is_drawn_once_and_kept_across_switches,
-                tickets_are_written_once_and_read_back_with_their_orders_state,
+                tickets_are_written_at_capture_once_and_read_back_with_their_orders_state,
                 gates_are_created_once_per_key_found_by_digest_and_revoked,
                 a_ticket_is_admitted_once_and_a_second_scan_names_the_first,
                 a_ticket_admits_only_while_its_order_is_confirmed,
                 an_old_version_or_an_unknown_ticket_is_refused,
                 offline_scans_are_reconciled_earliest_first,
                 two_gates_racing_over_k_tickets_admit_each_exactly_once,
+                an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts,
+                a_refused_or_withdrawn_transfer_moves_nothing,
+                n_offers_and_accepts_racing_over_k_tickets_one_wins_each,
             );
         }
     };
@@ -69,24 +73,10 @@ pub async fn confirmed_order(s: &TicketStores, seats: u32) -> (Event, Order) {
     (e, o)
 }
 
-/// The first version of each ticket of `order`, as the engine writes them.
+/// The first version of each ticket of `order`, as the ledger writes them when the
+/// order's capture is recorded (at `T0 + 3 s` in `confirmed_order`).
 pub fn rows_of(order: &Order) -> Vec<TicketRow> {
-    (order.seats.iter())
-        .map(|s| {
-            let seat = SeatLabel::try_from(s.seat_id.clone()).expect("a seat label");
-            let t = Ticket::issue(order.id, order.event, seat, order.buyer);
-            TicketRow {
-                id: t.id,
-                event: t.event,
-                order: order.id,
-                seat: t.seat,
-                holder: t.holder,
-                version: 1,
-                attendee: None,
-                issued_at: T0.plus_secs(4),
-            }
-        })
-        .collect()
+    TicketRow::first_of(order, T0.plus_secs(3)).expect("labels of sold seats")
 }
 
 /// A new gate of `event`, its credential digest made of its name.

@@ -12,6 +12,7 @@ mod outbox;
 mod payment;
 mod queue;
 mod tickets;
+mod transfers;
 
 pub use arbiter::*;
 pub use cancellation::*;
@@ -23,6 +24,7 @@ pub use outbox::*;
 pub use payment::*;
 pub use queue::*;
 pub use tickets::*;
+pub use transfers::*;
 
 /// A failure of the store itself (connection lost, disk full), as opposed to an answer
 /// such as "that seat is taken". Carries text for the log, never for the client.

@@ -11,9 +11,11 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret};
+use boxoffice_domain::{
+    BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret, TransferId,
+};
 
-use super::StoreError;
+use super::{Accept, Accepted, StoreError, TransferOffer, TransferRefusal};
 
 /// One barcode key of an event. The seed is the Ed25519 private key: it never leaves
 /// the server, and never prints.
@@ -45,6 +47,30 @@ pub struct TicketRow {
     /// When this version was issued: its barcodes carry it, so they are made again,
     /// byte for byte, rather than stored.
     pub issued_at: Millis,
+}
+
+impl TicketRow {
+    /// The first version of each ticket of a paid order, issued at `now`: what the
+    /// ledger writes when the order is captured. Ids are derived from (order, seat), so
+    /// writing them twice writes nothing new.
+    pub fn first_of(order: &super::Order, now: Millis) -> Result<Vec<TicketRow>, StoreError> {
+        (order.seats.iter())
+            .map(|s| {
+                let seat = SeatLabel::try_from(s.seat_id.clone())
+                    .map_err(|e| StoreError::new(format_args!("sold seat label: {e}")))?;
+                Ok(TicketRow {
+                    id: TicketId::for_seat(order.id, &seat),
+                    event: order.event,
+                    order: order.id,
+                    seat,
+                    holder: order.buyer,
+                    version: 1,
+                    attendee: None,
+                    issued_at: now,
+                })
+            })
+            .collect()
+    }
 }
 
 /// A ticket with what the door needs besides: its order's state and its check-in.
@@ -160,4 +186,35 @@ pub trait Tickets: Send + Sync {
     /// with a confirmed order; then it is admitted unless it was before (online: the
     /// first recorded scan wins; offline: the earliest scan wins).
     async fn check_in(&self, scan: &ScanAttempt) -> Result<CheckIn, StoreError>;
+
+    /// Opens an offer of `offer.ticket` at `offer.version` from `offer.from`, if the
+    /// ticket is theirs at that version, not checked in, its order confirmed, and it
+    /// has no open offer (a lapsed one is closed first). One conditional step: of two
+    /// offers racing, one opens.
+    async fn offer_transfer(
+        &self,
+        offer: &TransferOffer,
+    ) -> Result<Result<(), TransferRefusal>, StoreError>;
+    /// Accepts the offer for its recipient `accept.by`: in one transaction the offer
+    /// ends accepted, the ticket moves to the recipient at the next version, the sold
+    /// seat's buyer and both ticket counts follow, and the order's history gets a
+    /// `transferred` line; or nothing is written and the refusal says why.
+    async fn accept_transfer(
+        &self,
+        accept: &Accept,
+    ) -> Result<Result<Accepted, TransferRefusal>, StoreError>;
+    /// Withdraws an open offer of `by` (its holder).
+    async fn cancel_transfer(
+        &self,
+        id: TransferId,
+        by: BuyerId,
+        now: Millis,
+    ) -> Result<Result<TransferOffer, TransferRefusal>, StoreError>;
+    async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError>;
+    /// The newest offers `buyer` made or received, newest first, at most `limit`.
+    async fn transfers_of(
+        &self,
+        buyer: BuyerId,
+        limit: u32,
+    ) -> Result<Vec<TransferOffer>, StoreError>;
 }

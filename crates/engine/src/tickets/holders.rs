@@ -1,5 +1,5 @@
-//! Tickets as their holders see them: written for each seat of a paid order the first
-//! time they are asked for, shown with their barcode while they are valid.
+//! Tickets as their holders see them: written by the ledger for each seat of an order
+//! when its capture is recorded, shown with their barcode while they are valid.
 
 use boxoffice_domain::ticket::{AttendeeName, EventKeys, SeatLabel, Ticket, TicketId};
 use boxoffice_domain::{EventId, Millis, OrderState};
@@ -50,7 +50,7 @@ pub struct TicketView {
     pub checked_in_at: Option<Millis>,
 }
 
-fn status(facts: &TicketFacts) -> TicketStatus {
+pub(super) fn status(facts: &TicketFacts) -> TicketStatus {
     match (facts.order_state, &facts.checked_in) {
         (OrderState::Confirmed, None) => TicketStatus::Valid,
         (OrderState::Confirmed, Some(_)) => TicketStatus::CheckedIn,
@@ -70,7 +70,8 @@ fn domain_ticket(row: &TicketRow) -> Ticket {
 }
 
 impl Engine {
-    /// GET /v1/me/tickets: the caller's tickets, writing those of paid orders first.
+    /// GET /v1/me/tickets: the caller's tickets (writing those of orders paid before the
+    /// ledger wrote tickets at capture).
     pub async fn my_tickets(&self, who: &BuyerSession) -> Result<Vec<TicketView>, EngineError> {
         let orders = self.ports.ledger.orders_of_buyer(who.buyer).await?;
         for order in orders.iter().filter(|o| o.state == OrderState::Confirmed) {
@@ -84,30 +85,16 @@ impl Engine {
         Ok(out)
     }
 
-    /// Writes the tickets of a paid order that are not written yet.
+    /// Writes the tickets of a paid order that are not written yet: the ledger writes
+    /// them when it records the capture, so only orders captured before it did find
+    /// any missing here.
     async fn issue_tickets(&self, order: &Order) -> Result<(), EngineError> {
         let port = self.tickets_port()?;
         let existing = port.tickets_of_order(order.id).await?;
         if existing.len() >= order.seats.len() {
             return Ok(());
         }
-        let now = self.now();
-        let mut rows = Vec::with_capacity(order.seats.len());
-        for s in &order.seats {
-            let seat = SeatLabel::try_from(s.seat_id.clone())
-                .map_err(|e| EngineError::Internal(format!("sold seat label: {e}")))?;
-            let t = Ticket::issue(order.id, order.event, seat, order.buyer);
-            rows.push(TicketRow {
-                id: t.id,
-                event: t.event,
-                order: order.id,
-                seat: t.seat,
-                holder: t.holder,
-                version: t.version,
-                attendee: None,
-                issued_at: now,
-            });
-        }
+        let rows = TicketRow::first_of(order, self.now())?;
         Ok(port.insert_tickets(&rows).await?)
     }
 
@@ -141,7 +128,7 @@ impl Engine {
         }))
     }
 
-    async fn held_ticket(
+    pub(super) async fn held_ticket(
         &self,
         who: &BuyerSession,
         id: TicketId,
@@ -152,7 +139,7 @@ impl Engine {
             .ok_or(EngineError::NotFound(Resource::Ticket))
     }
 
-    async fn view(&self, facts: &TicketFacts) -> Result<TicketView, EngineError> {
+    pub(super) async fn view(&self, facts: &TicketFacts) -> Result<TicketView, EngineError> {
         let t = &facts.ticket;
         let status = status(facts);
         let keys = self.event_keys(t.event).await?;

@@ -6,9 +6,10 @@
 //! - **Tickets** (`holders.rs`): a ticket exists for each seat of a `confirmed` order,
 //!   the money captured: no ticket without money. A committed order whose capture is
 //!   still pending (`committed`, `pending_capture`) owns its seats but has no tickets
-//!   yet; its buyer sees them once the capture lands. Ticket rows are written the first
-//!   time their holder lists them, with an id derived from (order, seat), so writing
-//!   them twice is harmless and the sale's commit path is untouched.
+//!   yet; its buyer sees them once the capture lands. The ledger writes the ticket rows
+//!   in the transaction that records the capture (`TicketRow::first_of`), with ids
+//!   derived from (order, seat), so writing them twice is harmless and the sale's commit
+//!   path is untouched; a listing writes only those of orders captured before that.
 //! - **Validity is derived, never stored**: a ticket admits only while its order is
 //!   `confirmed`. A refund or a cancellation moves the order to another state, and from
 //!   that moment the door refuses the ticket and the gate bundle lists it as revoked;
@@ -17,10 +18,14 @@
 //!   a scan verifies the barcode, then the ledger admits the ticket once, in one
 //!   conditional step (`Tickets::check_in`), however many gates and nodes scan at once.
 //!   Offline scans uploaded later are reconciled by scan time: the earliest wins.
+//! - **Transfers** (`transfers.rs`): a holder offers a ticket to another buyer, who
+//!   accepts; the ledger moves the ticket to a new version in one transaction, so the
+//!   old barcode is refused at the door.
 
 mod door;
 mod holders;
 mod keys;
+mod transfers;
 
 use std::sync::Arc;
 
@@ -29,6 +34,7 @@ use boxoffice_domain::ticket::BarcodeRefusal;
 pub use door::{BatchItem, BatchOutcome, GateCreated, MAX_GATE_NAME, ScanRef, ScanVerdict};
 pub use holders::{TicketStatus, TicketView};
 pub use keys::KeySetView;
+pub use transfers::{AcceptedView, MAX_LISTED, MyTransfers, TransferView};
 
 use crate::ports::{FirstScan, Tickets};
 use crate::{Engine, EngineError};
@@ -54,6 +60,18 @@ pub enum TicketRefusal {
     CurrentKey,
     #[error("the event already has the most keys it may have; retire one first")]
     TooManyKeys,
+    #[error("this event's tickets cannot be transferred")]
+    TransfersNotAllowed,
+    #[error("transfers for this event have closed")]
+    TransferWindowClosed,
+    #[error("this ticket cannot be transferred: {0}")]
+    NotTransferable(&'static str),
+    #[error("this ticket is already offered to someone; cancel that offer first")]
+    TransferPending,
+    #[error("this offer is {} already", .0.as_str())]
+    TransferEnded(crate::ports::TransferState),
+    #[error("a ticket cannot be transferred to its own holder")]
+    TransferToSelf,
 }
 
 impl From<TicketRefusal> for EngineError {

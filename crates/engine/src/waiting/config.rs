@@ -20,6 +20,9 @@ pub struct WaitingConfig {
     /// Hold attempts per buyer, won or lost. A person picking seats tries a few in a
     /// row and then pays; a script hammering the hot store gets 429 with Retry-After.
     pub hold_per_buyer: Limit,
+    /// Transfer writes per buyer (offers, accepts, withdrawals), each a ledger
+    /// transaction; beyond it 429 with Retry-After.
+    pub transfer_per_buyer: Limit,
     /// How long a proof-of-work challenge may be solved.
     pub challenge_ttl_s: u64,
     /// How long a node serves the pre-serialized public document before rebuilding it.
@@ -48,6 +51,10 @@ impl Default for WaitingConfig {
                 burst: 10,
             },
             hold_per_buyer: Limit {
+                per_s: 1,
+                burst: 10,
+            },
+            transfer_per_buyer: Limit {
                 per_s: 1,
                 burst: 10,
             },

@@ -21,6 +21,8 @@ pub(crate) enum Key {
     /// Anonymous sign-ups from one client address (unknown addresses share a cell).
     SignupIp(Option<IpAddr>),
     HoldBuyer(BuyerId),
+    /// Transfer offers, accepts and withdrawals per buyer.
+    TransferBuyer(BuyerId),
 }
 
 pub(crate) struct Limiter {

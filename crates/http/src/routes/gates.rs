@@ -72,6 +72,12 @@ pub(crate) fn refusal_code(r: &TicketRefusal) -> ErrorCode {
         TicketRefusal::KeyNotFound => C::KeyNotFound,
         TicketRefusal::CurrentKey => C::KeyCurrent,
         TicketRefusal::TooManyKeys => C::TooManyKeys,
+        TicketRefusal::TransfersNotAllowed => C::TransfersNotAllowed,
+        TicketRefusal::TransferWindowClosed => C::TransferWindowClosed,
+        TicketRefusal::NotTransferable(_) => C::TicketNotTransferable,
+        TicketRefusal::TransferPending => C::TransferPending,
+        TicketRefusal::TransferEnded(_) => C::TransferNotOpen,
+        TicketRefusal::TransferToSelf => C::TransferToSelf,
     }
 }
 

@@ -14,6 +14,7 @@ pub mod payments;
 pub mod queue;
 pub mod refunds;
 pub mod tickets;
+pub mod transfers;
 pub mod waiting;
 pub mod web;
 
@@ -72,6 +73,7 @@ where
 pub fn table() -> Vec<RouteDef> {
     let mut table = sale();
     table.extend(tickets::routes());
+    table.extend(transfers::routes());
     table.extend(gates::routes());
     table
 }

@@ -72,6 +72,7 @@ pub fn spec(
             admission_rate_per_s,
             honour_late_payments: false,
             buyer_refunds: None,
+            transfers: None,
         },
     }
 }

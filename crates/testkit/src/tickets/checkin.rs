@@ -5,7 +5,9 @@
 
 use boxoffice_domain::ticket::TicketId;
 use boxoffice_domain::{BuyerId, Millis, OrderEvent, OrderState};
-use boxoffice_engine::ports::{CheckIn, FirstScan, ScanAttempt};
+use boxoffice_engine::ports::{
+    Accept, CheckIn, FirstScan, ScanAttempt, TransferOffer, TransferState,
+};
 
 use super::{DOORS, TicketStores, confirmed_order, gate, rows_of};
 use crate::ledger::fixtures::{T0, authorized, commit_of, event};
@@ -99,9 +101,28 @@ pub async fn a_ticket_admits_only_while_its_order_is_confirmed(s: TicketStores) 
 
 pub async fn an_old_version_or_an_unknown_ticket_is_refused(s: TicketStores) {
     let (e, o) = confirmed_order(&s, 1).await;
-    let mut rows = rows_of(&o);
-    rows[0].version = 2;
-    s.tickets.insert_tickets(&rows).await.unwrap();
+    let rows = rows_of(&o);
+    // Version 2, as a transfer makes it.
+    let offer = TransferOffer {
+        id: boxoffice_domain::TransferId::random(),
+        ticket: rows[0].id,
+        event: e.id,
+        from: o.buyer,
+        to: BuyerId::random(),
+        version: 1,
+        state: TransferState::Offered,
+        created_at: T0.plus_secs(5),
+        expires_at: DOORS,
+        ended_at: None,
+    };
+    s.tickets.offer_transfer(&offer).await.unwrap().unwrap();
+    let accept = Accept {
+        transfer: offer.id,
+        by: offer.to,
+        max_per_buyer: 1,
+        now: T0.plus_secs(6),
+    };
+    s.tickets.accept_transfer(&accept).await.unwrap().unwrap();
     let g = gate(&s, &e, "Main").await;
     let old = s
         .tickets

@@ -53,9 +53,16 @@ pub async fn the_rotation_secret_is_drawn_once_and_kept_across_switches(s: Ticke
     assert_eq!(s.tickets.barcode_setting(e.id).await.unwrap(), Some(again));
 }
 
-pub async fn tickets_are_written_once_and_read_back_with_their_orders_state(s: TicketStores) {
+pub async fn tickets_are_written_at_capture_once_and_read_back_with_their_orders_state(
+    s: TicketStores,
+) {
     let (e, o) = confirmed_order(&s, 3).await;
     let rows = rows_of(&o);
+    let mut written = s.tickets.tickets_of_order(o.id).await.unwrap();
+    written.sort_by(|a, b| a.seat.as_str().cmp(b.seat.as_str()));
+    let mut want = rows.clone();
+    want.sort_by(|a, b| a.seat.as_str().cmp(b.seat.as_str()));
+    assert_eq!(written, want, "the capture wrote the tickets");
     s.tickets.insert_tickets(&rows).await.unwrap();
     // Written again with another holder, as a racing request might: nothing changes.
     let mut again = rows.clone();

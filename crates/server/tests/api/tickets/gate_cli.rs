@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use super::{barcode, bundle, buy, gate, set_order_state_of_ticket};
+use super::{barcode, bundle, buy, cancel_order_of, gate};
 use crate::common::{BOXOFFICE, spawn, spec};
 
 /// Runs `boxoffice gate --bundle FILE [barcode]` (stdin when `arg` is None): (exit code,
@@ -39,7 +39,7 @@ fn gate_cli(file: &std::path::Path, arg: Option<&str>, stdin: &str) -> (i32, Str
 async fn the_gate_command_admits_and_refuses_against_a_downloaded_bundle() {
     let app = spawn().await;
     let event = app.create_event(&spec(2, 10, 0, 4)).await;
-    let (_, tickets) = buy(&app, event, 2).await;
+    let (token, tickets) = buy(&app, event, 2).await;
     let (_, key) = gate(&app, event, "Offline").await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bundle.json");
@@ -60,7 +60,7 @@ async fn the_gate_command_admits_and_refuses_against_a_downloaded_bundle() {
     assert!(line.starts_with("REFUSE"), "{line}");
 
     // The order is refunded; a bundle downloaded afterwards refuses its tickets.
-    set_order_state_of_ticket(&app, id, "refunded");
+    cancel_order_of(&app, &token, event).await;
     std::fs::write(&file, bundle(&app, event, &key).await.to_string()).unwrap();
     let (code, line) = gate_cli(&file, Some(&good), "");
     assert_eq!(

@@ -5,6 +5,7 @@
 mod door;
 mod gate_cli;
 mod refusals;
+mod transfers;
 
 use boxoffice_domain::EventId;
 use reqwest::StatusCode;
@@ -15,7 +16,15 @@ use crate::common::{TestApp, uuid};
 /// A new buyer who bought `seats` seats of section A of `event`: (buyer token, their
 /// tickets as listed by GET /v1/me/tickets).
 pub async fn buy(app: &TestApp, event: EventId, seats: u32) -> (String, Vec<Value>) {
-    let (token, admission) = app.admitted_buyer(event).await;
+    let (_, token) = app.buyer().await;
+    let tickets = buy_as(app, event, seats, &token).await;
+    (token, tickets)
+}
+
+/// The buyer of `token` buys `seats` seats of section A of `event`: their tickets of
+/// it, as listed by GET /v1/me/tickets.
+pub async fn buy_as(app: &TestApp, event: EventId, seats: u32, token: &str) -> Vec<Value> {
+    let admission = app.admit(event, token).await;
     let body = json!({"best_available": {"section": "A", "quantity": seats}});
     let res = app.hold(event, &admission, body).await;
     assert_eq!(res.status(), StatusCode::CREATED);
@@ -23,11 +32,15 @@ pub async fn buy(app: &TestApp, event: EventId, seats: u32) -> (String, Vec<Valu
         .as_str()
         .unwrap()
         .to_string();
-    let res = app.checkout(&hold, &token, "pm_card_visa").await;
+    let res = app.checkout(&hold, token, "pm_card_visa").await;
     assert_eq!(res.status(), StatusCode::CREATED);
-    let tickets = my_tickets(app, &token).await;
-    assert_eq!(tickets.len(), seats as usize);
-    (token, tickets)
+    let order = res.json::<Value>().await.unwrap()["order_id"].clone();
+    let tickets = my_tickets(app, token).await;
+    let of_event: Vec<Value> = (tickets.into_iter())
+        .filter(|t| t["event_id"] == json!(event.0))
+        .collect();
+    assert!(of_event.len() >= seats as usize, "{order}: {of_event:?}");
+    of_event
 }
 
 pub async fn my_tickets(app: &TestApp, token: &str) -> Vec<Value> {
@@ -78,16 +91,20 @@ pub async fn bundle(app: &TestApp, event: EventId, credential: &str) -> Value {
     res.json().await.unwrap()
 }
 
-/// Moves an order behind the API, as a refund or a cancellation would: the ledger is
-/// the embedded node's SQLite file.
-pub fn set_order_state_of_ticket(app: &TestApp, ticket_id: &str, state: &str) {
-    let db = rusqlite::Connection::open(app.dir.path().join("ledger.db")).unwrap();
-    db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
-    let changed = db
-        .execute(
-            "UPDATE orders SET state = ?2 WHERE id = (SELECT order_id FROM tickets WHERE id = ?1)",
-            rusqlite::params![ticket_id, state],
-        )
-        .unwrap();
-    assert_eq!(changed, 1);
+/// The operator cancels the order the buyer of `token` placed for `event` (refunded
+/// through the provider); a second cancel is refused with a code. Returns its id.
+pub async fn cancel_order_of(app: &TestApp, token: &str, event: EventId) -> String {
+    let mine: Value = app.get("/v1/me/orders", token).await.json().await.unwrap();
+    let order = (mine["orders"].as_array().unwrap().iter())
+        .find(|o| o["event_id"] == json!(event.0))
+        .expect("an order of the event");
+    let id = order["order_id"].as_str().unwrap().to_string();
+    let path = format!("/v1/orders/{id}/cancel");
+    let res = app.post(&path, &app.operator_key, &uuid(), json!({})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = app.post(&path, &app.operator_key, &uuid(), json!({})).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT, "a refunded order again");
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["error"], "order_not_cancellable");
+    id
 }

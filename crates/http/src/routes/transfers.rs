@@ -1,0 +1,194 @@
+//! Ticket transfers: the holder offers a ticket to another buyer (by buyer id), the
+//! recipient accepts, the holder may withdraw the offer first; both list their offers.
+//! Every write is a buyer's, rate-limited per buyer before the replay store (a refused
+//! attempt is not kept as the key's answer) and idempotent through `Replay`; a refusal
+//! is a coded 4xx that changes nothing.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use boxoffice_domain::ticket::TicketId;
+use boxoffice_domain::{BuyerId, TransferId};
+use boxoffice_engine::tickets::{AcceptedView, MyTransfers, TransferView};
+use serde::Deserialize;
+
+use super::route;
+use crate::AppState;
+use crate::code::ErrorCode;
+use crate::error::ApiError;
+use crate::extract::{Buyer, json};
+use crate::idempotency::{Replay, Scope, reply};
+use crate::openapi::{Doc, Schema};
+use crate::path_id::Id;
+use crate::routes::waiting::refused;
+use crate::routes::{RouteClass, RouteDef};
+
+pub(super) fn routes() -> Vec<RouteDef> {
+    use RouteClass::Api;
+    use axum::http::Method as M;
+    vec![
+        route(
+            M::POST,
+            "/v1/tickets/{id}/transfers",
+            Api,
+            offer,
+            &OFFER_DOC,
+        ),
+        route(
+            M::POST,
+            "/v1/transfers/{id}/accept",
+            Api,
+            accept,
+            &ACCEPT_DOC,
+        ),
+        route(M::DELETE, "/v1/transfers/{id}", Api, cancel, &CANCEL_DOC),
+        route(M::GET, "/v1/me/transfers", Api, mine, &MINE_DOC),
+    ]
+}
+
+/// What every transfer write may answer besides its own refusals.
+const WRITE_SHARED: &[&[ErrorCode]] = &[
+    &[ErrorCode::RateLimited],
+    crate::idempotency::REFUSES,
+    crate::extract::BUYER_REFUSES,
+];
+
+/// Whom to offer the ticket to.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = TransferRequest)]
+struct OfferBody {
+    to_buyer_id: BuyerId,
+}
+
+pub(crate) const OFFER_DOC: Doc = Doc {
+    op: "offerTicketTransfer",
+    body: Some(Schema::of::<OfferBody>()),
+    ok: &[(StatusCode::CREATED, Schema::of::<TransferView>())],
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::TicketNotFound,
+            C::EventNotFound,
+            C::TransfersNotAllowed,
+            C::TransferWindowClosed,
+            C::TicketNotTransferable,
+            C::TransferPending,
+            C::TransferToSelf,
+            C::InvalidBody,
+            C::MalformedJson,
+            C::PayloadTooLarge,
+        ]
+    },
+    shared: WRITE_SHARED,
+};
+
+/// POST /v1/tickets/{id}/transfers (buyer token, the ticket's holder).
+pub async fn offer(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    replay: Replay,
+    Id(ticket): Id<TicketId>,
+    body: Bytes,
+) -> Response {
+    let input: OfferBody = match json(&body) {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    if let Err(r) = st.engine.limit_transfer(&who) {
+        return refused(r.into());
+    }
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Buyer(who.buyer), &body, async move {
+            let view = engine
+                .offer_transfer(&who, ticket, input.to_buyer_id)
+                .await?;
+            reply(StatusCode::CREATED, &view)
+        })
+        .await
+}
+
+pub(crate) const ACCEPT_DOC: Doc = Doc {
+    op: "acceptTicketTransfer",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<AcceptedView>())],
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::TransferNotFound,
+            C::EventNotFound,
+            C::TransfersNotAllowed,
+            C::TransferWindowClosed,
+            C::TicketNotTransferable,
+            C::TransferNotOpen,
+            C::LimitExceeded,
+        ]
+    },
+    shared: WRITE_SHARED,
+};
+
+/// POST /v1/transfers/{id}/accept (buyer token, the offer's recipient). No body.
+pub async fn accept(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    replay: Replay,
+    Id(id): Id<TransferId>,
+) -> Response {
+    if let Err(r) = st.engine.limit_transfer(&who) {
+        return refused(r.into());
+    }
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Buyer(who.buyer), b"", async move {
+            let accepted = engine.accept_transfer(&who, id).await?;
+            reply(StatusCode::OK, &accepted)
+        })
+        .await
+}
+
+pub(crate) const CANCEL_DOC: Doc = Doc {
+    op: "cancelTicketTransfer",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<TransferView>())],
+    refuses: &[ErrorCode::TransferNotFound, ErrorCode::TransferNotOpen],
+    shared: WRITE_SHARED,
+};
+
+/// DELETE /v1/transfers/{id} (buyer token, the offer's sender). No body.
+pub async fn cancel(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+    replay: Replay,
+    Id(id): Id<TransferId>,
+) -> Response {
+    if let Err(r) = st.engine.limit_transfer(&who) {
+        return refused(r.into());
+    }
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Buyer(who.buyer), b"", async move {
+            let ended = engine.cancel_transfer(&who, id).await?;
+            reply(StatusCode::OK, &ended)
+        })
+        .await
+}
+
+pub(crate) const MINE_DOC: Doc = Doc {
+    op: "listMyTransfers",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<MyTransfers>())],
+    refuses: &[ErrorCode::Unavailable, ErrorCode::Internal],
+    shared: &[crate::extract::BUYER_REFUSES],
+};
+
+/// GET /v1/me/transfers (buyer token): the newest offers made and received, at most
+/// `MAX_LISTED` in all.
+pub async fn mine(
+    State(st): State<AppState>,
+    Buyer(who): Buyer,
+) -> Result<Json<MyTransfers>, ApiError> {
+    Ok(Json(st.engine.my_transfers(&who).await?))
+}
