@@ -25,7 +25,6 @@ mod recovery;
 mod refunds;
 pub mod relay;
 pub mod replays;
-mod seen_webhooks;
 mod settle;
 pub mod tickets;
 mod verified;
@@ -130,7 +129,6 @@ pub struct Engine {
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
     snapshots: availability::Snapshots,
-    seen_webhooks: seen_webhooks::SeenWebhooks,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
     /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
@@ -161,7 +159,6 @@ impl Engine {
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
             snapshots: availability::Snapshots::default(),
-            seen_webhooks: seen_webhooks::SeenWebhooks::default(),
             buyers: BuyersConfig::default(),
             identity: None,
             outbox: None,

@@ -89,6 +89,45 @@ pub(crate) async fn create_buyer(
     Ok(Step::Keep(()))
 }
 
+/// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
+pub(crate) async fn claim_webhook(
+    conn: &mut PgConnection,
+    id: &str,
+    now: Millis,
+    stale_before: Millis,
+) -> Result<Step<bool>, StoreError> {
+    let claimed = sqlx::query(
+        "INSERT INTO processed_webhooks (id, claimed_at) VALUES ($1, $2)
+         ON CONFLICT (id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at
+           WHERE NOT processed_webhooks.handled AND processed_webhooks.claimed_at < $3",
+    )
+    .bind(id)
+    .bind(now.0)
+    .bind(stale_before.0)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(claimed.rows_affected() == 1))
+}
+
+/// Writer job: ends a webhook claim (see `Ledger::finish_webhook`).
+pub(crate) async fn finish_webhook(
+    conn: &mut PgConnection,
+    id: &str,
+    handled: bool,
+) -> Result<Step<()>, StoreError> {
+    let sql = match handled {
+        true => "UPDATE processed_webhooks SET handled = TRUE WHERE id = $1",
+        false => "DELETE FROM processed_webhooks WHERE id = $1 AND NOT handled",
+    };
+    sqlx::query(sql)
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
 /// The stored event with its current sale status (the column is the truth; the JSON
 /// body keeps the status it was built with).
 pub(crate) async fn read<'e>(

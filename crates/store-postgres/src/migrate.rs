@@ -47,6 +47,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "order_events_out",
         include_str!("../../../migrations/postgres/0007_order_events_out.sql"),
     ),
+    (
+        8,
+        "processed_webhooks",
+        include_str!("../../../migrations/postgres/0008_processed_webhooks.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -70,6 +70,40 @@ pub(crate) fn set_status(
 }
 
 /// Idempotent: creating a buyer twice is not an error (a retried sign-up).
+/// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
+pub(crate) fn claim_webhook(
+    conn: &Connection,
+    id: &str,
+    now: Millis,
+    stale_before: Millis,
+) -> Result<Step<bool>, StoreError> {
+    let claimed = conn
+        .prepare_cached(
+            "INSERT INTO processed_webhooks (id, claimed_at) VALUES (?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET claimed_at = excluded.claimed_at
+               WHERE NOT processed_webhooks.handled AND processed_webhooks.claimed_at < ?3",
+        )
+        .and_then(|mut s| s.execute(params![id, now.0, stale_before.0]))
+        .map_err(db)?;
+    Ok(Step::Keep(claimed == 1))
+}
+
+/// Writer job: ends a webhook claim (see `Ledger::finish_webhook`).
+pub(crate) fn finish_webhook(
+    conn: &Connection,
+    id: &str,
+    handled: bool,
+) -> Result<Step<()>, StoreError> {
+    let sql = match handled {
+        true => "UPDATE processed_webhooks SET handled = 1 WHERE id = ?1",
+        false => "DELETE FROM processed_webhooks WHERE id = ?1 AND NOT handled",
+    };
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute(params![id]))
+        .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
 pub(crate) fn create_buyer(
     conn: &Connection,
     buyer: BuyerId,

@@ -119,6 +119,27 @@ impl Ledger for SqliteLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.writer
+            .submit(move |c| events::claim_webhook(c, &id, now, stale_before))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.writer
+            .submit(move |c| events::finish_webhook(c, &id, handled))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         let order = order.clone();
         self.writer.submit(move |c| moves::insert(c, &order)).await

@@ -43,6 +43,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "order_events_out",
         include_str!("../../../migrations/sqlite/0006_order_events_out.sql"),
     ),
+    (
+        7,
+        "processed_webhooks",
+        include_str!("../../../migrations/sqlite/0007_processed_webhooks.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -63,6 +63,7 @@ macro_rules! ledger_conformance {
                 an_events_orders_page_in_id_order_from_a_cursor,
                 a_committed_order_has_its_seats_sold_to_its_buyer,
                 a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing,
+                an_order_for_a_seat_the_ledger_sold_is_not_written,
                 an_order_can_be_committed_only_once,
                 only_an_authorized_order_can_be_committed,
                 a_buyer_over_the_limit_gets_limit_exceeded_and_no_seats,

@@ -58,6 +58,12 @@ pub enum InsertOrder {
     Inserted,
     /// The hold already has an order (a retried checkout): here it is.
     Exists(Order),
+    /// The ledger has already sold one of the order's seats (to this seat the hot store
+    /// still offered): no order is written, so no card is authorized for a seat that can
+    /// only lose at commit (P5).
+    SeatSold {
+        seat_id: String,
+    },
 }
 
 /// The commit point: the order's seats become sold, or nothing happens.
@@ -130,8 +136,24 @@ pub trait Ledger: Send + Sync {
 
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError>;
 
+    /// Claims a payment webhook's event id for handling, for every node and across
+    /// restarts (P4): `true` when this caller is to handle it (the first delivery, or a
+    /// claim that never finished and was taken before `stale_before`), `false` for a
+    /// duplicate (handled, or being handled, elsewhere or earlier).
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError>;
+
+    /// Ends a claim: `handled` keeps the id for good; otherwise the claim is given back,
+    /// so the provider's retry is handled in full.
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError>;
+
     /// Writes the order as `pending_payment` before the provider is called. One order
-    /// per hold: a second insert for the same hold returns the first.
+    /// per hold: a second insert for the same hold returns the first. An order naming a
+    /// seat the ledger has sold is refused (`SeatSold`) and nothing is written.
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError>;
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError>;
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;

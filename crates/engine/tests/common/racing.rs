@@ -65,6 +65,17 @@ impl Ledger for Racing {
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.inner.create_buyer(buyer, now).await
     }
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError> {
+        self.inner.claim_webhook(id, now, stale_before).await
+    }
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
+        self.inner.finish_webhook(id, handled).await
+    }
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         self.inner.insert_order(order).await
     }
