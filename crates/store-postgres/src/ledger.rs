@@ -144,6 +144,31 @@ impl Ledger for PostgresLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
+        let fresh = fresh.to_string();
+        self.writer
+            .submit(move |c| Box::pin(async move { events::fairness_seed(c, event, &fresh).await }))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| Box::pin(events::record_pool_join(c, event, buyer, now)))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        events::pool_joins(&self.pool, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn claim_webhook(
         &self,
         id: &str,

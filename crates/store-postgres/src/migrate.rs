@@ -52,6 +52,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "processed_webhooks",
         include_str!("../../../migrations/postgres/0008_processed_webhooks.sql"),
     ),
+    (
+        9,
+        "fairness_journal",
+        include_str!("../../../migrations/postgres/0009_fairness_journal.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -119,6 +119,33 @@ impl Ledger for SqliteLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
+        let fresh = fresh.to_string();
+        self.writer
+            .submit(move |c| events::fairness_seed(c, event, &fresh))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| events::record_pool_join(c, event, buyer, now))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        self.readers
+            .read(move |c| events::pool_joins(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn claim_webhook(
         &self,
         id: &str,

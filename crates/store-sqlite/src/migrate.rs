@@ -48,6 +48,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "processed_webhooks",
         include_str!("../../../migrations/sqlite/0007_processed_webhooks.sql"),
     ),
+    (
+        8,
+        "fairness_journal",
+        include_str!("../../../migrations/sqlite/0008_fairness_journal.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

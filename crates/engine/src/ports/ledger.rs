@@ -136,6 +136,23 @@ pub trait Ledger: Send + Sync {
 
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError>;
 
+    /// The event's fairness seed (hex), kept for good: the first `fresh` stored wins and
+    /// every later call returns it, so the commitment published before opening holds
+    /// across restarts and hot-store losses (P7).
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError>;
+
+    /// Records that `buyer` joined the event's pre-opening pool (a buyer recorded before
+    /// keeps their first record), so the pool survives the loss of the queue store.
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// The pre-opening pool as recorded, in arrival order.
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError>;
+
     /// Claims a payment webhook's event id for handling, for every node and across
     /// restarts (P4): `true` when this caller is to handle it (the first delivery, or a
     /// claim that never finished and was taken before `stale_before`), `false` for a

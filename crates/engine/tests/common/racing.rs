@@ -65,6 +65,20 @@ impl Ledger for Racing {
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.inner.create_buyer(buyer, now).await
     }
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
+        self.inner.fairness_seed(event, fresh).await
+    }
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.inner.record_pool_join(event, buyer, now).await
+    }
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        self.inner.pool_joins(event).await
+    }
     async fn claim_webhook(
         &self,
         id: &str,

@@ -43,10 +43,10 @@ async fn buy_one(c: &reqwest::Client, node: &str, event: i64) -> Option<u16> {
     Some(call(c, Method::POST, checkout, &token, pay).await.0)
 }
 
-/// The admission token for `ticket`, or None if none came within 5 s (the line is told
+/// The admission token for `ticket`, or None if none came within 10 s (the line is told
 /// "sold out" while every seat is sold or held).
 async fn admitted(c: &reqwest::Client, node: &str, ticket: &str) -> Option<String> {
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + Duration::from_secs(10);
     while Instant::now() < until {
         let url = format!("{node}/v1/queue/status");
         let (_, st) = call(c, Method::GET, url, ticket, Value::Null).await;
@@ -109,7 +109,10 @@ async fn open_event(c: &reqwest::Client, node: &str, rows: u32) -> i64 {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 400)]
 async fn an_event_lost_mid_sale_is_rebuilt_once_and_no_seat_the_ledger_sold_is_sold_again() {
-    let extra = "[engine]\nadmission_interval_ms = 50\n[workers]\nexpiry_interval_ms = 100\n";
+    // The reconcile worker waits an hour: only the rebuild and the commits themselves
+    // may bring the hot store in step with the ledger here.
+    let extra = "[engine]\nadmission_interval_ms = 50\n\
+        [workers]\nexpiry_interval_ms = 100\ndrift_repair_interval_ms = 3600000\n";
     let backing = Backing::new(OPERATOR, extra);
     let (nodes, urls) = start(&backing, 2).await;
     let c = reqwest::Client::builder()
@@ -229,7 +232,7 @@ async fn an_event_lost_mid_sale_is_rebuilt_once_and_no_seat_the_ledger_sold_is_s
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 200)]
 async fn drift_injected_in_redis_is_repaired_within_one_reconcile_period() {
-    const PERIOD: Duration = Duration::from_millis(1_000);
+    const PERIOD: Duration = Duration::from_millis(2_000);
     let extra = format!(
         "[engine]\nadmission_interval_ms = 50\n[workers]\ndrift_repair_interval_ms = {}\n",
         PERIOD.as_millis()
@@ -274,9 +277,10 @@ async fn drift_injected_in_redis_is_repaired_within_one_reconcile_period() {
     .await;
     let took = injected.elapsed();
     eprintln!("drift repaired {took:?} after it was made (period {PERIOD:?})");
-    // One period, and the step's own time on a loaded machine.
+    // One period, and the step's own time on a loaded machine (two cores shared with
+    // builds).
     assert!(
-        took <= PERIOD + Duration::from_millis(500),
+        took <= PERIOD + Duration::from_secs(1),
         "repaired after {took:?}"
     );
     let after = metric_sum(&c, &urls, "boxoffice_drift_repairs_total").await;
