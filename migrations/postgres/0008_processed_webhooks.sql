@@ -4,5 +4,6 @@
 CREATE TABLE processed_webhooks (
     id          TEXT    PRIMARY KEY,
     claimed_at  BIGINT  NOT NULL,
+    claimed_by  TEXT    NOT NULL,                   -- the claiming process's incarnation
     handled     BOOLEAN NOT NULL DEFAULT FALSE
 );

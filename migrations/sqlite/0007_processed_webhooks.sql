@@ -4,5 +4,6 @@
 CREATE TABLE processed_webhooks (
     id          TEXT    PRIMARY KEY,
     claimed_at  INTEGER NOT NULL,
+    claimed_by  TEXT    NOT NULL,                   -- the claiming process's incarnation
     handled     INTEGER NOT NULL DEFAULT 0
 );

@@ -128,6 +128,8 @@ pub struct Engine {
     catalog: catalog::CatalogCache,
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
+    /// This process's life, drawn at start: webhook claims name it (`webhooks`).
+    incarnation: ports::Incarnation,
     snapshots: availability::Snapshots,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
@@ -158,6 +160,7 @@ impl Engine {
             catalog: catalog::CatalogCache::default(),
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
+            incarnation: ports::Incarnation::random(),
             snapshots: availability::Snapshots::default(),
             buyers: BuyersConfig::default(),
             identity: None,

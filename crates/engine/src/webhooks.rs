@@ -68,7 +68,7 @@ impl Engine {
         let claimed = self
             .ports
             .ledger
-            .claim_webhook(&event.id, now, stale_before)
+            .claim_webhook(&event.id, self.incarnation, now, stale_before)
             .await
             .map_err(EngineError::from)?;
         if !claimed {

@@ -2,7 +2,7 @@
 //! a hot-store rebuild starts from.
 
 use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
-use boxoffice_engine::ports::StoreError;
+use boxoffice_engine::ports::{Incarnation, StoreError};
 use sqlx::{PgConnection, PgExecutor, Row};
 
 use crate::conn::{corrupt, db};
@@ -148,20 +148,25 @@ pub(crate) async fn pool_joins(
 }
 
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
+/// Several nodes share the database, so another incarnation's unfinished claim may be
+/// alive: it is taken over only once it is older than the lease.
 pub(crate) async fn claim_webhook(
     conn: &mut PgConnection,
     id: &str,
+    by: Incarnation,
     now: Millis,
     stale_before: Millis,
 ) -> Result<Step<bool>, StoreError> {
     let claimed = sqlx::query(
-        "INSERT INTO processed_webhooks (id, claimed_at) VALUES ($1, $2)
-         ON CONFLICT (id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at
+        "INSERT INTO processed_webhooks (id, claimed_at, claimed_by) VALUES ($1, $2, $4)
+         ON CONFLICT (id) DO UPDATE
+           SET claimed_at = EXCLUDED.claimed_at, claimed_by = EXCLUDED.claimed_by
            WHERE NOT processed_webhooks.handled AND processed_webhooks.claimed_at < $3",
     )
     .bind(id)
     .bind(now.0)
     .bind(stale_before.0)
+    .bind(by.to_hex())
     .execute(&mut *conn)
     .await
     .map_err(db)?;

@@ -10,8 +10,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
-    Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
+    InsertOrder, Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 use sqlx::PgPool;
@@ -172,13 +172,14 @@ impl Ledger for PostgresLedger {
     async fn claim_webhook(
         &self,
         id: &str,
+        by: Incarnation,
         now: Millis,
         stale_before: Millis,
     ) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.writer
             .submit(move |c| {
-                Box::pin(async move { events::claim_webhook(c, &id, now, stale_before).await })
+                Box::pin(async move { events::claim_webhook(c, &id, by, now, stale_before).await })
             })
             .await
     }

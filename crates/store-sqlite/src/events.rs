@@ -2,7 +2,7 @@
 //! a hot-store rebuild starts from.
 
 use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
-use boxoffice_engine::ports::StoreError;
+use boxoffice_engine::ports::{Incarnation, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::conn::{corrupt, db};
@@ -119,19 +119,24 @@ pub(crate) fn pool_joins(conn: &Connection, event: EventId) -> Result<Vec<BuyerI
 }
 
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
+/// One process opens the file at a time, so an unfinished claim of another incarnation
+/// is an earlier life's, dead: it is taken over at once.
 pub(crate) fn claim_webhook(
     conn: &Connection,
     id: &str,
+    by: Incarnation,
     now: Millis,
     stale_before: Millis,
 ) -> Result<Step<bool>, StoreError> {
     let claimed = conn
         .prepare_cached(
-            "INSERT INTO processed_webhooks (id, claimed_at) VALUES (?1, ?2)
-             ON CONFLICT (id) DO UPDATE SET claimed_at = excluded.claimed_at
-               WHERE NOT processed_webhooks.handled AND processed_webhooks.claimed_at < ?3",
+            "INSERT INTO processed_webhooks (id, claimed_at, claimed_by) VALUES (?1, ?2, ?4)
+             ON CONFLICT (id) DO UPDATE
+               SET claimed_at = excluded.claimed_at, claimed_by = excluded.claimed_by
+               WHERE NOT processed_webhooks.handled
+                 AND (processed_webhooks.claimed_at < ?3 OR processed_webhooks.claimed_by <> ?4)",
         )
-        .and_then(|mut s| s.execute(params![id, now.0, stale_before.0]))
+        .and_then(|mut s| s.execute(params![id, now.0, stale_before.0, by.to_hex()]))
         .map_err(db)?;
     Ok(Step::Keep(claimed == 1))
 }

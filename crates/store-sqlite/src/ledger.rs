@@ -11,8 +11,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
-    Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
+    InsertOrder, Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -149,12 +149,13 @@ impl Ledger for SqliteLedger {
     async fn claim_webhook(
         &self,
         id: &str,
+        by: Incarnation,
         now: Millis,
         stale_before: Millis,
     ) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.writer
-            .submit(move |c| events::claim_webhook(c, &id, now, stale_before))
+            .submit(move |c| events::claim_webhook(c, &id, by, now, stale_before))
             .await
     }
 

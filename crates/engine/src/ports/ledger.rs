@@ -5,7 +5,7 @@ use boxoffice_domain::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{EventCancellation, EventOrders, StoreError};
+use super::{EventCancellation, EventOrders, Incarnation, StoreError};
 
 /// One seat of an order, priced at the hold's quote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,12 +154,14 @@ pub trait Ledger: Send + Sync {
     async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError>;
 
     /// Claims a payment webhook's event id for handling, for every node and across
-    /// restarts (P4): `true` when this caller is to handle it (the first delivery, or a
-    /// claim that never finished and was taken before `stale_before`), `false` for a
-    /// duplicate (handled, or being handled, elsewhere or earlier).
+    /// restarts (P4): `true` when `by` is to handle it (the first delivery, or a claim
+    /// that never finished and is dead: taken before `stale_before`, or, in a ledger one
+    /// process opens at a time, taken by an earlier life of this process), `false` for
+    /// a duplicate (handled, or being handled, elsewhere or earlier).
     async fn claim_webhook(
         &self,
         id: &str,
+        by: Incarnation,
         now: Millis,
         stale_before: Millis,
     ) -> Result<bool, StoreError>;

@@ -10,8 +10,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
-    Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
+    InsertOrder, Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -82,10 +82,11 @@ impl Ledger for Racing {
     async fn claim_webhook(
         &self,
         id: &str,
+        by: Incarnation,
         now: Millis,
         stale_before: Millis,
     ) -> Result<bool, StoreError> {
-        self.inner.claim_webhook(id, now, stale_before).await
+        self.inner.claim_webhook(id, by, now, stale_before).await
     }
     async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
         self.inner.finish_webhook(id, handled).await
