@@ -1,13 +1,13 @@
 //! Events: creating them, opening and closing the sale, and keeping the hot store in
 //! step with the ledger. Catalogs are read-mostly, so each node caches them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use boxoffice_domain::{Event, EventId, EventSpec, SaleStatus, SeatIndex, SectionKind};
 use parking_lot::RwLock;
 
-use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection};
+use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection, RebuildClaim, SoldSeat};
 use crate::{Engine, EngineError, Resource};
 
 /// A cached event with its seat-label index.
@@ -140,16 +140,59 @@ impl Engine {
 
     /// Rebuilds the event in the hot store from the ledger: sold seats sold, all else
     /// free. Holds are lost by design (P5); their buyers get a clear error and retry.
+    ///
+    /// A commit that lands in the ledger after the sold seats were read and records its
+    /// sale while the load runs finds no event to record it in; so once loaded, the
+    /// ledger is read again and every seat sold since the first read is marked sold. A
+    /// commit landing after that second read records itself in the loaded event, over
+    /// whoever holds its seats (`record_sale_in_hot_store`). So no sale is left out,
+    /// however the commits in flight interleave with the rebuild (docs/ARCHITECTURE.md
+    /// §12).
     #[tracing::instrument(skip_all, fields(event = %id))]
     pub async fn rebuild(&self, id: EventId) -> Result<(), EngineError> {
         let entry = self.event(id).await?;
         let seats = self.ledger_sold_seats(&entry).await?;
         self.ports.arbiter.load(&entry.layout(), &seats).await?;
-        tracing::info!(event = %id, sold = seats.len(), "event rebuilt in the hot store");
+        let known: HashSet<SeatIndex> = seats.iter().map(|s| s.seat).collect();
+        let since: Vec<SoldSeat> = self
+            .ledger_sold_seats(&entry)
+            .await?
+            .into_iter()
+            .filter(|s| !known.contains(&s.seat))
+            .collect();
+        let caught_up = match since.is_empty() {
+            true => 0,
+            false => self.ports.arbiter.mark_seats_sold(id, &since).await?,
+        };
+        metrics::counter!("boxoffice_hot_store_rebuilds_total").increment(1);
+        tracing::info!(event = %id, sold = seats.len(), caught_up, "event rebuilt in the hot store");
         Ok(())
     }
 
-    /// At start-up: every open event is rebuilt in the hot store.
+    /// The hot store has lost the event (a restart, a flush, a failover): rebuild it
+    /// from the ledger once, whichever nodes notice at the same moment. One caller
+    /// claims the rebuild; the others wait until it is loaded, up to `wait`, and then
+    /// answer 503 (retry).
+    pub(crate) async fn rebuild_lost(&self, id: EventId) -> Result<(), EngineError> {
+        let wait = std::time::Duration::from_secs(5);
+        let started = std::time::Instant::now();
+        loop {
+            match self.ports.arbiter.claim_rebuild(id).await? {
+                RebuildClaim::Loaded => return Ok(()),
+                RebuildClaim::Mine => return self.rebuild(id).await,
+                RebuildClaim::Busy if started.elapsed() < wait => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                RebuildClaim::Busy => {
+                    return Err(EngineError::Unavailable(
+                        "the event is being rebuilt; retry".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// At start-up: every open event missing from the hot store is rebuilt.
     pub async fn load_open_events(&self) -> Result<usize, EngineError> {
         let open = self
             .ports
@@ -157,9 +200,7 @@ impl Engine {
             .events_with_status(SaleStatus::Open)
             .await?;
         for id in &open {
-            if !self.ports.arbiter.is_loaded(*id).await? {
-                self.rebuild(*id).await?;
-            }
+            self.rebuild_lost(*id).await?;
         }
         Ok(open.len())
     }

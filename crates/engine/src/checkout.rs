@@ -67,8 +67,19 @@ impl Engine {
             Err(ArbiterError::WrongState(_)) => return Err(EngineError::CheckoutInProgress),
             Err(e) => return Err(e.into()),
         }
-        if let InsertOrder::Exists(existing) = self.ports.ledger.insert_order(&order).await? {
-            return outcome_of(&existing);
+        match self.ports.ledger.insert_order(&order).await? {
+            InsertOrder::Inserted => {}
+            InsertOrder::Exists(existing) => return outcome_of(&existing),
+            InsertOrder::SeatSold { seat_id } => {
+                // The hot store offered a seat the ledger sold (it lost track of a sale):
+                // this hold is dead before any card is authorized, and the hot store is
+                // told, so nobody else is offered that seat (P5).
+                tracing::info!(hold = %hold, seat = %seat_id, "hold on a seat the ledger sold");
+                if !self.agree_with_ledger_on(&order).await {
+                    self.release_quietly(hold).await;
+                }
+                return Err(EngineError::SeatSold);
+            }
         }
         let outcome = self
             .pay(

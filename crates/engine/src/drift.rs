@@ -62,9 +62,17 @@ impl Engine {
             .await?
             .into_iter()
             .collect();
-        let missing: Vec<SoldSeat> = self
-            .ledger_sold_seats(&entry)
-            .await?
+        let ledger = self.ledger_sold_seats(&entry).await?;
+        // The other direction is only reported: stock nobody can buy until a rebuild or
+        // an operator looks, never "fixed" by unselling a seat on the hot store's word.
+        let in_ledger: HashSet<SeatIndex> = ledger.iter().map(|s| s.seat).collect();
+        let unbacked = hot.iter().filter(|s| !in_ledger.contains(s)).count();
+        metrics::gauge!("boxoffice_drift_unsold_in_ledger", "event" => event.to_string())
+            .set(unbacked as f64);
+        if unbacked > 0 {
+            tracing::warn!(event = %event, seats = unbacked, "the hot store has seats sold that the ledger has not; reported, not repaired");
+        }
+        let missing: Vec<SoldSeat> = ledger
             .into_iter()
             .filter(|s| !hot.contains(&s.seat))
             .collect();

@@ -17,7 +17,7 @@ impl Engine {
         for event in open {
             // A shared hot store can lose an event (flush, failover): rebuild it (P5).
             if !self.ports.arbiter.is_loaded(event).await? {
-                self.rebuild(event).await?;
+                self.rebuild_lost(event).await?;
             }
             let expired = self.ports.arbiter.expire_due(event, now, BATCH).await?;
             done += expired.len();

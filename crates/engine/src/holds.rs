@@ -106,9 +106,10 @@ impl Engine {
         };
         tracing::Span::current().record("hold", tracing::field::display(req.hold));
         let result = match self.ports.arbiter.hold(&req, now).await {
-            // The hot store lost the event (restart, flush): rebuild from the ledger once.
+            // The hot store lost the event (restart, flush): rebuild from the ledger,
+            // once across the nodes that notice at the same moment.
             Err(ArbiterError::UnknownEvent) => {
-                self.rebuild(event).await?;
+                self.rebuild_lost(event).await?;
                 self.ports.arbiter.hold(&req, now).await
             }
             other => other,

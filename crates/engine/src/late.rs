@@ -5,7 +5,7 @@
 //! `mark_sold` and the audit find them where they expect, and the ledger commit that
 //! follows still guards against a double sale.
 
-use crate::ports::{ArbiterError, Order, Retake, StoreError};
+use crate::ports::{ArbiterError, Order, Retake, SoldSeat, StoreError};
 use crate::{Engine, EngineError};
 
 impl Engine {
@@ -56,23 +56,43 @@ impl Engine {
     }
 
     /// After the ledger committed: the hot store marks the seats sold. If the hold is gone
-    /// (the hot store was rebuilt or lost meanwhile), the order's seats are taken again
-    /// and then marked sold, so the hot store does not keep offering seats the ledger has
-    /// sold; only if someone holds them now does the drift remain, for the audit to show.
+    /// (the hot store was rebuilt or lost meanwhile), the ledger wins: the order's seats
+    /// are marked sold whoever holds them now, and a hold on them ends, so its buyer is
+    /// told `seat_sold` at checkout instead of paying for a seat that can only lose. An
+    /// event the hot store does not have at all needs nothing: a rebuild reads this sale
+    /// from the ledger (it reads the ledger again once loaded, for sales like this one
+    /// that landed while it loaded).
     pub(crate) async fn record_sale_in_hot_store(&self, order: &Order) {
         if self.ports.arbiter.mark_sold(order.hold).await.is_ok() {
             return;
         }
-        let healed = match self.retake_seats(order, 60).await {
-            Ok(()) => self.ports.arbiter.mark_sold(order.hold).await.map(|_| ()),
-            Err(e) => Err(e),
+        let entry = match self.event(order.event).await {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "hot store missed a sale; the drift repair will mark it");
+                return;
+            }
         };
-        match healed {
-            Ok(()) => {
-                tracing::info!(order = %order.id, "hot store had lost the hold; sale recorded by retaking its seats")
+        let seats: Vec<SoldSeat> = order
+            .seats
+            .iter()
+            .filter_map(|s| entry.seat_index.get(&s.seat_id))
+            .map(|&seat| SoldSeat {
+                seat,
+                buyer: order.buyer,
+            })
+            .collect();
+        let marked = self.ports.arbiter.mark_seats_sold(order.event, &seats);
+        match marked.await {
+            Ok(n) => {
+                metrics::counter!("boxoffice_sales_recorded_without_hold_total").increment(1);
+                tracing::info!(order = %order.id, marked = n, "the hot store had lost the hold; the sale's seats are marked sold")
+            }
+            Err(ArbiterError::UnknownEvent) => {
+                tracing::info!(order = %order.id, "the hot store lost the event; its rebuild reads this sale from the ledger")
             }
             Err(e) => {
-                tracing::warn!(order = %order.id, error = %e, "hot store missed a sale; the audit will show the drift")
+                tracing::warn!(order = %order.id, error = %e, "hot store missed a sale; the drift repair will mark it")
             }
         }
     }

@@ -25,7 +25,6 @@ mod recovery;
 mod refunds;
 pub mod relay;
 pub mod replays;
-mod seen_webhooks;
 mod settle;
 pub mod tickets;
 mod verified;
@@ -129,8 +128,9 @@ pub struct Engine {
     catalog: catalog::CatalogCache,
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
+    /// This process's life, drawn at start: webhook claims name it (`webhooks`).
+    incarnation: ports::Incarnation,
     snapshots: availability::Snapshots,
-    seen_webhooks: seen_webhooks::SeenWebhooks,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
     /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
@@ -160,8 +160,8 @@ impl Engine {
             catalog: catalog::CatalogCache::default(),
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
+            incarnation: ports::Incarnation::random(),
             snapshots: availability::Snapshots::default(),
-            seen_webhooks: seen_webhooks::SeenWebhooks::default(),
             buyers: BuyersConfig::default(),
             identity: None,
             outbox: None,

@@ -156,8 +156,13 @@ impl Engine {
             open,
         } = pass;
         if !open {
-            // The commitment must exist before the pool can be seen by anyone.
+            // The commitment must exist before the pool can be seen by anyone, and the
+            // pool outlives the queue store: recorded in the ledger before the join.
             self.fairness_seed(event).await?;
+            self.ports
+                .ledger
+                .record_pool_join(event, buyer, now)
+                .await?;
         }
         let place = self.ports.queue.join(event, buyer, open).await?;
         let doc = self.public_doc(event).await?;

@@ -2,12 +2,16 @@
 //! signature (and its age) is checked, the engine asks the provider for the payment's
 //! current state and settles the order from that. So a duplicate finds nothing left to
 //! do, a webhook arriving out of order cannot move an order backwards, and a forged or
-//! replayed one is refused before anything is read. An event id already handled here is
-//! answered from the ledger alone (`seen_webhooks`), sparing the provider the inquiry.
+//! replayed one is refused before anything is read. Each event id is claimed in the
+//! ledger before it is handled, so a duplicate, on this node or another, now or after a
+//! restart, is handled once: the others are answered from the ledger alone, sparing the
+//! provider the inquiry (P4). A claim whose handling failed is given back, so the
+//! provider's retry is handled in full; one whose node died lapses after
+//! `recovery_after_s`.
 
-use boxoffice_domain::{OrderId, OrderState};
+use boxoffice_domain::{Millis, OrderId, OrderState};
 
-use crate::ports::WebhookError;
+use crate::ports::{Order, WebhookError};
 use crate::{Engine, EngineError};
 
 /// What a delivered webhook led to.
@@ -59,7 +63,15 @@ impl Engine {
             tracing::info!(event = %event.id, order = %id, "webhook for an unknown order");
             return Ok(WebhookReceipt::Ignored);
         };
-        if self.seen_webhooks.contains(&event.id) {
+        let now = self.now();
+        let stale_before = Millis(now.0 - self.config.recovery_after_s as i64 * 1000);
+        let claimed = self
+            .ports
+            .ledger
+            .claim_webhook(&event.id, self.incarnation, now, stale_before)
+            .await
+            .map_err(EngineError::from)?;
+        if !claimed {
             metrics::counter!("boxoffice_payment_webhooks_duplicate_total").increment(1);
             return Ok(WebhookReceipt::Settled {
                 order: id,
@@ -68,31 +80,39 @@ impl Engine {
             });
         }
         tracing::debug!(event = %event.id, kind = %event.kind, order = %id, "payment webhook");
-        // Settle until the order stops moving: a webhook that authorizes an order may
-        // also let it commit and capture in the same delivery.
-        let mut current = order;
-        for _ in 0..4 {
-            if !self.settle(&current).await? {
-                break;
-            }
-            match self
-                .ports
-                .ledger
-                .order(id)
-                .await
-                .map_err(EngineError::from)?
-            {
-                Some(o) if o.state != current.state => current = o,
-                _ => break,
-            }
+        let settled = self.settle_from_webhook(order).await;
+        // Kept for good only once handled without error: a failure answers 5xx and the
+        // provider's retry must be handled in full.
+        if let Err(e) = self
+            .ports
+            .ledger
+            .finish_webhook(&event.id, settled.is_ok())
+            .await
+        {
+            tracing::warn!(event = %event.id, error = %e, "could not end the webhook's claim; it lapses");
         }
-        // Only once handled without error: a failure answers 5xx and the provider's
-        // retry must be handled in full.
-        self.seen_webhooks.insert(&event.id);
+        let current = settled?;
         Ok(WebhookReceipt::Settled {
             order: id,
             status: current.state,
             duplicate: false,
         })
+    }
+
+    /// Settles until the order stops moving: a webhook that authorizes an order may also
+    /// let it commit and capture in the same delivery.
+    async fn settle_from_webhook(&self, order: Order) -> Result<Order, EngineError> {
+        let id = order.id;
+        let mut current = order;
+        for _ in 0..4 {
+            if !self.settle(&current).await? {
+                break;
+            }
+            match self.ports.ledger.order(id).await? {
+                Some(o) if o.state != current.state => current = o,
+                _ => break,
+            }
+        }
+        Ok(current)
     }
 }

@@ -41,11 +41,13 @@ async fn a_failed_unpaid_move_keeps_the_hold() {
 }
 
 /// The hot store let a buyer hold a seat the ledger had already sold (it was rebuilt
-/// from a stale read, or lost a sale): that buyer loses at the primary key. Their hold
-/// must not hand the seat back to stock, where every later buyer would lose on it too:
-/// the seat the ledger sold becomes sold in the hot store, the others go back.
+/// from a stale read, or lost a sale): the ledger refuses that buyer's order before any
+/// card is authorized, and the hold must not hand the seat back to stock, where every
+/// later buyer would meet it too: the seat the ledger sold becomes sold in the hot
+/// store, the others go back.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
+async fn a_hold_on_a_seat_the_ledger_sold_gets_seat_sold_before_payment_and_the_seat_is_marked_sold()
+ {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node(&d, EngineConfig::default());
     let event = open_event(&n.engine, 1, 4).await;
@@ -61,7 +63,10 @@ async fn a_commit_lost_at_the_primary_key_marks_the_seat_sold_not_free() {
     let (second, h2) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
     let lost = checkout(&n.engine, &second, &h2, methods::VISA).await;
     assert!(matches!(lost, Err(EngineError::SeatSold)), "{lost:?}");
-    assert_eq!(order_of(&n.engine, &h2).await.state, OrderState::Lost);
+    // The ledger refused the order before the provider was asked (P5): no order, no
+    // authorization to void.
+    let written = n.engine.ports().ledger.order_of_hold(h2.hold).await;
+    assert_eq!(written.expect("the ledger answers"), None);
     assert_eq!(
         sold_in_hot_store(&n.engine, event, &["A-1-1", "A-1-2"]).await,
         vec![true, false],

@@ -80,6 +80,16 @@ impl Application {
             .await
             .context("rebuilding open events in the hot store")?;
         tracing::info!(open_events = opened, "hot store rebuilt from the ledger");
+        let pooled = engine
+            .restore_pools()
+            .await
+            .context("restoring the pre-opening pools from the ledger")?;
+        if pooled > 0 {
+            tracing::info!(
+                buyers = pooled,
+                "pre-opening pools restored from the ledger"
+            );
+        }
         let listener = listen(config.listen, config.http.listen_backlog)
             .with_context(|| format!("binding {}", config.listen))?;
         DirLock::note_if_held(dir_lock.as_ref(), listener.local_addr()?)?;

@@ -2,7 +2,7 @@
 //! a hot-store rebuild starts from.
 
 use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
-use boxoffice_engine::ports::StoreError;
+use boxoffice_engine::ports::{Incarnation, StoreError};
 use sqlx::{PgConnection, PgExecutor, Row};
 
 use crate::conn::{corrupt, db};
@@ -83,6 +83,108 @@ pub(crate) async fn create_buyer(
     sqlx::query("INSERT INTO buyers (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
         .bind(buyer.to_string())
         .bind(now.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// Writer job: the event's seed, `fresh` if none was stored before.
+pub(crate) async fn fairness_seed(
+    conn: &mut PgConnection,
+    event: EventId,
+    fresh: &str,
+) -> Result<Step<String>, StoreError> {
+    let seed: String = sqlx::query_scalar(
+        "WITH ins AS (
+             INSERT INTO fairness_seeds (event_id, seed) VALUES ($1, $2)
+             ON CONFLICT (event_id) DO NOTHING RETURNING seed
+         )
+         SELECT seed FROM ins UNION ALL SELECT seed FROM fairness_seeds WHERE event_id = $1
+         LIMIT 1",
+    )
+    .bind(event.0)
+    .bind(fresh)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(seed))
+}
+
+/// Writer job: a buyer joined the pre-opening pool (the first record stands).
+pub(crate) async fn record_pool_join(
+    conn: &mut PgConnection,
+    event: EventId,
+    buyer: BuyerId,
+    now: Millis,
+) -> Result<Step<()>, StoreError> {
+    sqlx::query(
+        "INSERT INTO pool_joins (event_id, buyer_id, joined_at) VALUES ($1, $2, $3)
+         ON CONFLICT (event_id, buyer_id) DO NOTHING",
+    )
+    .bind(event.0)
+    .bind(buyer.to_string())
+    .bind(now.0)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The pre-opening pool in arrival order.
+pub(crate) async fn pool_joins(
+    conn: impl PgExecutor<'_>,
+    event: EventId,
+) -> Result<Vec<BuyerId>, StoreError> {
+    let ids: Vec<String> =
+        sqlx::query_scalar("SELECT buyer_id FROM pool_joins WHERE event_id = $1 ORDER BY seq")
+            .bind(event.0)
+            .fetch_all(conn)
+            .await
+            .map_err(db)?;
+    ids.iter()
+        .map(|s| s.parse().map_err(|e| corrupt("pool_joins.buyer_id", e)))
+        .collect()
+}
+
+/// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
+/// Several nodes share the database, so another incarnation's unfinished claim may be
+/// alive: it is taken over only once it is older than the lease.
+pub(crate) async fn claim_webhook(
+    conn: &mut PgConnection,
+    id: &str,
+    by: Incarnation,
+    now: Millis,
+    stale_before: Millis,
+) -> Result<Step<bool>, StoreError> {
+    let claimed = sqlx::query(
+        "INSERT INTO processed_webhooks (id, claimed_at, claimed_by) VALUES ($1, $2, $4)
+         ON CONFLICT (id) DO UPDATE
+           SET claimed_at = EXCLUDED.claimed_at, claimed_by = EXCLUDED.claimed_by
+           WHERE NOT processed_webhooks.handled AND processed_webhooks.claimed_at < $3",
+    )
+    .bind(id)
+    .bind(now.0)
+    .bind(stale_before.0)
+    .bind(by.to_hex())
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(claimed.rows_affected() == 1))
+}
+
+/// Writer job: ends a webhook claim (see `Ledger::finish_webhook`).
+pub(crate) async fn finish_webhook(
+    conn: &mut PgConnection,
+    id: &str,
+    handled: bool,
+) -> Result<Step<()>, StoreError> {
+    let sql = match handled {
+        true => "UPDATE processed_webhooks SET handled = TRUE WHERE id = $1",
+        false => "DELETE FROM processed_webhooks WHERE id = $1 AND NOT handled",
+    };
+    sqlx::query(sql)
+        .bind(id)
         .execute(&mut *conn)
         .await
         .map_err(db)?;

@@ -10,8 +10,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
-    Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
+    InsertOrder, Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 use sqlx::PgPool;
@@ -140,6 +140,55 @@ impl Ledger for PostgresLedger {
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.writer
             .submit(move |c| Box::pin(events::create_buyer(c, buyer, now)))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
+        let fresh = fresh.to_string();
+        self.writer
+            .submit(move |c| Box::pin(async move { events::fairness_seed(c, event, &fresh).await }))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| Box::pin(events::record_pool_join(c, event, buyer, now)))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        events::pool_joins(&self.pool, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        by: Incarnation,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.writer
+            .submit(move |c| {
+                Box::pin(async move { events::claim_webhook(c, &id, by, now, stale_before).await })
+            })
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.writer
+            .submit(move |c| Box::pin(async move { events::finish_webhook(c, &id, handled).await }))
             .await
     }
 

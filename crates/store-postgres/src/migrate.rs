@@ -52,6 +52,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "ticket_transfers",
         include_str!("../../../migrations/postgres/0008_ticket_transfers.sql"),
     ),
+    (
+        9,
+        "processed_webhooks",
+        include_str!("../../../migrations/postgres/0009_processed_webhooks.sql"),
+    ),
+    (
+        10,
+        "fairness_journal",
+        include_str!("../../../migrations/postgres/0010_fairness_journal.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -11,19 +11,27 @@ use crate::writer::Step;
 use crate::{orders, ticket_rows};
 
 /// The hold's UNIQUE constraint makes a retried checkout find the first order instead
-/// of writing a second one; ON CONFLICT waits for a racing insert from another node.
+/// of writing a second one; ON CONFLICT waits for a racing insert from another node. An
+/// order naming a seat the ledger has already sold is not written (the hot store offered
+/// a seat it had lost track of): the second column names that seat.
 const INSERT: &str = "
-    WITH ins AS (
+    WITH taken AS (
+        SELECT s.seat_id FROM sold_seats s
+        WHERE s.event_id = $3
+          AND s.seat_id IN (SELECT e->>'seat_id' FROM jsonb_array_elements($5::jsonb) e)
+        LIMIT 1
+    ), ins AS (
         INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state,
                             payment_ref, created_at, updated_at, attempts, next_attempt_at)
-        VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13)
+        SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13
+        WHERE NOT EXISTS (SELECT 1 FROM taken)
         ON CONFLICT (hold_id) DO NOTHING
         RETURNING id
     ), history AS (
         INSERT INTO order_events (order_id, from_state, to_state, event, at)
         SELECT id, NULL, $8, $14, $10 FROM ins
     )
-    SELECT count(*) FROM ins";
+    SELECT (SELECT count(*) FROM ins), (SELECT seat_id FROM taken)";
 
 /// The move happens only from the state it was computed from; payments get a row when
 /// the provider gave a reference. A new state starts the sweep's attempt count again.
@@ -49,7 +57,7 @@ pub(crate) async fn insert(
 ) -> Result<Step<InsertOrder>, StoreError> {
     let hold = order.hold.to_string();
     let seats = serde_json::to_string(&order.seats).map_err(StoreError::new)?;
-    let inserted: i64 = sqlx::query_scalar(INSERT)
+    let (inserted, taken): (i64, Option<String>) = sqlx::query_as(INSERT)
         .bind(order.id.to_string())
         .bind(&hold)
         .bind(order.event.0)
@@ -70,8 +78,12 @@ pub(crate) async fn insert(
     if inserted == 1 {
         return Ok(Step::Keep(InsertOrder::Inserted));
     }
-    orders::by_hold(&mut *conn, &hold)
-        .await?
+    // A retried checkout whose order exists answers with it, even once its seats sold.
+    let existing = orders::by_hold(&mut *conn, &hold).await?;
+    if let (None, Some(seat_id)) = (&existing, taken) {
+        return Ok(Step::Undo(InsertOrder::SeatSold { seat_id }));
+    }
+    existing
         .map(|o| Step::Undo(InsertOrder::Exists(o)))
         .ok_or_else(|| StoreError::new("postgres: hold conflict without an order"))
 }

@@ -30,8 +30,9 @@ impl Prefix {
 }
 
 /// Names of an event's arbiter keys, in the order `lua/common.lua` reads `KEYS`.
-pub(crate) const EVENT_KEYS: [&str; 11] = [
+pub(crate) const EVENT_KEYS: [&str; 12] = [
     "meta", "free", "sold", "layout", "freez", "holds", "dl", "taken", "unrep", "fin", "loading",
+    "claim",
 ];
 
 pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> Vec<String> {

@@ -30,6 +30,10 @@ pub struct RedisOptions {
     /// How long an unfinished rebuild's token lives, so a node that died while
     /// rebuilding blocks no other for longer. Default 600 s.
     pub load_ttl_s: u64,
+    /// How long a node's claim to rebuild a lost event lives: while it does, the other
+    /// nodes wait for that rebuild instead of starting their own; a node that died
+    /// holding one delays the rebuild by at most this. Default 10 s.
+    pub rebuild_claim_s: u64,
 }
 
 impl Default for RedisOptions {
@@ -40,6 +44,7 @@ impl Default for RedisOptions {
             keep_finished_holds: 100_000,
             load_chunk: 1_000,
             load_ttl_s: 600,
+            rebuild_claim_s: 10,
         }
     }
 }
@@ -60,6 +65,7 @@ impl RedisOptions {
             keep_finished: self.keep_finished_holds,
             load_chunk: self.load_chunk,
             load_ttl: Duration::from_secs(self.load_ttl_s),
+            rebuild_claim: Duration::from_secs(self.rebuild_claim_s),
         }
     }
 }

@@ -41,6 +41,7 @@ pub(crate) static LOAD_SEATS: LazyLock<Script> = arbiter_script!("load_seats.lua
 pub(crate) static LOAD_BUYERS: LazyLock<Script> = arbiter_script!("load_buyers.lua");
 pub(crate) static LOAD_DONE: LazyLock<Script> = arbiter_script!("load_done.lua");
 pub(crate) static UNLOAD: LazyLock<Script> = arbiter_script!("unload.lua");
+pub(crate) static CLAIM: LazyLock<Script> = arbiter_script!("claim.lua");
 
 pub(crate) static QUEUE_JOIN: LazyLock<Script> = plain_script!("queue_join.lua");
 pub(crate) static QUEUE_ADVANCE: LazyLock<Script> = plain_script!("queue_advance.lua");

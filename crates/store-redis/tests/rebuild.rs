@@ -1,6 +1,7 @@
 //! What only the Redis arbiter has to prove: a 50,000-seat rebuild, an event whose keys
 //! were deleted behind its back reads as unloaded (so the engine rebuilds it, P5), and
-//! two concurrent loads never leave a mixture of both.
+//! two concurrent loads never leave a mixture of both, and of the nodes that find an event
+//! missing at once only one is told to rebuild it.
 
 mod common;
 
@@ -9,8 +10,8 @@ use std::time::Instant;
 
 use boxoffice_domain::{BuyerId, EventId, HoldId, Money};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, HoldRequest, LayoutSeat, LayoutSection, SeatArbiter, SeatChoice,
-    SoldSeat,
+    ArbiterError, ArbiterLayout, HoldRequest, LayoutSeat, LayoutSection, RebuildClaim, SeatArbiter,
+    SeatChoice, SoldSeat,
 };
 use boxoffice_store_redis::{Prefix, RedisArbiter, RedisArbiterConfig};
 use boxoffice_testkit::arbiter::{T0, TTL_MS, unique_event};
@@ -140,5 +141,31 @@ async fn two_concurrent_loads_never_leave_a_mixture_of_both() {
         let c = arb.counts(event).await.expect("counts");
         assert_eq!(c.free + c.sold, c.capacity);
     }
+    arb.unload(event).await.expect("unload");
+}
+
+/// Ten nodes find the event missing at the same moment: one claims the rebuild, the
+/// others are told to wait; once it is loaded every claim answers "loaded", so nobody
+/// rebuilds it again (each rebuild would drop the holds granted since the last one).
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_the_nodes_that_find_an_event_missing_one_rebuilds_it() {
+    let (arb, event) = (arbiter().await, unique_event());
+    let claims = futures::future::join_all((0..10).map(|_| arb.claim_rebuild(event))).await;
+    let claims: Vec<RebuildClaim> = claims.into_iter().map(|c| c.expect("claim")).collect();
+    let mine = claims.iter().filter(|c| **c == RebuildClaim::Mine).count();
+    let busy = claims.iter().filter(|c| **c == RebuildClaim::Busy).count();
+    assert_eq!((mine, busy), (1, 9), "{claims:?}");
+    let layout = stadium(event);
+    arb.load(&layout, &[]).await.expect("the claimant loads");
+    let held = arb.hold(&best(event, 0, 2), T0).await.expect("hold");
+    assert_eq!(arb.claim_rebuild(event).await, Ok(RebuildClaim::Loaded));
+    assert!(
+        arb.get(held.hold).await.expect("get").is_some(),
+        "nothing was wiped"
+    );
+    // Lost again: the claim the load ended is free to take once more.
+    arb.unload(event).await.expect("unload");
+    assert_eq!(arb.claim_rebuild(event).await, Ok(RebuildClaim::Mine));
+    assert_eq!(arb.claim_rebuild(event).await, Ok(RebuildClaim::Busy));
     arb.unload(event).await.expect("unload");
 }

@@ -2,7 +2,7 @@
 //! a hot-store rebuild starts from.
 
 use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
-use boxoffice_engine::ports::StoreError;
+use boxoffice_engine::ports::{Incarnation, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::conn::{corrupt, db};
@@ -70,6 +70,93 @@ pub(crate) fn set_status(
 }
 
 /// Idempotent: creating a buyer twice is not an error (a retried sign-up).
+/// Writer job: the event's seed, `fresh` if none was stored before.
+pub(crate) fn fairness_seed(
+    conn: &Connection,
+    event: EventId,
+    fresh: &str,
+) -> Result<Step<String>, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO fairness_seeds (event_id, seed) VALUES (?1, ?2) ON CONFLICT (event_id) DO NOTHING",
+    )
+    .and_then(|mut s| s.execute(params![event.0, fresh]))
+    .map_err(db)?;
+    let seed = conn
+        .prepare_cached("SELECT seed FROM fairness_seeds WHERE event_id = ?1")
+        .and_then(|mut s| s.query_row(params![event.0], |r| r.get(0)))
+        .map_err(db)?;
+    Ok(Step::Keep(seed))
+}
+
+/// Writer job: a buyer joined the pre-opening pool (the first record stands).
+pub(crate) fn record_pool_join(
+    conn: &Connection,
+    event: EventId,
+    buyer: BuyerId,
+    now: Millis,
+) -> Result<Step<()>, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO pool_joins (event_id, buyer_id, joined_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (event_id, buyer_id) DO NOTHING",
+    )
+    .and_then(|mut s| s.execute(params![event.0, buyer.to_string(), now.0]))
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The pre-opening pool in arrival order.
+pub(crate) fn pool_joins(conn: &Connection, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT buyer_id FROM pool_joins WHERE event_id = ?1 ORDER BY rowid")
+        .map_err(db)?;
+    let ids: Vec<String> = stmt
+        .query_map(params![event.0], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(db)?;
+    ids.iter()
+        .map(|s| s.parse().map_err(|e| corrupt("pool_joins.buyer_id", e)))
+        .collect()
+}
+
+/// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
+/// One process opens the file at a time, so an unfinished claim of another incarnation
+/// is an earlier life's, dead: it is taken over at once.
+pub(crate) fn claim_webhook(
+    conn: &Connection,
+    id: &str,
+    by: Incarnation,
+    now: Millis,
+    stale_before: Millis,
+) -> Result<Step<bool>, StoreError> {
+    let claimed = conn
+        .prepare_cached(
+            "INSERT INTO processed_webhooks (id, claimed_at, claimed_by) VALUES (?1, ?2, ?4)
+             ON CONFLICT (id) DO UPDATE
+               SET claimed_at = excluded.claimed_at, claimed_by = excluded.claimed_by
+               WHERE NOT processed_webhooks.handled
+                 AND (processed_webhooks.claimed_at < ?3 OR processed_webhooks.claimed_by <> ?4)",
+        )
+        .and_then(|mut s| s.execute(params![id, now.0, stale_before.0, by.to_hex()]))
+        .map_err(db)?;
+    Ok(Step::Keep(claimed == 1))
+}
+
+/// Writer job: ends a webhook claim (see `Ledger::finish_webhook`).
+pub(crate) fn finish_webhook(
+    conn: &Connection,
+    id: &str,
+    handled: bool,
+) -> Result<Step<()>, StoreError> {
+    let sql = match handled {
+        true => "UPDATE processed_webhooks SET handled = 1 WHERE id = ?1",
+        false => "DELETE FROM processed_webhooks WHERE id = ?1 AND NOT handled",
+    };
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute(params![id]))
+        .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
 pub(crate) fn create_buyer(
     conn: &Connection,
     buyer: BuyerId,

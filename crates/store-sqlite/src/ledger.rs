@@ -11,8 +11,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
-    Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
+    InsertOrder, Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -115,6 +115,55 @@ impl Ledger for SqliteLedger {
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.writer
             .submit(move |c| events::create_buyer(c, buyer, now))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
+        let fresh = fresh.to_string();
+        self.writer
+            .submit(move |c| events::fairness_seed(c, event, &fresh))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| events::record_pool_join(c, event, buyer, now))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        self.readers
+            .read(move |c| events::pool_joins(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        by: Incarnation,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.writer
+            .submit(move |c| events::claim_webhook(c, &id, by, now, stale_before))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.writer
+            .submit(move |c| events::finish_webhook(c, &id, handled))
             .await
     }
 

@@ -48,6 +48,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "ticket_transfers",
         include_str!("../../../migrations/sqlite/0007_ticket_transfers.sql"),
     ),
+    (
+        8,
+        "processed_webhooks",
+        include_str!("../../../migrations/sqlite/0008_processed_webhooks.sql"),
+    ),
+    (
+        9,
+        "fairness_journal",
+        include_str!("../../../migrations/sqlite/0009_fairness_journal.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

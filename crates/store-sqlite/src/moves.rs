@@ -25,10 +25,18 @@ pub(crate) fn record(
 }
 
 /// Writer job. The hold's UNIQUE constraint makes a retried checkout find the first
-/// order instead of writing a second one.
+/// order instead of writing a second one. An order naming a seat the ledger has already
+/// sold is not written (the hot store offered a seat it had lost track of).
 pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrder>, StoreError> {
     let id = order.id.to_string();
     let hold = order.hold.to_string();
+    if let Some(seat_id) = first_sold(conn, order)? {
+        // A retried checkout whose order exists answers with it, even once its seats sold.
+        return Ok(Step::Undo(match orders::by_hold(conn, &hold)? {
+            Some(existing) => InsertOrder::Exists(existing),
+            None => InsertOrder::SeatSold { seat_id },
+        }));
+    }
     let seats = serde_json::to_string(&order.seats).map_err(StoreError::new)?;
     let inserted = conn
         .prepare_cached(
@@ -62,6 +70,22 @@ pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrde
     let created = OrderEvent::CREATED;
     record(conn, &id, None, order.state, created, order.created_at)?;
     Ok(Step::Keep(InsertOrder::Inserted))
+}
+
+/// The first of the order's seats that the ledger has sold, if any.
+fn first_sold(conn: &Connection, order: &Order) -> Result<Option<String>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT 1 FROM sold_seats WHERE event_id = ?1 AND seat_id = ?2")
+        .map_err(db)?;
+    for seat in &order.seats {
+        if stmt
+            .exists(params![order.event.0, seat.seat_id])
+            .map_err(db)?
+        {
+            return Ok(Some(seat.seat_id.clone()));
+        }
+    }
+    Ok(None)
 }
 
 /// Writer job: moves the order if the state machine allows it. Events that move seats

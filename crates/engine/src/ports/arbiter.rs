@@ -133,6 +133,17 @@ pub struct Expired {
     pub order: Option<OrderId>,
 }
 
+/// Who rebuilds an event the hot store has lost (`SeatArbiter::claim_rebuild`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RebuildClaim {
+    /// The caller rebuilds it: `load` from the ledger.
+    Mine,
+    /// Loaded already (another node's rebuild finished): nothing to do.
+    Loaded,
+    /// Another caller claimed the rebuild and has not finished: wait for it.
+    Busy,
+}
+
 /// The hot store: decides, in one atomic step per call, who holds which seat. It keeps
 /// no durable state of its own; `load` rebuilds an event from the ledger's sold seats.
 #[async_trait]
@@ -140,6 +151,17 @@ pub trait SeatArbiter: Send + Sync {
     /// (Re)builds an event: sold seats sold, every other seat free, no holds.
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError>;
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError>;
+    /// For an event found missing: of the callers (on any node) that ask at once, one is
+    /// told to rebuild it and the others to wait, so a lost event is rebuilt once, not
+    /// by each in turn (each rebuild would drop the holds granted since the one
+    /// before). A claim lapses if its holder never finishes the load. An in-process
+    /// store, which one node owns, only says whether the event is loaded.
+    async fn claim_rebuild(&self, event: EventId) -> Result<RebuildClaim, StoreError> {
+        Ok(match self.is_loaded(event).await? {
+            true => RebuildClaim::Loaded,
+            false => RebuildClaim::Mine,
+        })
+    }
     /// Drops an event's state entirely.
     async fn unload(&self, event: EventId) -> Result<(), StoreError>;
 

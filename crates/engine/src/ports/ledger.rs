@@ -5,7 +5,7 @@ use boxoffice_domain::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{EventCancellation, EventOrders, StoreError};
+use super::{EventCancellation, EventOrders, Incarnation, StoreError};
 
 /// One seat of an order, priced at the hold's quote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +58,12 @@ pub enum InsertOrder {
     Inserted,
     /// The hold already has an order (a retried checkout): here it is.
     Exists(Order),
+    /// The ledger has already sold one of the order's seats (to this seat the hot store
+    /// still offered): no order is written, so no card is authorized for a seat that can
+    /// only lose at commit (P5).
+    SeatSold {
+        seat_id: String,
+    },
 }
 
 /// The commit point: the order's seats become sold, or nothing happens.
@@ -130,8 +136,43 @@ pub trait Ledger: Send + Sync {
 
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError>;
 
+    /// The event's fairness seed (hex), kept for good: the first `fresh` stored wins and
+    /// every later call returns it, so the commitment published before opening holds
+    /// across restarts and hot-store losses (P7).
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError>;
+
+    /// Records that `buyer` joined the event's pre-opening pool (a buyer recorded before
+    /// keeps their first record), so the pool survives the loss of the queue store.
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// The pre-opening pool as recorded, in arrival order.
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError>;
+
+    /// Claims a payment webhook's event id for handling, for every node and across
+    /// restarts (P4): `true` when `by` is to handle it (the first delivery, or a claim
+    /// that never finished and is dead: taken before `stale_before`, or, in a ledger one
+    /// process opens at a time, taken by an earlier life of this process), `false` for
+    /// a duplicate (handled, or being handled, elsewhere or earlier).
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        by: Incarnation,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError>;
+
+    /// Ends a claim: `handled` keeps the id for good; otherwise the claim is given back,
+    /// so the provider's retry is handled in full.
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError>;
+
     /// Writes the order as `pending_payment` before the provider is called. One order
-    /// per hold: a second insert for the same hold returns the first.
+    /// per hold: a second insert for the same hold returns the first. An order naming a
+    /// seat the ledger has sold is refused (`SeatSold`) and nothing is written.
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError>;
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError>;
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;

@@ -3,8 +3,8 @@
 //! ordered by `HMAC(seed, buyer_id)` and placed ahead of later arrivals. Once placed,
 //! the seed and the pool's members are public, so anyone can recompute every position.
 
-use boxoffice_domain::EventId;
 use boxoffice_domain::fairness::{Seed, order_pool};
+use boxoffice_domain::{EventId, SaleStatus};
 use serde::Serialize;
 
 use super::settings::SEED;
@@ -38,19 +38,49 @@ const ALGORITHM: &str = "check sha256(seed) == commitment; draw(b) = HMAC-SHA256
     in arrival order. `boxoffice verify-position` does this.";
 
 impl Engine {
-    /// The event's seed, drawn now if no node has drawn it yet.
+    /// The event's seed, drawn now if no node has drawn it yet. The ledger keeps it for
+    /// good (first writer wins), so a restart or a lost queue store never draws another
+    /// one behind a published commitment; the queue store's copy spares the ledger a
+    /// read per join.
     pub(crate) async fn fairness_seed(&self, event: EventId) -> Result<Seed, EngineError> {
-        let mut bytes = [0u8; 32];
-        bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        let fresh = Seed(bytes).to_hex();
-        let stored = self
-            .ports
-            .queue
-            .set_setting(event, SEED, &fresh, true)
-            .await?;
+        let stored = match self.ports.queue.settings(event).await?.remove(SEED) {
+            Some(seed) => seed,
+            None => {
+                let mut bytes = [0u8; 32];
+                bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+                bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+                let fresh = Seed(bytes).to_hex();
+                let kept = self.ports.ledger.fairness_seed(event, &fresh).await?;
+                self.ports
+                    .queue
+                    .set_setting(event, SEED, &kept, false)
+                    .await?
+            }
+        };
         Seed::from_hex(&stored)
             .map_err(|_| EngineError::Internal(format!("unreadable seed for event {event}")))
+    }
+
+    /// At start-up, for each event not yet open: a queue store that lost the
+    /// pre-opening pool (the in-process one at every restart) gets it back from the
+    /// ledger, in arrival order. Returns how many buyers came back.
+    pub async fn restore_pools(&self) -> Result<usize, EngineError> {
+        let mut back = 0;
+        for event in self
+            .ports
+            .ledger
+            .events_with_status(SaleStatus::Scheduled)
+            .await?
+        {
+            if self.ports.queue.state(event).await?.queue_length > 0 {
+                continue;
+            }
+            for buyer in self.ports.ledger.pool_joins(event).await? {
+                self.ports.queue.join(event, buyer, false).await?;
+                back += 1;
+            }
+        }
+        Ok(back)
     }
 
     /// Seals and places the pool if that has not happened yet. Safe to run on every

@@ -10,8 +10,8 @@ use boxoffice_domain::{
     BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
 };
 use boxoffice_engine::ports::{
-    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, InsertOrder,
-    Ledger, LedgerError, Order, StoreError,
+    AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
+    InsertOrder, Ledger, LedgerError, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -64,6 +64,32 @@ impl Ledger for Racing {
     }
     async fn create_buyer(&self, buyer: BuyerId, now: Millis) -> Result<(), StoreError> {
         self.inner.create_buyer(buyer, now).await
+    }
+    async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
+        self.inner.fairness_seed(event, fresh).await
+    }
+    async fn record_pool_join(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.inner.record_pool_join(event, buyer, now).await
+    }
+    async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
+        self.inner.pool_joins(event).await
+    }
+    async fn claim_webhook(
+        &self,
+        id: &str,
+        by: Incarnation,
+        now: Millis,
+        stale_before: Millis,
+    ) -> Result<bool, StoreError> {
+        self.inner.claim_webhook(id, by, now, stale_before).await
+    }
+    async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
+        self.inner.finish_webhook(id, handled).await
     }
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         self.inner.insert_order(order).await

@@ -7,10 +7,12 @@ mod common;
 
 mod checkout_retry;
 mod faults;
+mod lost_event;
 mod nodes;
 mod operator_mistakes;
 mod order_events;
 mod waiting;
+mod webhooks;
 
 use std::path::PathBuf;
 

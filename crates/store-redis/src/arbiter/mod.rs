@@ -13,6 +13,8 @@
 //! | `dl` | sorted set | live holds by deadline, for expiry |
 //! | `taken` | hash | buyer → seats held + sold (the per-buyer cap) |
 //! | `unrep`, `fin` | lists | expiries done inside hold/pin not yet reported; finished holds oldest first |
+//! | `loading` | string | the token of the load in progress |
+//! | `claim` | string | a node's claim to rebuild the event, lapsing on its own; deleted when a load ends |
 //!
 //! Per-seat state is the two bitmaps rather than a hash seat → hold: a hold record
 //! already names its seats, and the only per-seat question a script asks is "free?",
@@ -29,8 +31,8 @@ use async_trait::async_trait;
 use boxoffice_domain::hold::HoldMove;
 use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, Retake, SeatArbiter, SeatChoice,
-    SeatCounts, SoldSeat, StoreError,
+    ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, RebuildClaim, Retake, SeatArbiter,
+    SeatChoice, SeatCounts, SoldSeat, StoreError,
 };
 use redis::{FromRedisValue, Script, ScriptInvocation};
 
@@ -39,7 +41,7 @@ use crate::hold_states;
 use crate::keys::{Prefix, event_keys, hold_field};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{
-    EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
+    CLAIM, EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
 };
 
 /// Tunables of the Redis arbiter; defaults (and their reasons) in [`crate::RedisOptions`].
@@ -52,6 +54,8 @@ pub struct RedisArbiterConfig {
     pub load_chunk: usize,
     /// How long an unfinished load's token lives, so a crashed loader blocks nothing.
     pub load_ttl: Duration,
+    /// How long a claim to rebuild a lost event lives (`claim_rebuild`).
+    pub rebuild_claim: Duration,
 }
 
 impl Default for RedisArbiterConfig {
@@ -172,6 +176,24 @@ impl SeatArbiter for RedisArbiter {
             Ok(_) => Ok(true),
             Err(ArbiterError::Store(e)) => Err(e),
             Err(_) => Ok(false),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn claim_rebuild(&self, event: EventId) -> Result<RebuildClaim, StoreError> {
+        let ttl_ms = self.config.rebuild_claim.as_millis().max(1) as u64;
+        let claim: String = self
+            .eval(&CLAIM, event, |inv| {
+                inv.arg(ttl_ms);
+            })
+            .await?;
+        match claim.as_str() {
+            "mine" => Ok(RebuildClaim::Mine),
+            "loaded" => Ok(RebuildClaim::Loaded),
+            "busy" => Ok(RebuildClaim::Busy),
+            other => Err(StoreError(format!(
+                "claim_rebuild: unexpected reply {other:?}"
+            ))),
         }
     }
 

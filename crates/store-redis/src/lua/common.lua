@@ -4,7 +4,7 @@
 -- is declared and lives in the event's one Cluster slot.
 local META, FREE, SOLD, LAYOUT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local FREEZ, HOLDS, DL, TAKEN = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local UNREP, FIN, LOADING = KEYS[9], KEYS[10], KEYS[11]
+local UNREP, FIN, LOADING, CLAIM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 -- A free seat's score in FREEZ: section * SLOT + its place in the section's best-first
 -- order, so one sorted set serves every section and a range query is "best in section".
 local SLOT = 1048576

@@ -8,5 +8,5 @@ redis.call('SET', SOLD, ARGV[3])
 redis.call('HSET', META, 'cap', ARGV[4], 'max', ARGV[5], 'seated', ARGV[6],
   'held', 0, 'sold', ARGV[7], 'active', 0)
 redis.call('HSET', META, 'loaded', '1')
-redis.call('DEL', LOADING)
+redis.call('DEL', LOADING, CLAIM)
 return 'ok'

@@ -34,6 +34,9 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         self.inner.is_loaded(event).await
     }
+    async fn claim_rebuild(&self, event: EventId) -> Result<RebuildClaim, StoreError> {
+        self.inner.claim_rebuild(event).await
+    }
     async fn unload(&self, event: EventId) -> Result<(), StoreError> {
         self.inner.unload(event).await
     }

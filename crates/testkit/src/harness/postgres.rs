@@ -45,6 +45,35 @@ impl TestDatabase {
         ))
     }
 
+    /// Runs `sql` on this database (not the maintenance one); the first column of its
+    /// rows as text (cast it in the query), for tests that look into the ledger.
+    pub fn texts(&self, sql: &str) -> Vec<String> {
+        let (url, sql) = (self.url.clone(), sql.to_string());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for a test database query");
+            runtime.block_on(async move {
+                let options: PgConnectOptions = url.parse().expect("the test database URL");
+                let mut conn = options.connect().await.expect("the test database answers");
+                let rows = conn
+                    .fetch_all(sqlx::AssertSqlSafe(sql.clone()))
+                    .await
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                let _ = conn.close().await;
+                rows.iter()
+                    .map(|r| {
+                        r.try_get::<String, _>(0)
+                            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                    })
+                    .collect()
+            })
+        })
+        .join()
+        .expect("a test database query (see the message above)")
+    }
+
     /// The server processes connected to this database now.
     pub fn connections(&self) -> Vec<u32> {
         admin(format!(

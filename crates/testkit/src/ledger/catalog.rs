@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, EventId, SaleStatus};
+use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
 use boxoffice_engine::ports::Ledger;
 
 use super::fixtures::{T0, event, spec};
@@ -75,4 +75,27 @@ pub async fn creating_a_buyer_twice_is_not_an_error(ledger: Arc<dyn Ledger>) {
     let buyer = BuyerId::random();
     ledger.create_buyer(buyer, T0).await.unwrap();
     ledger.create_buyer(buyer, T0.plus_secs(1)).await.unwrap();
+}
+
+/// P7 across restarts: the first seed stored for an event stays (every later writer
+/// gets it back), and the pre-opening pool reads back in arrival order, each buyer once.
+pub async fn the_fairness_seed_and_the_pool_are_kept_first_writer_first(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 1, 4).await;
+    let first = ledger.fairness_seed(e.id, "aa").await.unwrap();
+    assert_eq!(first, "aa");
+    assert_eq!(ledger.fairness_seed(e.id, "bb").await.unwrap(), "aa");
+    let other = event(&ledger, 1, 4).await;
+    assert_eq!(ledger.fairness_seed(other.id, "cc").await.unwrap(), "cc");
+
+    let buyers: Vec<BuyerId> = (0..5).map(|_| BuyerId::random()).collect();
+    for b in &buyers {
+        ledger.record_pool_join(e.id, *b, Millis(1)).await.unwrap();
+    }
+    // A retried join keeps the buyer's first place.
+    ledger
+        .record_pool_join(e.id, buyers[0], Millis(2))
+        .await
+        .unwrap();
+    assert_eq!(ledger.pool_joins(e.id).await.unwrap(), buyers);
+    assert_eq!(ledger.pool_joins(other.id).await.unwrap(), vec![]);
 }

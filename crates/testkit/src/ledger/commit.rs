@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, OrderEvent, OrderState};
-use boxoffice_engine::ports::{CommitOutcome, Ledger};
+use boxoffice_domain::{BuyerId, OrderEvent, OrderId, OrderState};
+use boxoffice_engine::ports::{CommitOutcome, InsertOrder, Ledger, Order};
 use futures::future::join_all;
 
 use super::fixtures::{T0, authorized, commit_of, event, order, sold_labels};
@@ -33,18 +33,57 @@ pub async fn a_committed_order_has_its_seats_sold_to_its_buyer(ledger: Arc<dyn L
     );
 }
 
-pub async fn a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing(
-    ledger: Arc<dyn Ledger>,
-) {
+/// P5: the hot store may offer a seat the ledger sold (it lost track of the sale). The
+/// ledger refuses to write an order naming it, so no card is authorized for a seat that
+/// can only lose at commit; a retried insert of an order that exists still finds it.
+pub async fn an_order_for_a_seat_the_ledger_sold_is_not_written(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 2).await;
     let first = authorized(&ledger, &e, BuyerId::random(), &[2]).await;
     assert_eq!(
         ledger.commit(&commit_of(&first, 2)).await.unwrap(),
         CommitOutcome::Committed
     );
-    // The loser asks for a free seat and the sold one: it must get neither.
+    let late = order(&e, BuyerId::random(), &[4, 2], T0);
+    assert_eq!(
+        ledger.insert_order(&late).await.unwrap(),
+        InsertOrder::SeatSold {
+            seat_id: e.seats[2].label.clone()
+        }
+    );
+    assert_eq!(ledger.order(late.id).await.unwrap(), None);
+    assert_eq!(ledger.order_of_hold(late.hold).await.unwrap(), None);
+    // The sale's own order, inserted again (a retried checkout), is found as it is.
+    let retry = Order {
+        id: OrderId::random(),
+        ..first.clone()
+    };
+    let found = ledger.insert_order(&retry).await.unwrap();
+    assert!(
+        matches!(&found, InsertOrder::Exists(o) if o.id == first.id),
+        "{found:?}"
+    );
+    // A free seat is still sold as before.
+    let other = order(&e, BuyerId::random(), &[4], T0);
+    assert_eq!(
+        ledger.insert_order(&other).await.unwrap(),
+        InsertOrder::Inserted
+    );
+}
+
+pub async fn a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing(
+    ledger: Arc<dyn Ledger>,
+) {
+    let e = event(&ledger, 5, 2).await;
+    let first = authorized(&ledger, &e, BuyerId::random(), &[2]).await;
+    // The loser asks for a free seat and the one the first order is about to buy: it
+    // must get neither. (Its order is written before that sale: afterwards the ledger
+    // would not write it at all, see the next case.)
     let loser_buyer = BuyerId::random();
     let loser = authorized(&ledger, &e, loser_buyer, &[4, 2]).await;
+    assert_eq!(
+        ledger.commit(&commit_of(&first, 2)).await.unwrap(),
+        CommitOutcome::Committed
+    );
     let outcome = ledger.commit(&commit_of(&loser, 2)).await.unwrap();
     assert_eq!(
         outcome,
