@@ -9,6 +9,7 @@ mod cancel;
 mod catalog;
 mod checkout;
 mod commit;
+pub mod dashboard;
 mod drift;
 mod error;
 mod event_cancel;
@@ -46,7 +47,7 @@ pub use checkout::CheckoutOutcome;
 pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
-pub use overview::{EventOverview, SaleChange};
+pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
 pub use webhooks::{WebhookReceipt, WebhookRejected};
@@ -130,6 +131,7 @@ pub struct Engine {
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
     snapshots: availability::Snapshots,
+    dashboards: dashboard::Dashboards,
     seen_webhooks: seen_webhooks::SeenWebhooks,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
@@ -161,6 +163,7 @@ impl Engine {
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
             snapshots: availability::Snapshots::default(),
+            dashboards: dashboard::Dashboards::default(),
             seen_webhooks: seen_webhooks::SeenWebhooks::default(),
             buyers: BuyersConfig::default(),
             identity: None,

@@ -22,9 +22,12 @@ pub use docs::{docs_asset, docs_page};
 
 const BASE: &str = include_str!("base.json");
 const OPERATIONS: &str = include_str!("operations.json");
-/// The after-sale's operations, schemas, parameters, tags and security scheme, kept
-/// apart from the sale's.
-const AFTER_SALE: &str = include_str!("after_sale.json");
+/// Operations, schemas, parameters, tags and security schemes kept apart from the
+/// sale's: the after-sale's, and the operator console's.
+const PIECES: [(&str, &str); 2] = [
+    ("after_sale.json", include_str!("after_sale.json")),
+    ("console.json", include_str!("console.json")),
+];
 
 /// How the document describes one route, declared beside its handler.
 pub struct Doc {
@@ -65,7 +68,9 @@ pub fn build(routes: &[RouteDef]) -> Result<Value, String> {
     let mut doc: Value = serde_json::from_str(BASE).map_err(|e| format!("base.json: {e}"))?;
     let mut ops: Map<String, Value> =
         serde_json::from_str(OPERATIONS).map_err(|e| format!("operations.json: {e}"))?;
-    merge_after_sale(&mut doc, &mut ops)?;
+    for (name, piece) in PIECES {
+        merge_piece(&mut doc, &mut ops, name, piece)?;
+    }
     doc["components"]["schemas"]["ErrorCode"] = error_code_schema();
     let mut paths = Map::new();
     for r in routes {
@@ -79,10 +84,14 @@ pub fn build(routes: &[RouteDef]) -> Result<Value, String> {
     Ok(doc)
 }
 
-/// Adds `after_sale.json`'s pieces to the document and the operations.
-fn merge_after_sale(doc: &mut Value, ops: &mut Map<String, Value>) -> Result<(), String> {
-    let mut extra: Value =
-        serde_json::from_str(AFTER_SALE).map_err(|e| format!("after_sale.json: {e}"))?;
+/// Adds one piece's operations, schemas and tags to the document and the operations.
+fn merge_piece(
+    doc: &mut Value,
+    ops: &mut Map<String, Value>,
+    name: &str,
+    piece: &str,
+) -> Result<(), String> {
+    let mut extra: Value = serde_json::from_str(piece).map_err(|e| format!("{name}: {e}"))?;
     let mut take = |key: &str| match extra[key].take() {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -104,12 +113,17 @@ fn merge_after_sale(doc: &mut Value, ops: &mut Map<String, Value>) -> Result<(),
     Ok(())
 }
 
-/// The ids of every operation described (`operations.json` and `after_sale.json`).
+/// The ids of every operation described (`operations.json` and the pieces).
 pub fn described_operations() -> Vec<String> {
     let ops: Map<String, Value> = serde_json::from_str(OPERATIONS).unwrap_or_default();
-    let extra: Value = serde_json::from_str(AFTER_SALE).unwrap_or_default();
-    let more = extra["operations"].as_object().cloned().unwrap_or_default();
-    ops.keys().chain(more.keys()).cloned().collect()
+    let mut ids: Vec<String> = ops.keys().cloned().collect();
+    for (_, piece) in PIECES {
+        let extra: Value = serde_json::from_str(piece).unwrap_or_default();
+        if let Some(more) = extra["operations"].as_object() {
+            ids.extend(more.keys().cloned());
+        }
+    }
+    ids
 }
 
 fn operation(r: &RouteDef, mut op: Value) -> Value {

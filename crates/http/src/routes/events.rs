@@ -25,6 +25,8 @@ use crate::path_id::Id;
 pub struct EventOut<'a> {
     event_id: EventId,
     name: &'a str,
+    venue: Option<&'a str>,
+    opens_at: Option<Millis>,
     currency: &'a str,
     status: SaleStatus,
     sale: &'a SaleSettings,
@@ -59,6 +61,8 @@ impl<'a> EventOut<'a> {
         EventOut {
             event_id: e.id,
             name: &e.name,
+            venue: e.venue.as_deref(),
+            opens_at: e.opens_at,
             currency: &e.currency,
             status: e.status,
             sale: &e.sale,
