@@ -160,6 +160,11 @@ export class SeatMap {
   }
 
   draw() {
+    // For the benchmark (docs/BENCHMARKS.md): the first frame that shows availability.
+    if (this.bits && !this.shown) {
+      this.shown = true;
+      performance.mark('seatmap-first-render');
+    }
     const c = this.canvas;
     const g = c.getContext('2d');
     const dpr = window.devicePixelRatio || 1;

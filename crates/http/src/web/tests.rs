@@ -44,7 +44,7 @@ fn the_javascript_stays_under_150_kb_gzipped() {
 #[test]
 fn the_pages_name_only_hashed_embedded_files_and_map_every_module() {
     for page in [&APP.index, &APP.console] {
-        names_only_hashed_files(&String::from_utf8(page.plain.to_vec()).unwrap());
+        names_only_hashed_files(std::str::from_utf8(&page.plain).unwrap());
     }
     let console = String::from_utf8(APP.console.plain.to_vec()).unwrap();
     let entry = hashed_name(
