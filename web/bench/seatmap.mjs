@@ -32,9 +32,10 @@ async function churn(browser, base) {
   const page = await newPage(browser);
   await joinAndWaitForTurn(page, base);
   const api = apiClient(base);
-  const workers = 24;
+  // Joins from one address are rate-limited: the buyers join one after another.
+  const workers = Number(process.env.WORKERS || 10);
   const buyers = [];
-  buyers.push(...(await Promise.all(Array.from({ length: workers }, () => api.admittedBuyer(1)))));
+  for (let i = 0; i < workers; i++) buyers.push(await api.admittedBuyer(1));
   await page.evaluate(() => {
     const map = document.querySelector('canvas.seatmap-canvas').seatMap;
     window.bench = { frames: [], seats: 0, drawMs: [] };
@@ -86,6 +87,49 @@ async function churn(browser, base) {
   return { ...result, sent: changes };
 }
 
+/** The page's own cost of 1,000 seat changes a second, whatever the server can send:
+ *  deltas of 100 seats handed to the map ten times a second, as the stream hands them. */
+async function synthetic(browser, base) {
+  const page = await newPage(browser);
+  await joinAndWaitForTurn(page, base);
+  const r = await page.evaluate(async (seconds) => {
+    const map = document.querySelector('canvas.seatmap-canvas').seatMap;
+    const n = map.byId.size;
+    const frames = [];
+    const work = [];
+    let last = performance.now();
+    let stop = false;
+    const loop = (t) => {
+      frames.push(t - last);
+      last = t;
+      if (!stop) requestAnimationFrame(loop);
+    };
+    requestAnimationFrame(loop);
+    const draw = map.draw.bind(map);
+    map.draw = () => {
+      const t = performance.now();
+      draw();
+      work.push(performance.now() - t);
+    };
+    let seats = 0;
+    const timer = setInterval(() => {
+      const free = [];
+      const taken = [];
+      for (let i = 0; i < 100; i++) (i % 2 ? free : taken).push(Math.floor(Math.random() * n));
+      const t = performance.now();
+      map.applyDelta(free, taken);
+      work.push(performance.now() - t);
+      seats += 100;
+    }, 100);
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    clearInterval(timer);
+    stop = true;
+    return { frames: frames.slice(5), work, seats };
+  }, CHURN_S);
+  await page.closeAll();
+  return r;
+}
+
 async function sizes(base) {
   const out = {};
   for (const [name, path] of [['buyer app (/)', '/'], ['console (/console)', '/console']]) {
@@ -108,8 +152,10 @@ async function sizes(base) {
     const total = { plain: 0, gzip: 0, br: 0, js_gzip: 0 };
     for (const f of [path, ...files]) {
       for (const enc of ['identity', 'gzip', 'br']) {
+        // fetch() decodes bodies itself: the size on the wire is the Content-Length.
         const res = await fetch(base + f, { headers: { 'Accept-Encoding': enc } });
-        const n = (await res.arrayBuffer()).byteLength;
+        const n = Number(res.headers.get('content-length'));
+        await res.arrayBuffer();
         const key = enc === 'identity' ? 'plain' : enc;
         total[key] += n;
         if (enc === 'gzip' && f.endsWith('.js')) total.js_gzip += n;
@@ -131,6 +177,12 @@ try {
     `churn ${CHURN_S} s: ${c.sent} seat changes sent (${(c.sent / CHURN_S).toFixed(0)}/s), ${c.seats} applied by the page (${(c.seats / CHURN_S).toFixed(0)}/s); ` +
       `frame interval p50 ${q(frames, 0.5).toFixed(1)} ms, p95 ${q(frames, 0.95).toFixed(1)}, p99 ${q(frames, 0.99).toFixed(1)}, max ${Math.max(...frames).toFixed(1)} over ${frames.length} frames; ` +
       `draw() p50 ${q(c.drawMs, 0.5).toFixed(2)} ms, p99 ${q(c.drawMs, 0.99).toFixed(2)} over ${c.drawMs.length} draws`,
+  );
+  const y = await synthetic(browser, server.base);
+  console.log(
+    `synthetic ${CHURN_S} s: ${y.seats} seat changes (${(y.seats / CHURN_S).toFixed(0)}/s) applied in deltas of 100; ` +
+      `frame interval p50 ${q(y.frames, 0.5).toFixed(1)} ms, p95 ${q(y.frames, 0.95).toFixed(1)}, p99 ${q(y.frames, 0.99).toFixed(1)}, max ${Math.max(...y.frames).toFixed(1)} over ${y.frames.length} frames; ` +
+      `applyDelta+draw p50 ${q(y.work, 0.5).toFixed(2)} ms, p99 ${q(y.work, 0.99).toFixed(2)}`,
   );
   const s = await sizes(server.base);
   for (const [page, v] of Object.entries(s)) {
