@@ -4,11 +4,13 @@
 import { messageFor } from './errors.js';
 
 export class ApiError extends Error {
-  constructor(status, code, retryAfterS) {
+  constructor(status, code, retryAfterS, detail) {
     super(messageFor(code));
     this.status = status;
     this.code = code;
     this.retryAfterS = retryAfterS;
+    /** The server's own words (which field, which limit), for the operator's forms. */
+    this.detail = detail;
   }
 }
 
@@ -48,7 +50,7 @@ export async function api(path, { method = 'GET', token, body, idem, headers = {
   }
   if (!res.ok) {
     const code = (data && data.error) || (res.status >= 500 ? 'unavailable' : 'invalid_request');
-    throw new ApiError(res.status, code, Number(res.headers.get('Retry-After')) || 0);
+    throw new ApiError(res.status, code, Number(res.headers.get('Retry-After')) || 0, data?.message);
   }
   return { status: res.status, data };
 }

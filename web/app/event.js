@@ -1,9 +1,10 @@
-// The event's page header: name, where it is (its sections), price tiers, the sale's
-// status and what that means for someone arriving now.
-import { h, money } from './ui.js';
+// The event's page header: name, venue, price tiers, the sale's status, the time to
+// the announced opening, and what that means for someone arriving now.
+import { serverNow } from './api.js';
+import { duration, h, money } from './ui.js';
 
 const STATUS = {
-  scheduled: ['Not on sale yet', 'The sale has not opened. Join the line now: when it opens, everyone who joined before is placed in a fair random order, ahead of later arrivals. The organiser opens the sale; no opening time has been published here.'],
+  scheduled: ['Not on sale yet', 'The sale has not opened. Join the line now: when it opens, everyone who joined before is placed in a fair random order, ahead of later arrivals.'],
   open: ['On sale now', 'Join the line. When your turn comes you can pick seats.'],
   closed: ['Sale closed', 'This sale has closed. No more tickets can be bought here.'],
 };
@@ -17,8 +18,10 @@ export function eventHeader(ev) {
     'section',
     { class: 'event card', 'aria-labelledby': 'event-name' },
     h('h1', { id: 'event-name' }, ev.name),
-    h('p', { class: 'venue' }, venueLine(ev, seated, standing)),
+    ev.venue ? h('p', { class: 'venue', id: 'venue' }, h('strong', {}, ev.venue)) : null,
+    h('p', { class: 'venue' }, layoutLine(ev, seated, standing)),
     h('p', { class: `status status-${ev.status}` }, h('strong', {}, label), ' \u2014 ', text),
+    ev.status === 'scheduled' ? opening(ev.opens_at) : null,
     free !== null ? h('p', { class: 'counts' }, `${free.toLocaleString()} of ${ev.capacity.toLocaleString()} tickets still available.`) : null,
     h('h2', {}, 'Prices'),
     h(
@@ -30,9 +33,27 @@ export function eventHeader(ev) {
   );
 }
 
-function venueLine(ev, seated, standing) {
+/** "Opens in 1 h 05 min (date)", counting down each second while on the page. */
+function opening(at) {
+  if (!at) return h('p', { class: 'opening' }, 'The organiser opens the sale; no opening time has been announced.');
+  const when = new Date(at).toLocaleString(undefined, { dateStyle: 'full', timeStyle: 'short' });
+  const left = h('strong', {});
+  const el = h('p', { class: 'opening', id: 'opening' }, 'Announced to open ', h('time', { datetime: new Date(at).toISOString() }, when), ': ', left, '.');
+  const tick = () => {
+    const s = (at - serverNow()) / 1000;
+    left.textContent = s > 0 ? `in ${duration(s)}` : 'any moment now';
+    return s > 0;
+  };
+  tick();
+  const timer = setInterval(() => {
+    if (!el.isConnected || !tick()) clearInterval(timer);
+  }, 1000);
+  return el;
+}
+
+function layoutLine(ev, seated, standing) {
   const parts = [];
   if (seated.length) parts.push(`${seated.length} seated ${seated.length === 1 ? 'section' : 'sections'}`);
   if (standing.length) parts.push(`${standing.map((s) => s.name).join(', ')} (standing)`);
-  return `Venue: ${parts.join(' and ')}, ${ev.capacity.toLocaleString()} places in all.`;
+  return `${parts.join(' and ')}, ${ev.capacity.toLocaleString()} places in all.`;
 }

@@ -1,8 +1,9 @@
 // The buyer app: who the buyer is (in demo mode, an anonymous buyer created through
-// self sign-up and kept in localStorage), and the two pages, the event (#/ or
-// #/events/ID) and my orders (#/orders).
+// self sign-up and kept in localStorage), and the pages: the event (#/ or
+// #/events/ID), the list of events (#/events) and my orders (#/orders).
 import { ApiError, api, newKey, write } from './api.js';
 import { eventHeader } from './event.js';
+import { eventsView } from './list.js';
 import { ordersView } from './orders.js';
 import { WaitingRoom } from './queue.js';
 import { Shop } from './shop.js';
@@ -26,6 +27,7 @@ async function buyer() {
 function route() {
   const hash = location.hash.replace(/^#\/?/, '');
   if (hash === 'orders') return { page: 'orders' };
+  if (hash === 'events') return { page: 'list' };
   const m = /^events\/(\d+)/.exec(hash);
   return { page: 'event', id: m ? Number(m[1]) : 1 };
 }
@@ -35,6 +37,11 @@ async function show() {
   current = [];
   const r = route();
   for (const a of document.querySelectorAll('nav a')) a.toggleAttribute('aria-current', a.dataset.page === r.page);
+  if (r.page === 'list') {
+    document.title = 'Events \u2014 Box office';
+    fill(main, await eventsView());
+    return;
+  }
   let who;
   try {
     who = await buyer();

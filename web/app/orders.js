@@ -1,5 +1,7 @@
-// My orders: every order of this buyer, with where the money is and the tickets.
+// My orders: every order of this buyer, with where the money is and the tickets, each
+// with its barcode once the order is confirmed.
 import { api } from './api.js';
+import { barcode } from './qr.js';
 import { fill, focusOn, h, money, notice } from './ui.js';
 
 const LABELS = {
@@ -23,10 +25,23 @@ export async function ordersView(buyer) {
   try {
     const { data } = await api('/v1/me/orders', { token: buyer.token });
     const orders = [...data.orders].sort((a, b) => b.created_at - a.created_at);
+    const views = new Map();
+    if (orders.some((o) => o.tickets.length)) {
+      try {
+        const { data: t } = await api('/v1/me/tickets', { token: buyer.token });
+        // A seat's ticket, by event and seat; a valid one wins over an older revoked one.
+        for (const v of t.tickets) {
+          const k = `${v.event_id}:${v.seat}`;
+          if (!views.has(k) || v.status !== 'revoked') views.set(k, v);
+        }
+      } catch {
+        /* the orders still show; only the barcodes are missing */
+      }
+    }
     fill(
       el,
       h('h1', { id: 'orders-title' }, 'My orders'),
-      orders.length ? h('ul', { class: 'orders' }, orders.map(order)) : h('p', {}, 'You have no orders yet.'),
+      orders.length ? h('ul', { class: 'orders' }, orders.map((o) => order(o, views, buyer.token))) : h('p', {}, 'You have no orders yet.'),
       h('p', {}, h('a', { href: '#/' }, 'Back to the event')),
     );
   } catch (e) {
@@ -36,7 +51,19 @@ export async function ordersView(buyer) {
   return el;
 }
 
-function order(o) {
+function ticket(o, t, views, token) {
+  const view = o.status === 'confirmed' ? views.get(`${o.event_id}:${t.seat_id}`) : null;
+  return h(
+    'li',
+    { class: 'ticket' },
+    h('span', {}, t.seat_id),
+    h('span', { class: 'mono' }, `Ticket ${t.ticket_id}`),
+    view && view.status === 'valid' ? barcode(view, token) : null,
+    view && view.status === 'checked_in' ? h('span', {}, 'Used at the door') : null,
+  );
+}
+
+function order(o, views, token) {
   return h(
     'li',
     { class: `order order-${o.status}` },
@@ -44,7 +71,7 @@ function order(o) {
     h('p', {}, o.message),
     h('p', { class: 'hint' }, `Order ${o.order_id}, ${new Date(o.created_at).toLocaleString()}`),
     o.tickets.length
-      ? h('ul', { class: 'picks tickets', 'aria-label': 'Tickets' }, o.tickets.map((t) => h('li', {}, h('span', {}, t.seat_id), h('span', { class: 'mono' }, `Ticket ${t.ticket_id}`))))
+      ? h('ul', { class: 'picks tickets', 'aria-label': 'Tickets' }, o.tickets.map((t) => ticket(o, t, views, token)))
       : h('p', {}, `Seats: ${o.seat_ids.join(', ')}`),
   );
 }

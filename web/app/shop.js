@@ -54,6 +54,7 @@ export class Shop {
     if (message) fill(this.msg, message);
     if (!this.map) {
       try {
+        performance.mark('seatmap-fetch');
         const { data } = await api(`/v1/events/${this.ev.event_id}/seatmap`);
         this.map = new SeatMap(data, {
           currency: this.ev.currency,

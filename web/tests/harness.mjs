@@ -1,8 +1,11 @@
 // What the browser tests need around the app: the boxoffice binary serving the demo on
-// a free loopback port with a data directory of its own, and headless Chromium (the
-// system's /usr/bin/chromium, driven by playwright-core) with a fresh profile per run.
+// a free loopback port with a data directory of its own, headless Chromium (the
+// system's /usr/bin/chromium, driven by playwright-core) with a fresh profile per run,
+// and the checks every page gets (axe-core, screenshots at two widths).
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -144,4 +147,34 @@ export function apiClient(base) {
       throw new Error(`not admitted to event ${event} within ${deadlineMs} ms`);
     },
   };
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical violations on the page as it is now. The script is
+ *  evaluated through the DevTools protocol, so the page's own policy stays as served. */
+export async function a11yProblems(page) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(`${AXE_SOURCE}\n;0`);
+  const violations = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** Screenshots of the page at a phone's width (375 px) and a desktop's (1280 px), saved
+ *  as `<name>-375.png` and `<name>-1280.png`; the page is left at 1280 px. */
+export async function screenshots(page, name) {
+  for (const width of [375, 1280]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.waitForTimeout(100);
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
+  }
+}
+
+/** Every page check at once: no serious accessibility problem, screenshots at both widths. */
+export async function checkPage(page, name) {
+  const problems = await a11yProblems(page);
+  assert.deepEqual(problems, [], `${name}: ${JSON.stringify(problems, null, 1)}`);
+  await screenshots(page, name);
 }

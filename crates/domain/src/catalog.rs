@@ -128,6 +128,13 @@ pub struct EventSpec {
     pub sections: Vec<SectionSpec>,
     #[serde(default)]
     pub sale: SaleSettings,
+    /// Where the event takes place, as buyers read it (1-200 characters).
+    #[serde(default)]
+    pub venue: Option<String>,
+    /// When the sale is announced to open: told to buyers, not acted on (the operator
+    /// opens the sale).
+    #[serde(default)]
+    pub opens_at: Option<Millis>,
 }
 
 fn default_currency() -> String {
@@ -209,6 +216,10 @@ pub struct Event {
     pub sections: Vec<Section>,
     pub seats: Vec<Seat>,
     pub created_at: Millis,
+    #[serde(default)]
+    pub venue: Option<String>,
+    #[serde(default)]
+    pub opens_at: Option<Millis>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -279,11 +290,16 @@ impl EventSpec {
             sections,
             seats,
             created_at,
+            venue: self.venue.as_ref().map(|v| v.trim().to_string()),
+            opens_at: self.opens_at,
         })
     }
 
     fn check_header(&self) -> Result<(), CatalogError> {
         check_name("event", &self.name)?;
+        if let Some(venue) = &self.venue {
+            check_name("venue", venue)?;
+        }
         if self.currency.len() != 3 || !self.currency.bytes().all(|b| b.is_ascii_uppercase()) {
             return invalid("currency must be a three-letter ISO 4217 code such as EUR");
         }

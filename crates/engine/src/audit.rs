@@ -10,13 +10,17 @@ use serde::Serialize;
 use crate::ports::ProviderState;
 use crate::{Engine, EngineError};
 
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+/// One broken promise the audit found.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = AuditViolation)]
 pub struct Violation {
+    /// The promise's number (`P1`, `P2`, `P6`).
     pub promise: &'static str,
     pub detail: String,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+/// What the audit read and what it found.
+#[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
 pub struct AuditReport {
     pub events: usize,
     pub seats_sold: u64,

@@ -114,6 +114,7 @@ impl Engine {
             }
             other => other,
         };
+        self.dashboards.hold(event, now, result.is_ok());
         let outcome = if result.is_ok() { "won" } else { "lost" };
         metrics::counter!("boxoffice_holds_total", "outcome" => outcome).increment(1);
         Ok(result?)

@@ -9,6 +9,7 @@ mod cancel;
 mod catalog;
 mod checkout;
 mod commit;
+pub mod dashboard;
 mod drift;
 mod error;
 mod event_cancel;
@@ -45,7 +46,7 @@ pub use checkout::CheckoutOutcome;
 pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
-pub use overview::{EventOverview, SaleChange};
+pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
 pub use webhooks::{WebhookReceipt, WebhookRejected};
@@ -131,6 +132,7 @@ pub struct Engine {
     /// This process's life, drawn at start: webhook claims name it (`webhooks`).
     incarnation: ports::Incarnation,
     snapshots: availability::Snapshots,
+    dashboards: dashboard::Dashboards,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
     /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
@@ -162,6 +164,7 @@ impl Engine {
             verified: verified::VerifiedTokens::default(),
             incarnation: ports::Incarnation::random(),
             snapshots: availability::Snapshots::default(),
+            dashboards: dashboard::Dashboards::default(),
             buyers: BuyersConfig::default(),
             identity: None,
             outbox: None,

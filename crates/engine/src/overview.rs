@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use boxoffice_domain::EventId;
+use boxoffice_domain::{EventId, SaleStatus};
 
 use crate::ports::{HoldView, SeatCounts};
 use crate::{Engine, EngineError, EventEntry};
@@ -21,7 +21,36 @@ pub enum SaleChange {
     Close,
 }
 
+/// Most events one listing shows.
+pub const MAX_LISTED_EVENTS: usize = 100;
+
 impl Engine {
+    /// The newest events (highest id first) whose sale is in one of `statuses`, at most
+    /// `limit` (capped at `MAX_LISTED_EVENTS`), each with its seat counts.
+    pub async fn list_events(
+        &self,
+        statuses: &[SaleStatus],
+        limit: usize,
+    ) -> Result<Vec<EventOverview>, EngineError> {
+        let mut ids = Vec::new();
+        for status in statuses {
+            ids.extend(self.ports.ledger.events_with_status(*status).await?);
+        }
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.dedup();
+        ids.truncate(limit.min(MAX_LISTED_EVENTS));
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let mut entry = self.event(id).await?;
+            if !statuses.contains(&entry.event.status) {
+                // Another node changed the sale since this one cached it.
+                entry = self.reload_event(id).await?;
+            }
+            out.push(self.with_counts(entry).await);
+        }
+        Ok(out)
+    }
+
     pub async fn event_overview(&self, id: EventId) -> Result<EventOverview, EngineError> {
         let entry = self.event(id).await?;
         Ok(self.with_counts(entry).await)

@@ -30,6 +30,8 @@ pub struct Edge {
     pub(crate) streams: StreamSlots,
     pub(crate) feeds: Feeds,
     pub(crate) seat_maps: SeatMaps,
+    /// Paces the operator's audit runs.
+    pub(crate) audits: crate::routes::console::AuditGate,
     stop: CancellationToken,
 }
 
@@ -59,6 +61,7 @@ impl Edge {
             streams: StreamSlots::new(config.max_streams, config.max_streams_per_address),
             feeds: Feeds::default(),
             seat_maps: SeatMaps::default(),
+            audits: Default::default(),
             stop: CancellationToken::new(),
         }
     }

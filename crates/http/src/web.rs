@@ -1,9 +1,11 @@
-//! The buyer web app, embedded in the binary: plain ES modules from `web/app/` (no build
-//! step, nothing fetched at run time). At start-up every file gets a content-hashed
-//! name (`main.js` → `main.<hash>.js`, served `immutable`), the page is rewritten to
-//! name them, an import map sends the modules' own imports to the hashed names, and
-//! each body is gzipped once. The page itself is `no-cache`, so a new binary's page
-//! reaches buyers at once and brings its new file names with it.
+//! The web app, embedded in the binary: plain ES modules from `web/app/` (no build
+//! step, nothing fetched at run time), with two pages, the buyer app (`index.html` at
+//! `/`) and the operator console (`console.html` at `/console`), which share modules.
+//! At start-up every file gets a content-hashed name (`main.js` → `main.<hash>.js`,
+//! served `immutable`), the pages are rewritten to name them, an import map sends the
+//! modules' own imports to the hashed names, and each body is compressed once (gzip,
+//! and brotli). The pages themselves are `no-cache`, so a new binary's page reaches
+//! its readers at once and brings its new file names with it.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,6 +20,10 @@ use sha2::{Digest, Sha256};
 pub(crate) const PREFIX: &str = "/assets/";
 
 const INDEX: &str = include_str!("../../../web/app/index.html");
+const CONSOLE: &str = include_str!("../../../web/app/console.html");
+/// The pages, which are not in `FILES`: they are served by their routes, not by name.
+#[cfg(test)]
+pub(crate) const PAGES: [&str; 2] = ["index.html", "console.html"];
 
 /// The embedded files (besides the page), with their media types.
 pub(crate) const FILES: &[(&str, &str, &[u8])] = &[
@@ -48,6 +54,33 @@ pub(crate) const FILES: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("../../../web/app/orders.js"),
     ),
+    ("list.js", JS, include_bytes!("../../../web/app/list.js")),
+    ("qr.js", JS, include_bytes!("../../../web/app/qr.js")),
+    (
+        "console.css",
+        CSS,
+        include_bytes!("../../../web/app/console.css"),
+    ),
+    (
+        "console.js",
+        JS,
+        include_bytes!("../../../web/app/console.js"),
+    ),
+    (
+        "charts.js",
+        JS,
+        include_bytes!("../../../web/app/charts.js"),
+    ),
+    (
+        "dashboard.js",
+        JS,
+        include_bytes!("../../../web/app/dashboard.js"),
+    ),
+    (
+        "templates.js",
+        JS,
+        include_bytes!("../../../web/app/templates.js"),
+    ),
     (
         "favicon.svg",
         SVG,
@@ -59,26 +92,34 @@ const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 const SVG: &str = "image/svg+xml";
 
-/// One body as served: as is, and gzipped.
+/// One body as served: as is, gzipped, and brotli-compressed.
 pub(crate) struct Body {
     pub media_type: &'static str,
     pub plain: Bytes,
     pub gzip: Bytes,
+    pub br: Bytes,
 }
 
 impl Body {
     fn new(media_type: &'static str, plain: Vec<u8>) -> Body {
         let gzip = gzip(&plain);
+        let br = brotli(&plain);
         Body {
             media_type,
             plain: Bytes::from(plain),
             gzip: Bytes::from(gzip),
+            br: Bytes::from(br),
         }
     }
 
-    /// The body for a client that sent these headers, and its encoding if any.
+    /// The body for a client that sent these headers, and its encoding if any: the
+    /// smallest the client takes, the plain body when compression would not shrink it.
     pub fn for_client(&self, headers: &HeaderMap) -> (Bytes, Option<&'static str>) {
-        if accepts_gzip(headers) && self.gzip.len() < self.plain.len() {
+        let takes = |coding: &str| accepts(headers, coding);
+        let smaller = |b: &Bytes| !b.is_empty() && b.len() < self.plain.len();
+        if takes("br") && smaller(&self.br) {
+            (self.br.clone(), Some("br"))
+        } else if takes("gzip") && smaller(&self.gzip) {
             (self.gzip.clone(), Some("gzip"))
         } else {
             (self.plain.clone(), None)
@@ -86,11 +127,12 @@ impl Body {
     }
 }
 
-/// The app as served: the page, the files by hashed name, the page's policy.
+/// The app as served: the pages, the files by hashed name, the pages' policy.
 pub(crate) struct WebApp {
     pub index: Body,
+    pub console: Body,
     pub files: HashMap<String, Body>,
-    /// The Content-Security-Policy of the page and its files.
+    /// The Content-Security-Policy of the pages and their files.
     pub csp: HeaderValue,
 }
 
@@ -98,29 +140,33 @@ pub(crate) struct WebApp {
 pub(crate) static APP: LazyLock<WebApp> = LazyLock::new(build);
 
 fn build() -> WebApp {
-    let mut page = INDEX.to_owned();
+    let (mut index, mut console) = (INDEX.to_owned(), CONSOLE.to_owned());
     let mut files = HashMap::new();
     let mut imports = serde_json::Map::new();
     for (name, media_type, body) in FILES {
         let hashed = hashed_name(name, body);
         let (plain, served) = (format!("{PREFIX}{name}"), format!("{PREFIX}{hashed}"));
-        page = page.replace(&format!("\"{plain}\""), &format!("\"{served}\""));
+        for page in [&mut index, &mut console] {
+            *page = page.replace(&format!("\"{plain}\""), &format!("\"{served}\""));
+        }
         if *media_type == JS {
             imports.insert(plain, served.into());
         }
         files.insert(hashed, Body::new(media_type, body.to_vec()));
     }
+    // One import map for both pages, so one digest in the policy allows it.
     let map = serde_json::json!({ "imports": imports }).to_string();
-    let page = page.replace(
-        "<!--importmap-->",
-        &format!("<script type=\"importmap\">{map}</script>"),
-    );
+    let tag = format!("<script type=\"importmap\">{map}</script>");
+    let page = |p: String| Body::new(HTML, p.replace("<!--importmap-->", &tag).into_bytes());
     WebApp {
-        index: Body::new("text/html; charset=utf-8", page.into_bytes()),
+        index: page(index),
+        console: page(console),
         files,
         csp: csp(&map),
     }
 }
+
+const HTML: &str = "text/html; charset=utf-8";
 
 /// `name.<10 hex digits of its SHA-256>.ext`.
 pub(crate) fn hashed_name(name: &str, body: &[u8]) -> String {
@@ -152,15 +198,33 @@ fn gzip(data: &[u8]) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// Whether Accept-Encoding names gzip (or `*`) without `q=0`.
-fn accepts_gzip(headers: &HeaderMap) -> bool {
+/// Brotli at its best quality: done once per file at start-up, so the time is spent
+/// once and every client gets the smallest body.
+fn brotli(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: 11,
+        lgwin: 22,
+        ..Default::default()
+    };
+    // Reading from a slice and writing to a Vec cannot fail; empty means plain is sent.
+    match brotli::BrotliCompress(&mut &data[..], &mut out, &params) {
+        Ok(_) => out,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Whether Accept-Encoding takes this coding: named without `q=0`, or not named and
+/// `*` is taken.
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     let Some(value) = headers
         .get(header::ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
     else {
         return false;
     };
-    value.split(',').any(|part| {
+    let mut star = None;
+    for part in value.split(',') {
         let mut pieces = part.split(';').map(str::trim);
         let coding = pieces.next().unwrap_or("");
         let refused = pieces.any(|p| {
@@ -168,8 +232,14 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
                 .and_then(|q| q.parse::<f32>().ok())
                 .is_some_and(|q| q == 0.0)
         });
-        (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
-    })
+        if coding.eq_ignore_ascii_case(wanted) {
+            return !refused;
+        }
+        if coding == "*" {
+            star = Some(!refused);
+        }
+    }
+    star.unwrap_or(false)
 }
 
 #[cfg(test)]

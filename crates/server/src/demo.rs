@@ -42,6 +42,8 @@ pub fn stadium_spec() -> EventSpec {
         }
     }
     EventSpec {
+        venue: Some("Boxoffice Arena, Demo City".into()),
+        opens_at: None,
         name: "Demo stadium night".into(),
         currency: "EUR".into(),
         tiers: vec![

@@ -2,17 +2,60 @@
 //! (3-D Secure, a bank redirect) sends them, as a real provider sends them to their
 //! bank. Served only by a node that runs the stand-in; two buttons approve or decline
 //! the payment, and the provider's webhook then settles the order as it would any
-//! other. Plain HTML forms: no script, no style, nothing from elsewhere.
+//! other. Plain HTML forms: no script, no style, nothing from elsewhere. The page is
+//! public, so it is paced: at most `PER_SECOND` requests a second reach the provider's
+//! records, the rest are told to come back (429 with Retry-After).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use boxoffice_engine::ports::ProviderState;
 use boxoffice_payment_fake::{CONFIRM_PATH, FakeGateway};
+
+/// Requests a second the page answers in all; a person confirms one payment in seconds.
+pub const PER_SECOND: u32 = 50;
+
+/// A fixed one-second window over the whole page.
+#[derive(Default)]
+struct Pace {
+    window: std::sync::Mutex<(Option<Instant>, u32)>,
+}
+
+impl Pace {
+    fn admit(&self) -> bool {
+        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        match w.0 {
+            Some(start) if now.saturating_duration_since(start).as_secs() < 1 => {
+                w.1 += 1;
+                w.1 <= PER_SECOND
+            }
+            _ => {
+                *w = (Some(now), 1);
+                true
+            }
+        }
+    }
+}
+
+async fn paced(State(pace): State<Arc<Pace>>, req: Request, next: Next) -> Response {
+    if pace.admit() {
+        return next.run(req).await;
+    }
+    let mut res = html(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Busy",
+        "<p>The test bank is busy. Try again in a second.</p>",
+    );
+    (res.headers_mut()).insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
 
 const CSP: &str = "default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
@@ -24,6 +67,10 @@ pub fn router(fake: Arc<FakeGateway>) -> Router {
         .route(&format!("{page}/approve"), post(approve))
         .route(&format!("{page}/decline"), post(decline))
         .with_state(fake)
+        .layer(middleware::from_fn_with_state(
+            Arc::new(Pace::default()),
+            paced,
+        ))
 }
 
 async fn show(State(fake): State<Arc<FakeGateway>>, Path(reference): Path<String>) -> Response {
@@ -137,4 +184,23 @@ fn html(status: StatusCode, title: &str, body: &str) -> Response {
         page,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_answers_at_most_its_pace_in_a_second() {
+        let pace = Pace::default();
+        for _ in 0..PER_SECOND {
+            assert!(pace.admit());
+        }
+        assert!(!pace.admit(), "one over the pace is refused");
+        *pace.window.lock().unwrap() = (
+            Some(Instant::now() - std::time::Duration::from_secs(2)),
+            999,
+        );
+        assert!(pace.admit(), "a new second starts afresh");
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use boxoffice_domain::{
-    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
 };
 use boxoffice_engine::ports::{
     AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
@@ -324,6 +324,11 @@ impl Ledger for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(event = %q.event))]
     async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError> {
         orders::of_event(&self.pool, q).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn order_states(&self, event: EventId) -> Result<Vec<(OrderState, u64)>, StoreError> {
+        orders::states_of_event(&self.pool, event).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

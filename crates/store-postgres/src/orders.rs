@@ -126,6 +126,26 @@ pub(crate) async fn due<'e>(
     rows.iter().map(parse).collect()
 }
 
+/// How many of the event's orders are in each state (by the `orders_by_event` index).
+pub(crate) async fn states_of_event<'e>(
+    conn: impl PgExecutor<'e>,
+    event: EventId,
+) -> Result<Vec<(OrderState, u64)>, StoreError> {
+    let rows = sqlx::query("SELECT state, COUNT(*) FROM orders WHERE event_id = $1 GROUP BY state")
+        .bind(event.0)
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            let state: String = row.try_get(0).map_err(db)?;
+            let n: i64 = row.try_get(1).map_err(db)?;
+            let state = OrderState::parse(&state).ok_or_else(|| corrupt("order state", &state))?;
+            Ok((state, u64::try_from(n).unwrap_or(0)))
+        })
+        .collect()
+}
+
 /// A page of an event's orders in id order (see `EventOrders`).
 pub(crate) async fn of_event<'e>(
     conn: impl PgExecutor<'e>,

@@ -2,7 +2,7 @@
 //! transaction, the job's progress saved only over the progress it was computed from,
 //! and the event's orders read in id order from the job's cursor.
 
-use boxoffice_domain::{EventId, Millis, SaleStatus};
+use boxoffice_domain::{EventId, Millis, OrderState, SaleStatus};
 use boxoffice_engine::ports::{
     CancellationCounts, EventCancellation, EventOrders, Order, StoreError,
 };
@@ -107,6 +107,28 @@ pub(crate) fn orders_of_event(
     let after = q.after.map(|o| o.to_string()).unwrap_or_default();
     let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
     orders::query(conn, &sql, params![q.event.0, after, limit])
+}
+
+/// How many of the event's orders are in each state (by the `orders_by_event` index).
+pub(crate) fn order_states(
+    conn: &Connection,
+    event: EventId,
+) -> Result<Vec<(OrderState, u64)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT state, COUNT(*) FROM orders WHERE event_id = ?1 GROUP BY state")
+        .map_err(db)?;
+    let rows = stmt
+        .query_map(params![event.0], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
+        .map_err(db)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (state, n) = row.map_err(db)?;
+        let state = OrderState::parse(&state).ok_or_else(|| corrupt("order state", &state))?;
+        out.push((state, u64::try_from(n).unwrap_or(0)));
+    }
+    Ok(out)
 }
 
 fn count(n: u64) -> i64 {

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use boxoffice_domain::{
-    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
 };
 use boxoffice_engine::ports::{
     AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
@@ -300,6 +300,13 @@ impl Ledger for SqliteLedger {
         let q = *q;
         self.readers
             .read(move |c| event_cancel::orders_of_event(c, &q))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn order_states(&self, event: EventId) -> Result<Vec<(OrderState, u64)>, StoreError> {
+        self.readers
+            .read(move |c| event_cancel::order_states(c, event))
             .await
     }
 

@@ -62,6 +62,7 @@ macro_rules! ledger_conformance {
                 cancelling_an_event_closes_its_sale_and_records_the_job_once,
                 cancellation_progress_is_saved_only_over_what_it_was_read_as,
                 an_events_orders_page_in_id_order_from_a_cursor,
+                an_events_orders_are_counted_by_state,
                 a_committed_order_has_its_seats_sold_to_its_buyer,
                 a_second_order_for_a_sold_seat_gets_seat_taken_and_writes_nothing,
                 an_order_for_a_seat_the_ledger_sold_is_not_written,

@@ -2,6 +2,8 @@ use super::*;
 
 pub(crate) fn small_spec() -> EventSpec {
     EventSpec {
+        venue: None,
+        opens_at: None,
         name: "Test night".into(),
         currency: "EUR".into(),
         tiers: vec![

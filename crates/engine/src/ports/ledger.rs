@@ -238,6 +238,8 @@ pub trait Ledger: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// A page of an event's orders in id order (see `EventOrders`).
     async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError>;
+    /// How many of an event's orders are in each state (states with none left out).
+    async fn order_states(&self, event: EventId) -> Result<Vec<(OrderState, u64)>, StoreError>;
 
     /// (seat id, buyer) of every sold seat of an event: the input of a rebuild.
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError>;

@@ -7,6 +7,8 @@ use boxoffice_domain::Millis;
 use boxoffice_domain::admission::Health;
 use parking_lot::Mutex;
 
+use crate::dashboard::{Latency, PaymentHealth};
+
 /// Samples kept per signal, whatever their age, so memory stays bounded.
 const MAX_SAMPLES: usize = 4_096;
 
@@ -34,12 +36,17 @@ fn push<T>(q: &Mutex<VecDeque<T>>, v: T) {
     q.push_back(v);
 }
 
-fn p99(mut v: Vec<f64>) -> Option<f64> {
+fn p99(v: Vec<f64>) -> Option<f64> {
+    quantile(v, 0.99)
+}
+
+/// The nearest-rank quantile `q` of the samples.
+fn quantile(mut v: Vec<f64>, q: f64) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let i = ((v.len() as f64) * 0.99).ceil() as usize;
+    let i = ((v.len() as f64) * q).ceil() as usize;
     v.get(i.saturating_sub(1)).copied()
 }
 
@@ -52,6 +59,34 @@ impl HealthWindow {
                 provider_failed,
             } => push(&self.checkouts, (at, ms, provider_failed)),
         }
+    }
+
+    /// The operator's view of the same window: medians beside the p99s, and the
+    /// checkouts and provider failures counted.
+    pub(crate) fn detail(&self, now: Millis, window_ms: u64) -> (Latency, PaymentHealth) {
+        let since = now.plus_millis(-(window_ms as i64));
+        let holds: Vec<f64> = (self.holds.lock().iter())
+            .filter(|(at, _)| *at > since)
+            .map(|(_, ms)| *ms)
+            .collect();
+        let checkouts: Vec<(f64, bool)> = (self.checkouts.lock().iter())
+            .filter(|(at, _, _)| *at > since)
+            .map(|(_, ms, failed)| (*ms, *failed))
+            .collect();
+        let errors = checkouts.iter().filter(|(_, f)| *f).count() as u64;
+        let times: Vec<f64> = checkouts.iter().map(|(ms, _)| *ms).collect();
+        let latency = Latency {
+            hold_p50_ms: quantile(holds.clone(), 0.5),
+            hold_p99_ms: quantile(holds, 0.99),
+            checkout_p50_ms: quantile(times.clone(), 0.5),
+            checkout_p99_ms: quantile(times, 0.99),
+        };
+        let payments = PaymentHealth {
+            checkouts: checkouts.len() as u64,
+            errors,
+            error_rate: (!checkouts.is_empty()).then(|| errors as f64 / checkouts.len() as f64),
+        };
+        (latency, payments)
     }
 
     /// The signals over samples newer than `now - window_ms`.

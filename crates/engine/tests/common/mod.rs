@@ -85,6 +85,8 @@ pub fn node_with_ledger(d: &Durable, config: EngineConfig, ledger: Arc<dyn Ledge
 /// An event of `rows` rows of ten seats in section `A` (labels `A-<row>-<n>`), open.
 pub async fn open_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> EventId {
     let spec = EventSpec {
+        venue: None,
+        opens_at: None,
         name: format!("Engine test {}", uuid::Uuid::new_v4()),
         currency: "EUR".into(),
         tiers: vec![PriceTier {

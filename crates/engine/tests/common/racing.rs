@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use boxoffice_domain::{
-    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, SaleStatus,
+    BuyerId, Event, EventId, EventSpec, HoldId, Millis, OrderEvent, OrderId, OrderState, SaleStatus,
 };
 use boxoffice_engine::ports::{
     AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
@@ -55,6 +55,9 @@ impl Ledger for Racing {
     }
     async fn event(&self, id: EventId) -> Result<Option<Event>, StoreError> {
         self.inner.event(id).await
+    }
+    async fn order_states(&self, event: EventId) -> Result<Vec<(OrderState, u64)>, StoreError> {
+        self.inner.order_states(event).await
     }
     async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
         self.inner.events_with_status(status).await

@@ -35,9 +35,12 @@ pub use docs::{docs_asset, docs_page};
 
 const BASE: &str = include_str!("base.json");
 const OPERATIONS: &str = include_str!("operations.json");
-/// The after-sale's operations, schemas, parameters, tags and security scheme, kept
-/// apart from the sale's.
-const AFTER_SALE: &str = include_str!("after_sale.json");
+/// Operations, parameters, tags, security schemes (and schemas still written by hand)
+/// kept apart from the sale's: the after-sale's, and the operator console's.
+const PIECES: [(&str, &str); 2] = [
+    ("after_sale.json", include_str!("after_sale.json")),
+    ("console.json", include_str!("console.json")),
+];
 
 /// How the document describes one route, declared beside its handler.
 pub struct Doc {
@@ -116,7 +119,9 @@ pub fn build(routes: &[RouteDef]) -> Result<Value, String> {
     let mut doc: Value = serde_json::from_str(BASE).map_err(|e| format!("base.json: {e}"))?;
     let mut ops: Map<String, Value> =
         serde_json::from_str(OPERATIONS).map_err(|e| format!("operations.json: {e}"))?;
-    merge_after_sale(&mut doc, &mut ops)?;
+    for (name, piece) in PIECES {
+        merge_piece(&mut doc, &mut ops, name, piece)?;
+    }
     let derived = derived_schemas(routes)?;
     let target = (doc["components"]["schemas"].as_object_mut())
         .ok_or("base.json has no components.schemas")?;
@@ -159,22 +164,31 @@ fn derived_schemas(routes: &[RouteDef]) -> Result<BTreeMap<String, Value>, Strin
     Ok(out)
 }
 
-/// The names of the schemas still written by hand in `base.json` and `after_sale.json`.
+/// The names of the schemas still written by hand in `base.json` and the pieces.
 pub fn hand_written_schemas() -> BTreeSet<String> {
     let base: Value = serde_json::from_str(BASE).unwrap_or_default();
-    let extra: Value = serde_json::from_str(AFTER_SALE).unwrap_or_default();
-    let names = |v: &Value| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>());
-    (names(&base["components"]["schemas"])
-        .unwrap_or_default()
-        .into_iter())
-    .chain(names(&extra["schemas"]).unwrap_or_default())
-    .collect()
+    let names = |v: &Value| -> Vec<String> {
+        v.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut all: BTreeSet<String> = names(&base["components"]["schemas"]).into_iter().collect();
+    for (_, piece) in PIECES {
+        let extra: Value = serde_json::from_str(piece).unwrap_or_default();
+        all.extend(names(&extra["schemas"]));
+    }
+    all
 }
 
-/// Adds `after_sale.json`'s pieces to the document and the operations.
-fn merge_after_sale(doc: &mut Value, ops: &mut Map<String, Value>) -> Result<(), String> {
-    let mut extra: Value =
-        serde_json::from_str(AFTER_SALE).map_err(|e| format!("after_sale.json: {e}"))?;
+/// Adds one piece's operations, schemas, parameters, tags and security schemes to the
+/// document and the operations.
+fn merge_piece(
+    doc: &mut Value,
+    ops: &mut Map<String, Value>,
+    name: &str,
+    piece: &str,
+) -> Result<(), String> {
+    let mut extra: Value = serde_json::from_str(piece).map_err(|e| format!("{name}: {e}"))?;
     let mut take = |key: &str| match extra[key].take() {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -196,12 +210,15 @@ fn merge_after_sale(doc: &mut Value, ops: &mut Map<String, Value>) -> Result<(),
     Ok(())
 }
 
-/// The ids of every operation described (`operations.json` and `after_sale.json`).
+/// The ids of every operation described (`operations.json` and the pieces).
 pub fn described_operations() -> Vec<String> {
     let ops: Map<String, Value> = serde_json::from_str(OPERATIONS).unwrap_or_default();
-    let extra: Value = serde_json::from_str(AFTER_SALE).unwrap_or_default();
-    let more = extra["operations"].as_object().cloned().unwrap_or_default();
-    ops.keys().chain(more.keys()).cloned().collect()
+    let mut all: Vec<String> = ops.keys().cloned().collect();
+    for (_, piece) in PIECES {
+        let extra: Value = serde_json::from_str(piece).unwrap_or_default();
+        all.extend(extra["operations"].as_object().into_iter().flat_map(|m| m.keys().cloned()));
+    }
+    all
 }
 
 fn operation(r: &RouteDef, mut op: Value) -> Result<Value, String> {

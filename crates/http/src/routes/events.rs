@@ -28,6 +28,8 @@ use crate::seatmap::SeatMapOut;
 pub struct EventOut<'a> {
     event_id: EventId,
     name: &'a str,
+    venue: Option<&'a str>,
+    opens_at: Option<Millis>,
     currency: &'a str,
     status: SaleStatus,
     sale: &'a SaleSettings,
@@ -68,6 +70,8 @@ impl<'a> EventOut<'a> {
         EventOut {
             event_id: e.id,
             name: &e.name,
+            venue: e.venue.as_deref(),
+            opens_at: e.opens_at,
             currency: &e.currency,
             status: e.status,
             sale: &e.sale,

@@ -4,6 +4,7 @@
 
 pub mod availability;
 pub mod buyers;
+pub mod console;
 pub mod events;
 pub mod gates;
 pub mod holds;
@@ -96,6 +97,21 @@ fn sale() -> Vec<RouteDef> {
             Api,
             events::create,
             &events::CREATE_DOC,
+        ),
+        route(M::GET, "/v1/events", Api, console::list, &console::LIST_DOC),
+        route(
+            M::GET,
+            "/v1/events/{id}/dashboard",
+            Api,
+            console::dashboard,
+            &console::DASHBOARD_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/audit",
+            Api,
+            console::audit,
+            &console::AUDIT_DOC,
         ),
         route(
             M::GET,
@@ -341,6 +357,7 @@ fn sale() -> Vec<RouteDef> {
             &ops::DOCS_ASSET_DOC,
         ),
         route(M::GET, "/", Api, web::page, &web::PAGE_DOC),
+        route(M::GET, "/console", Api, web::console, &web::CONSOLE_DOC),
         route(M::GET, "/assets/{file}", Api, web::asset, &web::ASSET_DOC),
         route(
             M::GET,

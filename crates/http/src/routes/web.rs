@@ -1,4 +1,4 @@
-//! The buyer web app's page and files (see `crate::web`): public, the page `no-cache`,
+//! The web app's pages (the buyer app, the operator console) and files (see `crate::web`): public, the page `no-cache`,
 //! the files by content-hashed name and `immutable`, each gzipped when the client
 //! takes it, all under the app's strict Content-Security-Policy.
 
@@ -20,6 +20,15 @@ pub(crate) const PAGE_DOC: Doc = Doc {
     shared: &[],
 };
 
+/// How the API document describes the operator console's page.
+pub(crate) const CONSOLE_DOC: Doc = Doc {
+    op: "getConsole",
+    body: None,
+    ok: &[],
+    refuses: &[],
+    shared: &[],
+};
+
 /// How the API document describes the files of the buyer app.
 pub(crate) const ASSET_DOC: Doc = Doc {
     op: "getWebAsset",
@@ -32,6 +41,12 @@ pub(crate) const ASSET_DOC: Doc = Doc {
 /// GET /: the buyer app.
 pub async fn page(headers: HeaderMap) -> Response {
     respond(&APP.index, &headers, "no-cache")
+}
+
+/// GET /console: the operator console (the operator key is asked for on the page and
+/// kept in the tab's sessionStorage, never in a URL).
+pub async fn console(headers: HeaderMap) -> Response {
+    respond(&APP.console, &headers, "no-cache")
 }
 
 /// GET /assets/{file}: a file of the app by its hashed name; any other is `not_found`.

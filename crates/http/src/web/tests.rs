@@ -23,7 +23,7 @@ fn every_file_of_the_app_directory_is_embedded() {
     let mut on_disk: Vec<String> = std::fs::read_dir(app_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "index.html")
+        .filter(|n| !PAGES.contains(&n.as_str()))
         .collect();
     on_disk.sort();
     let mut embedded: Vec<String> = FILES.iter().map(|(n, _, _)| n.to_string()).collect();
@@ -42,8 +42,19 @@ fn the_javascript_stays_under_150_kb_gzipped() {
 }
 
 #[test]
-fn the_page_names_only_hashed_embedded_files_and_maps_every_module() {
-    let page = String::from_utf8(APP.index.plain.to_vec()).unwrap();
+fn the_pages_name_only_hashed_embedded_files_and_map_every_module() {
+    for page in [&APP.index, &APP.console] {
+        names_only_hashed_files(std::str::from_utf8(&page.plain).unwrap());
+    }
+    let console = String::from_utf8(APP.console.plain.to_vec()).unwrap();
+    let entry = hashed_name(
+        "console.js",
+        FILES.iter().find(|f| f.0 == "console.js").unwrap().2,
+    );
+    assert!(console.contains(&format!("src=\"{PREFIX}{entry}\"")));
+}
+
+fn names_only_hashed_files(page: &str) {
     for (name, media_type, body) in FILES {
         let hashed = hashed_name(name, body);
         assert!(APP.files.contains_key(&hashed), "{hashed}");
@@ -84,18 +95,24 @@ fn the_policy_allows_no_inline_code_or_style_but_the_import_map() {
     let csp = APP.csp.to_str().unwrap();
     assert!(!csp.contains("unsafe"), "{csp}");
     assert!(csp.contains("style-src 'self';"), "{csp}");
-    let page = String::from_utf8(APP.index.plain.to_vec()).unwrap();
-    let start = page.find("<script type=\"importmap\">").unwrap() + 25;
-    let map = &page[start..start + page[start..].find("</script>").unwrap()];
-    let digest = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(map));
-    assert!(csp.contains(&format!("'sha256-{digest}'")), "{csp}");
-    assert_eq!(
-        page.matches("<script").count(),
-        2,
-        "one import map, one module"
-    );
+    for page in [&APP.index, &APP.console] {
+        let page = String::from_utf8(page.plain.to_vec()).unwrap();
+        let start = page.find("<script type=\"importmap\">").unwrap() + 25;
+        let map = &page[start..start + page[start..].find("</script>").unwrap()];
+        let digest = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(map));
+        assert!(csp.contains(&format!("'sha256-{digest}'")), "{csp}");
+        assert_eq!(
+            page.matches("<script").count(),
+            2,
+            "one import map, one module"
+        );
+    }
     // Inline styles and handlers need 'unsafe-inline'; the app sets neither.
-    for (name, _, body) in FILES.iter().chain([&("index.html", "", INDEX.as_bytes())]) {
+    let pages = [
+        &("index.html", "", INDEX.as_bytes()),
+        &("console.html", "", CONSOLE.as_bytes()),
+    ];
+    for (name, _, body) in FILES.iter().chain(pages) {
         let text = String::from_utf8_lossy(body);
         for banned in ["style=", "'style'", "innerHTML", "onclick=\"", "eval("] {
             assert!(!text.contains(banned), "{name} contains {banned}");
@@ -104,12 +121,13 @@ fn the_policy_allows_no_inline_code_or_style_but_the_import_map() {
 }
 
 #[test]
-fn gzip_is_sent_only_to_clients_that_take_it() {
+fn each_client_gets_the_smallest_encoding_it_takes() {
     let body = &APP.index;
     assert_eq!(body.for_client(&HeaderMap::new()).1, None);
-    assert_eq!(body.for_client(&with_encoding("gzip, br")).1, Some("gzip"));
+    assert_eq!(body.for_client(&with_encoding("gzip, br")).1, Some("br"));
+    assert_eq!(body.for_client(&with_encoding("gzip")).1, Some("gzip"));
     assert_eq!(
-        body.for_client(&with_encoding("br;q=1, *;q=0.5")).1,
+        body.for_client(&with_encoding("br;q=0, *;q=0.5")).1,
         Some("gzip")
     );
     assert_eq!(body.for_client(&with_encoding("gzip;q=0")).1, None);
@@ -118,6 +136,11 @@ fn gzip_is_sent_only_to_clients_that_take_it() {
     let mut plain = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
     assert_eq!(plain, body.plain);
+    let (br, _) = body.for_client(&with_encoding("br"));
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut brotli::Decompressor::new(&br[..], 4096), &mut plain).unwrap();
+    assert_eq!(plain, body.plain);
+    assert!(br.len() < body.gzip.len(), "brotli is the smaller");
 }
 
 #[test]

@@ -117,6 +117,8 @@ impl Boxoffice {
 fn spec(units: u32) -> EventSpec {
     EventSpec {
         name: format!("Experiment {}", BuyerId::random()),
+        venue: None,
+        opens_at: None,
         currency: "EUR".into(),
         tiers: vec![PriceTier {
             key: "STD".into(),

@@ -58,6 +58,8 @@ pub fn spec(
     }
     EventSpec {
         name: format!("Rehearsal {}", uuid::Uuid::new_v4()),
+        venue: None,
+        opens_at: None,
         currency: "EUR".into(),
         tiers: vec![PriceTier {
             key: "STD".into(),

@@ -10,6 +10,7 @@ mod availability;
 mod bad_input;
 mod bounded_state;
 mod concurrency;
+mod console;
 mod contract;
 mod crash;
 mod edge;

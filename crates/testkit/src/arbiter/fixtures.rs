@@ -83,6 +83,8 @@ pub fn small_spec() -> EventSpec {
         tier: tier.map(Into::into),
     };
     EventSpec {
+        venue: None,
+        opens_at: None,
         name: "Conformance night".into(),
         currency: "EUR".into(),
         tiers: tiers(),

@@ -14,6 +14,8 @@ pub fn spec(rows: u32, per_row: u32, ga: u32, max_per_buyer: u32) -> EventSpec {
         sections.push(standing(ga));
     }
     EventSpec {
+        venue: None,
+        opens_at: None,
         name: format!("Test event {}", super::uuid()),
         currency: "EUR".into(),
         tiers: vec![PriceTier {

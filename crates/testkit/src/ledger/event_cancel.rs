@@ -1,13 +1,16 @@
 //! Cases: an event's cancellation job as the ledger keeps it. Starting it closes the
 //! sale and records the job once; its progress is saved only over the progress it was
-//! computed from; the event's orders page in id order from a cursor.
+//! computed from; the event's orders page in id order from a cursor, and are counted
+//! by state.
 
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, EventId, SaleStatus};
-use boxoffice_engine::ports::{CancellationCounts, EventCancellation, EventOrders, Ledger};
+use boxoffice_domain::{BuyerId, EventId, OrderState, SaleStatus};
+use boxoffice_engine::ports::{
+    CancellationCounts, CommitOutcome, EventCancellation, EventOrders, Ledger,
+};
 
-use super::fixtures::{T0, authorized, event};
+use super::fixtures::{T0, authorized, commit_of, event};
 
 pub async fn cancelling_an_event_closes_its_sale_and_records_the_job_once(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
@@ -111,4 +114,28 @@ pub async fn an_events_orders_page_in_id_order_from_a_cursor(ledger: Arc<dyn Led
         seen.extend(page.iter().map(|o| o.id));
     }
     assert_eq!(seen, ids, "every order once, in id order");
+}
+
+pub async fn an_events_orders_are_counted_by_state(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 5, 4).await;
+    let other = event(&ledger, 5, 4).await;
+    assert_eq!(ledger.order_states(e.id).await.unwrap(), vec![]);
+    for i in 0..3 {
+        authorized(&ledger, &e, BuyerId::random(), &[i]).await;
+    }
+    let sold = authorized(&ledger, &e, BuyerId::random(), &[3]).await;
+    let outcome = ledger.commit(&commit_of(&sold, 4)).await.unwrap();
+    assert_eq!(outcome, CommitOutcome::Committed);
+    authorized(&ledger, &other, BuyerId::random(), &[0]).await;
+    let mut counts = ledger.order_states(e.id).await.unwrap();
+    counts.sort_by_key(|(s, _)| s.as_str());
+    assert_eq!(
+        counts,
+        vec![(OrderState::Authorized, 3), (OrderState::Committed, 1)]
+    );
+    assert_eq!(
+        ledger.order_states(EventId(i64::MAX)).await.unwrap(),
+        vec![],
+        "an unknown event has no orders"
+    );
 }

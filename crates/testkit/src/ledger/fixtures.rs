@@ -21,6 +21,8 @@ pub fn unique(name: &str) -> String {
 /// One section of `rows` rows of `per_row` seats at 50.00, with a per-buyer limit.
 pub fn spec(name: &str, rows: u32, per_row: u32, max_per_buyer: u32) -> EventSpec {
     EventSpec {
+        venue: None,
+        opens_at: None,
         name: unique(name),
         currency: "EUR".into(),
         tiers: vec![PriceTier {
