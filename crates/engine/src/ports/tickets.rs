@@ -11,9 +11,7 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
-use boxoffice_domain::{
-    BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret, TransferId,
-};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret, TransferId};
 
 use super::{Accept, Accepted, StoreError, TransferOffer, TransferRefusal};
 

@@ -216,7 +216,12 @@ pub fn described_operations() -> Vec<String> {
     let mut all: Vec<String> = ops.keys().cloned().collect();
     for (_, piece) in PIECES {
         let extra: Value = serde_json::from_str(piece).unwrap_or_default();
-        all.extend(extra["operations"].as_object().into_iter().flat_map(|m| m.keys().cloned()));
+        all.extend(
+            extra["operations"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.keys().cloned()),
+        );
     }
     all
 }
