@@ -25,7 +25,7 @@ use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{NATS_URL, history_ids};
+use super::{NATS_URL, history_ids, orders_of};
 use crate::common::{BOXOFFICE, uuid};
 
 const OPERATOR: &str = "order-events-bench-operator-key";
@@ -146,29 +146,6 @@ async fn paced_checkouts(
 }
 
 /// The order ids of the buyers' orders, with their tokens.
-async fn orders(
-    c: &reqwest::Client,
-    base: &str,
-    buyers: &[(String, String)],
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (token, _) in buyers {
-        let v: Value = c
-            .get(format!("{base}/v1/me/orders"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        for o in v["orders"].as_array().unwrap() {
-            out.push((o["order_id"].as_str().unwrap().to_string(), token.clone()));
-        }
-    }
-    out
-}
-
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -258,7 +235,7 @@ async fn relay_throughput_and_lag() {
     add_endpoint(&c, &base, &receiver).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
     let reached = paced_checkouts(&c, &base, buyers.clone(), rate).await;
-    let expected = history_ids(&c, &base, &orders(&c, &base, &buyers).await).await;
+    let expected = history_ids(&c, &base, &orders_of(&c, &base, &buyers).await).await;
     wait_for(&receiver, &expected).await;
     let hook = first_arrivals(&receiver);
     let jet = read_stream(&js, &stream, &expected).await;
@@ -296,7 +273,7 @@ async fn relay_throughput_and_lag() {
     receiver.set_down(true);
     let buyers = holders(&c, &base, OPERATOR, n).await;
     paced_checkouts(&c, &base, buyers.clone(), 100_000).await;
-    let expected = history_ids(&c, &base, &orders(&c, &base, &buyers).await).await;
+    let expected = history_ids(&c, &base, &orders_of(&c, &base, &buyers).await).await;
     boxoffice_testkit::harness::process::kill_and_check(server, &base).await;
     std::fs::write(&file, text).unwrap();
     create_stream(&js, &stream, &prefix).await;

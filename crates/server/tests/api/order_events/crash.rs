@@ -15,7 +15,7 @@ use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{Placed, TestStream, history_ids};
+use super::{TestStream, history_ids, orders_of};
 use crate::common::{BOXOFFICE, uuid};
 
 const OPERATOR: &str = "order-events-crash-operator-key";
@@ -40,25 +40,6 @@ async fn start(dir: &Path, config: &Path) -> (tokio::process::Child, String) {
 }
 
 /// Every order of the buyers, with the buyer's token.
-async fn orders_of(c: &reqwest::Client, base: &str, buyers: &[(String, String)]) -> Vec<Placed> {
-    let mut placed = Vec::new();
-    for (token, _) in buyers {
-        let v: Value = c
-            .get(format!("{base}/v1/me/orders"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        for o in v["orders"].as_array().unwrap() {
-            placed.push((o["order_id"].as_str().unwrap().to_string(), token.clone()));
-        }
-    }
-    placed
-}
-
 async fn killed_during_a_load_of_orders(n: usize) {
     let dir = tempfile::tempdir().unwrap();
     let stream = TestStream::create().await;

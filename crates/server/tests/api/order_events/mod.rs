@@ -70,6 +70,26 @@ pub async fn add_endpoint(app: &TestApp, url: &str) -> (String, String) {
     )
 }
 
+/// Every order the buyers placed, with the token of the buyer who placed it.
+pub async fn orders_of(c: &reqwest::Client, base: &str, buyers: &[(String, String)]) -> Vec<Placed> {
+    let mut placed = Vec::new();
+    for (token, _) in buyers {
+        let v: Value = c
+            .get(format!("{base}/v1/me/orders"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for o in v["orders"].as_array().unwrap() {
+            placed.push((o["order_id"].as_str().unwrap().to_string(), token.clone()));
+        }
+    }
+    placed
+}
+
 /// The event ids of every line of the orders' histories (`<order id>.<sequence>`).
 pub async fn history_ids(c: &reqwest::Client, base: &str, orders: &[Placed]) -> HashSet<String> {
     let mut ids = HashSet::new();
