@@ -46,7 +46,7 @@ impl Engine {
     pub async fn admit_batch(&self, event: EventId) -> Result<bool, EngineError> {
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Open {
-            self.place_pool(event).await?;
+            self.ensure_line(event).await?;
         }
         let now = self.now();
         let state = self.ports.queue.state(event).await?;
@@ -84,7 +84,13 @@ impl Engine {
                 }
             }
             if batch > 0 {
-                let to = state.serving_up_to.saturating_add(batch);
+                // Journaled before it is visible: a line restored from the ledger
+                // admits at least everyone this batch admits.
+                let to = state
+                    .serving_up_to
+                    .saturating_add(batch)
+                    .min(state.queue_length);
+                self.ports.ledger.record_admission(event, to, now).await?;
                 let after = self.ports.queue.advance(event, to, now).await?;
                 moved = after.serving_up_to > state.serving_up_to;
                 self.waiting

@@ -12,6 +12,7 @@ use boxoffice_domain::{EventId, SaleStatus, SeatIndex};
 
 use crate::audit::{AuditReport, Violation};
 use crate::catalog::EventEntry;
+use crate::expiry::Sweep;
 use crate::ports::{Order, SoldSeat};
 use crate::worker::Outcome;
 use crate::{Engine, EngineError};
@@ -46,7 +47,10 @@ impl Engine {
     pub async fn drift_repair_step(&self) -> Result<Outcome, EngineError> {
         let mut done = 0;
         for event in self.open_events().await? {
-            if self.ports.arbiter.is_loaded(event).await? {
+            // One node repairs each event: the ledger read is the same for all.
+            if self.holds_sweep(event, Sweep::Drift).await?
+                && self.ports.arbiter.is_loaded(event).await?
+            {
                 done += self.repair_drift_of(event).await? as usize;
             }
         }

@@ -127,6 +127,8 @@ pub struct Engine {
     keys: KeyRing,
     config: EngineConfig,
     catalog: catalog::CatalogCache,
+    /// The per-event sweeps other nodes hold (`expiry`).
+    leases: expiry::Leases,
     waiting: waiting::WaitingRoom,
     verified: verified::VerifiedTokens,
     /// This process's life, drawn at start: webhook claims name it (`webhooks`).
@@ -160,6 +162,7 @@ impl Engine {
             keys,
             config,
             catalog: catalog::CatalogCache::default(),
+            leases: expiry::Leases::default(),
             waiting: waiting::WaitingRoom::default(),
             verified: verified::VerifiedTokens::default(),
             incarnation: ports::Incarnation::random(),

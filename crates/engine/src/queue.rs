@@ -16,6 +16,7 @@ use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
 use serde::Serialize;
 
+use crate::ports::JoinRecord;
 use crate::waiting::limits::Key;
 use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
 use crate::{Engine, EngineError, Identity};
@@ -155,16 +156,34 @@ impl Engine {
             session,
             open,
         } = pass;
-        if !open {
+        let place = if open {
+            self.join_line(event, buyer).await?
+        } else {
             // The commitment must exist before the pool can be seen by anyone, and the
-            // pool outlives the queue store: recorded in the ledger before the join.
+            // pool outlives the queue store: journaled before the join.
             self.fairness_seed(event).await?;
-            self.ports
-                .ledger
-                .record_pool_join(event, buyer, now)
-                .await?;
+            self.journal_join(JoinRecord {
+                event,
+                buyer,
+                at: now,
+                position: None,
+                pool: false,
+            })
+            .await?;
+            self.ports.queue.join(event, buyer, false).await?
+        };
+        // A place in line is journaled before its buyer hears it, so the line outlives
+        // the queue store (a retried join journals again: the first record stands).
+        if let Some(position) = place.position {
+            self.journal_join(JoinRecord {
+                event,
+                buyer,
+                at: now,
+                position: Some(position),
+                pool: false,
+            })
+            .await?;
         }
-        let place = self.ports.queue.join(event, buyer, open).await?;
         let doc = self.public_doc(event).await?;
         let ticket = Claims {
             event: Some(event),
@@ -184,6 +203,24 @@ impl Engine {
             estimated_wait_s: wait,
             poll_after_ms: self.poll_hint(),
         })
+    }
+
+    /// A place at the back of an open line; a line the queue store has not opened
+    /// (lost, or the opening not seen yet) is opened or restored first.
+    async fn join_line(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<crate::ports::Place, EngineError> {
+        if let Some(place) = self.ports.queue.join_line(event, buyer).await? {
+            return Ok(place);
+        }
+        self.ensure_line(event).await?;
+        self.ports
+            .queue
+            .join_line(event, buyer)
+            .await?
+            .ok_or_else(|| EngineError::Unavailable("the line is being brought back; retry".into()))
     }
 
     /// Where the ticket holder stands; once admitted, carries an admission token bound

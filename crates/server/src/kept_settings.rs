@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, EventId, Millis};
-use boxoffice_engine::ports::{Place, QueueState, QueueStore, StoreError};
+use boxoffice_engine::ports::{Place, QueueState, QueueStore, RestoredLine, StoreError};
 use boxoffice_engine::waiting::OPERATOR_SETTINGS;
 
 /// event → setting name → value, as kept on disk.
@@ -78,6 +78,22 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 impl<Q: QueueStore> QueueStore for KeptSettings<Q> {
     async fn join(&self, event: EventId, buyer: BuyerId, open: bool) -> Result<Place, StoreError> {
         self.inner.join(event, buyer, open).await
+    }
+    async fn join_line(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Option<Place>, StoreError> {
+        self.inner.join_line(event, buyer).await
+    }
+    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+        self.inner.claim_line(event, ttl_ms).await
+    }
+    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
+        self.inner.release_line_claim(event).await
+    }
+    async fn restore_line(&self, event: EventId, line: &RestoredLine) -> Result<(), StoreError> {
+        self.inner.restore_line(event, line).await
     }
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         self.inner.place(event, buyer).await

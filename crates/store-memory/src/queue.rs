@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, EventId, Millis};
-use boxoffice_engine::ports::{Place, QueueState, QueueStore, StoreError};
+use boxoffice_engine::ports::{Place, QueueState, QueueStore, RestoredLine, StoreError};
 use parking_lot::{Mutex, RwLock};
 
 use crate::hash::FxHashMap;
@@ -86,6 +86,54 @@ impl QueueStore for InMemoryQueue {
         };
         line.positions.insert(buyer, position);
         Ok(place_of(position, true))
+    }
+
+    async fn join_line(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Option<Place>, StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        if !line.state.opened {
+            return Ok(None);
+        }
+        if let Some(&position) = line.positions.get(&buyer) {
+            return Ok(Some(place_of(position, false)));
+        }
+        line.state.queue_length += 1;
+        let position = line.state.queue_length;
+        line.positions.insert(buyer, position);
+        Ok(Some(place_of(position, true)))
+    }
+
+    async fn restore_line(
+        &self,
+        event: EventId,
+        restored: &RestoredLine,
+    ) -> Result<(), StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        let len = restored.positions.iter().map(|&(_, p)| p).max().unwrap_or(0);
+        let (serving, at) = restored
+            .batches
+            .last()
+            .map_or((0, Millis(0)), |&(to, at)| (to.min(len), at));
+        line.positions = restored.positions.iter().copied().collect();
+        line.pool = restored.pool.clone();
+        line.finished.clear();
+        line.admissions = restored.batches.clone();
+        line.state = QueueState {
+            serving_up_to: serving,
+            queue_length: len,
+            sold_out: false,
+            advanced_at: at,
+            pool_size: restored.pool.len() as u64,
+            opened: true,
+            placed: true,
+            finished: 0,
+        };
+        Ok(())
     }
 
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {

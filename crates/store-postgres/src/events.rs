@@ -2,7 +2,7 @@
 //! a hot-store rebuild starts from.
 
 use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
-use boxoffice_engine::ports::{Incarnation, StoreError};
+use boxoffice_engine::ports::{Incarnation, JoinRecord, LinePlace, StoreError};
 use sqlx::{PgConnection, PgExecutor, Row};
 
 use crate::conn::{corrupt, db};
@@ -145,6 +145,116 @@ pub(crate) async fn pool_joins(
     ids.iter()
         .map(|s| s.parse().map_err(|e| corrupt("pool_joins.buyer_id", e)))
         .collect()
+}
+
+/// Writer job: journals a batch of joins in one statement per kind (the first record
+/// of each stands). Ordered by position so the pool keeps the batch's arrival order.
+pub(crate) async fn record_joins(
+    conn: &mut PgConnection,
+    joins: &[JoinRecord],
+) -> Result<Step<()>, StoreError> {
+    let (pool, line): (Vec<&JoinRecord>, Vec<&JoinRecord>) =
+        joins.iter().partition(|j| j.position.is_none());
+    if !pool.is_empty() {
+        sqlx::query(
+            "INSERT INTO pool_joins (event_id, buyer_id, joined_at)
+             SELECT event_id, buyer_id, joined_at
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[]) WITH ORDINALITY
+               AS j(event_id, buyer_id, joined_at, n)
+             ORDER BY n
+             ON CONFLICT (event_id, buyer_id) DO NOTHING",
+        )
+        .bind(pool.iter().map(|j| j.event.0).collect::<Vec<_>>())
+        .bind(pool.iter().map(|j| j.buyer.to_string()).collect::<Vec<_>>())
+        .bind(pool.iter().map(|j| j.at.0).collect::<Vec<_>>())
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    }
+    if !line.is_empty() {
+        sqlx::query(
+            "INSERT INTO line_places (event_id, buyer_id, position, pool, joined_at)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bool[], $5::bigint[])
+             ON CONFLICT (event_id, buyer_id) DO NOTHING",
+        )
+        .bind(line.iter().map(|j| j.event.0).collect::<Vec<_>>())
+        .bind(line.iter().map(|j| j.buyer.to_string()).collect::<Vec<_>>())
+        .bind(
+            line.iter()
+                .map(|j| j.position.unwrap_or(0) as i64)
+                .collect::<Vec<_>>(),
+        )
+        .bind(line.iter().map(|j| j.pool).collect::<Vec<_>>())
+        .bind(line.iter().map(|j| j.at.0).collect::<Vec<_>>())
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    }
+    Ok(Step::Keep(()))
+}
+
+/// The event's journaled places in line, by position.
+pub(crate) async fn line_places(
+    conn: impl PgExecutor<'_>,
+    event: EventId,
+) -> Result<Vec<LinePlace>, StoreError> {
+    let rows: Vec<(String, i64, bool)> = sqlx::query_as(
+        "SELECT buyer_id, position, pool FROM line_places WHERE event_id = $1 ORDER BY position",
+    )
+    .bind(event.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    rows.into_iter()
+        .map(|(buyer, position, pool)| {
+            Ok(LinePlace {
+                buyer: buyer
+                    .parse()
+                    .map_err(|e| corrupt("line_places.buyer_id", e))?,
+                position: position as u64,
+                pool,
+            })
+        })
+        .collect()
+}
+
+/// Writer job: journals an admission batch (the first record of a batch end stands).
+pub(crate) async fn record_admission(
+    conn: &mut PgConnection,
+    event: EventId,
+    serving_up_to: u64,
+    at: Millis,
+) -> Result<Step<()>, StoreError> {
+    sqlx::query(
+        "INSERT INTO line_admissions (event_id, serving_up_to, admitted_at) VALUES ($1, $2, $3)
+         ON CONFLICT (event_id, serving_up_to) DO NOTHING",
+    )
+    .bind(event.0)
+    .bind(serving_up_to as i64)
+    .bind(at.0)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The event's admission batches, ascending.
+pub(crate) async fn admissions(
+    conn: impl PgExecutor<'_>,
+    event: EventId,
+) -> Result<Vec<(u64, Millis)>, StoreError> {
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT serving_up_to, admitted_at FROM line_admissions WHERE event_id = $1
+         ORDER BY serving_up_to",
+    )
+    .bind(event.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    Ok(rows
+        .into_iter()
+        .map(|(to, at)| (to as u64, Millis(at)))
+        .collect())
 }
 
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).

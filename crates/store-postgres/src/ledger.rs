@@ -11,7 +11,7 @@ use boxoffice_domain::{
 };
 use boxoffice_engine::ports::{
     AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
-    InsertOrder, Ledger, LedgerError, Order, StoreError,
+    InsertOrder, JoinRecord, Ledger, LedgerError, LinePlace, Order, StoreError,
 };
 use parking_lot::Mutex;
 use sqlx::PgPool;
@@ -166,6 +166,36 @@ impl Ledger for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
         events::pool_joins(&self.pool, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError> {
+        let joins = joins.to_vec();
+        self.writer
+            .submit(move |c| Box::pin(async move { events::record_joins(c, &joins).await }))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn line_places(&self, event: EventId) -> Result<Vec<LinePlace>, StoreError> {
+        events::line_places(&self.pool, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_admission(
+        &self,
+        event: EventId,
+        serving_up_to: u64,
+        at: Millis,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| Box::pin(events::record_admission(c, event, serving_up_to, at)))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn admissions(&self, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError> {
+        events::admissions(&self.pool, event).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

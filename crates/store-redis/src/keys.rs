@@ -42,6 +42,12 @@ pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> Vec<String> {
         .collect()
 }
 
+/// The lease of one sweep of an event (`SeatArbiter::sweep_lease`), under the event's
+/// tag; `sweep` is one of the engine's fixed names.
+pub(crate) fn sweep_lease_key(prefix: &Prefix, event: EventId, sweep: &str) -> String {
+    format!("{{{}:{}}}:lease:{sweep}", prefix.0, event)
+}
+
 /// A hold's field in its event's `holds` hash.
 pub(crate) fn hold_field(hold: HoldId) -> String {
     format!("{:032x}", hold.nonce)
@@ -53,6 +59,11 @@ pub(crate) fn hold_field(hold: HoldId) -> String {
 pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 6] {
     let tag = format!("{{{}:q:{}}}", prefix.0, event);
     ["pos", "state", "pool", "fin", "settings", "adm"].map(|k| format!("{tag}:{k}"))
+}
+
+/// Held by the one node opening or restoring an event's line (`QueueStore::claim_line`).
+pub(crate) fn line_claim_key(prefix: &Prefix, event: EventId) -> String {
+    format!("{{{}:q:{}}}:claim", prefix.0, event)
 }
 
 /// Idempotency records are spread over this many shards, each under its own hash tag:

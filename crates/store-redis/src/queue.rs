@@ -11,12 +11,14 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, EventId, Millis};
-use boxoffice_engine::ports::{Place, QueueState, QueueStore, StoreError};
+use boxoffice_engine::ports::{Place, QueueState, QueueStore, RestoredLine, StoreError};
 use redis::{AsyncCommands, FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
-use crate::keys::{Prefix, queue_keys};
-use crate::scripts::{QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE, QUEUE_SEAL};
+use crate::keys::{Prefix, line_claim_key, queue_keys};
+use crate::scripts::{
+    QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE, QUEUE_RESTORE, QUEUE_SEAL,
+};
 
 /// State fields in the order `state()` reads them and `queue_advance.lua` replies them.
 const FIELDS: [&str; 8] = [
@@ -101,6 +103,22 @@ impl RedisQueue {
     fn keys(&self, event: EventId) -> [String; 6] {
         queue_keys(&self.prefix, event)
     }
+
+    /// One step of `queue_restore.lua`.
+    async fn restore_step(
+        &self,
+        keys: &[String],
+        step: &str,
+        args: impl FnOnce(&mut ScriptInvocation<'_>),
+    ) -> Result<(), StoreError> {
+        let _: i64 = self
+            .eval(&QUEUE_RESTORE, keys, |inv| {
+                inv.arg(step);
+                args(inv);
+            })
+            .await?;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -119,6 +137,86 @@ impl QueueStore for RedisQueue {
             })
             .await?;
         Ok(place_of(position, new == 1))
+    }
+
+    async fn join_line(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Option<Place>, StoreError> {
+        let [pos, st, pool, ..] = self.keys(event);
+        let (position, new): (i64, u8) = self
+            .eval(&QUEUE_JOIN, &[pos, st, pool], |inv| {
+                inv.arg(buyer.0.as_bytes().as_slice()).arg(2);
+            })
+            .await?;
+        Ok(u64::try_from(position)
+            .ok()
+            .map(|position| place_of(position, new == 1)))
+    }
+
+    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+        let claimed: Option<String> = redis::cmd("SET")
+            .arg(line_claim_key(&self.prefix, event))
+            .arg(1)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms.max(1))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(store_err)?;
+        Ok(claimed.is_some())
+    }
+
+    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
+        self.conn
+            .clone()
+            .del::<_, ()>(line_claim_key(&self.prefix, event))
+            .await
+            .map_err(store_err)
+    }
+
+    async fn restore_line(
+        &self,
+        event: EventId,
+        line: &RestoredLine,
+    ) -> Result<(), StoreError> {
+        let [pos, st, pool, fin, _, adm] = self.keys(event);
+        let keys = [pos, st, pool, fin, adm];
+        self.restore_step(&keys, "begin", |_| {}).await?;
+        for chunk in line.positions.chunks(PLACE_CHUNK) {
+            self.restore_step(&keys, "places", |inv| {
+                for (buyer, position) in chunk {
+                    inv.arg(buyer.0.as_bytes().as_slice()).arg(*position);
+                }
+            })
+            .await?;
+        }
+        for chunk in line.pool.chunks(PLACE_CHUNK) {
+            self.restore_step(&keys, "pool", |inv| {
+                for buyer in chunk {
+                    inv.arg(buyer.0.as_bytes().as_slice());
+                }
+            })
+            .await?;
+        }
+        for chunk in line.batches.chunks(PLACE_CHUNK) {
+            self.restore_step(&keys, "batches", |inv| {
+                for (to, at) in chunk {
+                    inv.arg(*to).arg(at.0);
+                }
+            })
+            .await?;
+        }
+        let len = line.positions.iter().map(|&(_, p)| p).max().unwrap_or(0);
+        let (serving, at) = line
+            .batches
+            .last()
+            .map_or((0, 0), |&(to, at)| (to.min(len), at.0));
+        self.restore_step(&keys, "done", |inv| {
+            inv.arg(len).arg(line.pool.len()).arg(serving).arg(at);
+        })
+        .await
     }
 
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {

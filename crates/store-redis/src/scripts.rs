@@ -43,6 +43,8 @@ pub(crate) static LOAD_DONE: LazyLock<Script> = arbiter_script!("load_done.lua")
 pub(crate) static UNLOAD: LazyLock<Script> = arbiter_script!("unload.lua");
 pub(crate) static CLAIM: LazyLock<Script> = arbiter_script!("claim.lua");
 
+pub(crate) static LEASE: LazyLock<Script> = plain_script!("lease.lua");
+pub(crate) static QUEUE_RESTORE: LazyLock<Script> = plain_script!("queue_restore.lua");
 pub(crate) static QUEUE_JOIN: LazyLock<Script> = plain_script!("queue_join.lua");
 pub(crate) static QUEUE_ADVANCE: LazyLock<Script> = plain_script!("queue_advance.lua");
 pub(crate) static QUEUE_SEAL: LazyLock<Script> = plain_script!("queue_seal.lua");

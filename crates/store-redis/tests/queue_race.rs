@@ -78,3 +78,24 @@ async fn a_pool_drawn_through_one_node_reads_the_same_through_the_others() {
     }
     nodes[0].drop_event(event).await.expect("drop");
 }
+
+/// Of the nodes that find a line to open or bring back at once, exactly one may do it;
+/// once it lets go (or its claim lapses) the claim can be taken again.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_the_nodes_that_find_a_line_lost_one_brings_it_back() {
+    let nodes = nodes().await;
+    let event = boxoffice_testkit::arbiter::unique_event();
+    let claims = (0..30).map(|i| nodes[i % 3].claim_line(event, 5_000));
+    let won = futures::future::join_all(claims)
+        .await
+        .into_iter()
+        .filter(|c| *c.as_ref().expect("claim"))
+        .count();
+    assert_eq!(won, 1, "exactly one claim of thirty");
+    nodes[1].release_line_claim(event).await.expect("release");
+    assert_eq!(nodes[2].claim_line(event, 100).await, Ok(true));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(nodes[0].claim_line(event, 100).await, Ok(true), "lapsed");
+    nodes[0].release_line_claim(event).await.expect("release");
+    nodes[0].drop_event(event).await.expect("drop");
+}

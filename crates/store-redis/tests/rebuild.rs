@@ -169,3 +169,34 @@ async fn of_the_nodes_that_find_an_event_missing_one_rebuilds_it() {
     assert_eq!(arb.claim_rebuild(event).await, Ok(RebuildClaim::Busy));
     arb.unload(event).await.expect("unload");
 }
+
+/// Fifty nodes ask for an event's expiry sweep at once: exactly one is granted it and
+/// the others are told how long it is held; the holder renews it, another sweep of the
+/// same event is leased apart, and once it lapses another node takes it.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_the_nodes_asking_for_an_events_sweep_one_is_granted_it() {
+    let (arb, event) = (arbiter().await, unique_event());
+    let nodes: Vec<String> = (0..50).map(|i| format!("node-{i}")).collect();
+    let asks = nodes
+        .iter()
+        .map(|n| arb.sweep_lease(event, "expiry", n, 300));
+    let answers: Vec<Option<u64>> = futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .map(|a| a.expect("lease"))
+        .collect();
+    let granted: Vec<usize> = (0..50).filter(|&i| answers[i].is_none()).collect();
+    assert_eq!(granted.len(), 1, "{answers:?}");
+    assert!(answers.iter().flatten().all(|&ms| ms <= 300), "{answers:?}");
+    let holder = &nodes[granted[0]];
+    assert_eq!(arb.sweep_lease(event, "expiry", holder, 300).await, Ok(None));
+    assert_eq!(arb.sweep_lease(event, "drift", "other", 300).await, Ok(None));
+    let other = if granted[0] == 0 { &nodes[1] } else { &nodes[0] };
+    assert!(matches!(
+        arb.sweep_lease(event, "expiry", other, 300).await,
+        Ok(Some(_))
+    ));
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(arb.sweep_lease(event, "expiry", other, 300).await, Ok(None));
+    arb.unload(event).await.expect("unload");
+}

@@ -2,7 +2,7 @@
 //! a hot-store rebuild starts from.
 
 use boxoffice_domain::{BuyerId, Event, EventId, EventSpec, Millis, SaleStatus};
-use boxoffice_engine::ports::{Incarnation, StoreError};
+use boxoffice_engine::ports::{Incarnation, JoinRecord, LinePlace, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::conn::{corrupt, db};
@@ -116,6 +116,90 @@ pub(crate) fn pool_joins(conn: &Connection, event: EventId) -> Result<Vec<BuyerI
     ids.iter()
         .map(|s| s.parse().map_err(|e| corrupt("pool_joins.buyer_id", e)))
         .collect()
+}
+
+/// Writer job: journals a batch of joins (the first record of each stands).
+pub(crate) fn record_joins(conn: &Connection, joins: &[JoinRecord]) -> Result<Step<()>, StoreError> {
+    for j in joins {
+        let buyer = j.buyer.to_string();
+        match j.position {
+            None => conn
+                .prepare_cached(
+                    "INSERT INTO pool_joins (event_id, buyer_id, joined_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (event_id, buyer_id) DO NOTHING",
+                )
+                .and_then(|mut s| s.execute(params![j.event.0, buyer, j.at.0])),
+            Some(position) => conn
+                .prepare_cached(
+                    "INSERT INTO line_places (event_id, buyer_id, position, pool, joined_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (event_id, buyer_id) DO NOTHING",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![j.event.0, buyer, position as i64, j.pool, j.at.0])
+                }),
+        }
+        .map_err(db)?;
+    }
+    Ok(Step::Keep(()))
+}
+
+/// The event's journaled places in line, by position.
+pub(crate) fn line_places(conn: &Connection, event: EventId) -> Result<Vec<LinePlace>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT buyer_id, position, pool FROM line_places WHERE event_id = ?1
+             ORDER BY position",
+        )
+        .map_err(db)?;
+    let rows: Vec<(String, i64, bool)> = stmt
+        .query_map(params![event.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(db)?;
+    rows.into_iter()
+        .map(|(buyer, position, pool)| {
+            Ok(LinePlace {
+                buyer: buyer
+                    .parse()
+                    .map_err(|e| corrupt("line_places.buyer_id", e))?,
+                position: position as u64,
+                pool,
+            })
+        })
+        .collect()
+}
+
+/// Writer job: journals an admission batch (the first record of a batch end stands).
+pub(crate) fn record_admission(
+    conn: &Connection,
+    event: EventId,
+    serving_up_to: u64,
+    at: Millis,
+) -> Result<Step<()>, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO line_admissions (event_id, serving_up_to, admitted_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (event_id, serving_up_to) DO NOTHING",
+    )
+    .and_then(|mut s| s.execute(params![event.0, serving_up_to as i64, at.0]))
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The event's admission batches, ascending.
+pub(crate) fn admissions(conn: &Connection, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT serving_up_to, admitted_at FROM line_admissions WHERE event_id = ?1
+             ORDER BY serving_up_to",
+        )
+        .map_err(db)?;
+    let rows: Vec<(i64, i64)> = stmt
+        .query_map(params![event.0], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(db)?;
+    Ok(rows
+        .into_iter()
+        .map(|(to, at)| (to as u64, Millis(at)))
+        .collect())
 }
 
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).

@@ -12,7 +12,7 @@ use boxoffice_domain::{
 };
 use boxoffice_engine::ports::{
     AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
-    InsertOrder, Ledger, LedgerError, Order, StoreError,
+    InsertOrder, JoinRecord, Ledger, LedgerError, LinePlace, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -142,6 +142,40 @@ impl Ledger for SqliteLedger {
     async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
         self.readers
             .read(move |c| events::pool_joins(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError> {
+        let joins = joins.to_vec();
+        self.writer
+            .submit(move |c| events::record_joins(c, &joins))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn line_places(&self, event: EventId) -> Result<Vec<LinePlace>, StoreError> {
+        self.readers
+            .read(move |c| events::line_places(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_admission(
+        &self,
+        event: EventId,
+        serving_up_to: u64,
+        at: Millis,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .submit(move |c| events::record_admission(c, event, serving_up_to, at))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn admissions(&self, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError> {
+        self.readers
+            .read(move |c| events::admissions(c, event))
             .await
     }
 

@@ -45,6 +45,7 @@ macro_rules! ledger_conformance {
                 creating_a_buyer_twice_is_not_an_error,
                 an_order_is_inserted_once_per_hold,
                 the_fairness_seed_and_the_pool_are_kept_first_writer_first,
+                the_line_journal_keeps_every_place_and_admission,
                 orders_read_back_by_id_hold_and_buyer,
                 legal_moves_advance_the_order_and_record_the_payment_ref,
                 an_illegal_move_is_a_conflict_holding_the_actual_state,

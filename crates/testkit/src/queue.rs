@@ -226,6 +226,8 @@ macro_rules! __queue_cases {
                 joins_racing_the_opening_still_get_unique_dense_positions,
                 a_finished_shopper_is_counted_once,
                 the_first_writer_of_a_setting_wins_when_asked,
+                a_line_join_waits_until_the_line_is_opened,
+                a_restored_line_has_its_places_pool_and_admissions_back,
         );
     };
 }

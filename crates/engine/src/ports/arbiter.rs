@@ -162,6 +162,21 @@ pub trait SeatArbiter: Send + Sync {
             false => RebuildClaim::Mine,
         })
     }
+    /// Asks to run the periodic `sweep` (a fixed name: "expiry", "drift") of `event` as
+    /// `node` for the next `ttl_ms`: `None` when granted or renewed, `Some(ms)` while
+    /// another node holds it for that much longer. So however many nodes share the
+    /// store, one sweeps each event and the others ask again only when the lease may
+    /// have lapsed. A store one process owns grants it always.
+    async fn sweep_lease(
+        &self,
+        event: EventId,
+        sweep: &str,
+        node: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let _ = (event, sweep, node, ttl_ms);
+        Ok(None)
+    }
     /// Drops an event's state entirely.
     async fn unload(&self, event: EventId) -> Result<(), StoreError>;
 

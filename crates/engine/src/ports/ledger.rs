@@ -126,6 +126,28 @@ pub struct EventFacts {
     pub unknown_seats: Vec<String>,
 }
 
+/// A join to journal: a buyer entering an event's pre-opening pool, or taking a place
+/// in its line (a pool member's drawn place included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinRecord {
+    pub event: EventId,
+    pub buyer: BuyerId,
+    pub at: Millis,
+    /// `None`: into the pool, no position yet.
+    pub position: Option<u64>,
+    /// The place was drawn for a member of the pre-opening pool.
+    pub pool: bool,
+}
+
+/// A place in an event's line as the ledger keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinePlace {
+    pub buyer: BuyerId,
+    pub position: u64,
+    /// Drawn for a member of the pre-opening pool.
+    pub pool: bool,
+}
+
 /// The durable record. Only commits and order moves come here, never holds.
 #[async_trait]
 pub trait Ledger: Send + Sync {
@@ -152,6 +174,26 @@ pub trait Ledger: Send + Sync {
 
     /// The pre-opening pool as recorded, in arrival order.
     async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError>;
+
+    /// Journals joins, many at once (one write for the whole batch): pool entries as
+    /// `record_pool_join` does, places in line so the line survives the loss of the
+    /// queue store. A buyer's first record of each kind stands.
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError>;
+
+    /// The event's journaled places in line, by position.
+    async fn line_places(&self, event: EventId) -> Result<Vec<LinePlace>, StoreError>;
+
+    /// Journals an admission batch: every position up to `serving_up_to` is admitted
+    /// as of `at` (the first record of a batch end stands).
+    async fn record_admission(
+        &self,
+        event: EventId,
+        serving_up_to: u64,
+        at: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// The event's admission batches, (serving_up_to, when), ascending.
+    async fn admissions(&self, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError>;
 
     /// Claims a payment webhook's event id for handling, for every node and across
     /// restarts (P4): `true` when `by` is to handle it (the first delivery, or a claim

@@ -42,6 +42,18 @@ pub struct QueueState {
     pub finished: u64,
 }
 
+/// An event's line as the ledger kept it, to put back into a queue store that lost it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestoredLine {
+    /// Every journaled place, by position (gaps allowed: a place handed out whose
+    /// journal write failed was never confirmed to its buyer).
+    pub positions: Vec<(BuyerId, u64)>,
+    /// The placed pool's members in arrival order (for the published verification).
+    pub pool: Vec<BuyerId>,
+    /// Every admission batch: (serving_up_to, when), ascending.
+    pub batches: Vec<(u64, Millis)>,
+}
+
 /// The waiting room's state: who is where in line, and how far admission has come.
 #[async_trait]
 pub trait QueueStore: Send + Sync {
@@ -54,6 +66,28 @@ pub trait QueueStore: Send + Sync {
         buyer: BuyerId,
         sale_open: bool,
     ) -> Result<Place, StoreError>;
+    /// After opening: the buyer's place at the back of the line (or their existing
+    /// one), but only in a line this store has opened (sealed, placed or restored).
+    /// `None` when it has not: the store lost the line, or nobody has opened it yet, and
+    /// the caller brings it back first (`Engine::ensure_line`), so a line that was lost
+    /// never hands out a position it had already given someone else.
+    async fn join_line(&self, event: EventId, buyer: BuyerId)
+    -> Result<Option<Place>, StoreError>;
+    /// Takes the right to open or bring back an event's line, for one caller across
+    /// every node sharing the store until `release_line_claim` or `ttl_ms` passes.
+    /// A store only one process uses has nobody to share it with.
+    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+        let _ = (event, ttl_ms);
+        Ok(true)
+    }
+    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
+        let _ = event;
+        Ok(())
+    }
+    /// Replaces the event's line (positions, pool, batches; the settings stay) with
+    /// `line`, opened and placed, `serving_up_to` at the last batch (capped at the
+    /// line), `finished` back at zero. Until it returns, `join_line` answers `None`.
+    async fn restore_line(&self, event: EventId, line: &RestoredLine) -> Result<(), StoreError>;
     /// The buyer's place: `None` if they never joined.
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError>;
     async fn state(&self, event: EventId) -> Result<QueueState, StoreError>;

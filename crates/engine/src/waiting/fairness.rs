@@ -3,12 +3,21 @@
 //! ordered by `HMAC(seed, buyer_id)` and placed ahead of later arrivals. Once placed,
 //! the seed and the pool's members are public, so anyone can recompute every position.
 
+use std::collections::HashSet;
+
 use boxoffice_domain::fairness::{Seed, order_pool};
-use boxoffice_domain::{EventId, SaleStatus};
+use boxoffice_domain::{BuyerId, EventId, SaleStatus};
 use serde::Serialize;
 
 use super::settings::SEED;
+use crate::ports::{JoinRecord, LinePlace, RestoredLine};
 use crate::{Engine, EngineError};
+
+/// How long one node may hold the right to open or restore a line; the others wait
+/// as long for it.
+const LINE_CLAIM_MS: u64 = 5_000;
+/// Drawn places journaled per ledger call.
+const JOURNAL_CHUNK: usize = 10_000;
 
 /// The proof of an event's pre-opening draw (GET /v1/events/{id}/queue/fairness).
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
@@ -83,19 +92,122 @@ impl Engine {
         Ok(back)
     }
 
-    /// Seals and places the pool if that has not happened yet. Safe to run on every
-    /// node and every tick: the seed is shared and placing twice changes nothing.
-    pub(crate) async fn place_pool(&self, event: EventId) -> Result<(), EngineError> {
-        let pool = self.ports.queue.seal_pool(event).await?;
+    /// Opens the event's line in the queue store if it is not open there yet: at the
+    /// sale's opening, the pool is sealed, drawn and placed; after the store lost the
+    /// line, the line is put back from the ledger's journal with every place and every
+    /// admission it had. One caller across the nodes does it (`QueueStore::claim_line`);
+    /// the others wait for it. Safe to run on every node and every tick.
+    pub(crate) async fn ensure_line(&self, event: EventId) -> Result<(), EngineError> {
+        if self.ports.queue.state(event).await?.placed {
+            return Ok(());
+        }
+        if !self.ports.queue.claim_line(event, LINE_CLAIM_MS).await? {
+            return self.await_line(event).await;
+        }
+        let opened = self.open_line(event).await;
+        let released = self.ports.queue.release_line_claim(event).await;
+        opened?;
+        Ok(released?)
+    }
+
+    /// Waits while another node opens or restores the line.
+    async fn await_line(&self, event: EventId) -> Result<(), EngineError> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_millis(LINE_CLAIM_MS) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            if self.ports.queue.state(event).await?.placed {
+                return Ok(());
+            }
+        }
+        Err(EngineError::Unavailable(
+            "the line is being brought back; retry".into(),
+        ))
+    }
+
+    /// Under the line claim: restores the journaled line, or draws and places the pool.
+    async fn open_line(&self, event: EventId) -> Result<(), EngineError> {
+        // Someone may have finished between our look and our claim.
         let state = self.ports.queue.state(event).await?;
         if state.placed {
             return Ok(());
         }
+        let kept = self.ports.ledger.line_places(event).await?;
+        if !kept.is_empty() {
+            return self.restore_line(event, kept).await;
+        }
+        if !state.opened && state.pool_size == 0 {
+            // A queue store that lost the pool before opening gets it back first.
+            for buyer in self.ports.ledger.pool_joins(event).await? {
+                self.ports.queue.join(event, buyer, false).await?;
+            }
+        }
+        let pool = self.ports.queue.seal_pool(event).await?;
         let seed = self.fairness_seed(event).await?;
         let ordered = order_pool(&seed, &pool);
+        // The drawn places are journaled before any buyer can see them.
+        let at = self.now();
+        let drawn: Vec<JoinRecord> = ordered
+            .iter()
+            .enumerate()
+            .map(|(i, buyer)| JoinRecord {
+                event,
+                buyer: *buyer,
+                at,
+                position: Some(i as u64 + 1),
+                pool: true,
+            })
+            .collect();
+        for chunk in drawn.chunks(JOURNAL_CHUNK) {
+            self.ports.ledger.record_joins(chunk).await?;
+        }
         self.ports.queue.place_pool(event, &ordered).await?;
         tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
         Ok(())
+    }
+
+    /// Puts the journaled line back into a queue store that lost it: the same places
+    /// (the published draw included), the pool in arrival order, every admission batch,
+    /// so whoever was admitted stays admitted until their admission's own end.
+    async fn restore_line(&self, event: EventId, kept: Vec<LinePlace>) -> Result<(), EngineError> {
+        let members: HashSet<BuyerId> = kept.iter().filter(|p| p.pool).map(|p| p.buyer).collect();
+        let mut pool: Vec<BuyerId> = self
+            .ports
+            .ledger
+            .pool_joins(event)
+            .await?
+            .into_iter()
+            .filter(|b| members.contains(b))
+            .collect();
+        if pool.len() != members.len() {
+            // Every drawn member joined the pool first; if the journal says otherwise,
+            // list the pool in drawn order rather than lose a member.
+            pool = kept.iter().filter(|p| p.pool).map(|p| p.buyer).collect();
+        }
+        let line = RestoredLine {
+            positions: kept.iter().map(|p| (p.buyer, p.position)).collect(),
+            pool,
+            batches: self.ports.ledger.admissions(event).await?,
+        };
+        self.ports.queue.restore_line(event, &line).await?;
+        // The queue store's copy of the seed went with the line; the ledger's comes back.
+        self.fairness_seed(event).await?;
+        metrics::counter!("boxoffice_lines_restored_total").increment(1);
+        tracing::warn!(
+            event = %event,
+            places = line.positions.len(),
+            batches = line.batches.len(),
+            "the queue store had lost the line: restored from the ledger"
+        );
+        Ok(())
+    }
+
+    /// Journals a join (batched with the other joins in flight on this node).
+    pub(crate) async fn journal_join(&self, join: JoinRecord) -> Result<(), EngineError> {
+        Ok(self
+            .waiting
+            .journal
+            .record(&self.ports.ledger, join)
+            .await?)
     }
 
     pub async fn fairness(

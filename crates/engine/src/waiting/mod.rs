@@ -8,6 +8,7 @@ mod config;
 mod error;
 mod fairness;
 mod health;
+mod journal;
 pub(crate) mod limits;
 mod public;
 pub(crate) mod settings;
@@ -37,6 +38,7 @@ pub use tokens::{BuyerGrant, Challenge};
 pub struct WaitingRoom {
     pub(crate) limits: limits::Limiter,
     pub(crate) health: health::HealthWindow,
+    pub(crate) journal: journal::JoinJournal,
     docs: RwLock<HashMap<EventId, Arc<PublicDoc>>>,
     /// Per event: (when, serving_up_to, finished) at each tick, for the active-shopper
     /// estimate over the admission token's lifetime.

@@ -71,7 +71,12 @@ impl Engine {
         event: EventId,
     ) -> Result<Arc<PublicDoc>, EngineError> {
         let entry = self.event(event).await?;
-        let state = self.ports.queue.state(event).await?;
+        let mut state = self.ports.queue.state(event).await?;
+        if entry.event.status == SaleStatus::Open && !state.placed {
+            // A line the queue store lost is put back before anyone is told it shrank.
+            self.ensure_line(event).await?;
+            state = self.ports.queue.state(event).await?;
+        }
         let raw = self.ports.queue.settings(event).await?;
         let settings = EventSettings::parse(&raw, self.config.waiting.rules);
         let rate = settings.rate.unwrap_or(CurrentRate {

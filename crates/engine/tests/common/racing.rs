@@ -11,7 +11,7 @@ use boxoffice_domain::{
 };
 use boxoffice_engine::ports::{
     AuditFacts, Commit, CommitOutcome, DueOrders, EventCancellation, EventOrders, Incarnation,
-    InsertOrder, Ledger, LedgerError, Order, StoreError,
+    InsertOrder, JoinRecord, Ledger, LedgerError, LinePlace, Order, StoreError,
 };
 use parking_lot::Mutex;
 
@@ -81,6 +81,23 @@ impl Ledger for Racing {
     }
     async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
         self.inner.pool_joins(event).await
+    }
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError> {
+        self.inner.record_joins(joins).await
+    }
+    async fn line_places(&self, event: EventId) -> Result<Vec<LinePlace>, StoreError> {
+        self.inner.line_places(event).await
+    }
+    async fn record_admission(
+        &self,
+        event: EventId,
+        serving_up_to: u64,
+        at: Millis,
+    ) -> Result<(), StoreError> {
+        self.inner.record_admission(event, serving_up_to, at).await
+    }
+    async fn admissions(&self, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError> {
+        self.inner.admissions(event).await
     }
     async fn claim_webhook(
         &self,

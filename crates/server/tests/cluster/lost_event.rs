@@ -59,7 +59,7 @@ async fn admitted(c: &reqwest::Client, node: &str, ticket: &str) -> Option<Strin
 }
 
 /// The sum over `nodes` of a counter at their /metrics (0 where it is absent).
-async fn metric_sum(c: &reqwest::Client, nodes: &[String], name: &str) -> f64 {
+pub(crate) async fn metric_sum(c: &reqwest::Client, nodes: &[String], name: &str) -> f64 {
     let mut sum = 0.0;
     for node in nodes {
         let text = c

@@ -7,10 +7,12 @@ mod common;
 
 mod checkout_retry;
 mod faults;
+mod line_restart;
 mod lost_event;
 mod nodes;
 mod operator_mistakes;
 mod order_events;
+mod sweeps;
 mod waiting;
 mod webhooks;
 

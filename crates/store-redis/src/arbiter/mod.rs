@@ -38,10 +38,10 @@ use redis::{FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
 use crate::hold_states;
-use crate::keys::{Prefix, event_keys, hold_field};
+use crate::keys::{Prefix, event_keys, hold_field, sweep_lease_key};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{
-    CLAIM, EXPIRE_DUE, HOLD, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
+    CLAIM, EXPIRE_DUE, HOLD, LEASE, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
 };
 
 /// Tunables of the Redis arbiter; defaults (and their reasons) in [`crate::RedisOptions`].
@@ -180,6 +180,24 @@ impl SeatArbiter for RedisArbiter {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn sweep_lease(
+        &self,
+        event: EventId,
+        sweep: &str,
+        node: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut inv = LEASE.prepare_invoke();
+        inv.key(sweep_lease_key(&self.prefix, event, sweep))
+            .arg(node)
+            .arg(ttl_ms.max(1));
+        let left: i64 = inv
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(store_err)?;
+        Ok(u64::try_from(left).ok())
+    }
+
     async fn claim_rebuild(&self, event: EventId) -> Result<RebuildClaim, StoreError> {
         let ttl_ms = self.config.rebuild_claim.as_millis().max(1) as u64;
         let claim: String = self

@@ -34,6 +34,15 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         self.inner.is_loaded(event).await
     }
+    async fn sweep_lease(
+        &self,
+        event: EventId,
+        sweep: &str,
+        node: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        self.inner.sweep_lease(event, sweep, node, ttl_ms).await
+    }
     async fn claim_rebuild(&self, event: EventId) -> Result<RebuildClaim, StoreError> {
         self.inner.claim_rebuild(event).await
     }
@@ -133,6 +142,22 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
     }
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         self.inner.place(event, buyer).await
+    }
+    async fn join_line(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Option<Place>, StoreError> {
+        self.inner.join_line(event, buyer).await
+    }
+    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+        self.inner.claim_line(event, ttl_ms).await
+    }
+    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
+        self.inner.release_line_claim(event).await
+    }
+    async fn restore_line(&self, event: EventId, line: &RestoredLine) -> Result<(), StoreError> {
+        self.inner.restore_line(event, line).await
     }
     async fn seal_pool(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
         self.inner.seal_pool(event).await

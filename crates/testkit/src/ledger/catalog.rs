@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
-use boxoffice_engine::ports::Ledger;
+use boxoffice_engine::ports::{JoinRecord, Ledger, LinePlace};
 
 use super::fixtures::{T0, event, spec};
 
@@ -98,4 +98,60 @@ pub async fn the_fairness_seed_and_the_pool_are_kept_first_writer_first(ledger: 
         .unwrap();
     assert_eq!(ledger.pool_joins(e.id).await.unwrap(), buyers);
     assert_eq!(ledger.pool_joins(other.id).await.unwrap(), vec![]);
+}
+
+/// P7 across a lost queue store after opening: joins journaled in one batch read back
+/// (pool entries in arrival order, places by position, a buyer's first record of each
+/// kind standing), and admission batches ascending, the first record of a batch end
+/// standing.
+pub async fn the_line_journal_keeps_every_place_and_admission(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 1, 4).await;
+    let other = event(&ledger, 1, 4).await;
+    let b: Vec<BuyerId> = (0..4).map(|_| BuyerId::random()).collect();
+    let join = |buyer, position, pool| JoinRecord {
+        event: e.id,
+        buyer,
+        at: Millis(5),
+        position,
+        pool,
+    };
+    ledger
+        .record_joins(&[
+            join(b[2], None, false),
+            join(b[0], None, false),
+            join(b[1], Some(3), false),
+            join(b[0], Some(1), true),
+            join(b[2], Some(2), true),
+        ])
+        .await
+        .unwrap();
+    // Retried: the first records stand.
+    ledger
+        .record_joins(&[join(b[1], Some(9), false), join(b[3], Some(4), false)])
+        .await
+        .unwrap();
+    assert_eq!(ledger.pool_joins(e.id).await.unwrap(), vec![b[2], b[0]]);
+    let place = |buyer, position, pool| LinePlace {
+        buyer,
+        position,
+        pool,
+    };
+    assert_eq!(
+        ledger.line_places(e.id).await.unwrap(),
+        vec![
+            place(b[0], 1, true),
+            place(b[2], 2, true),
+            place(b[1], 3, false),
+            place(b[3], 4, false),
+        ]
+    );
+    assert_eq!(ledger.line_places(other.id).await.unwrap(), vec![]);
+    ledger.record_admission(e.id, 3, Millis(20)).await.unwrap();
+    ledger.record_admission(e.id, 1, Millis(10)).await.unwrap();
+    ledger.record_admission(e.id, 3, Millis(30)).await.unwrap();
+    assert_eq!(
+        ledger.admissions(e.id).await.unwrap(),
+        vec![(1, Millis(10)), (3, Millis(20))]
+    );
+    assert_eq!(ledger.admissions(other.id).await.unwrap(), vec![]);
 }

@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use boxoffice_domain::BuyerId;
-use boxoffice_engine::ports::{Place, QueueStore};
+use boxoffice_domain::{BuyerId, Millis};
+use boxoffice_engine::ports::{Place, QueueStore, RestoredLine};
 
 use crate::arbiter::unique_event;
 
@@ -166,4 +166,67 @@ pub async fn the_first_writer_of_a_setting_wins_when_asked(q: Arc<dyn QueueStore
     assert_eq!(all.get("rate").map(String::as_str), Some("6"));
     q.drop_event(event).await.expect("drop");
     assert!(q.settings(event).await.expect("settings").is_empty());
+}
+
+pub async fn a_line_join_waits_until_the_line_is_opened(q: Arc<dyn QueueStore>) {
+    let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
+    assert_eq!(q.join_line(event, a).await, Ok(None), "nobody opened the line");
+    assert_eq!(q.state(event).await.map(|s| s.queue_length), Ok(0));
+    q.join(event, b, false).await.expect("a pool member");
+    assert_eq!(q.join_line(event, a).await, Ok(None), "the pool is not sealed");
+    q.seal_pool(event).await.expect("seal");
+    let place = q.join_line(event, a).await.expect("join");
+    assert_eq!(place.map(|p| p.position), Some(Some(2)), "after the pool");
+    assert_eq!(
+        q.join_line(event, a).await,
+        Ok(Some(Place {
+            position: Some(2),
+            new: false
+        }))
+    );
+    q.drop_event(event).await.expect("drop");
+}
+
+pub async fn a_restored_line_has_its_places_pool_and_admissions_back(q: Arc<dyn QueueStore>) {
+    let event = unique_event();
+    let buyers: Vec<BuyerId> = (0..5).map(|_| BuyerId::random()).collect();
+    // Something left behind by the lost line, replaced as a whole.
+    q.join(event, BuyerId::random(), true).await.expect("join");
+    q.set_setting(event, "seed", "kept", false).await.expect("set");
+    let line = RestoredLine {
+        // Positions 1-2 the drawn pool, 3 a gap (never confirmed), 4-6 later joins.
+        positions: vec![
+            (buyers[1], 1),
+            (buyers[0], 2),
+            (buyers[2], 4),
+            (buyers[3], 5),
+            (buyers[4], 6),
+        ],
+        pool: vec![buyers[0], buyers[1]],
+        batches: vec![(2, Millis(1_000)), (4, Millis(2_000))],
+    };
+    q.restore_line(event, &line).await.expect("restore");
+    let state = q.state(event).await.expect("state");
+    assert_eq!(
+        (state.queue_length, state.serving_up_to, state.advanced_at),
+        (6, 4, Millis(2_000))
+    );
+    assert_eq!((state.pool_size, state.opened, state.placed), (2, true, true));
+    assert_eq!(state.finished, 0);
+    for &(buyer, position) in &line.positions {
+        let place = q.place(event, buyer).await.expect("place");
+        assert_eq!(place.and_then(|p| p.position), Some(position));
+    }
+    assert_eq!(q.pool_members(event, 0, 10).await, Ok(line.pool.clone()));
+    assert_eq!(q.admitted_at(event, 1).await, Ok(Some(Millis(1_000))));
+    assert_eq!(q.admitted_at(event, 4).await, Ok(Some(Millis(2_000))));
+    assert_eq!(q.admitted_at(event, 5).await, Ok(None));
+    let settings = q.settings(event).await.expect("settings");
+    assert_eq!(settings.get("seed").map(String::as_str), Some("kept"));
+    // Joins go on after the restored line, and admission from where it was.
+    let next = q.join_line(event, BuyerId::random()).await.expect("join");
+    assert_eq!(next.and_then(|p| p.position), Some(7));
+    let moved = q.advance(event, 10, Millis(3_000)).await.expect("advance");
+    assert_eq!(moved.serving_up_to, 7);
+    q.drop_event(event).await.expect("drop");
 }

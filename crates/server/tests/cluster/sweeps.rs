@@ -1,0 +1,122 @@
+//! The expiry sweep across nodes: three nodes share one Redis (of the test's own, so
+//! its command counts are this test's alone). Each hold expires exactly once (the
+//! nodes' expiry counters add up to the holds taken, and every seat is free again), and
+//! the sweep's Redis commands do not grow with the nodes: one node holds each event's
+//! sweep lease, the others ask again only when it may have lapsed.
+
+use crate::common::BOXOFFICE;
+use crate::lost_event::metric_sum;
+use crate::{Backing, argv};
+use boxoffice_testkit::eventually;
+use boxoffice_testkit::harness::free_port;
+use boxoffice_testkit::harness::http::{admission_token, call};
+use boxoffice_testkit::harness::redis::OwnRedis;
+use std::time::Duration;
+
+use futures::future::join_all;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const OPERATOR: &str = "sweeps-test-operator-key-012345";
+const HOLDS: usize = 30;
+/// How long each count of Redis commands runs.
+const WINDOW: Duration = Duration::from_secs(4);
+
+/// One redis-cli command against the test's Redis.
+async fn cli(port: u16, args: &[&str]) -> String {
+    let out = tokio::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Commands Redis served during `WINDOW`, from its command statistics.
+async fn commands_in_window(port: u16) -> u64 {
+    cli(port, &["config", "resetstat"]).await;
+    tokio::time::sleep(WINDOW).await;
+    let stats = cli(port, &["info", "commandstats"]).await;
+    stats
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info"))
+        .filter_map(|l| {
+            let calls = l.split(':').nth(1)?.split(',').next()?;
+            calls.strip_prefix("calls=")?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+async fn hold_one(c: &reqwest::Client, node: &str, event: i64) -> String {
+    let (_, b) = call(c, Method::POST, format!("{node}/v1/buyers"), "", json!({})).await;
+    let token = b["token"].as_str().expect("a buyer").to_string();
+    let queue = format!("{node}/v1/events/{event}/queue");
+    let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
+    let ticket = j["queue_ticket"].as_str().expect("a queue ticket");
+    let admission = admission_token(c, node, ticket).await;
+    let body = json!({"best_available": {"section": "A", "quantity": 1}});
+    let holds = format!("{node}/v1/events/{event}/holds");
+    let (s, h) = call(c, Method::POST, holds, &admission, body).await;
+    assert_eq!(s, 201, "{h}");
+    h["hold_id"].as_str().unwrap().to_string()
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn three_nodes_expire_each_hold_once_and_sweep_no_more_than_one() {
+    let redis = OwnRedis::start(free_port()).await;
+    let redis_url = format!("redis://127.0.0.1:{}", redis.port);
+    // Sweeps often, everything else seldom, so the count is mostly the sweep's.
+    let extra = "[engine]\nadmission_interval_ms = 1000\n\
+        [workers]\nexpiry_interval_ms = 25\ndrift_repair_interval_ms = 200\n";
+    let backing = Backing::on(&redis_url, OPERATOR, extra);
+    let args = backing.args();
+    let argv = argv(&args);
+    let mut nodes = vec![BOXOFFICE.start(&argv).await];
+    let c = reqwest::Client::builder()
+        // A debug node's first requests on a loaded machine took up to 8 s.
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let mut spec = serde_json::to_value(crate::common::spec(10, 10, 0, 4)).unwrap();
+    spec["sale"]["hold_ttl_s"] = json!(10);
+    let url = format!("{}/v1/events", nodes[0].1);
+    let (s, e) = call(&c, Method::POST, url, OPERATOR, spec).await;
+    assert_eq!(s, 201, "{e}");
+    let event = e["event_id"].as_i64().unwrap();
+    let open = format!("{}/v1/events/{event}/open", nodes[0].1);
+    assert_eq!(call(&c, Method::POST, open, OPERATOR, json!({})).await.0, 200);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let one = commands_in_window(redis.port).await;
+
+    nodes.extend(join_all((0..2).map(|_| BOXOFFICE.start(&argv))).await);
+    let urls: Vec<String> = nodes.iter().map(|(_, u)| u.clone()).collect();
+    // Past the newcomers' first look at the lease.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let three = commands_in_window(redis.port).await;
+    eprintln!("Redis commands in {WINDOW:?}: one node {one}, three nodes {three}");
+    assert!(
+        three * 2 < one * 3,
+        "three nodes cost {three} commands against {one} for one: the sweep grew with the nodes"
+    );
+
+    let holds = join_all((0..HOLDS).map(|i| hold_one(&c, &urls[i % 3], event))).await;
+    let counts = |v: Value| (v["counts"]["free"].clone(), v["counts"]["held"].clone());
+    let ev = format!("{}/v1/events/{event}", urls[0]);
+    let (_, v) = call(&c, Method::GET, ev.clone(), "", Value::Null).await;
+    assert_eq!(counts(v), (json!(100 - HOLDS), json!(HOLDS)));
+    let what = "every hold expired and its seat free again";
+    eventually(what, Duration::from_secs(40), Duration::from_millis(250), || {
+        let (c, ev) = (&c, ev.clone());
+        async move {
+            let (_, v) = call(c, Method::GET, ev, "", Value::Null).await;
+            let now = counts(v);
+            if now == (json!(100), json!(0)) { Ok(()) } else { Err(now) }
+        }
+    })
+    .await;
+    let expired = metric_sum(&c, &urls, "boxoffice_holds_expired_total").await;
+    assert_eq!(expired as usize, HOLDS, "each hold expired once, by one node");
+    assert_eq!(holds.len(), HOLDS);
+}
