@@ -62,6 +62,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "fairness_journal",
         include_str!("../../../migrations/postgres/0010_fairness_journal.sql"),
     ),
+    (
+        11,
+        "attendee_names",
+        include_str!("../../../migrations/postgres/0011_attendee_names.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.
