@@ -245,12 +245,14 @@ export class Shop {
       METHODS.map(([v, name, what], i) => h('label', { class: 'radio' }, h('input', { type: 'radio', name: 'method', value: v, checked: i === 0 }), h('span', {}, h('strong', {}, name), ` \u2014 ${what}`))),
     );
     this.payMsg = h('div', { 'aria-live': 'polite' });
+    const names = this.nameFields(hold);
     const payForm = h(
       'form',
       { class: 'pay', onsubmit: (e) => {
         e.preventDefault();
         this.pay(methods.querySelector('input:checked').value);
       } },
+      names,
       methods,
       h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'pay' }, `Pay ${money(hold.price_quote, this.ev.currency)}`), h('button', { type: 'button', class: 'secondary', onclick: () => this.release() }, 'Release these seats')),
     );
@@ -283,6 +285,31 @@ export class Shop {
     focusOn(this.el.querySelector('h2'));
   }
 
+  // The attendee's name for each seat, for events whose tickets carry names: required
+  // at checkout, or optional when the holder may name the tickets later.
+  nameFields(hold) {
+    const policy = this.ev.sale.attendee_names || 'off';
+    if (policy === 'off') return null;
+    const required = policy === 'at_checkout';
+    return h(
+      'fieldset',
+      { class: 'names' },
+      h('legend', {}, required ? 'Who is coming? The name of each attendee is printed on their ticket.' : 'Who is coming? Name each attendee now, or later in your tickets before the doors open.'),
+      hold.seat_ids.map((id, i) => h(
+        'div',
+        { class: 'field' },
+        h('label', { for: `attendee-${i}` }, `Name for ${id}`),
+        h('input', { id: `attendee-${i}`, class: 'attendee', type: 'text', maxlength: '64', autocomplete: i === 0 ? 'name' : 'off', required }),
+      )),
+    );
+  }
+
+  // The names typed: one per seat, or none when the event lets them come later.
+  attendees() {
+    const typed = [...this.el.querySelectorAll('input.attendee')].map((i) => i.value.trim());
+    return typed.every((n) => n === '') ? [] : typed;
+  }
+
   async release() {
     try {
       await write(`/v1/holds/${this.holdData.hold_id}`, { method: 'DELETE', token: this.buyer.token });
@@ -307,7 +334,7 @@ export class Shop {
         method: 'POST',
         token: this.buyer.token,
         idem: hold.pay_key,
-        body: { payment_method: method },
+        body: { payment_method: method, attendees: this.attendees() },
       });
       if (status === 201) return this.done(data);
       await this.pending(data);

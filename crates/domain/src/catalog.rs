@@ -96,6 +96,10 @@ pub struct SaleSettings {
     /// their buyers.
     #[serde(default)]
     pub transfers: Option<crate::transfers::TransferRules>,
+    /// Whether tickets carry the attendee's name, and whether it is needed at checkout
+    /// or only before the doors. Off by default.
+    #[serde(default)]
+    pub attendee_names: crate::attendees::AttendeeNames,
 }
 
 impl Default for SaleSettings {
@@ -108,6 +112,7 @@ impl Default for SaleSettings {
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            attendee_names: Default::default(),
         }
     }
 }
@@ -336,6 +341,12 @@ impl EventSpec {
         }
         if !(1..=1_000_000).contains(&s.admission_rate_per_s) {
             return invalid("admission_rate_per_s must be 1-1000000");
+        }
+        if s.transfers.is_some_and(|t| t.max_name_changes > crate::transfers::MAX_NAME_CHANGES) {
+            return invalid(format!(
+                "transfers.max_name_changes must be 0-{}",
+                crate::transfers::MAX_NAME_CHANGES
+            ));
         }
         // `honour_late_payments` is a bool: every value is valid.
         Ok(())

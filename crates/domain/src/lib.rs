@@ -4,6 +4,7 @@
 //! Time is always an argument (`Millis`).
 
 pub mod admission;
+pub mod attendees;
 pub mod catalog;
 pub mod fairness;
 pub mod hold;

@@ -109,6 +109,9 @@ impl OrderEvent {
     /// The history line of a ticket of a confirmed order passing to another buyer,
     /// which moves no state either.
     pub const TRANSFERRED: &'static str = "transferred";
+    /// The history line of the holder changing the attendee's name on a ticket of a
+    /// confirmed order, which moves no state either.
+    pub const RENAMED: &'static str = "renamed";
 
     /// The name in the ledgers' order history (`order_events.event`) and payment rows
     /// (`payments.kind`).
@@ -381,6 +384,7 @@ mod tests {
         assert_eq!(events.len(), OrderEvent::ALL.len());
         assert!(!events.contains(OrderEvent::CREATED));
         assert!(!events.contains(OrderEvent::TRANSFERRED));
+        assert!(!events.contains(OrderEvent::RENAMED));
     }
 
     fn serde_json_name(s: impl Serialize) -> String {

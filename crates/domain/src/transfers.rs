@@ -1,6 +1,8 @@
 //! When a ticket may change hands: an event's transfer rules. An event's tickets are
-//! not transferable unless its sale settings say so; offers close a set time before the
-//! doors open and lapse after a while if the recipient does not accept.
+//! not transferable unless its sale settings say so; the policy says whether holders
+//! transfer freely, may only change the attendee's name (a set number of times), or
+//! only sell through the exchange; everything closes a set time before the doors open,
+//! and offers lapse after a while if the recipient does not accept.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,9 +11,30 @@ use crate::time::Millis;
 /// How long an offer waits for its recipient unless the event says otherwise.
 pub const DEFAULT_OFFER_TTL_S: u64 = 48 * 3600;
 
-/// Holders may offer their tickets to another buyer until `closes_before_doors_s`
-/// before `doors_at`; an offer lapses `offer_ttl_s` after it was made, or at that
-/// cutoff if sooner.
+/// How the tickets of an event may change hands before the cutoff.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferPolicy {
+    /// Holders offer tickets to other buyers, and may change the attendee's name
+    /// (the default: what rules without a policy always meant).
+    #[default]
+    Free,
+    /// Tickets stay with their buyers; only the attendee's name may change, at most
+    /// `max_name_changes` times per ticket.
+    NameChangeOnly,
+    /// Tickets and their names stay as sold (as with no transfer rules at all).
+    None,
+    /// Tickets change hands only through the event's face-value exchange; no direct
+    /// transfers and no name changes.
+    ExchangeOnly,
+}
+
+/// Name changes allowed per ticket unless the event says otherwise.
+pub const DEFAULT_MAX_NAME_CHANGES: u32 = 1;
+
+/// Holders may offer their tickets to another buyer (or change the attendee's name, as
+/// `policy` allows) until `closes_before_doors_s` before `doors_at`; an offer lapses
+/// `offer_ttl_s` after it was made, or at that cutoff if sooner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransferRules {
@@ -23,10 +46,25 @@ pub struct TransferRules {
     /// How long an offer waits for its recipient.
     #[serde(default = "default_offer_ttl_s")]
     pub offer_ttl_s: u64,
+    /// What may change hands: free transfers by default.
+    #[serde(default)]
+    pub policy: TransferPolicy,
+    /// How many times the holder may change a ticket's attendee name (naming a ticket
+    /// that has no name is not a change). At most 100.
+    #[serde(default = "default_max_name_changes")]
+    #[schema(maximum = 100)]
+    pub max_name_changes: u32,
 }
+
+/// The most name changes an event may allow per ticket.
+pub const MAX_NAME_CHANGES: u32 = 100;
 
 fn default_offer_ttl_s() -> u64 {
     DEFAULT_OFFER_TTL_S
+}
+
+fn default_max_name_changes() -> u32 {
+    DEFAULT_MAX_NAME_CHANGES
 }
 
 impl TransferRules {
@@ -48,22 +86,51 @@ impl TransferRules {
     }
 }
 
-/// Why an event's rules refuse a transfer at `now` (none: allowed).
+/// Why an event's rules refuse a transfer or a name change at `now` (none: allowed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransferClosed {
-    /// The event's tickets are not transferable at all.
+    /// The event's tickets are not transferable at all (or, for a name change, their
+    /// names cannot change).
     NotTransferable,
+    /// Tickets change hands only through the event's exchange.
+    ExchangeOnly,
     /// The cutoff before the doors has passed.
     WindowClosed,
 }
 
-/// Whether a ticket of an event with these rules may change hands at `now`.
+/// Whether a ticket of an event with these rules may be offered to another buyer at
+/// `now`.
 pub fn transfer_allowed(rules: Option<&TransferRules>, now: Millis) -> Result<(), TransferClosed> {
-    match rules {
-        None => Err(TransferClosed::NotTransferable),
-        Some(r) if !r.is_open_at(now) => Err(TransferClosed::WindowClosed),
-        Some(_) => Ok(()),
+    let r = rules.ok_or(TransferClosed::NotTransferable)?;
+    match r.policy {
+        TransferPolicy::Free => {}
+        TransferPolicy::NameChangeOnly | TransferPolicy::None => {
+            return Err(TransferClosed::NotTransferable);
+        }
+        TransferPolicy::ExchangeOnly => return Err(TransferClosed::ExchangeOnly),
     }
+    if !r.is_open_at(now) {
+        return Err(TransferClosed::WindowClosed);
+    }
+    Ok(())
+}
+
+/// Whether the attendee name on a ticket of an event with these rules may be changed
+/// at `now`, and if so how many changes a ticket may have in all.
+pub fn name_change_allowed(
+    rules: Option<&TransferRules>,
+    now: Millis,
+) -> Result<u32, TransferClosed> {
+    let r = rules.ok_or(TransferClosed::NotTransferable)?;
+    match r.policy {
+        TransferPolicy::Free | TransferPolicy::NameChangeOnly => {}
+        TransferPolicy::None => return Err(TransferClosed::NotTransferable),
+        TransferPolicy::ExchangeOnly => return Err(TransferClosed::ExchangeOnly),
+    }
+    if !r.is_open_at(now) {
+        return Err(TransferClosed::WindowClosed);
+    }
+    Ok(r.max_name_changes.min(MAX_NAME_CHANGES))
 }
 
 /// Where an offer stands.
@@ -111,7 +178,38 @@ mod tests {
             doors_at: Millis(100_000),
             closes_before_doors_s: 30,
             offer_ttl_s: ttl,
+            policy: TransferPolicy::Free,
+            max_name_changes: 2,
         }
+    }
+
+    #[test]
+    fn each_policy_allows_what_it_says_until_the_cutoff() {
+        use TransferClosed as C;
+        use TransferPolicy as P;
+        let at = |policy| TransferRules {
+            policy,
+            ..rules(10)
+        };
+        let open = Millis(1_000);
+        let late = Millis(70_000);
+        let cases = [
+            (P::Free, Ok(()), Ok(2)),
+            (P::NameChangeOnly, Err(C::NotTransferable), Ok(2)),
+            (P::None, Err(C::NotTransferable), Err(C::NotTransferable)),
+            (P::ExchangeOnly, Err(C::ExchangeOnly), Err(C::ExchangeOnly)),
+        ];
+        for (policy, transfer, rename) in cases {
+            let r = at(policy);
+            assert_eq!(transfer_allowed(Some(&r), open), transfer, "{policy:?}");
+            assert_eq!(name_change_allowed(Some(&r), open), rename, "{policy:?}");
+        }
+        let r = at(P::NameChangeOnly);
+        assert_eq!(name_change_allowed(Some(&r), late), Err(C::WindowClosed));
+        assert_eq!(
+            name_change_allowed(None, open),
+            Err(TransferClosed::NotTransferable)
+        );
     }
 
     #[test]
@@ -141,5 +239,10 @@ mod tests {
         let r: TransferRules = serde_json::from_str(r#"{"doors_at": 5}"#).unwrap();
         assert_eq!(r.offer_ttl_s, DEFAULT_OFFER_TTL_S);
         assert_eq!(r.closes_before_doors_s, 0);
+        assert_eq!(r.policy, TransferPolicy::Free);
+        assert_eq!(r.max_name_changes, DEFAULT_MAX_NAME_CHANGES);
+        let r: TransferRules =
+            serde_json::from_str(r#"{"doors_at": 5, "policy": "exchange_only"}"#).unwrap();
+        assert_eq!(r.policy, TransferPolicy::ExchangeOnly);
     }
 }

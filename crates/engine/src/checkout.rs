@@ -3,6 +3,7 @@
 //! a race at any point leaves a state that `recovery` can finish, and nobody is charged
 //! for a seat they did not get.
 
+use boxoffice_domain::ticket::AttendeeName;
 use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState, SaleStatus};
 
 use crate::buyers::BuyerSession;
@@ -24,12 +25,28 @@ pub enum CheckoutOutcome {
 }
 
 impl Engine {
-    #[tracing::instrument(skip_all, fields(hold = %hold))]
+    /// A checkout naming no attendees (for events that take no names, or take them
+    /// later).
     pub async fn checkout(
         &self,
         who: &BuyerSession,
         hold: HoldId,
         payment_method: &str,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        self.checkout_named(who, hold, payment_method, Vec::new())
+            .await
+    }
+
+    /// A checkout with the attendee's name for each seat, in the hold's order (`names`
+    /// empty: none given). The event says whether names are required, allowed or not
+    /// taken; the names are recorded with the order and printed on its tickets.
+    #[tracing::instrument(skip_all, fields(hold = %hold))]
+    pub async fn checkout_named(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+        payment_method: &str,
+        names: Vec<AttendeeName>,
     ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
         if let Some(order) = self.ports.ledger.order_of_hold(hold).await? {
@@ -48,10 +65,12 @@ impl Engine {
         if entry.event.status == SaleStatus::Closed && self.event_is_cancelled(hold.event).await? {
             return Err(EngineError::EventCancelled);
         }
+        let names = crate::tickets::checkout_names(&entry.event, names, view.seats.len())?;
         let now = self.now();
         let order = new_order(
             &view,
             self.seat_labels(&entry, &view.seats),
+            names,
             entry.event.currency.clone(),
             now,
         );
@@ -224,11 +243,22 @@ impl Engine {
     }
 }
 
-fn new_order(view: &HoldView, labels: Vec<String>, currency: String, now: Millis) -> Order {
+fn new_order(
+    view: &HoldView,
+    labels: Vec<String>,
+    names: Vec<Option<AttendeeName>>,
+    currency: String,
+    now: Millis,
+) -> Order {
     let seats = labels
         .into_iter()
         .zip(&view.prices)
-        .map(|(seat_id, &price)| OrderSeat { seat_id, price })
+        .zip(names)
+        .map(|((seat_id, &price), attendee)| OrderSeat {
+            seat_id,
+            price,
+            attendee,
+        })
         .collect();
     Order {
         id: OrderId::random(),

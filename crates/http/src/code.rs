@@ -120,6 +120,16 @@ error_codes! {
     TransferPending = "transfer_pending" => CONFLICT;
     TransferNotOpen = "transfer_not_open" => CONFLICT;
     TransferToSelf = "transfer_to_self" => UNPROCESSABLE_ENTITY;
+    TransfersExchangeOnly = "transfers_exchange_only" => FORBIDDEN;
+    AttendeeNamesRequired = "attendee_names_required" => UNPROCESSABLE_ENTITY;
+    AttendeeNamesInvalid = "attendee_names_invalid" => UNPROCESSABLE_ENTITY;
+    AttendeeNamesNotTaken = "attendee_names_not_taken" => CONFLICT;
+    BarcodeNameMissing = "barcode_name_missing" => CONFLICT;
+    NameChangesNotAllowed = "name_changes_not_allowed" => FORBIDDEN;
+    NameChangesClosed = "name_changes_closed" => FORBIDDEN;
+    NameChangeLimitReached = "name_change_limit_reached" => CONFLICT;
+    TicketNotRenamable = "ticket_not_renamable" => CONFLICT;
+    TicketChanged = "ticket_changed" => CONFLICT;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

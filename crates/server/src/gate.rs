@@ -2,7 +2,9 @@
 //! first line of standard input) against a gate bundle saved from
 //! `GET /v1/events/{id}/gate-bundle`, prints the verdict and says it in the exit code
 //! (0 admit, 1 refuse). It checks the signature, the event, the key, the revocations
-//! the bundle lists and, for rotating barcodes, the code of the moment; it cannot know
+//! the bundle lists, for rotating barcodes the code of the moment and, for events that
+//! admit named attendees only, that the barcode carries a name (printed after
+//! `ATTENDEE` on the admit line); it cannot know
 //! whether the ticket was already scanned at another gate: only the online check-in
 //! (`POST /v1/events/{id}/scans`, or the batch upload afterwards) admits a ticket once.
 
@@ -24,10 +26,18 @@ impl Verdict {
     /// The line the gate prints.
     pub fn line(&self) -> String {
         match self {
-            Verdict::Admit(t) => format!(
-                "ADMIT ticket {} version {} of event {} (key {})",
-                t.ticket, t.version, t.event, t.key.0
-            ),
+            Verdict::Admit(t) => {
+                let line = format!(
+                    "ADMIT ticket {} version {} of event {} (key {})",
+                    t.ticket, t.version, t.event, t.key.0
+                );
+                // The name is signed into the barcode: door staff compare it with an
+                // identity document.
+                match &t.attendee {
+                    Some(name) => format!("{line} ATTENDEE {}", name.as_str()),
+                    None => line,
+                }
+            }
             Verdict::Refuse(r) => {
                 let code = serde_json::to_value(r)
                     .ok()

@@ -20,6 +20,7 @@ mod idempotency;
 mod ledger;
 mod migrate;
 mod moves;
+mod names;
 mod options;
 mod orders;
 mod outbox;

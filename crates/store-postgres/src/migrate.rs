@@ -63,6 +63,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/postgres/0010_fairness_journal.sql"),
     ),
     (
+        11,
+        "attendee_names",
+        include_str!("../../../migrations/postgres/0011_attendee_names.sql"),
+    ),
+    (
         14,
         "line_journal",
         include_str!("../../../migrations/postgres/0014_line_journal.sql"),

@@ -21,7 +21,8 @@ pub(crate) const KEYS: &str = "SELECT kid, seed, created_at FROM ticket_keys
 macro_rules! facts_sql {
     () => {
         "SELECT t.id, t.event_id, t.order_id, t.seat_id, t.holder_id,
-            t.version, t.attendee, t.issued_at, o.state, c.gate_id, g.name, c.at
+            t.version, t.attendee, t.issued_at, o.state, c.gate_id, g.name, c.at,
+            t.name_changes
         FROM tickets t JOIN orders o ON o.id = t.order_id
         LEFT JOIN checkins c ON c.ticket_id = t.id LEFT JOIN gates g ON g.id = c.gate_id "
     };
@@ -76,10 +77,12 @@ pub(crate) fn facts(row: &PgRow) -> Result<TicketFacts, StoreError> {
         }),
         _ => None,
     };
+    let name_changes: i32 = row.try_get(12).map_err(db)?;
     Ok(TicketFacts {
         ticket,
         order_state: parse_state(&text(8)?)?,
         checked_in,
+        name_changes: u32::try_from(name_changes).map_err(|e| corrupt("name changes", e))?,
     })
 }
 

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use boxoffice_domain::ticket::{KeyId, TicketId};
 use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, Secret, TransferId};
 use boxoffice_engine::ports::{
-    Accept, Accepted, BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey,
+    Accept, Accepted, BarcodeSetting, CheckIn, Gate, Rename, RenameRefusal, ScanAttempt,
+    StoreError, StoredKey,
     TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
 };
 use sqlx::Row;
@@ -261,6 +262,14 @@ impl Tickets for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
     async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError> {
         self.read_transfer(id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %rename.ticket))]
+    async fn rename_ticket(
+        &self,
+        rename: &Rename,
+    ) -> Result<Result<TicketRow, RenameRefusal>, StoreError> {
+        self.rename_ticket_tx(rename).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

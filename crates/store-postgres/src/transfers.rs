@@ -58,7 +58,7 @@ async fn read_offer(
 
 /// Locks the ticket's row, then reads it with its order and check-in in a statement of
 /// its own (which, under read committed, sees whatever the lock's last holder wrote).
-async fn locked_ticket(
+pub(crate) async fn locked_ticket(
     conn: &mut PgConnection,
     id: TicketId,
 ) -> Result<Option<TicketFacts>, StoreError> {

@@ -16,6 +16,7 @@ mod idempotency;
 mod ledger;
 mod migrate;
 mod moves;
+mod name_rows;
 mod options;
 mod orders;
 mod outbox;

@@ -59,6 +59,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0009_fairness_journal.sql"),
     ),
     (
+        10,
+        "attendee_names",
+        include_str!("../../../migrations/sqlite/0010_attendee_names.sql"),
+    ),
+    (
         13,
         "line_journal",
         include_str!("../../../migrations/sqlite/0013_line_journal.sql"),

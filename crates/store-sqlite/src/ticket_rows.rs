@@ -146,7 +146,7 @@ pub(crate) fn insert_rows(conn: &Connection, rows: &[TicketRow]) -> Result<(), S
 
 /// The columns `facts` reads, in its order.
 const FACTS: &str = "SELECT t.id, t.event_id, t.order_id, t.seat_id, t.holder_id, t.version,
-        t.attendee, t.issued_at, o.state, c.gate_id, g.name, c.at
+        t.attendee, t.issued_at, o.state, c.gate_id, g.name, c.at, t.name_changes
     FROM tickets t JOIN orders o ON o.id = t.order_id
     LEFT JOIN checkins c ON c.ticket_id = t.id LEFT JOIN gates g ON g.id = c.gate_id";
 
@@ -180,7 +180,7 @@ type RawFacts = (
         Option<String>,
         i64,
     ),
-    (String, Option<String>, Option<String>, Option<i64>),
+    (String, Option<String>, Option<String>, Option<i64>, u32),
 );
 
 fn raw_facts(r: &Row<'_>) -> rusqlite::Result<RawFacts> {
@@ -195,7 +195,7 @@ fn raw_facts(r: &Row<'_>) -> rusqlite::Result<RawFacts> {
             r.get(6)?,
             r.get(7)?,
         ),
-        (r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?),
+        (r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?, r.get(12)?),
     ))
 }
 
@@ -206,7 +206,7 @@ trait Parse {
 impl Parse for RawFacts {
     fn parse(self) -> Result<TicketFacts, StoreError> {
         let ((id, event, order, seat, holder, version, attendee, issued), rest) = self;
-        let (state, gate, gate_name, at) = rest;
+        let (state, gate, gate_name, at, name_changes) = rest;
         let ticket = TicketRow {
             id: id.parse().map_err(|e| corrupt("ticket id", e))?,
             event: EventId(event),
@@ -232,6 +232,7 @@ impl Parse for RawFacts {
             ticket,
             order_state: parse_state(&state)?,
             checked_in,
+            name_changes,
         })
     }
 }

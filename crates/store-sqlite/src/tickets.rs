@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use boxoffice_domain::ticket::{KeyId, TicketId};
 use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, TransferId};
 use boxoffice_engine::ports::{
-    Accept, Accepted, BarcodeSetting, CheckIn, Gate, ScanAttempt, StoreError, StoredKey,
+    Accept, Accepted, BarcodeSetting, CheckIn, Gate, Rename, RenameRefusal, ScanAttempt,
+    StoreError, StoredKey,
     TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
 };
 
@@ -172,6 +173,17 @@ impl Tickets for SqliteLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(transfer = %id))]
     async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError> {
         self.readers.read(move |c| transfers::transfer(c, id)).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %rename.ticket))]
+    async fn rename_ticket(
+        &self,
+        rename: &Rename,
+    ) -> Result<Result<TicketRow, RenameRefusal>, StoreError> {
+        let rename = rename.clone();
+        self.writer
+            .submit(move |c| crate::name_rows::rename(c, &rename))
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

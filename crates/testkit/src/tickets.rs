@@ -10,6 +10,7 @@
 
 mod checkin;
 mod concurrency;
+mod names;
 mod records;
 mod transfers;
 
@@ -20,6 +21,7 @@ use boxoffice_engine::ports::{CommitOutcome, Gate, Ledger, Order, TicketRow, Tic
 
 pub use checkin::*;
 pub use concurrency::*;
+pub use names::*;
 pub use records::*;
 pub use transfers::*;
 
@@ -52,6 +54,10 @@ macro_rules! tickets_conformance {
                 an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts,
                 a_refused_or_withdrawn_transfer_moves_nothing,
                 n_offers_and_accepts_racing_over_k_tickets_one_wins_each,
+                names_given_with_the_order_are_on_the_tickets_written_at_capture,
+                a_rename_issues_the_next_version_and_counts_only_changes,
+                a_refused_rename_writes_nothing,
+                n_renames_racing_over_k_tickets_one_wins_per_version_within_the_limit,
             );
         }
     };

@@ -27,6 +27,9 @@ pub struct GateBundle {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotation: Option<RotationSecret>,
     pub generated_at: Millis,
+    /// The event admits named attendees only: a barcode without a name is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub names_required: bool,
 }
 
 impl GateBundle {
@@ -47,12 +50,22 @@ impl GateBundle {
     }
 
     pub fn verify(&self, barcode: &str, now: Millis) -> Result<VerifiedTicket, BarcodeRefusal> {
-        verify(
+        let v = verify(
             barcode,
             &self.keys,
             &self.revoked,
             self.rotation.as_ref(),
             now,
-        )
+        )?;
+        require_name(v, self.names_required)
     }
+}
+
+/// The verified ticket, unless the event admits named attendees only and it carries
+/// no name: the name is signed into the barcode, so a gate needs nothing else to tell.
+pub fn require_name(v: VerifiedTicket, required: bool) -> Result<VerifiedTicket, BarcodeRefusal> {
+    if required && v.attendee.is_none() {
+        return Err(BarcodeRefusal::NameMissing);
+    }
+    Ok(v)
 }

@@ -20,7 +20,9 @@ pub const MAX_ATTENDEE_NAME: usize = 64;
 pub enum TicketError {
     #[error("a seat label is 1-{MAX_SEAT_LABEL} visible ASCII characters")]
     BadSeatLabel,
-    #[error("an attendee name is 1-{MAX_ATTENDEE_NAME} bytes of text with no control characters")]
+    #[error(
+        "an attendee name is 1-{MAX_ATTENDEE_NAME} bytes of letters, spaces and the marks ' - . ,"
+    )]
     BadAttendeeName,
     #[error("the ticket has reached its last version")]
     VersionExhausted,
@@ -116,14 +118,46 @@ impl AttendeeName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A name as a buyer typed it: trimmed, each run of white space made one space,
+    /// then held to the rules of `try_from`.
+    pub fn parse(raw: &str) -> Result<AttendeeName, TicketError> {
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        AttendeeName::try_from(words.join(" "))
+    }
+}
+
+/// What a name may be made of: letters of any script (with their combining marks),
+/// single spaces between words, and the apostrophes, hyphens, full stops and commas
+/// names are written with. No digits, symbols or control characters: a gate shows the
+/// name to door staff, who compare it with an identity document.
+fn is_name_char(c: char) -> bool {
+    c.is_alphabetic()
+        || matches!(
+            c,
+            ' ' | '\'' | '\u{2019}' | '\u{02bc}' | '-' | '\u{2010}' | '.' | ','
+        )
+        || matches!(
+            c,
+            '\u{0300}'..='\u{036f}'
+                | '\u{1ab0}'..='\u{1aff}'
+                | '\u{1dc0}'..='\u{1dff}'
+                | '\u{20d0}'..='\u{20ff}'
+                | '\u{fe20}'..='\u{fe2f}'
+        )
 }
 
 impl TryFrom<String> for AttendeeName {
     type Error = TicketError;
+    /// Only a name in its one canonical form (as `parse` makes it) passes, so a name
+    /// has exactly one encoding in a barcode.
     fn try_from(s: String) -> Result<Self, TicketError> {
-        let ok = !s.trim().is_empty()
-            && s.len() <= MAX_ATTENDEE_NAME
-            && !s.chars().any(char::is_control);
+        let ok = s.len() <= MAX_ATTENDEE_NAME
+            && s.chars().any(char::is_alphabetic)
+            && s.chars().all(is_name_char)
+            && !s.starts_with(' ')
+            && !s.ends_with(' ')
+            && !s.contains("  ");
         ok.then_some(AttendeeName(s))
             .ok_or(TicketError::BadAttendeeName)
     }

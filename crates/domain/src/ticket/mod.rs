@@ -73,7 +73,7 @@ mod tests;
 
 use serde::Serialize;
 
-pub use bundle::{GateBundle, MAX_BUNDLE_BYTES};
+pub use bundle::{GateBundle, MAX_BUNDLE_BYTES, require_name};
 pub use identity::{
     AttendeeName, MAX_ATTENDEE_NAME, MAX_SEAT_LABEL, SeatLabel, Ticket, TicketError, TicketId,
 };
@@ -109,6 +109,8 @@ pub enum BarcodeRefusal {
     CodeNotYetValid,
     #[error("the rotating code has expired: a copy, or the phone's clock is behind")]
     CodeExpired,
+    #[error("this event admits named attendees only and this ticket carries no name yet")]
+    NameMissing,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -12,6 +12,10 @@ use super::{EventCancellation, EventOrders, Incarnation, StoreError};
 pub struct OrderSeat {
     pub seat_id: String,
     pub price: Money,
+    /// The attendee named at checkout, for events whose tickets carry names: the
+    /// ticket written at capture carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attendee: Option<boxoffice_domain::ticket::AttendeeName>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ mod ledger;
 mod outbox;
 mod payment;
 mod queue;
+mod names;
 mod tickets;
 mod transfers;
 
@@ -23,6 +24,7 @@ pub use ledger::*;
 pub use outbox::*;
 pub use payment::*;
 pub use queue::*;
+pub use names::*;
 pub use tickets::*;
 pub use transfers::*;
 

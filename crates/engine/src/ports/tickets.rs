@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
 use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret, TransferId};
 
-use super::{Accept, Accepted, StoreError, TransferOffer, TransferRefusal};
+use super::{
+    Accept, Accepted, RenameRefusal, Rename, StoreError, TransferOffer, TransferRefusal,
+};
 
 /// One barcode key of an event. The seed is the Ed25519 private key: it never leaves
 /// the server, and never prints.
@@ -63,7 +65,7 @@ impl TicketRow {
                     seat,
                     holder: order.buyer,
                     version: 1,
-                    attendee: None,
+                    attendee: s.attendee.clone(),
                     issued_at: now,
                 })
             })
@@ -77,6 +79,9 @@ pub struct TicketFacts {
     pub ticket: TicketRow,
     pub order_state: OrderState,
     pub checked_in: Option<FirstScan>,
+    /// How many times the holder changed the attendee's name (not counting naming a
+    /// ticket that had none).
+    pub name_changes: u32,
 }
 
 /// The scan that admitted a ticket.
@@ -209,6 +214,15 @@ pub trait Tickets: Send + Sync {
         now: Millis,
     ) -> Result<Result<TransferOffer, TransferRefusal>, StoreError>;
     async fn transfer(&self, id: TransferId) -> Result<Option<TransferOffer>, StoreError>;
+
+    /// Puts `rename.attendee` on the ticket at its next version, issued `rename.now`,
+    /// if `rename.by` holds it at `rename.version`, it is not checked in, its order is
+    /// confirmed and, for a counted rename, its changes are under the limit (then one
+    /// more). One conditional step: of renames racing over one version, one wins.
+    async fn rename_ticket(
+        &self,
+        rename: &Rename,
+    ) -> Result<Result<TicketRow, RenameRefusal>, StoreError>;
     /// The newest offers `buyer` made or received, newest first, at most `limit`.
     async fn transfers_of(
         &self,

@@ -3,7 +3,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use boxoffice_domain::ticket::{
-    BarcodeRefusal, GateBundle, Revocations, SeatLabel, TicketId, VerifiedTicket, verify,
+    AttendeeName, BarcodeRefusal, GateBundle, Revocations, SeatLabel, TicketId, VerifiedTicket,
+    require_name, verify,
 };
 use boxoffice_domain::{EventId, GateId, Millis, OrderState};
 use serde::Serialize;
@@ -51,6 +52,11 @@ pub struct ScanVerdict {
     pub version: u32,
     #[schema(value_type = Option<String>, required)]
     pub seat: Option<SeatLabel>,
+    /// The attendee's name as the barcode carries it (signed), for door staff to
+    /// compare with an identity document; absent on unnamed tickets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub attendee: Option<AttendeeName>,
     pub gate_id: GateId,
     pub at: Millis,
 }
@@ -175,6 +181,7 @@ impl Engine {
             revoked,
             rotation: keys.rotation().cloned(),
             generated_at: self.now(),
+            names_required: self.names_required(gate.event).await?,
         })
     }
 
@@ -200,6 +207,7 @@ impl Engine {
             ticket_id: v.ticket,
             version: v.version,
             seat,
+            attendee: v.attendee,
             gate_id: gate.id,
             at: now,
         })
@@ -252,7 +260,8 @@ impl Engine {
         })
     }
 
-    /// The barcode checked with the event's current keys and rotation secret at `at`;
+    /// The barcode checked with the event's current keys and rotation secret at `at`,
+    /// and for an event that admits named attendees only, that it carries a name;
     /// revocation is the ledger's to decide, against the ticket as it is now.
     async fn verify_barcode(
         &self,
@@ -262,8 +271,16 @@ impl Engine {
     ) -> Result<VerifiedTicket, EngineError> {
         let keys = self.event_keys(event).await?;
         let none = Revocations::default();
+        let named = self.names_required(event).await?;
         verify(barcode.trim(), keys.public(), &none, keys.rotation(), at)
+            .and_then(|v| require_name(v, named))
             .map_err(|r| TicketRefusal::Barcode(r).into())
+    }
+
+    /// Whether the event's door admits named attendees only.
+    async fn names_required(&self, event: EventId) -> Result<bool, EngineError> {
+        let entry = self.event(event).await?;
+        Ok(entry.event.sale.attendee_names.required_at_door())
     }
 }
 

@@ -20,11 +20,17 @@
 //!   Offline scans uploaded later are reconciled by scan time: the earliest wins.
 //! - **Transfers** (`transfers.rs`): a holder offers a ticket to another buyer, who
 //!   accepts; the ledger moves the ticket to a new version in one transaction, so the
-//!   old barcode is refused at the door.
+//!   old barcode is refused at the door. The event's transfer policy says whether
+//!   tickets move freely, only by a change of name, not at all, or only through the
+//!   exchange.
+//! - **Names** (`names.rs`): events that name attendees take the names at checkout
+//!   or later from the holder; a name is signed into the barcode, and a change of name
+//!   issues the next version, counted against the event's limit.
 
 mod door;
 mod holders;
 mod keys;
+mod names;
 mod transfers;
 
 use std::sync::Arc;
@@ -34,6 +40,7 @@ use boxoffice_domain::ticket::BarcodeRefusal;
 pub use door::{BatchItem, BatchOutcome, GateCreated, MAX_GATE_NAME, ScanRef, ScanVerdict};
 pub use holders::{TicketStatus, TicketView};
 pub use keys::KeySetView;
+pub(crate) use names::checkout_names;
 pub use transfers::{AcceptedView, MAX_LISTED, MyTransfers, TransferView};
 
 use crate::ports::{FirstScan, Tickets};
@@ -72,6 +79,24 @@ pub enum TicketRefusal {
     TransferEnded(crate::ports::TransferState),
     #[error("a ticket cannot be transferred to its own holder")]
     TransferToSelf,
+    #[error(
+        "this event's tickets change hands only through its face-value exchange: list the ticket there"
+    )]
+    TransfersExchangeOnly,
+    #[error("{0}")]
+    AttendeeNames(boxoffice_domain::attendees::NamesRefusal),
+    #[error("this event's tickets carry no attendee names")]
+    NamesNotTaken,
+    #[error("the attendee's name on this event's tickets cannot be changed")]
+    NameChangesNotAllowed,
+    #[error("name changes for this event have closed")]
+    NameChangesClosed,
+    #[error("this ticket's name was changed {limit} times, as many as the event allows")]
+    NameChangeLimit { limit: u32 },
+    #[error("this ticket's name cannot be changed: {0}")]
+    NotRenamable(&'static str),
+    #[error("this ticket changed meanwhile (renamed or transferred); read it again")]
+    TicketChanged,
 }
 
 impl From<TicketRefusal> for EngineError {

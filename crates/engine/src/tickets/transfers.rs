@@ -193,6 +193,7 @@ impl Engine {
             Ok(()) => rules.ok_or_else(|| EngineError::Internal("no transfer rules".into())),
             Err(TransferClosed::NotTransferable) => Err(TicketRefusal::TransfersNotAllowed.into()),
             Err(TransferClosed::WindowClosed) => Err(TicketRefusal::TransferWindowClosed.into()),
+            Err(TransferClosed::ExchangeOnly) => Err(TicketRefusal::TransfersExchangeOnly.into()),
         }
     }
 }

@@ -7,6 +7,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use boxoffice_domain::attendees::NamesRefusal;
 use boxoffice_domain::ticket::{BarcodeRefusal, GateBundle, MAX_BARCODE_TEXT};
 use boxoffice_domain::{EventId, GateId, Millis};
 use boxoffice_engine::EngineError;
@@ -78,6 +79,17 @@ pub(crate) fn refusal_code(r: &TicketRefusal) -> ErrorCode {
         TicketRefusal::TransferPending => C::TransferPending,
         TicketRefusal::TransferEnded(_) => C::TransferNotOpen,
         TicketRefusal::TransferToSelf => C::TransferToSelf,
+        TicketRefusal::TransfersExchangeOnly => C::TransfersExchangeOnly,
+        TicketRefusal::AttendeeNames(NamesRefusal::Required { .. }) => C::AttendeeNamesRequired,
+        TicketRefusal::AttendeeNames(NamesRefusal::WrongCount { .. }) => C::AttendeeNamesInvalid,
+        TicketRefusal::AttendeeNames(NamesRefusal::NotTaken) | TicketRefusal::NamesNotTaken => {
+            C::AttendeeNamesNotTaken
+        }
+        TicketRefusal::NameChangesNotAllowed => C::NameChangesNotAllowed,
+        TicketRefusal::NameChangesClosed => C::NameChangesClosed,
+        TicketRefusal::NameChangeLimit { .. } => C::NameChangeLimitReached,
+        TicketRefusal::NotRenamable(_) => C::TicketNotRenamable,
+        TicketRefusal::TicketChanged => C::TicketChanged,
     }
 }
 
@@ -94,6 +106,7 @@ fn barcode_code(b: BarcodeRefusal) -> ErrorCode {
         B::CannotCheckCode => C::BarcodeCodeUncheckable,
         B::CodeNotYetValid => C::BarcodeCodeNotYetValid,
         B::CodeExpired => C::BarcodeCodeExpired,
+        B::NameMissing => C::BarcodeNameMissing,
     }
 }
 
@@ -119,6 +132,7 @@ const SCAN_REFUSES: &[ErrorCode] = &[
     ErrorCode::BarcodeCodeUncheckable,
     ErrorCode::BarcodeCodeNotYetValid,
     ErrorCode::BarcodeCodeExpired,
+    ErrorCode::BarcodeNameMissing,
     ErrorCode::TicketNotFound,
     ErrorCode::TicketRevoked,
     ErrorCode::AlreadyScanned,

@@ -8,6 +8,7 @@ pub mod console;
 pub mod events;
 pub mod gates;
 pub mod holds;
+pub mod names;
 pub mod ops;
 pub mod order_events;
 pub mod orders;
@@ -75,6 +76,7 @@ pub fn table() -> Vec<RouteDef> {
     let mut table = sale();
     table.extend(tickets::routes());
     table.extend(transfers::routes());
+    table.extend(names::routes());
     table.extend(gates::routes());
     table
 }

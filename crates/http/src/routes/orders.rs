@@ -5,6 +5,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use boxoffice_domain::catalog::MAX_TICKETS_PER_BUYER;
+use boxoffice_domain::ticket::AttendeeName;
 use boxoffice_domain::{HoldId, OrderId};
 use boxoffice_engine::ports::NextAction;
 use boxoffice_engine::{CheckoutOutcome, OrderView};
@@ -29,6 +31,28 @@ struct CheckoutBody {
     /// Payment-provider token for the buyer's card or wallet.
     #[schema(min_length = 1, max_length = 255)]
     payment_method: String,
+    /// The attendee's name for each seat, in the hold's seat order, for events whose
+    /// tickets carry names (`sale.attendee_names`). Each is trimmed, its inner white
+    /// space made single spaces, and must then be 1-64 bytes of letters (any script),
+    /// spaces and the marks ' - . ,
+    #[serde(default)]
+    #[schema(max_items = 50)]
+    attendees: Vec<String>,
+}
+
+/// The attendee names of a checkout, parsed; more names than any hold has seats, or a
+/// name that is not one, is refused before anything is looked up.
+fn attendee_names(raw: &[String]) -> Result<Vec<AttendeeName>, ApiError> {
+    if raw.len() > MAX_TICKETS_PER_BUYER as usize {
+        return Err(ApiError::new(
+            ErrorCode::AttendeeNamesInvalid,
+            "at most one attendee name per seat",
+        ));
+    }
+    raw.iter()
+        .map(|n| AttendeeName::parse(n))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ApiError::new(ErrorCode::AttendeeNamesInvalid, e.to_string()))
 }
 
 /// Nothing is decided yet. Either the provider has not answered (next_action `poll`:
@@ -86,6 +110,9 @@ pub(crate) const CHECKOUT_DOC: Doc = Doc {
             C::OrderNotFound,
             C::PaymentDeclined,
             C::SeatSold,
+            C::AttendeeNamesRequired,
+            C::AttendeeNamesInvalid,
+            C::AttendeeNamesNotTaken,
         ]
     },
     shared: &[
@@ -111,9 +138,10 @@ pub async fn checkout(
                 "payment_method must be 1-255 characters",
             ));
         }
-        Ok(body)
+        let names = attendee_names(&body.attendees)?;
+        Ok((body, names))
     })();
-    let input = match prepared {
+    let (input, names) = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -123,7 +151,7 @@ pub async fn checkout(
         .run(st.replays(), scope, &body, async move {
             let sample = feeds.start();
             let outcome = (state.engine)
-                .checkout(&who, hold, &input.payment_method)
+                .checkout_named(&who, hold, &input.payment_method, names)
                 .await;
             sample.checkout(&state, &outcome);
             match outcome? {

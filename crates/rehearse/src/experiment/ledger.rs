@@ -72,6 +72,7 @@ impl Boxoffice {
             .map(|(&i, &price)| OrderSeat {
                 seat_id: self.event.seats[i as usize].label.clone(),
                 price,
+                attendee: None,
             })
             .collect();
         let order = Order {

@@ -65,6 +65,7 @@ pub fn order(event: &Event, buyer: BuyerId, indexes: &[usize], now: Millis) -> O
         .map(|&i| OrderSeat {
             seat_id: event.seats[i].label.clone(),
             price: event.price_of(i as u32),
+            attendee: None,
         })
         .collect();
     let total = Money::sum(seats.iter().map(|s| s.price)).expect("a small total");

@@ -7,7 +7,7 @@ use super::payload::{self, Fields};
 use super::*;
 
 fn fields() -> impl Strategy<Value = Fields> {
-    let name = proptest::option::of("[a-zA-Zé ]{0,20}[a-z]");
+    let name = proptest::option::of("([a-zA-Zé]{1,6} ){0,3}[a-z]{1,2}");
     (
         1..=i64::MAX,
         any::<u128>(),

@@ -14,6 +14,21 @@ fn a_fresh_barcode_verifies_and_says_what_it_admits() {
     assert_eq!((v.issued_at, v.attendee, v.rotating), (NOW, None, false));
 }
 
+#[test]
+fn a_gate_that_needs_names_refuses_an_unnamed_barcode_and_shows_the_name() {
+    let k = keys(1234, 1);
+    let mut g = gate(&k);
+    g.names_required = true;
+    let unnamed = barcode(&k, &ticket(1234));
+    assert_eq!(g.verify(&unnamed, NOW), Err(BarcodeRefusal::NameMissing));
+    let ada = AttendeeName::parse("Ada Lovelace").unwrap();
+    let named = ticket(1234).named(Some(ada.clone())).unwrap();
+    let v = g.verify(&barcode(&k, &named), NOW).unwrap();
+    assert_eq!((v.version, v.attendee), (2, Some(ada)));
+    let json = serde_json::to_vec(&g).unwrap();
+    assert_eq!(GateBundle::from_json(&json).unwrap(), g);
+}
+
 /// The size the module documentation quotes.
 #[test]
 fn a_typical_barcode_is_91_bytes_and_137_characters_and_95_bytes_rotating() {

@@ -45,5 +45,6 @@ fn gate(keys: &EventKeys) -> GateBundle {
         revoked: Revocations::default(),
         rotation: keys.rotation().cloned(),
         generated_at: NOW,
+        names_required: false,
     }
 }

@@ -42,6 +42,7 @@ async fn authorized_order_without_its_hold(app: &TestApp) -> (OrderId, String) {
         seats: vec![OrderSeat {
             seat_id: "A-1-1".into(),
             price: Money(5_000),
+            attendee: None,
         }],
         total: Money(5_000),
         currency: "EUR".into(),

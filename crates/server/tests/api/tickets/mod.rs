@@ -1,9 +1,10 @@
 //! Tickets a door can trust, through HTTP: buyers' tickets and QR codes, gate devices,
 //! scans (two gates racing), offline batches, refusals, and the offline `gate`
-//! subcommand against a downloaded bundle.
+//! subcommand against a downloaded bundle; names on tickets and the transfer policy.
 
 mod door;
 mod gate_cli;
+mod names;
 mod refusals;
 mod transfers;
 

@@ -23,6 +23,8 @@ pub fn transferable(mut s: EventSpec) -> EventSpec {
         doors_at: START.plus_secs(DOORS_S as u64),
         closes_before_doors_s: CUTOFF_S,
         offer_ttl_s: 600,
+        policy: Default::default(),
+        max_name_changes: 1,
     });
     s
 }
