@@ -96,6 +96,11 @@ pub struct SaleSettings {
     /// their buyers.
     #[serde(default)]
     pub transfers: Option<crate::transfers::TransferRules>,
+    /// Whether and until when holders may resell their tickets at face value on the
+    /// exchange (`POST /v1/tickets/{id}/listings`), and the fee kept from the seller.
+    /// None (the default): no exchange.
+    #[serde(default)]
+    pub exchange: Option<crate::exchange::ExchangeRules>,
 }
 
 impl Default for SaleSettings {
@@ -108,6 +113,7 @@ impl Default for SaleSettings {
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            exchange: None,
         }
     }
 }
@@ -323,6 +329,9 @@ impl EventSpec {
             return invalid(format!("an event needs 1-{MAX_SECTIONS} sections"));
         }
         let s = &self.sale;
+        if let Some(Err(why)) = s.exchange.as_ref().map(|x| x.check()) {
+            return invalid(why);
+        }
         if s.max_tickets_per_buyer == 0 || s.max_tickets_per_buyer > MAX_TICKETS_PER_BUYER {
             return invalid(format!(
                 "max_tickets_per_buyer must be 1-{MAX_TICKETS_PER_BUYER}"

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod catalog;
+pub mod exchange;
 pub mod fairness;
 pub mod hold;
 pub mod ids;
@@ -21,7 +22,9 @@ pub mod transfers;
 
 pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
 pub use hold::HoldState;
-pub use ids::{BuyerId, EventId, GateId, HoldId, OrderId, SeatIndex, TransferId};
+pub use ids::{
+    BuyerId, EventId, GateId, HoldId, ListingId, OrderId, SeatIndex, SwapId, TransferId,
+};
 pub use money::Money;
 pub use order::{OrderEvent, OrderState};
 pub use secret::Secret;

@@ -109,6 +109,9 @@ impl OrderEvent {
     /// The history line of a ticket of a confirmed order passing to another buyer,
     /// which moves no state either.
     pub const TRANSFERRED: &'static str = "transferred";
+    /// The history line of a ticket of a confirmed order resold on the exchange (its
+    /// detail names the swap, the seller and the buyer); it moves no state.
+    pub const EXCHANGED: &'static str = "exchanged";
 
     /// The name in the ledgers' order history (`order_events.event`) and payment rows
     /// (`payments.kind`).

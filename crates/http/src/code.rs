@@ -120,6 +120,14 @@ error_codes! {
     TransferPending = "transfer_pending" => CONFLICT;
     TransferNotOpen = "transfer_not_open" => CONFLICT;
     TransferToSelf = "transfer_to_self" => UNPROCESSABLE_ENTITY;
+    ListingNotFound = "listing_not_found" => NOT_FOUND;
+    ExchangeNotAvailable = "exchange_not_available" => FORBIDDEN;
+    ExchangeClosed = "exchange_closed" => FORBIDDEN;
+    ListingAboveFaceValue = "listing_above_face_value" => UNPROCESSABLE_ENTITY;
+    TicketNotListable = "ticket_not_listable" => CONFLICT;
+    TicketAlreadyListed = "ticket_already_listed" => CONFLICT;
+    ListingNotOpen = "listing_not_open" => CONFLICT;
+    OwnListing = "own_listing" => UNPROCESSABLE_ENTITY;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

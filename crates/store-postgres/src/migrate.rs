@@ -62,6 +62,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "fairness_journal",
         include_str!("../../../migrations/postgres/0010_fairness_journal.sql"),
     ),
+    (
+        12,
+        "exchange",
+        include_str!("../../../migrations/postgres/0012_exchange.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -58,7 +58,7 @@ async fn read_offer(
 
 /// Locks the ticket's row, then reads it with its order and check-in in a statement of
 /// its own (which, under read committed, sees whatever the lock's last holder wrote).
-async fn locked_ticket(
+pub(crate) async fn locked_ticket(
     conn: &mut PgConnection,
     id: TicketId,
 ) -> Result<Option<TicketFacts>, StoreError> {
@@ -328,7 +328,7 @@ async fn end(
 /// One ticket off the sender's count and onto the recipient's; `false` when the
 /// recipient's would pass the limit (the `buyer_within_limit` CHECK, P6). The two
 /// rows are written in buyer order, so two transfers the opposite way never deadlock.
-async fn count_move(
+pub(crate) async fn count_move(
     conn: &mut PgConnection,
     event: EventId,
     from: BuyerId,

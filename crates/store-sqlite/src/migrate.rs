@@ -58,6 +58,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "fairness_journal",
         include_str!("../../../migrations/sqlite/0009_fairness_journal.sql"),
     ),
+    (
+        11,
+        "exchange",
+        include_str!("../../../migrations/sqlite/0011_exchange.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -6,6 +6,7 @@ pub mod availability;
 pub mod buyers;
 pub mod console;
 pub mod events;
+pub mod exchange;
 pub mod gates;
 pub mod holds;
 pub mod ops;
@@ -75,6 +76,7 @@ pub fn table() -> Vec<RouteDef> {
     let mut table = sale();
     table.extend(tickets::routes());
     table.extend(transfers::routes());
+    table.extend(exchange::routes());
     table.extend(gates::routes());
     table
 }

@@ -3,6 +3,7 @@
 //! subcommand against a downloaded bundle.
 
 mod door;
+mod exchange;
 mod gate_cli;
 mod refusals;
 mod transfers;
