@@ -100,6 +100,11 @@ pub struct SaleSettings {
     /// or only before the doors. Off by default.
     #[serde(default)]
     pub attendee_names: crate::attendees::AttendeeNames,
+    /// Whether and until when holders may resell their tickets at face value on the
+    /// exchange (`POST /v1/tickets/{id}/listings`), and the fee kept from the seller.
+    /// None (the default): no exchange.
+    #[serde(default)]
+    pub exchange: Option<crate::exchange::ExchangeRules>,
 }
 
 impl Default for SaleSettings {
@@ -113,6 +118,7 @@ impl Default for SaleSettings {
             buyer_refunds: None,
             transfers: None,
             attendee_names: Default::default(),
+            exchange: None,
         }
     }
 }
@@ -328,6 +334,9 @@ impl EventSpec {
             return invalid(format!("an event needs 1-{MAX_SECTIONS} sections"));
         }
         let s = &self.sale;
+        if let Some(Err(why)) = s.exchange.as_ref().map(|x| x.check()) {
+            return invalid(why);
+        }
         if s.max_tickets_per_buyer == 0 || s.max_tickets_per_buyer > MAX_TICKETS_PER_BUYER {
             return invalid(format!(
                 "max_tickets_per_buyer must be 1-{MAX_TICKETS_PER_BUYER}"

@@ -101,6 +101,16 @@ uuid_id!(
     TransferId,
     "transfer"
 );
+uuid_id!(
+    /// A listing on the face-value exchange: one holder's ticket on offer to anyone.
+    ListingId,
+    "listing"
+);
+uuid_id!(
+    /// A swap on the exchange: one buyer taking one listing, money and ticket.
+    SwapId,
+    "swap"
+);
 
 /// A hold. It carries its event so that every store can find the hold's home (one
 /// Redis slot per event) from the id alone. Text form: `<event>-<32 hex digits>`.

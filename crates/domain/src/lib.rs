@@ -6,6 +6,7 @@
 pub mod admission;
 pub mod attendees;
 pub mod catalog;
+pub mod exchange;
 pub mod fairness;
 pub mod hold;
 pub mod ids;
@@ -22,7 +23,9 @@ pub mod transfers;
 
 pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
 pub use hold::HoldState;
-pub use ids::{BuyerId, EventId, GateId, HoldId, OrderId, SeatIndex, TransferId};
+pub use ids::{
+    BuyerId, EventId, GateId, HoldId, ListingId, OrderId, SeatIndex, SwapId, TransferId,
+};
 pub use money::Money;
 pub use order::{OrderEvent, OrderState};
 pub use secret::Secret;

@@ -112,6 +112,9 @@ impl OrderEvent {
     /// The history line of the holder changing the attendee's name on a ticket of a
     /// confirmed order, which moves no state either.
     pub const RENAMED: &'static str = "renamed";
+    /// The history line of a ticket of a confirmed order resold on the exchange (its
+    /// detail names the swap, the seller and the buyer); it moves no state.
+    pub const EXCHANGED: &'static str = "exchanged";
 
     /// The name in the ledgers' order history (`order_events.event`) and payment rows
     /// (`payments.kind`).

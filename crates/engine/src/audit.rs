@@ -95,7 +95,9 @@ impl Engine {
             .iter()
             .filter(|(_, s, _)| !s.is_final())
             .count();
-        self.reconcile_payments(&facts.orders, &mut r).await?;
+        let mut payers = facts.orders.clone();
+        payers.extend(self.swap_charges().await?);
+        self.reconcile_payments(&payers, &mut r).await?;
         Ok(r)
     }
 
@@ -131,6 +133,32 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// The exchange's charges as the reconciliation reads orders: a finished swap's
+    /// charge is a captured sale, an undone one's an order that ended without seats,
+    /// one in flight is not judged.
+    async fn swap_charges(
+        &self,
+    ) -> Result<Vec<(boxoffice_domain::OrderId, OrderState, Option<String>)>, EngineError> {
+        use boxoffice_domain::exchange::SwapState;
+        let Some(port) = self.exchange.as_ref() else {
+            return Ok(vec![]);
+        };
+        let charges = port.swap_charges().await?;
+        Ok(charges
+            .into_iter()
+            .map(|(charge, state)| {
+                let as_order = match state {
+                    SwapState::Done => OrderState::Confirmed,
+                    SwapState::Undone => OrderState::Cancelled,
+                    _ => OrderState::Authorized,
+                };
+                (charge, as_order, None)
+            })
+            .collect())
     }
 }
 

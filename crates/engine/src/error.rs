@@ -18,6 +18,7 @@ pub enum Resource {
     Ticket,
     Gate,
     Transfer,
+    Listing,
     WebhookEndpoint,
 }
 
@@ -32,6 +33,7 @@ impl Resource {
             Resource::Ticket => "ticket",
             Resource::Gate => "gate",
             Resource::Transfer => "transfer",
+            Resource::Listing => "listing",
             Resource::WebhookEndpoint => "webhook endpoint",
         }
     }
@@ -81,6 +83,8 @@ pub enum EngineError {
     SeatSold,
     #[error("{0}")]
     Ticket(crate::tickets::TicketRefusal),
+    #[error("{0}")]
+    Exchange(crate::exchange::ExchangeRefusal),
     #[error("the order is {0:?}: only a sale (committed or confirmed) can be cancelled")]
     OrderNotCancellable(boxoffice_domain::OrderState),
     #[error("orders of this event cannot be returned by their buyers now")]

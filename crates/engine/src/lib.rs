@@ -14,6 +14,7 @@ mod drift;
 mod error;
 mod event_cancel;
 pub mod events_out;
+pub mod exchange;
 mod expiry;
 mod holds;
 mod late;
@@ -143,6 +144,8 @@ pub struct Engine {
     jwks: bytes::Bytes,
     /// The after-sale record (tickets, gates, check-in), when the ledger keeps one.
     tickets: Option<Arc<dyn ports::Tickets>>,
+    /// The face-value exchange's record, when the ledger keeps one.
+    exchange: Option<Arc<dyn ports::Exchange>>,
 }
 
 impl Engine {
@@ -173,6 +176,7 @@ impl Engine {
             outbox: None,
             jwks,
             tickets: None,
+            exchange: None,
         }
     }
 

@@ -80,6 +80,16 @@ impl PaymentGateway for Paced {
     async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
         self.call(self.inner.refund(order, reference)).await
     }
+    async fn refund_part(
+        &self,
+        order: OrderId,
+        reference: &str,
+        amount: boxoffice_domain::Money,
+        key: &str,
+    ) -> Result<(), PaymentError> {
+        let call = self.inner.refund_part(order, reference, amount, key);
+        self.call(call).await
+    }
     async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError> {
         self.call(self.inner.inquire(inquiry)).await
     }

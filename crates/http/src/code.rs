@@ -130,6 +130,14 @@ error_codes! {
     NameChangeLimitReached = "name_change_limit_reached" => CONFLICT;
     TicketNotRenamable = "ticket_not_renamable" => CONFLICT;
     TicketChanged = "ticket_changed" => CONFLICT;
+    ListingNotFound = "listing_not_found" => NOT_FOUND;
+    ExchangeNotAvailable = "exchange_not_available" => FORBIDDEN;
+    ExchangeClosed = "exchange_closed" => FORBIDDEN;
+    ListingAboveFaceValue = "listing_above_face_value" => UNPROCESSABLE_ENTITY;
+    TicketNotListable = "ticket_not_listable" => CONFLICT;
+    TicketAlreadyListed = "ticket_already_listed" => CONFLICT;
+    ListingNotOpen = "listing_not_open" => CONFLICT;
+    OwnListing = "own_listing" => UNPROCESSABLE_ENTITY;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

@@ -88,6 +88,7 @@ fn not_found_code(what: Resource) -> ErrorCode {
         Resource::Ticket => ErrorCode::TicketNotFound,
         Resource::Gate => ErrorCode::GateNotFound,
         Resource::Transfer => ErrorCode::TransferNotFound,
+        Resource::Listing => ErrorCode::ListingNotFound,
         Resource::WebhookEndpoint => ErrorCode::WebhookEndpointNotFound,
     }
 }
@@ -114,6 +115,7 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::PaymentDeclined(_) => C::PaymentDeclined,
         E::SeatSold => C::SeatSold,
         E::Ticket(r) => crate::routes::gates::refusal_code(r),
+        E::Exchange(r) => crate::routes::exchange::refusal_code(r),
         E::OrderNotCancellable(_) => C::OrderNotCancellable,
         E::RefundWindowClosed => C::RefundWindowClosed,
         E::EventCancelled => C::EventCancelled,

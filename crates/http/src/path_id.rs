@@ -7,7 +7,7 @@ use std::str::FromStr;
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use boxoffice_domain::ticket::TicketId;
-use boxoffice_domain::{EventId, GateId, HoldId, OrderId, TransferId};
+use boxoffice_domain::{EventId, GateId, HoldId, ListingId, OrderId, TransferId};
 use boxoffice_engine::Resource;
 
 use crate::error::ApiError;
@@ -39,6 +39,10 @@ impl PathId for GateId {
 
 impl PathId for TransferId {
     const RESOURCE: Resource = Resource::Transfer;
+}
+
+impl PathId for ListingId {
+    const RESOURCE: Resource = Resource::Listing;
 }
 
 /// The `{id}` of the matched route, parsed.

@@ -10,11 +10,12 @@ pub enum Op {
     Capture,
     Void,
     Refund,
+    RefundPart,
     Inquire,
     AllPayments,
 }
 
-const OPS: usize = 6;
+const OPS: usize = 7;
 
 /// Pending faults per operation. Atomics, because calls run concurrently and each
 /// fault must be consumed by exactly one of them.

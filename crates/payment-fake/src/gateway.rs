@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::{Millis, OrderId};
+use boxoffice_domain::{Millis, Money, OrderId};
 use boxoffice_engine::ports::{
     AuthorizeOutcome, AuthorizeRequest, Inquiry, PaymentError, PaymentGateway, ProviderPayment,
     ProviderState, WebhookError, WebhookEvent,
@@ -111,6 +111,12 @@ impl FakeGateway {
     }
 
     /// The payment with this reference, if the provider has one. No latency, no faults.
+    /// Every refund of part of a payment on the book, oldest first.
+    pub async fn partial_refunds(&self) -> Result<Vec<records::PartialRefund>, PaymentError> {
+        self.blocking(|c| records::partial_refunds(c).map_err(storage))
+            .await
+    }
+
     pub async fn record_by_reference(
         &self,
         reference: String,
@@ -251,6 +257,20 @@ impl PaymentGateway for FakeGateway {
 
     async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError> {
         self.apply(Op::Refund, order, reference, Move::Refund).await
+    }
+
+    async fn refund_part(
+        &self,
+        order: OrderId,
+        reference: &str,
+        amount: Money,
+        key: &str,
+    ) -> Result<(), PaymentError> {
+        let (reference, key) = (reference.to_owned(), key.to_owned());
+        self.call(Op::RefundPart, move |c| {
+            ops::refund_part(c, order, &reference, amount, &key)
+        })
+        .await
     }
 
     /// The book is exact, so a miss is final at once; a reference, when given, must

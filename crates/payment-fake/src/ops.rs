@@ -2,9 +2,9 @@
 //! decision and the write it leads to cannot be split by a concurrent call or a crash.
 //! Synchronous: the gateway runs these on the blocking pool.
 
-use boxoffice_domain::OrderId;
+use boxoffice_domain::{Money, OrderId};
 use boxoffice_engine::ports::{AuthorizeOutcome, AuthorizeRequest, PaymentError, ProviderState};
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use uuid::Uuid;
 
 use crate::records::{self, Record};
@@ -95,6 +95,60 @@ pub fn apply(
         tx.commit().map_err(storage)?;
     }
     Ok(())
+}
+
+/// Refunds part of a captured payment once per key: a repeated key answers as the
+/// first call did without refunding again; never more than the payment in total.
+pub fn refund_part(
+    conn: &mut Connection,
+    order: OrderId,
+    reference: &str,
+    amount: Money,
+    key: &str,
+) -> Result<(), PaymentError> {
+    let tx = begin(conn)?;
+    let Some(record) = records::get(&tx, order).map_err(storage)? else {
+        return Err(PaymentError::Rejected(format!(
+            "no payment on record for order {order}"
+        )));
+    };
+    if record.reference != reference {
+        return Err(PaymentError::Rejected(format!(
+            "reference {reference} does not belong to order {order}"
+        )));
+    }
+    let known: Option<(String, i64)> = tx
+        .query_row(
+            "SELECT order_id, amount FROM partial_refunds WHERE key = ?1",
+            rusqlite::params![key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(storage)?;
+    if let Some((first_order, first_amount)) = known {
+        return if first_order == order.to_string() && first_amount == amount.0 {
+            Ok(())
+        } else {
+            Err(PaymentError::Rejected(format!(
+                "refund key {key} was used for another refund"
+            )))
+        };
+    }
+    if record.state != ProviderState::Captured {
+        return Err(PaymentError::Rejected(format!(
+            "order {order}: the payment is {}, not captured",
+            transitions::state_name(record.state)
+        )));
+    }
+    let before = records::refunded_in_parts(&tx, order).map_err(storage)?;
+    if amount.0 <= 0 || before.0 + amount.0 > record.amount.0 {
+        return Err(PaymentError::Rejected(format!(
+            "order {order}: cannot refund {} of {} ({} refunded before)",
+            amount.0, record.amount.0, before.0
+        )));
+    }
+    records::insert_partial_refund(&tx, key, order, amount).map_err(storage)?;
+    tx.commit().map_err(storage)
 }
 
 /// The buyer finished (or abandoned) the bank's step of a payment waiting for them:

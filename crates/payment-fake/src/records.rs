@@ -28,6 +28,14 @@ CREATE TABLE IF NOT EXISTS payments (
     created_at_ms  INTEGER NOT NULL,
     updated_at_ms  INTEGER NOT NULL
 ) STRICT;
+-- Refunds of part of a captured payment, one row per idempotency key: a repeat of a
+-- key refunds nothing more. The payment itself stays captured.
+CREATE TABLE IF NOT EXISTS partial_refunds (
+    key           TEXT PRIMARY KEY,
+    order_id      TEXT NOT NULL REFERENCES payments (order_id),
+    amount        INTEGER NOT NULL CHECK (amount > 0),
+    created_at_ms INTEGER NOT NULL
+) STRICT;
 -- The webhook outbox: written in the same transaction as the change it reports, so a
 -- change is never without its webhook. Delivered by whoever reads it (tests, a worker).
 CREATE TABLE IF NOT EXISTS webhooks (
@@ -208,4 +216,53 @@ mod tests {
             .unwrap();
         assert_eq!((mode.as_str(), sync), ("wal", 1));
     }
+}
+
+/// One refund of part of a payment, as the provider's book keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialRefund {
+    pub key: String,
+    pub order: OrderId,
+    pub amount: Money,
+}
+
+/// Every partial refund, oldest first.
+pub fn partial_refunds(conn: &Connection) -> rusqlite::Result<Vec<PartialRefund>> {
+    let mut stmt =
+        conn.prepare("SELECT key, order_id, amount FROM partial_refunds ORDER BY rowid")?;
+    let rows = stmt.query_map([], |r| {
+        let order: String = r.get(1)?;
+        Ok(PartialRefund {
+            key: r.get(0)?,
+            order: order.parse().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(1, Type::Text, Box::new(e))
+            })?,
+            amount: Money(r.get(2)?),
+        })
+    })?;
+    rows.collect()
+}
+
+/// What was refunded of the order's payment in parts so far.
+pub fn refunded_in_parts(conn: &Connection, order: OrderId) -> rusqlite::Result<Money> {
+    conn.query_row(
+        "SELECT COALESCE(SUM(amount), 0) FROM partial_refunds WHERE order_id = ?1",
+        params![order.to_string()],
+        |r| r.get(0).map(Money),
+    )
+}
+
+/// Records a partial refund; `false` when the key was used before (nothing written).
+pub fn insert_partial_refund(
+    conn: &Connection,
+    key: &str,
+    order: OrderId,
+    amount: Money,
+) -> rusqlite::Result<bool> {
+    let n = conn.execute(
+        "INSERT INTO partial_refunds (key, order_id, amount, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (key) DO NOTHING",
+        params![key, order.to_string(), amount.0, now_ms()],
+    )?;
+    Ok(n == 1)
 }

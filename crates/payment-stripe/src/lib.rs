@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use boxoffice_domain::{Millis, OrderId};
+use boxoffice_domain::{Millis, Money, OrderId};
 use boxoffice_engine::ports::{
     AuthorizeOutcome, AuthorizeRequest, Clock, Inquiry, PaymentError, PaymentGateway,
     ProviderPayment, ProviderState, SystemClock, WebhookError, WebhookEvent,
@@ -195,6 +195,33 @@ impl PaymentGateway for StripeGateway {
         let path = "/v1/refunds".to_owned();
         self.settle(path, &form, key, reference, ProviderState::Refunded)
             .await
+    }
+
+    /// Stripe's refunds take an amount; the key is sent as the Idempotency-Key, so a
+    /// repeat answers the first refund instead of making another.
+    async fn refund_part(
+        &self,
+        order: OrderId,
+        reference: &str,
+        amount: Money,
+        key: &str,
+    ) -> Result<(), PaymentError> {
+        let form = [
+            ("payment_intent", reference.to_owned()),
+            ("amount", amount.0.to_string()),
+            ("metadata[order_id]", order.to_string()),
+            ("metadata[refund_key]", key.to_owned()),
+        ];
+        let key = format!("refund-part-{key}");
+        match self
+            .client
+            .post::<serde_json::Value>("/v1/refunds", &form, Some(&key))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(Failure::Refused(why) | Failure::Card(why)) => Err(PaymentError::Rejected(why)),
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError> {

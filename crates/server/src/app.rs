@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use boxoffice_domain::Secret;
 use boxoffice_domain::token::{EdgeAlgorithm, KeyRing};
+use boxoffice_domain::{Millis, Secret};
 use boxoffice_engine::ports::{Claimant, Clock, IdentityProvider, SystemClock};
 use boxoffice_engine::relay::Relay;
 use boxoffice_engine::replays::ReplayUpkeep;
@@ -70,6 +70,7 @@ impl Application {
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
             .with_buyers(config.buyers.clone())
             .with_tickets(backends.tickets)
+            .with_exchange(backends.exchange)
             .with_outbox(backends.outbox);
         if let Some(oidc) = identity_provider(&config, clock.now()).await? {
             engine = engine.with_identity_provider(oidc);
@@ -80,6 +81,7 @@ impl Application {
             .await
             .context("rebuilding open events in the hot store")?;
         tracing::info!(open_events = opened, "hot store rebuilt from the ledger");
+        resume_swaps(&engine, &config).await;
         let pooled = engine
             .restore_pools()
             .await
@@ -290,6 +292,13 @@ fn spawn_workers(
             |e| async move { e.recovery_step().await },
         ),
         spawn_worker(
+            "exchange",
+            w.recovery_interval_ms,
+            &stop,
+            engine,
+            |e| async move { e.exchange_step().await },
+        ),
+        spawn_worker(
             "event_cancellations",
             w.event_cancel_interval_ms,
             &stop,
@@ -311,6 +320,21 @@ fn spawn_workers(
             |e| async move { e.admission_step().await },
         ),
     ]
+}
+
+/// In embedded mode this process is the only one on its ledger (it holds the data
+/// directory's lock), so every unfinished exchange swap is an earlier incarnation's:
+/// each is finished or undone now rather than after `recovery_after_s`. A provider that
+/// does not answer leaves them to the exchange worker.
+async fn resume_swaps(engine: &Engine, config: &Config) {
+    if !config.embedded() {
+        return;
+    }
+    match engine.exchange_sweep(Millis(i64::MAX)).await {
+        Ok(o) if o.done > 0 => tracing::info!(swaps = o.done, "unfinished exchange swaps resumed"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not resume the unfinished exchange swaps"),
+    }
 }
 
 /// Runs `step` on the engine every `period_ms` until `stop` (see `run_every`).

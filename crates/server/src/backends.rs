@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox, Tickets};
+use boxoffice_engine::ports::{Clock, Exchange, IdempotencyStore, Ledger, Outbox, Tickets};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_store_postgres::PostgresLedger;
@@ -35,6 +35,8 @@ pub struct Backends {
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
     /// Tickets, gates and check-in, in the ledger's database.
     pub tickets: Arc<dyn Tickets>,
+    /// The face-value exchange's listings and swaps, in the ledger's database.
+    pub exchange: Arc<dyn Exchange>,
     /// Whether the hot store outlives this process (Redis): only then can the audit
     /// compare it with the ledger.
     pub hot_is_shared: bool,
@@ -46,7 +48,7 @@ pub struct Backends {
 pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Backends> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let (ledger, idempotency, outbox, tickets) = open_ledger(config).await?;
+    let (ledger, idempotency, outbox, tickets, exchange) = open_ledger(config).await?;
     let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let ports = Ports {
@@ -62,18 +64,20 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         outbox,
         hold_idempotency: hot.idempotency,
         tickets,
+        exchange,
         hot_is_shared,
         fake,
     })
 }
 
-/// The ledger, the replay store beside it, its outbox and its tickets (all the ledger's
-/// own database).
+/// The ledger, the replay store beside it, its outbox, its tickets and its exchange
+/// (all the ledger's own database).
 type LedgerParts = (
     Arc<dyn Ledger>,
     Arc<dyn IdempotencyStore>,
     Arc<dyn Outbox>,
     Arc<dyn Tickets>,
+    Arc<dyn Exchange>,
 );
 
 async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
@@ -84,7 +88,13 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
                 .context("connecting to the PostgreSQL ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
             let ledger = Arc::new(ledger);
-            Ok((ledger.clone(), idempotency, ledger.clone(), ledger))
+            Ok((
+                ledger.clone(),
+                idempotency,
+                ledger.clone(),
+                ledger.clone(),
+                ledger,
+            ))
         }
         LedgerChoice::Sqlite => {
             let ledger =
@@ -92,7 +102,13 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
                     .context("opening the SQLite ledger")?;
             let idempotency = Arc::new(ledger.idempotency());
             let ledger = Arc::new(ledger);
-            Ok((ledger.clone(), idempotency, ledger.clone(), ledger))
+            Ok((
+                ledger.clone(),
+                idempotency,
+                ledger.clone(),
+                ledger.clone(),
+                ledger,
+            ))
         }
     }
 }

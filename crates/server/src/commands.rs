@@ -12,12 +12,13 @@ use crate::backends;
 use crate::config::Config;
 
 /// An engine over the configured backends for a one-off command. It signs nothing, so a
-/// throwaway key ring keeps it whole.
+/// throwaway key ring keeps it whole. It keeps the exchange, whose charges the audit
+/// reconciles with the provider's book.
 async fn one_off_engine(config: &Config) -> anyhow::Result<(Engine, bool)> {
     let b = backends::open(config, Arc::new(SystemClock)).await?;
     let keys = KeyRing::new(vec![("cli".into(), vec![0; 32])]).map_err(anyhow::Error::msg)?;
     Ok((
-        Engine::new(b.ports, keys, config.engine.clone()),
+        Engine::new(b.ports, keys, config.engine.clone()).with_exchange(b.exchange),
         b.hot_is_shared,
     ))
 }

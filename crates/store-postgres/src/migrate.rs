@@ -11,7 +11,7 @@ use crate::conn::{self, db};
 use crate::options::PostgresOptions;
 
 /// (version, name, SQL), in the order they must run.
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+const MIGRATIONS: &[
     (
         1,
         "ledger",
@@ -66,6 +66,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         11,
         "attendee_names",
         include_str!("../../../migrations/postgres/0011_attendee_names.sql"),
+    ),
+    (
+        12,
+        "exchange",
+        include_str!("../../../migrations/postgres/0012_exchange.sql"),
     ),
     (
         14,

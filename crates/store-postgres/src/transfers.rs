@@ -328,7 +328,7 @@ async fn end(
 /// One ticket off the sender's count and onto the recipient's; `false` when the
 /// recipient's would pass the limit (the `buyer_within_limit` CHECK, P6). The two
 /// rows are written in buyer order, so two transfers the opposite way never deadlock.
-async fn count_move(
+pub(crate) async fn count_move(
     conn: &mut PgConnection,
     event: EventId,
     from: BuyerId,

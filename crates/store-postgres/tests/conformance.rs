@@ -41,7 +41,17 @@ async fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
     }
 }
 
+async fn fresh_exchange() -> boxoffice_testkit::exchange::ExchangeStores {
+    let ledger = Arc::new(common::ledger(true).await);
+    boxoffice_testkit::exchange::ExchangeStores {
+        ledger: ledger.clone(),
+        tickets: ledger.clone(),
+        exchange: ledger,
+    }
+}
+
 boxoffice_testkit::ledger_conformance!(fresh_ledger());
+boxoffice_testkit::exchange_conformance!(fresh_exchange());
 boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());

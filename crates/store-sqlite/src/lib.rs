@@ -12,6 +12,8 @@ mod commit;
 mod conn;
 mod event_cancel;
 mod events;
+mod exchange;
+mod exchange_rows;
 mod idempotency;
 mod ledger;
 mod migrate;

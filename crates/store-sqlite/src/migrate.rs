@@ -12,7 +12,7 @@ use crate::conn::{self, db};
 use crate::options::SqliteOptions;
 
 /// (version, name, SQL), in the order they must run.
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+const MIGRATIONS: &[
     (
         1,
         "ledger",
@@ -62,6 +62,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         10,
         "attendee_names",
         include_str!("../../../migrations/sqlite/0010_attendee_names.sql"),
+    ),
+    (
+        11,
+        "exchange",
+        include_str!("../../../migrations/sqlite/0011_exchange.sql"),
     ),
     (
         13,

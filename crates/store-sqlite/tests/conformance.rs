@@ -41,7 +41,17 @@ fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
     }
 }
 
+fn fresh_exchange() -> boxoffice_testkit::exchange::ExchangeStores {
+    let ledger = Arc::new(fresh());
+    boxoffice_testkit::exchange::ExchangeStores {
+        ledger: ledger.clone(),
+        tickets: ledger.clone(),
+        exchange: ledger,
+    }
+}
+
 boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
+boxoffice_testkit::exchange_conformance!(async { fresh_exchange() });
 boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });

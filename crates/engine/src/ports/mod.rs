@@ -5,6 +5,7 @@
 mod arbiter;
 mod cancellation;
 mod clock;
+mod exchange;
 mod idempotency;
 mod identity;
 mod ledger;
@@ -18,6 +19,7 @@ mod transfers;
 pub use arbiter::*;
 pub use cancellation::*;
 pub use clock::*;
+pub use exchange::*;
 pub use idempotency::*;
 pub use identity::*;
 pub use ledger::*;

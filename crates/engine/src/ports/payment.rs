@@ -145,6 +145,21 @@ pub trait PaymentGateway: Send + Sync {
     /// Cancels an authorization, or a payment still waiting for the buyer.
     async fn void(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
     async fn refund(&self, order: OrderId, reference: &str) -> Result<(), PaymentError>;
+    /// Gives back `amount` of a captured payment (one seat of an order, a seller's
+    /// resale), keyed by `key`: a repeat with the same key refunds nothing more. The
+    /// payment stays captured for the rest. A provider without partial refunds refuses.
+    async fn refund_part(
+        &self,
+        order: OrderId,
+        reference: &str,
+        amount: Money,
+        key: &str,
+    ) -> Result<(), PaymentError> {
+        let _ = (reference, amount, key);
+        Err(PaymentError::Rejected(format!(
+            "order {order}: this provider cannot refund part of a payment"
+        )))
+    }
     /// Asks what the provider did for this order, if anything: by the provider's
     /// reference when the inquiry has one, else by our order id. An adapter that cannot
     /// tell "never charged" from "not visible yet" answers an error (asked again later)

@@ -50,7 +50,7 @@ pub struct TicketView {
     pub checked_in_at: Option<Millis>,
 }
 
-pub(super) fn status(facts: &TicketFacts) -> TicketStatus {
+pub(crate) fn status(facts: &TicketFacts) -> TicketStatus {
     match (facts.order_state, &facts.checked_in) {
         (OrderState::Confirmed, None) => TicketStatus::Valid,
         (OrderState::Confirmed, Some(_)) => TicketStatus::CheckedIn,
@@ -128,7 +128,7 @@ impl Engine {
         }))
     }
 
-    pub(super) async fn held_ticket(
+    pub(crate) async fn held_ticket(
         &self,
         who: &BuyerSession,
         id: TicketId,

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use boxoffice_domain::ticket::BarcodeRefusal;
 
 pub use door::{BatchItem, BatchOutcome, GateCreated, MAX_GATE_NAME, ScanRef, ScanVerdict};
+pub(crate) use holders::status as ticket_status;
 pub use holders::{TicketStatus, TicketView};
 pub use keys::KeySetView;
 pub(crate) use names::checkout_names;
@@ -113,7 +114,7 @@ impl Engine {
         self
     }
 
-    fn tickets_port(&self) -> Result<&Arc<dyn Tickets>, EngineError> {
+    pub(crate) fn tickets_port(&self) -> Result<&Arc<dyn Tickets>, EngineError> {
         self.tickets
             .as_ref()
             .ok_or_else(|| EngineError::Unavailable("this node keeps no ticket record".into()))

@@ -6,6 +6,7 @@ pub mod availability;
 pub mod buyers;
 pub mod console;
 pub mod events;
+pub mod exchange;
 pub mod gates;
 pub mod holds;
 pub mod names;
@@ -77,6 +78,7 @@ pub fn table() -> Vec<RouteDef> {
     table.extend(tickets::routes());
     table.extend(transfers::routes());
     table.extend(names::routes());
+    table.extend(exchange::routes());
     table.extend(gates::routes());
     table
 }

@@ -3,6 +3,8 @@
 //! subcommand against a downloaded bundle; names on tickets and the transfer policy.
 
 mod door;
+mod exchange;
+mod exchange_crash;
 mod gate_cli;
 mod names;
 mod refusals;

@@ -1,0 +1,334 @@
+//! The swap: one buyer taking one listing, as a state machine the ledger holds
+//! (`boxoffice_domain::exchange::SwapState`). The listing is reserved and the swap
+//! written before any money moves; then each step is one provider call keyed by the
+//! swap and one conditional move in the ledger:
+//!
+//! 1. **charge** (`reserved → charged`): authorize and capture the buyer's payment,
+//!    keyed by the swap's charge id. Declined or never made: `reserved → undone`, the
+//!    listing open again.
+//! 2. **move** (`charged → moved`): the ledger gives the ticket to the buyer at a new
+//!    version in one transaction (old barcode refused at the door); a ticket that can
+//!    no longer move (scanned, its order cancelled, the buyer at their limit) sends the
+//!    swap to `refunding` instead.
+//! 3. **pay out** (`moved → done`): the seller's order is refunded the face value less
+//!    the fee, keyed by `<swap>.seller`.
+//! 4. **undo** (`refunding → undone`): the buyer's charge is refunded, keyed by it.
+//!
+//! A crash between a call and its move repeats the call, which the provider answers
+//! without moving money again; a swap left unfinished is driven on by the exchange
+//! worker (`exchange_step`, after `recovery_after_s`) and, in embedded mode, at start.
+
+use boxoffice_domain::exchange::SwapState;
+use boxoffice_domain::{ListingId, Millis, Money, OrderId, SwapId};
+use serde::Serialize;
+
+use super::{ExchangeRefusal, refused};
+use crate::holds::Admitted;
+use crate::ports::{
+    AuthorizeOutcome, AuthorizeRequest, Inquiry, Moved, PaymentGateway, ProviderState, Reserve,
+    Swap,
+};
+use crate::worker::Outcome;
+use crate::{Engine, EngineError, Resource};
+
+/// Most swaps one sweep takes up.
+const SWEEP_PAGE: u32 = 200;
+
+/// A swap as its buyer and seller see it.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Swap)]
+pub struct SwapView {
+    pub swap_id: SwapId,
+    pub listing_id: ListingId,
+    pub ticket_id: boxoffice_domain::ticket::TicketId,
+    pub state: SwapState,
+    /// What the buyer pays.
+    pub price: Money,
+    /// What the seller gets back: the price less the event's fee.
+    pub payout: Money,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+impl SwapView {
+    pub(super) fn of(s: &Swap) -> SwapView {
+        SwapView {
+            swap_id: s.id,
+            listing_id: s.listing,
+            ticket_id: s.ticket,
+            state: s.state,
+            price: s.price,
+            payout: s.payout,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+/// Who drives a swap: the buyer's own request (which made the charge's first call and
+/// knows its answer) or the sweep (which asks the provider what happened).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    Buyer,
+    Sweep,
+}
+
+impl Engine {
+    /// POST /v1/listings/{id}/purchase: an admitted buyer takes the listing, paying
+    /// with `payment_method`. Answers the swap as it ended (done, or undone with the
+    /// reason), or as it stands when the provider did not answer in time.
+    #[tracing::instrument(skip_all, fields(listing = %id))]
+    pub async fn buy_listing(
+        &self,
+        admitted: &Admitted,
+        id: ListingId,
+        payment_method: &str,
+    ) -> Result<SwapView, EngineError> {
+        let port = self.exchange_port()?;
+        let listing = (port.listing(id).await?)
+            .filter(|l| l.event == admitted.event)
+            .ok_or(EngineError::NotFound(Resource::Listing))?;
+        if listing.seller == admitted.who.buyer {
+            return Err(ExchangeRefusal::OwnListing.into());
+        }
+        let now = self.now();
+        let rules = self.exchange_rules(listing.event, now).await?;
+        let entry = self.event(listing.event).await?;
+        let limit = entry.event.sale.max_tickets_per_buyer;
+        let facts = (self.tickets_port()?.ticket(listing.ticket).await?)
+            .ok_or(EngineError::NotFound(Resource::Listing))?;
+        let swap = Swap {
+            id: SwapId::random(),
+            listing: id,
+            ticket: listing.ticket,
+            event: listing.event,
+            seller: listing.seller,
+            buyer: admitted.who.buyer,
+            seller_order: facts.ticket.order,
+            charge: OrderId::random(),
+            charge_ref: None,
+            price: listing.price,
+            currency: entry.event.currency.clone(),
+            payout: rules.payout(listing.price),
+            payment_method: payment_method.to_owned(),
+            state: SwapState::Reserved,
+            created_at: now,
+            updated_at: now,
+        };
+        let reserve = Reserve {
+            swap: swap.clone(),
+            max_per_buyer: limit,
+        };
+        if let Err(no) = port.reserve(&reserve).await? {
+            return Err(refused(no, limit));
+        }
+        tracing::Span::current().record("swap", tracing::field::display(swap.id));
+        let ended = self.drive(swap, Driver::Buyer).await?;
+        match ended.state {
+            SwapState::Done => {
+                metrics::counter!("boxoffice_exchange_swaps_total", "outcome" => "done")
+                    .increment(1);
+            }
+            SwapState::Undone => {
+                metrics::counter!("boxoffice_exchange_swaps_total", "outcome" => "undone")
+                    .increment(1);
+            }
+            _ => {}
+        }
+        Ok(SwapView::of(&ended))
+    }
+
+    /// The exchange worker's step: drives every swap idle for `recovery_after_s`.
+    pub async fn exchange_step(&self) -> Result<Outcome, EngineError> {
+        let now = self.now();
+        let idle =
+            i64::try_from(self.config.recovery_after_s.saturating_mul(1000)).unwrap_or(i64::MAX);
+        self.exchange_sweep(Millis(now.0.saturating_sub(idle)))
+            .await
+    }
+
+    /// Drives every unfinished swap last moved before `before` to a final state, as far
+    /// as the provider answers; returns how many ended.
+    pub async fn exchange_sweep(&self, before: Millis) -> Result<Outcome, EngineError> {
+        let Some(port) = self.exchange.as_ref() else {
+            return Ok(Outcome { done: 0 });
+        };
+        let mut done = 0;
+        loop {
+            let page = port.unfinished_swaps(before, SWEEP_PAGE).await?;
+            let full = page.len() == SWEEP_PAGE as usize;
+            let mut moved = 0;
+            for swap in page {
+                let id = swap.id;
+                match self.drive(swap, Driver::Sweep).await {
+                    Ok(s) if s.state.is_final() => moved += 1,
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(swap = %id, error = %e, "swap not finished yet"),
+                }
+            }
+            done += moved;
+            // A full page that moved nothing would be read again as it is.
+            if !full || moved == 0 {
+                break;
+            }
+        }
+        Ok(Outcome { done })
+    }
+
+    /// Runs the swap's steps until it ends, or a step cannot be made now (the provider
+    /// did not answer): the swap then stays where it is for the sweep.
+    async fn drive(&self, mut swap: Swap, by: Driver) -> Result<Swap, EngineError> {
+        let port = self.exchange_port()?;
+        let pay: &dyn PaymentGateway = match by {
+            Driver::Buyer => &*self.ports.payments,
+            Driver::Sweep => &*self.recovery_payments,
+        };
+        let mut declined = None;
+        while !swap.state.is_final() {
+            let now = self.now();
+            match swap.state {
+                SwapState::Reserved => declined = self.charge(&swap, pay, by, now).await?,
+                SwapState::Charged => {
+                    let limit = self
+                        .event(swap.event)
+                        .await?
+                        .event
+                        .sale
+                        .max_tickets_per_buyer;
+                    if let Moved::Refused(no) = port.move_ticket(swap.id, limit, now).await? {
+                        tracing::info!(swap = %swap.id, refusal = ?no, "exchanged ticket could not move");
+                    }
+                }
+                SwapState::Moved => self.pay_out(&swap, pay, now).await?,
+                SwapState::Refunding => {
+                    let reference = charge_ref(&swap)?;
+                    pay.refund(swap.charge, reference)
+                        .await
+                        .map_err(unavailable)?;
+                    port.advance(swap.id, SwapState::Refunding, SwapState::Undone, None, now)
+                        .await?;
+                }
+                SwapState::Done | SwapState::Undone => {}
+            }
+            swap = port
+                .swap(swap.id)
+                .await?
+                .ok_or_else(|| EngineError::Internal("a swap vanished".into()))?;
+        }
+        match declined {
+            Some(reason) if swap.state == SwapState::Undone => {
+                Err(EngineError::PaymentDeclined(reason))
+            }
+            _ => Ok(swap),
+        }
+    }
+
+    /// `reserved → charged` (or `undone`). The buyer's request authorizes; the sweep
+    /// asks the provider what the first call did. Returns a decline's reason.
+    async fn charge(
+        &self,
+        swap: &Swap,
+        pay: &dyn PaymentGateway,
+        by: Driver,
+        now: Millis,
+    ) -> Result<Option<String>, EngineError> {
+        let port = self.exchange_port()?;
+        let found = match by {
+            Driver::Buyer => {
+                let req = AuthorizeRequest {
+                    order: swap.charge,
+                    amount: swap.price,
+                    currency: swap.currency.clone(),
+                    payment_method: swap.payment_method.clone(),
+                };
+                match pay.authorize(&req).await.map_err(unavailable)? {
+                    AuthorizeOutcome::Approved { reference } => {
+                        Some((reference, ProviderState::Authorized))
+                    }
+                    AuthorizeOutcome::ActionRequired { reference, .. } => {
+                        Some((reference, ProviderState::RequiresAction))
+                    }
+                    AuthorizeOutcome::Declined { reason } => {
+                        port.advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
+                            .await?;
+                        return Ok(Some(reason));
+                    }
+                }
+            }
+            Driver::Sweep => {
+                let inquiry = Inquiry {
+                    order: swap.charge,
+                    reference: swap.charge_ref.clone(),
+                    created_at: swap.created_at,
+                };
+                let p = pay.inquire(&inquiry).await.map_err(unavailable)?;
+                p.map(|p| (p.reference, p.state))
+            }
+        };
+        let next = match found {
+            Some((r, ProviderState::Authorized)) => {
+                pay.capture(swap.charge, &r).await.map_err(unavailable)?;
+                Some(r)
+            }
+            Some((r, ProviderState::Captured)) => Some(r),
+            Some((r, ProviderState::RequiresAction)) => {
+                // The exchange takes only payments that need no step from the buyer.
+                pay.void(swap.charge, &r).await.map_err(unavailable)?;
+                None
+            }
+            _ => None,
+        };
+        match next {
+            Some(r) => {
+                port.advance(
+                    swap.id,
+                    SwapState::Reserved,
+                    SwapState::Charged,
+                    Some(&r),
+                    now,
+                )
+                .await?;
+                Ok(None)
+            }
+            None => {
+                port.advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
+                    .await?;
+                Ok((by == Driver::Buyer)
+                    .then(|| "the payment needs a step the exchange does not take".to_owned()))
+            }
+        }
+    }
+
+    /// `moved → done`: the seller's order gives back the payout, keyed by the swap.
+    async fn pay_out(
+        &self,
+        swap: &Swap,
+        pay: &dyn PaymentGateway,
+        now: Millis,
+    ) -> Result<(), EngineError> {
+        if swap.payout.0 > 0 {
+            let order = (self.ports.ledger.order(swap.seller_order).await?)
+                .ok_or_else(|| EngineError::Internal("the seller's order vanished".into()))?;
+            let reference = (order.payment_ref.as_deref())
+                .ok_or_else(|| EngineError::Internal("the seller's order has no payment".into()))?;
+            let key = format!("{}.seller", swap.id);
+            pay.refund_part(swap.seller_order, reference, swap.payout, &key)
+                .await
+                .map_err(unavailable)?;
+        }
+        self.exchange_port()?
+            .advance(swap.id, SwapState::Moved, SwapState::Done, None, now)
+            .await?;
+        Ok(())
+    }
+}
+
+fn charge_ref(swap: &Swap) -> Result<&str, EngineError> {
+    swap.charge_ref
+        .as_deref()
+        .ok_or_else(|| EngineError::Internal("a charged swap has no payment reference".into()))
+}
+
+fn unavailable(e: crate::ports::PaymentError) -> EngineError {
+    EngineError::Unavailable(format!("payment provider: {e}"))
+}

@@ -1,0 +1,144 @@
+//! The `Exchange` port on PostgreSQL: each write one transaction (see `exchange_rows`),
+//! committed when it succeeds, rolled back when the store refuses.
+
+use async_trait::async_trait;
+use boxoffice_domain::exchange::SwapState;
+use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, OrderId, SwapId};
+use boxoffice_engine::ports::{
+    Exchange, Listing, ListingRefusal, Moved, Reserve, StoreError, Swap,
+};
+use sqlx::{Postgres, Row, Transaction};
+
+use crate::PostgresLedger;
+use crate::conn::{corrupt, db};
+use crate::exchange_rows::{self as rows, Answer, listing_of, listing_sql, swap_of, swap_sql};
+
+/// Commits the transaction when `answer` is a success; rolls it back otherwise.
+async fn settle<T>(tx: Transaction<'_, Postgres>, answer: Result<T, ListingRefusal>) -> Answer<T> {
+    match answer {
+        Ok(v) => {
+            tx.commit().await.map_err(db)?;
+            Ok(Ok(v))
+        }
+        Err(no) => {
+            tx.rollback().await.map_err(db)?;
+            Ok(Err(no))
+        }
+    }
+}
+
+#[async_trait]
+impl Exchange for PostgresLedger {
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %listing.ticket))]
+    async fn list(&self, listing: &Listing) -> Answer<()> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let answer = rows::list(&mut tx, listing).await?;
+        settle(tx, answer).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(listing = %id))]
+    async fn withdraw(&self, id: ListingId, by: BuyerId, now: Millis) -> Answer<Listing> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let answer = rows::withdraw(&mut tx, id, by, now).await?;
+        settle(tx, answer).await
+    }
+
+    async fn listing(&self, id: ListingId) -> Result<Option<Listing>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        rows::read_listing(&mut conn, id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn open_listings(
+        &self,
+        event: EventId,
+        after: Option<ListingId>,
+        limit: u32,
+    ) -> Result<Vec<Listing>, StoreError> {
+        let sql = concat!(
+            listing_sql!(),
+            "JOIN tickets t ON t.id = l.ticket_id JOIN orders o ON o.id = t.order_id
+             WHERE l.event_id = $1 AND l.state = 'open' AND l.id > $2
+               AND t.version = l.version AND t.holder_id = l.seller AND o.state = $4
+               AND NOT EXISTS (SELECT 1 FROM checkins c WHERE c.ticket_id = l.ticket_id)
+             ORDER BY l.id LIMIT $3"
+        );
+        let found = sqlx::query(sql)
+            .bind(event.0)
+            .bind(after.map(|a| a.to_string()).unwrap_or_default())
+            .bind(i64::from(limit))
+            .bind(boxoffice_domain::OrderState::Confirmed.as_str())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        found.iter().map(listing_of).collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(listing = %reserve.swap.listing))]
+    async fn reserve(&self, reserve: &Reserve) -> Answer<()> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let answer = rows::reserve(&mut tx, reserve).await?;
+        settle(tx, answer).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
+    async fn advance(
+        &self,
+        id: SwapId,
+        from: SwapState,
+        to: SwapState,
+        charge_ref: Option<&str>,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let moved = rows::advance(&mut tx, id, from, to, charge_ref, now).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(moved)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
+    async fn move_ticket(&self, id: SwapId, max: u32, now: Millis) -> Result<Moved, StoreError> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let moved = rows::move_ticket(&mut tx, id, max, now).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(moved)
+    }
+
+    async fn swap(&self, id: SwapId) -> Result<Option<Swap>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        rows::read_swap(&mut conn, id).await
+    }
+
+    async fn unfinished_swaps(&self, before: Millis, limit: u32) -> Result<Vec<Swap>, StoreError> {
+        let sql = concat!(
+            swap_sql!(),
+            "WHERE state NOT IN ('done', 'undone') AND updated_at < $1
+             ORDER BY updated_at, id LIMIT $2"
+        );
+        let found = sqlx::query(sql)
+            .bind(before.0)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        found.iter().map(swap_of).collect()
+    }
+
+    async fn swap_charges(&self) -> Result<Vec<(OrderId, SwapState)>, StoreError> {
+        let found = sqlx::query("SELECT charge, state FROM exchange_swaps")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        found
+            .iter()
+            .map(|r| {
+                let charge: String = r.try_get(0).map_err(db)?;
+                let state: String = r.try_get(1).map_err(db)?;
+                Ok((
+                    charge.parse().map_err(|e| corrupt("swap charge", e))?,
+                    SwapState::parse(&state).ok_or_else(|| corrupt("swap state", &state))?,
+                ))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,312 @@
+//! Cases: one swap at a time. A finished swap moves the ticket, its sold seat and both
+//! counts once and supersedes the old barcode; every refusal writes nothing; a ticket
+//! that can no longer move sends the swap to `refunding`.
+
+use boxoffice_domain::BuyerId;
+use boxoffice_domain::exchange::{ListingState, SwapState};
+use boxoffice_engine::ports::{CheckIn, ListingRefusal, Moved, ScanAttempt};
+
+use super::{ExchangeStores, NOW, audit_is_clean, bought, finish, listing_of, reserve_of, sold};
+use crate::ledger::fixtures::event;
+use crate::tickets::{DOORS, TicketStores, gate, rows_of};
+
+pub async fn a_finished_swap_moves_the_ticket_its_seat_and_both_counts_once(s: ExchangeStores) {
+    let (e, o, rows) = sold(&s, 2).await;
+    let l = listing_of(&rows[0]);
+    assert_eq!(s.exchange.list(&l).await.unwrap(), Ok(()));
+    let twice = s.exchange.list(&listing_of(&rows[0])).await.unwrap();
+    assert_eq!(twice, Err(ListingRefusal::AlreadyListed));
+    let open = s.exchange.open_listings(e.id, None, 10).await.unwrap();
+    assert_eq!(open.iter().map(|x| x.id).collect::<Vec<_>>(), vec![l.id]);
+    let own = s.exchange.reserve(&reserve_of(&l, &o, o.buyer, 2)).await;
+    assert_eq!(own.unwrap(), Err(ListingRefusal::OwnListing));
+    let bob = BuyerId::random();
+    let r = reserve_of(&l, &o, bob, 2);
+    assert_eq!(s.exchange.reserve(&r).await.unwrap(), Ok(()));
+    let late = s
+        .exchange
+        .reserve(&reserve_of(&l, &o, BuyerId::random(), 2))
+        .await;
+    assert_eq!(
+        late.unwrap(),
+        Err(ListingRefusal::NotOpen(ListingState::Reserved))
+    );
+    assert!(
+        s.exchange
+            .open_listings(e.id, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let ticket = finish(&s, r.swap.id, 2).await;
+    assert_eq!((ticket.holder, ticket.version), (bob, 2));
+    assert_eq!(ticket.issued_at, NOW.plus_secs(2), "a new barcode");
+    // Every step repeated is a no-op.
+    let again = s
+        .exchange
+        .move_ticket(r.swap.id, 2, NOW.plus_secs(3))
+        .await
+        .unwrap();
+    assert_eq!(again, Moved::NotCharged(SwapState::Done));
+    let x = s
+        .exchange
+        .advance(r.swap.id, SwapState::Moved, SwapState::Done, None, NOW);
+    assert!(!x.await.unwrap());
+    let swap = s.exchange.swap(r.swap.id).await.unwrap().unwrap();
+    assert_eq!(
+        (swap.state, swap.charge_ref.as_deref()),
+        (SwapState::Done, Some("ref"))
+    );
+    let listing = s.exchange.listing(l.id).await.unwrap().unwrap();
+    assert_eq!(listing.state, ListingState::Sold);
+    let mut seats = s.ledger.sold_seats(e.id).await.unwrap();
+    seats.sort();
+    let mut want = vec![
+        (rows[0].seat.as_str().to_owned(), bob),
+        (rows[1].seat.as_str().to_owned(), o.buyer),
+    ];
+    want.sort();
+    assert_eq!(seats, want);
+    audit_is_clean(&s, &e).await;
+    let charges = s.exchange.swap_charges().await.unwrap();
+    assert!(charges.contains(&(r.swap.charge, SwapState::Done)));
+    // The old version is refused at the door; the new one admits.
+    let ts = TicketStores {
+        ledger: s.ledger.clone(),
+        tickets: s.tickets.clone(),
+    };
+    let g = gate(&ts, &e, "Main").await;
+    let mut scan = ScanAttempt {
+        ticket: rows[0].id,
+        version: 1,
+        gate: g.id,
+        at: DOORS,
+        offline: false,
+    };
+    let old = s.tickets.check_in(&scan).await.unwrap();
+    assert_eq!(old, CheckIn::OldVersion { current: 2 });
+    scan.version = 2;
+    let new = s.tickets.check_in(&scan).await.unwrap();
+    assert_eq!(new, CheckIn::Admitted { replaced: None });
+}
+
+pub async fn refused_listings_and_reservations_write_nothing(s: ExchangeStores) {
+    let (e, o, rows) = sold(&s, 3).await;
+    let ts = TicketStores {
+        ledger: s.ledger.clone(),
+        tickets: s.tickets.clone(),
+    };
+    // Not the holder's at that version, or not the holder at all.
+    let mut stale = listing_of(&rows[0]);
+    stale.version = 2;
+    assert_eq!(
+        s.exchange.list(&stale).await.unwrap(),
+        Err(ListingRefusal::Superseded)
+    );
+    let mut stranger = listing_of(&rows[0]);
+    stranger.seller = BuyerId::random();
+    assert_eq!(
+        s.exchange.list(&stranger).await.unwrap(),
+        Err(ListingRefusal::Superseded)
+    );
+    // A scanned ticket cannot be listed.
+    let g = gate(&ts, &e, "Main").await;
+    let scan = ScanAttempt {
+        ticket: rows[2].id,
+        version: 1,
+        gate: g.id,
+        at: DOORS,
+        offline: false,
+    };
+    s.tickets.check_in(&scan).await.unwrap();
+    let scanned = s.exchange.list(&listing_of(&rows[2])).await.unwrap();
+    assert_eq!(scanned, Err(ListingRefusal::CheckedIn));
+    // Withdrawal: only by the seller, only while open.
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let wrong = s
+        .exchange
+        .withdraw(l.id, BuyerId::random(), NOW)
+        .await
+        .unwrap();
+    assert_eq!(wrong, Err(ListingRefusal::NotFound));
+    let ended = s
+        .exchange
+        .withdraw(l.id, o.buyer, NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.state, ListingState::Withdrawn);
+    let twice = s.exchange.withdraw(l.id, o.buyer, NOW).await.unwrap();
+    assert_eq!(twice, Err(ListingRefusal::NotOpen(ListingState::Withdrawn)));
+    let gone = s
+        .exchange
+        .reserve(&reserve_of(&l, &o, BuyerId::random(), 3))
+        .await;
+    assert_eq!(
+        gone.unwrap(),
+        Err(ListingRefusal::NotOpen(ListingState::Withdrawn))
+    );
+    // A buyer's swaps in flight count toward the limit: with a limit of one, a second
+    // reservation is refused.
+    let again = listing_of(&rows[0]);
+    s.exchange.list(&again).await.unwrap().unwrap();
+    let other = listing_of(&rows[1]);
+    let unknown = s
+        .exchange
+        .reserve(&reserve_of(&other, &o, BuyerId::random(), 3))
+        .await;
+    assert_eq!(
+        unknown.unwrap(),
+        Err(ListingRefusal::NotFound),
+        "not listed yet"
+    );
+    s.exchange.list(&other).await.unwrap().unwrap();
+    let dave = BuyerId::random();
+    s.exchange
+        .reserve(&reserve_of(&again, &o, dave, 1))
+        .await
+        .unwrap()
+        .unwrap();
+    let limited = s.exchange.reserve(&reserve_of(&other, &o, dave, 1)).await;
+    assert_eq!(limited.unwrap(), Err(ListingRefusal::LimitExceeded));
+    let open = s.exchange.open_listings(e.id, None, 10).await.unwrap();
+    assert_eq!(
+        open.iter().map(|x| x.id).collect::<Vec<_>>(),
+        vec![other.id]
+    );
+    // A refunded order's tickets cannot be listed.
+    s.ledger
+        .revoke_sale(o.id, NOW)
+        .await
+        .expect("refund the order");
+    let refunded = s.exchange.list(&listing_of(&rows[1])).await.unwrap();
+    assert!(
+        matches!(refunded, Err(ListingRefusal::NotPaid(_))),
+        "{refunded:?}"
+    );
+    let t = s.tickets.ticket(rows[0].id).await.unwrap().unwrap().ticket;
+    assert_eq!((t.holder, t.version), (o.buyer, 1), "nothing moved");
+    let open = s.exchange.open_listings(e.id, None, 10).await.unwrap();
+    assert!(open.is_empty(), "a refunded order's listings are not shown");
+    audit_is_clean(&s, &e).await;
+}
+
+pub async fn a_swap_that_cannot_move_its_ticket_goes_to_refunding_and_undone_reopens(
+    s: ExchangeStores,
+) {
+    let (e, o, rows) = sold(&s, 2).await;
+    let ts = TicketStores {
+        ledger: s.ledger.clone(),
+        tickets: s.tickets.clone(),
+    };
+    // Undone before any charge: the listing is open again.
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let r = reserve_of(&l, &o, BuyerId::random(), 2);
+    s.exchange.reserve(&r).await.unwrap().unwrap();
+    let x = &s.exchange;
+    assert!(
+        x.advance(r.swap.id, SwapState::Reserved, SwapState::Undone, None, NOW)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !x.advance(
+            r.swap.id,
+            SwapState::Reserved,
+            SwapState::Charged,
+            None,
+            NOW
+        )
+        .await
+        .unwrap()
+    );
+    assert_eq!(
+        x.listing(l.id).await.unwrap().unwrap().state,
+        ListingState::Open
+    );
+    assert!(
+        x.advance(r.swap.id, SwapState::Undone, SwapState::Done, None, NOW)
+            .await
+            .is_err()
+    );
+    // Charged, then the ticket is scanned: it stays, the swap owes the buyer a refund.
+    let r = reserve_of(&l, &o, BuyerId::random(), 2);
+    x.reserve(&r).await.unwrap().unwrap();
+    assert!(
+        x.advance(
+            r.swap.id,
+            SwapState::Reserved,
+            SwapState::Charged,
+            Some("c"),
+            NOW
+        )
+        .await
+        .unwrap()
+    );
+    let g = gate(&ts, &e, "Main").await;
+    let scan = ScanAttempt {
+        ticket: rows[0].id,
+        version: 1,
+        gate: g.id,
+        at: DOORS,
+        offline: false,
+    };
+    s.tickets.check_in(&scan).await.unwrap();
+    let moved = x.move_ticket(r.swap.id, 2, NOW).await.unwrap();
+    assert_eq!(moved, Moved::Refused(ListingRefusal::CheckedIn));
+    let swap = x.swap(r.swap.id).await.unwrap().unwrap();
+    assert_eq!(swap.state, SwapState::Refunding);
+    assert_eq!(
+        x.listing(l.id).await.unwrap().unwrap().state,
+        ListingState::Withdrawn
+    );
+    let t = s.tickets.ticket(rows[0].id).await.unwrap().unwrap().ticket;
+    assert_eq!((t.holder, t.version), (o.buyer, 1));
+    let unfinished = x.unfinished_swaps(NOW.plus_secs(60), 100).await.unwrap();
+    assert!(unfinished.iter().any(|u| u.id == r.swap.id));
+    assert!(
+        x.advance(
+            r.swap.id,
+            SwapState::Refunding,
+            SwapState::Undone,
+            None,
+            NOW
+        )
+        .await
+        .unwrap()
+    );
+    let unfinished = x.unfinished_swaps(NOW.plus_secs(60), 100).await.unwrap();
+    assert!(!unfinished.iter().any(|u| u.id == r.swap.id));
+    // A buyer who reached the limit since reserving gets a refund, not the ticket.
+    let e2 = event(&s.ledger, 3, 1).await;
+    let seller = bought(&s, &e2, BuyerId::random(), &[0], 1).await;
+    let srows = rows_of(&seller);
+    s.tickets.insert_tickets(&srows).await.unwrap();
+    let l2 = listing_of(&srows[0]);
+    x.list(&l2).await.unwrap().unwrap();
+    let carol = BuyerId::random();
+    let r2 = reserve_of(&l2, &seller, carol, 1);
+    x.reserve(&r2).await.unwrap().unwrap();
+    bought(&s, &e2, carol, &[1], 1).await;
+    assert!(
+        x.advance(
+            r2.swap.id,
+            SwapState::Reserved,
+            SwapState::Charged,
+            Some("c"),
+            NOW
+        )
+        .await
+        .unwrap()
+    );
+    let over = x.move_ticket(r2.swap.id, 1, NOW).await.unwrap();
+    assert_eq!(over, Moved::Refused(ListingRefusal::LimitExceeded));
+    assert_eq!(
+        x.listing(l2.id).await.unwrap().unwrap().state,
+        ListingState::Open
+    );
+    audit_is_clean(&s, &e).await;
+    audit_is_clean(&s, &e2).await;
+}
