@@ -86,6 +86,9 @@ const MESSAGES = {
   transfer_pending: 'This ticket is already offered to someone. Cancel that offer first.',
   transfer_not_open: 'This transfer was already accepted, cancelled or has expired.',
   transfer_to_self: 'You cannot transfer a ticket to yourself.',
+  payment_velocity: 'Too many payment attempts in a short time. Wait a few minutes before you try again.',
+  buyer_locked: 'Too many of your payments were declined. You can no longer buy tickets for this event.',
+  too_many_buyers: 'This card, device or network has been used by too many buyers for this event.',
   webhook_endpoint_not_found: 'That webhook endpoint does not exist.',
   internal: 'Something went wrong at the box office. Try again.',
 };

@@ -96,6 +96,10 @@ pub struct SaleSettings {
     /// their buyers.
     #[serde(default)]
     pub transfers: Option<crate::transfers::TransferRules>,
+    /// Payment velocity limits and buyer signals, checked before the provider is
+    /// called. None (the default): off; `{}`: every limit at its default.
+    #[serde(default)]
+    pub velocity: Option<crate::velocity::VelocityRules>,
 }
 
 impl Default for SaleSettings {
@@ -108,6 +112,7 @@ impl Default for SaleSettings {
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            velocity: None,
         }
     }
 }
@@ -336,6 +341,9 @@ impl EventSpec {
         }
         if !(1..=1_000_000).contains(&s.admission_rate_per_s) {
             return invalid("admission_rate_per_s must be 1-1000000");
+        }
+        if let Some(v) = &s.velocity {
+            v.validate().map_err(CatalogError::Invalid)?;
         }
         // `honour_late_payments` is a bool: every value is valid.
         Ok(())

@@ -11,6 +11,7 @@ use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, HoldView, InsertOrder, LedgerError,
     NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
 };
+use crate::velocity::Origin;
 use crate::{Engine, EngineError, Resource};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,12 +25,24 @@ pub enum CheckoutOutcome {
 }
 
 impl Engine {
-    #[tracing::instrument(skip_all, fields(hold = %hold))]
+    /// A checkout whose origin is unknown: no network or device limits apply.
     pub async fn checkout(
         &self,
         who: &BuyerSession,
         hold: HoldId,
         payment_method: &str,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        self.checkout_from(who, hold, payment_method, &Origin::default())
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(hold = %hold))]
+    pub async fn checkout_from(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+        payment_method: &str,
+        origin: &Origin,
     ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
         if let Some(order) = self.ports.ledger.order_of_hold(hold).await? {
@@ -48,6 +61,11 @@ impl Engine {
         if entry.event.status == SaleStatus::Closed && self.event_is_cancelled(hold.event).await? {
             return Err(EngineError::EventCancelled);
         }
+        // Velocity before the hold is pinned: a refused checkout changes nothing and
+        // the provider never hears of it.
+        let rules = entry.event.sale.velocity.as_ref();
+        self.velocity_gate(hold.event, rules, who.buyer, payment_method, origin)
+            .await?;
         let now = self.now();
         let order = new_order(
             &view,
@@ -88,6 +106,10 @@ impl Engine {
                 entry.event.sale.max_tickets_per_buyer,
             )
             .await;
+        if matches!(outcome, Err(EngineError::PaymentDeclined(_))) {
+            self.velocity_declined(hold.event, rules, who.buyer, payment_method, origin)
+                .await;
+        }
         if matches!(outcome, Ok(CheckoutOutcome::Confirmed(_))) {
             // A buyer who has paid leaves the shop: the next batch may come in sooner.
             // Best effort, as for a release.

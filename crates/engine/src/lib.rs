@@ -28,6 +28,7 @@ pub mod relay;
 pub mod replays;
 mod settle;
 pub mod tickets;
+mod velocity;
 mod verified;
 pub mod waiting;
 mod webhooks;
@@ -49,6 +50,7 @@ pub use order_view::{OrderView, Ticket};
 pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
+pub use velocity::{MAX_SIGNALS_PAGE, Origin, SignalCluster};
 pub use webhooks::{WebhookReceipt, WebhookRejected};
 
 use ports::{Clock, IdentityProvider, Ledger, PaymentGateway, QueueStore, SeatArbiter};
@@ -141,6 +143,9 @@ pub struct Engine {
     jwks: bytes::Bytes,
     /// The after-sale record (tickets, gates, check-in), when the ledger keeps one.
     tickets: Option<Arc<dyn ports::Tickets>>,
+    /// Payment velocity counters and buyer clusters (`velocity`); without them the
+    /// events' velocity rules are not enforced.
+    velocity: Option<Arc<dyn ports::VelocityStore>>,
 }
 
 impl Engine {
@@ -170,6 +175,7 @@ impl Engine {
             outbox: None,
             jwks,
             tickets: None,
+            velocity: None,
         }
     }
 

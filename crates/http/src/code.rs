@@ -120,6 +120,9 @@ error_codes! {
     TransferPending = "transfer_pending" => CONFLICT;
     TransferNotOpen = "transfer_not_open" => CONFLICT;
     TransferToSelf = "transfer_to_self" => UNPROCESSABLE_ENTITY;
+    PaymentVelocity = "payment_velocity" => TOO_MANY_REQUESTS;
+    BuyerLocked = "buyer_locked" => FORBIDDEN;
+    TooManyBuyers = "too_many_buyers" => FORBIDDEN;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

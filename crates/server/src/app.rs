@@ -70,7 +70,8 @@ impl Application {
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
             .with_buyers(config.buyers.clone())
             .with_tickets(backends.tickets)
-            .with_outbox(backends.outbox);
+            .with_outbox(backends.outbox)
+            .with_velocity(backends.velocity);
         if let Some(oidc) = identity_provider(&config, clock.now()).await? {
             engine = engine.with_identity_provider(oidc);
         }

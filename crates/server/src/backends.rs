@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox, Tickets};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox, Tickets, VelocityStore};
 use boxoffice_payment_fake::FakeGateway;
-use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
+use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryVelocity};
 use boxoffice_store_postgres::PostgresLedger;
-use boxoffice_store_redis::{Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue};
+use boxoffice_store_redis::{
+    Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue, RedisVelocity,
+};
 use boxoffice_store_sqlite::SqliteLedger;
 
 use crate::config::{Config, HotChoice, LedgerChoice};
@@ -35,6 +37,8 @@ pub struct Backends {
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
     /// Tickets, gates and check-in, in the ledger's database.
     pub tickets: Arc<dyn Tickets>,
+    /// Payment velocity counters and buyer clusters, beside the hot store.
+    pub velocity: Arc<dyn VelocityStore>,
     /// Whether the hot store outlives this process (Redis): only then can the audit
     /// compare it with the ledger.
     pub hot_is_shared: bool,
@@ -62,6 +66,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         outbox,
         hold_idempotency: hot.idempotency,
         tickets,
+        velocity: hot.velocity,
         hot_is_shared,
         fake,
     })
@@ -101,6 +106,7 @@ struct Hot {
     arbiter: Arc<dyn boxoffice_engine::ports::SeatArbiter>,
     queue: Arc<dyn boxoffice_engine::ports::QueueStore>,
     idempotency: Arc<dyn IdempotencyStore>,
+    velocity: Arc<dyn VelocityStore>,
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
@@ -123,6 +129,7 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
             usize::try_from(replays.max_records).unwrap_or(usize::MAX),
             replays.retention_ms(),
         )),
+        velocity: Arc::new(MemoryVelocity::new()),
     })
 }
 
@@ -137,6 +144,7 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
     Ok(Hot {
         arbiter: Arc::new(arbiter),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
+        velocity: Arc::new(RedisVelocity::new(conn.clone(), prefix.clone())),
         idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
             replays.max_records,
             Duration::from_secs(replays.retention_s),

@@ -55,6 +55,13 @@ pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 6] {
     ["pos", "state", "pool", "fin", "settings", "adm"].map(|k| format!("{tag}:{k}"))
 }
 
+/// The velocity keys of an event share a tag of their own, `{<prefix>:v:<event>}`, so
+/// one script checks all the counters of a checkout. The engine's keys are hashes of
+/// fixed length, so no client text reaches a name.
+pub(crate) fn velocity_tag(prefix: &Prefix, event: EventId) -> String {
+    format!("{{{}:v:{}}}", prefix.0, event)
+}
+
 /// Idempotency records are spread over this many shards, each under its own hash tag:
 /// a shard's records, its index and its node heartbeats share a slot, so one script can
 /// count and evict within the shard, and the shards spread over a cluster's nodes.

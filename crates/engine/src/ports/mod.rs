@@ -13,6 +13,7 @@ mod payment;
 mod queue;
 mod tickets;
 mod transfers;
+mod velocity;
 
 pub use arbiter::*;
 pub use cancellation::*;
@@ -25,6 +26,7 @@ pub use payment::*;
 pub use queue::*;
 pub use tickets::*;
 pub use transfers::*;
+pub use velocity::*;
 
 /// A failure of the store itself (connection lost, disk full), as opposed to an answer
 /// such as "that seat is taken". Carries text for the log, never for the client.

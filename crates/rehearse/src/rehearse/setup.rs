@@ -75,6 +75,7 @@ pub fn spec(
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            ..Default::default()
         },
     }
 }

@@ -32,6 +32,7 @@ pub fn spec(rows: u32, per_row: u32, ga: u32, max_per_buyer: u32) -> EventSpec {
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            ..Default::default()
         },
     }
 }
