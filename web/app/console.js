@@ -348,9 +348,40 @@ async function eventPage({ id }) {
     ),
     dash.el,
     h('div', { class: 'console-grid' }, admission.el, rules.el),
+    signalsCard(id),
   );
   dash.start();
   focusOn(main.querySelector('h1'));
+}
+
+const DIMENSIONS = { device: 'Device key', network: 'Network', card: 'Payment method' };
+
+// The event's largest buyer clusters (GET /v1/events/{id}/signals), read on demand.
+function signalsCard(id) {
+  const body = h('div', { role: 'status' });
+  const load = async () => {
+    fill(body, h('p', {}, 'Reading the clusters\u2026'));
+    try {
+      const { data } = await op(`/v1/events/${id}/signals?limit=20`);
+      if (!data.clusters.length) {
+        fill(body, h('p', {}, 'No clusters: no checkout was counted, or the event sets no velocity rules.'));
+        return;
+      }
+      const row = (c) => h('tr', {}, h('td', {}, DIMENSIONS[c.dimension] || c.dimension), h('td', { class: 'mono' }, c.key), h('td', {}, String(c.buyers)), h('td', {}, c.refusing ? 'Refusing' : c.flagged ? 'Flagged' : ''));
+      const head = h('tr', {}, h('th', { scope: 'col' }, 'Seen by'), h('th', { scope: 'col' }, 'Key'), h('th', { scope: 'col' }, 'Buyers'), h('th', { scope: 'col' }, 'State'));
+      fill(body, h('table', { id: 'signals' }, h('thead', {}, head), h('tbody', {}, ...data.clusters.map(row))));
+    } catch (e) {
+      fill(body, notice('warn', `The clusters could not be read: ${e.message}`));
+    }
+  };
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'signals-title' },
+    h('h2', { id: 'signals-title' }, 'Buyer signals'),
+    h('p', { class: 'hint' }, 'Distinct buyers per device key, client network and payment method, largest first, flagged or refusing by the event\u2019s velocity rules.'),
+    h('div', { class: 'actions' }, h('button', { class: 'secondary', type: 'button', onclick: load }, 'Read the clusters')),
+    body,
+  );
 }
 
 function admissionForm(id, ev) {

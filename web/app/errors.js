@@ -104,6 +104,9 @@ const MESSAGES = {
   ticket_already_listed: 'This ticket is already listed or offered to someone. Withdraw that first.',
   listing_not_open: 'This listing was already taken or withdrawn.',
   own_listing: 'You cannot buy your own listing.',
+  payment_velocity: 'Too many payment attempts in a short time. Wait a few minutes before you try again.',
+  buyer_locked: 'Too many of your payments were declined. You can no longer buy tickets for this event.',
+  too_many_buyers: 'This card, device or network has been used by too many buyers for this event.',
   webhook_endpoint_not_found: 'That webhook endpoint does not exist.',
   internal: 'Something went wrong at the box office. Try again.',
 };

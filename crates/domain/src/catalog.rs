@@ -105,6 +105,10 @@ pub struct SaleSettings {
     /// None (the default): no exchange.
     #[serde(default)]
     pub exchange: Option<crate::exchange::ExchangeRules>,
+    /// Payment velocity limits and buyer signals, checked before the provider is
+    /// called. None (the default): off; `{}`: every limit at its default.
+    #[serde(default)]
+    pub velocity: Option<crate::velocity::VelocityRules>,
 }
 
 impl Default for SaleSettings {
@@ -119,6 +123,7 @@ impl Default for SaleSettings {
             transfers: None,
             attendee_names: Default::default(),
             exchange: None,
+            velocity: None,
         }
     }
 }
@@ -356,6 +361,9 @@ impl EventSpec {
                 "transfers.max_name_changes must be 0-{}",
                 crate::transfers::MAX_NAME_CHANGES
             ));
+        }
+        if let Some(v) = &s.velocity {
+            v.validate().map_err(CatalogError::Invalid)?;
         }
         // `honour_late_payments` is a bool: every value is valid.
         Ok(())

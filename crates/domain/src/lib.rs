@@ -20,6 +20,7 @@ pub mod ticket;
 pub mod time;
 pub mod token;
 pub mod transfers;
+pub mod velocity;
 
 pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
 pub use hold::HoldState;

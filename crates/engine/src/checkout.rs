@@ -12,6 +12,7 @@ use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, HoldView, InsertOrder, LedgerError,
     NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
 };
+use crate::velocity::Origin;
 use crate::{Engine, EngineError, Resource};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,28 +26,30 @@ pub enum CheckoutOutcome {
 }
 
 impl Engine {
-    /// A checkout naming no attendees (for events that take no names, or take them
-    /// later).
+    /// A checkout naming no attendees, whose origin is unknown (no network or device
+    /// limits apply).
     pub async fn checkout(
         &self,
         who: &BuyerSession,
         hold: HoldId,
         payment_method: &str,
     ) -> Result<CheckoutOutcome, EngineError> {
-        self.checkout_named(who, hold, payment_method, Vec::new())
+        self.checkout_with(who, hold, payment_method, Vec::new(), &Origin::default())
             .await
     }
 
     /// A checkout with the attendee's name for each seat, in the hold's order (`names`
-    /// empty: none given). The event says whether names are required, allowed or not
+    /// empty: none given), from `origin` (the client's network and device, for the
+    /// velocity limits). The event says whether names are required, allowed or not
     /// taken; the names are recorded with the order and printed on its tickets.
     #[tracing::instrument(skip_all, fields(hold = %hold))]
-    pub async fn checkout_named(
+    pub async fn checkout_with(
         &self,
         who: &BuyerSession,
         hold: HoldId,
         payment_method: &str,
         names: Vec<AttendeeName>,
+        origin: &Origin,
     ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
         if let Some(order) = self.ports.ledger.order_of_hold(hold).await? {
@@ -66,6 +69,11 @@ impl Engine {
             return Err(EngineError::EventCancelled);
         }
         let names = crate::tickets::checkout_names(&entry.event, names, view.seats.len())?;
+        // Velocity before the hold is pinned: a refused checkout changes nothing and
+        // the provider never hears of it.
+        let rules = entry.event.sale.velocity.as_ref();
+        self.velocity_gate(hold.event, rules, who.buyer, payment_method, origin)
+            .await?;
         let now = self.now();
         let order = new_order(
             &view,
@@ -107,6 +115,10 @@ impl Engine {
                 entry.event.sale.max_tickets_per_buyer,
             )
             .await;
+        if matches!(outcome, Err(EngineError::PaymentDeclined(_))) {
+            self.velocity_declined(hold.event, rules, who.buyer, payment_method, origin)
+                .await;
+        }
         if matches!(outcome, Ok(CheckoutOutcome::Confirmed(_))) {
             // A buyer who has paid leaves the shop: the next batch may come in sooner.
             // Best effort, as for a release.

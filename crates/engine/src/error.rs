@@ -93,6 +93,14 @@ pub enum EngineError {
     EventCancelled,
     #[error("this event is not cancelled")]
     EventNotCancelled,
+    #[error(
+        "too many payment attempts or declines for this event from this buyer, card or network; retry in {retry_after_s} s"
+    )]
+    PaymentVelocity { retry_after_s: u64 },
+    #[error("too many declined payments: this buyer can no longer check out for this event")]
+    BuyerLocked,
+    #[error("this {0} is already used by too many buyers for this event")]
+    TooManyBuyers(&'static str),
     #[error("temporarily unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]

@@ -29,6 +29,7 @@ pub mod relay;
 pub mod replays;
 mod settle;
 pub mod tickets;
+mod velocity;
 mod verified;
 pub mod waiting;
 mod webhooks;
@@ -50,6 +51,7 @@ pub use order_view::{OrderView, Ticket};
 pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
+pub use velocity::{MAX_SIGNALS_PAGE, Origin, SignalCluster};
 pub use webhooks::{WebhookReceipt, WebhookRejected};
 
 use ports::{Clock, IdentityProvider, Ledger, PaymentGateway, QueueStore, SeatArbiter};
@@ -146,6 +148,9 @@ pub struct Engine {
     tickets: Option<Arc<dyn ports::Tickets>>,
     /// The face-value exchange's record, when the ledger keeps one.
     exchange: Option<Arc<dyn ports::Exchange>>,
+    /// Payment velocity counters and buyer clusters (`velocity`); without them the
+    /// events' velocity rules are not enforced.
+    velocity: Option<Arc<dyn ports::VelocityStore>>,
 }
 
 impl Engine {
@@ -177,6 +182,7 @@ impl Engine {
             jwks,
             tickets: None,
             exchange: None,
+            velocity: None,
         }
     }
 

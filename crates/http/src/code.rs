@@ -138,6 +138,9 @@ error_codes! {
     TicketAlreadyListed = "ticket_already_listed" => CONFLICT;
     ListingNotOpen = "listing_not_open" => CONFLICT;
     OwnListing = "own_listing" => UNPROCESSABLE_ENTITY;
+    PaymentVelocity = "payment_velocity" => TOO_MANY_REQUESTS;
+    BuyerLocked = "buyer_locked" => FORBIDDEN;
+    TooManyBuyers = "too_many_buyers" => FORBIDDEN;
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE;
     Internal = "internal" => INTERNAL_SERVER_ERROR;
 }

@@ -32,6 +32,8 @@ pub struct Edge {
     pub(crate) seat_maps: SeatMaps,
     /// Paces the operator's audit runs.
     pub(crate) audits: crate::routes::console::AuditGate,
+    /// Paces the operator's reads of buyer clusters.
+    pub(crate) signal_reads: crate::routes::signals::SignalsGate,
     stop: CancellationToken,
 }
 
@@ -62,6 +64,7 @@ impl Edge {
             feeds: Feeds::default(),
             seat_maps: SeatMaps::default(),
             audits: Default::default(),
+            signal_reads: Default::default(),
             stop: CancellationToken::new(),
         }
     }

@@ -18,6 +18,8 @@ pub struct ApiError {
     pub message: String,
     /// What went wrong inside, for the log only.
     detail: Option<String>,
+    /// Seconds the client should wait, when the refusal knows (else 1 for 429 and 503).
+    retry_after_s: Option<u64>,
 }
 
 /// An error response's code and inside detail, kept on the response for the log.
@@ -54,6 +56,7 @@ impl ApiError {
             code,
             message: message.into(),
             detail: None,
+            retry_after_s: None,
         }
     }
 
@@ -120,6 +123,9 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::RefundWindowClosed => C::RefundWindowClosed,
         E::EventCancelled => C::EventCancelled,
         E::EventNotCancelled => C::EventNotCancelled,
+        E::PaymentVelocity { .. } => C::PaymentVelocity,
+        E::BuyerLocked => C::BuyerLocked,
+        E::TooManyBuyers(_) => C::TooManyBuyers,
         E::Unavailable(_) => C::Unavailable,
         E::Internal(_) => C::Internal,
     }
@@ -153,6 +159,10 @@ impl From<EngineError> for ApiError {
                 detail: Some(detail),
                 ..ApiError::new(code, "internal error")
             },
+            EngineError::PaymentVelocity { retry_after_s } => ApiError {
+                retry_after_s: Some(retry_after_s),
+                ..ApiError::new(code, e.to_string())
+            },
             e => ApiError::new(code, e.to_string()),
         }
     }
@@ -176,8 +186,9 @@ impl IntoResponse for ApiError {
         )
             .into_response();
         if retry {
+            let secs = self.retry_after_s.unwrap_or(1);
             res.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         res.extensions_mut().insert(self.failure());
         res

@@ -213,8 +213,9 @@ impl Claim {
     }
 
     async fn keep(self, status: StatusCode, body: Vec<u8>) -> Vec<u8> {
-        // A failure of ours changed nothing the client can rely on: let a retry run again.
-        if status.is_server_error() {
+        // A failure of ours, or a "not now" (429), changed nothing the client can rely
+        // on: let a retry run again.
+        if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
             let outcome = self.replays.abandon(&self.scope, &self.key).await;
             return Self::logged(outcome, body);
         }

@@ -8,6 +8,9 @@ use rand::Rng;
 pub mod methods {
     pub const VISA: &str = "pm_card_visa";
     pub const DECLINED: &str = "pm_card_declined";
+    /// Any method starting with this (`pm_card_declined_4000000000000002`) is declined
+    /// too: as many distinct declined cards as a test wants.
+    pub const DECLINED_PREFIX: &str = "pm_card_declined_";
     pub const INSUFFICIENT_FUNDS: &str = "pm_card_insufficient_funds";
     pub const TIMEOUT_AFTER_CHARGE: &str = "pm_timeout_after_charge";
     pub const TIMEOUT_BEFORE_CHARGE: &str = "pm_timeout_before_charge";
@@ -49,6 +52,7 @@ impl Script {
             methods::TIMEOUT_BEFORE_CHARGE => Script::TimeoutBeforeCharge,
             methods::THREE_D_SECURE => Script::RequiresAction { captures: false },
             methods::BANK_REDIRECT => Script::RequiresAction { captures: true },
+            m if m.starts_with(methods::DECLINED_PREFIX) => Script::Decline(CARD_DECLINED),
             _ => Script::Approve,
         }
     }

@@ -71,7 +71,8 @@ impl Application {
             .with_buyers(config.buyers.clone())
             .with_tickets(backends.tickets)
             .with_exchange(backends.exchange)
-            .with_outbox(backends.outbox);
+            .with_outbox(backends.outbox)
+            .with_velocity(backends.velocity);
         if let Some(oidc) = identity_provider(&config, clock.now()).await? {
             engine = engine.with_identity_provider(oidc);
         }

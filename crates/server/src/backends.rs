@@ -7,11 +7,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, Exchange, IdempotencyStore, Ledger, Outbox, Tickets};
+use boxoffice_engine::ports::{
+    Clock, Exchange, IdempotencyStore, Ledger, Outbox, Tickets, VelocityStore,
+};
 use boxoffice_payment_fake::FakeGateway;
-use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
+use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryVelocity};
 use boxoffice_store_postgres::PostgresLedger;
-use boxoffice_store_redis::{Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue};
+use boxoffice_store_redis::{
+    Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue, RedisVelocity,
+};
 use boxoffice_store_sqlite::SqliteLedger;
 
 use crate::config::{Config, HotChoice, LedgerChoice};
@@ -37,6 +41,8 @@ pub struct Backends {
     pub tickets: Arc<dyn Tickets>,
     /// The face-value exchange's listings and swaps, in the ledger's database.
     pub exchange: Arc<dyn Exchange>,
+    /// Payment velocity counters and buyer clusters, beside the hot store.
+    pub velocity: Arc<dyn VelocityStore>,
     /// Whether the hot store outlives this process (Redis): only then can the audit
     /// compare it with the ledger.
     pub hot_is_shared: bool,
@@ -65,6 +71,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         hold_idempotency: hot.idempotency,
         tickets,
         exchange,
+        velocity: hot.velocity,
         hot_is_shared,
         fake,
     })
@@ -117,6 +124,7 @@ struct Hot {
     arbiter: Arc<dyn boxoffice_engine::ports::SeatArbiter>,
     queue: Arc<dyn boxoffice_engine::ports::QueueStore>,
     idempotency: Arc<dyn IdempotencyStore>,
+    velocity: Arc<dyn VelocityStore>,
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
@@ -139,6 +147,7 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
             usize::try_from(replays.max_records).unwrap_or(usize::MAX),
             replays.retention_ms(),
         )),
+        velocity: Arc::new(MemoryVelocity::new()),
     })
 }
 
@@ -153,6 +162,7 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
     Ok(Hot {
         arbiter: Arc::new(arbiter),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
+        velocity: Arc::new(RedisVelocity::new(conn.clone(), prefix.clone())),
         idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
             replays.max_records,
             Duration::from_secs(replays.retention_s),

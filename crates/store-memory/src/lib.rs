@@ -7,7 +7,9 @@ mod arbiter;
 mod hash;
 pub mod idempotency;
 mod queue;
+pub mod velocity;
 
 pub use arbiter::InMemoryArbiter;
 pub use idempotency::MemoryIdempotency;
 pub use queue::InMemoryQueue;
+pub use velocity::MemoryVelocity;

@@ -66,6 +66,13 @@ pub(crate) fn line_claim_key(prefix: &Prefix, event: EventId) -> String {
     format!("{{{}:q:{}}}:claim", prefix.0, event)
 }
 
+/// The velocity keys of an event share a tag of their own, `{<prefix>:v:<event>}`, so
+/// one script checks all the counters of a checkout. The engine's keys are hashes of
+/// fixed length, so no client text reaches a name.
+pub(crate) fn velocity_tag(prefix: &Prefix, event: EventId) -> String {
+    format!("{{{}:v:{}}}", prefix.0, event)
+}
+
 /// Idempotency records are spread over this many shards, each under its own hash tag:
 /// a shard's records, its index and its node heartbeats share a slot, so one script can
 /// count and evict within the shard, and the shards spread over a cluster's nodes.

@@ -1,6 +1,6 @@
 //! Redis backends for the cluster deployment (docs/ARCHITECTURE.md §4): the seat
-//! arbiter (hot store), the waiting-room queue and the idempotency-key store, on a
-//! single Redis or a Redis Cluster.
+//! arbiter (hot store), the waiting-room queue, the idempotency-key store and the
+//! velocity counters, on a single Redis or a Redis Cluster.
 //!
 //! Every atomic operation is one Lua script (`src/lua/`) run with EVALSHA. All keys of
 //! one event share a hash tag, so an event lives in one Cluster slot and a script can
@@ -19,6 +19,7 @@ mod queue;
 mod reply;
 mod scripts;
 mod tls;
+mod velocity;
 
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
 pub use conn::{ConnectConfig, RedisConn};
@@ -30,3 +31,4 @@ pub use options::RedisOptions;
 pub use queue::RedisQueue;
 pub use scripts::hold_script_source;
 pub use tls::install_ring_provider;
+pub use velocity::RedisVelocity;

@@ -54,6 +54,9 @@ pub(crate) static IDEM_BEGIN: LazyLock<Script> = plain_script!("idem_begin.lua")
 pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua");
 pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");
 pub(crate) static IDEM_PRUNE: LazyLock<Script> = plain_script!("idem_prune.lua");
+pub(crate) static VELOCITY_CHECK: LazyLock<Script> = plain_script!("velocity_check.lua");
+pub(crate) static VELOCITY_RECORD: LazyLock<Script> = plain_script!("velocity_record.lua");
+pub(crate) static VELOCITY_LINK: LazyLock<Script> = plain_script!("velocity_link.lua");
 
 static HOLD_SOURCE: LazyLock<String> = LazyLock::new(|| arbiter_source!("best.lua", "hold.lua"));
 

@@ -1,14 +1,15 @@
-//! The SeatArbiter, QueueStore and IdempotencyStore conformance suites against a real
-//! Redis (`BOXOFFICE_TEST_REDIS_URL`, default the machine's 127.0.0.1:6379), under a
-//! prefix unique to this run; every key is deleted when the run's last case ends.
+//! The SeatArbiter, QueueStore, IdempotencyStore and VelocityStore conformance suites
+//! against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the machine's
+//! 127.0.0.1:6379), under a prefix unique to this run; every key is deleted when the
+//! run's last case ends.
 
 mod common;
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{IdempotencyStore, QueueStore, SeatArbiter};
+use boxoffice_engine::ports::{IdempotencyStore, QueueStore, SeatArbiter, VelocityStore};
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisArbiterConfig, RedisIdempotency, RedisQueue,
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisIdempotency, RedisQueue, RedisVelocity,
 };
 use common::{PREFIX, Tracked, connect, redis_url};
 
@@ -36,6 +37,12 @@ async fn idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(Tracked::new(store, &url))
 }
 
+async fn velocity() -> Arc<dyn VelocityStore> {
+    let url = redis_url();
+    let store = RedisVelocity::new(connect(&url).await, prefix());
+    Arc::new(Tracked::new(store, &url))
+}
+
 /// A store of its own (a prefix under the run's, so cleanup still finds it): the cases
 /// fill it to its cap.
 async fn capped(cap: usize) -> Arc<dyn IdempotencyStore> {
@@ -52,3 +59,4 @@ boxoffice_testkit::queue_conformance!(queue());
 boxoffice_testkit::idempotency_conformance!(idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(idempotency());
 boxoffice_testkit::bounded_idempotency_conformance!(capped);
+boxoffice_testkit::velocity_conformance!(velocity());

@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod outbox;
 pub mod tickets;
+pub mod velocity;
 
 pub mod arbiter;
 pub mod queue;

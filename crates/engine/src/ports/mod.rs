@@ -15,6 +15,7 @@ mod queue;
 mod names;
 mod tickets;
 mod transfers;
+mod velocity;
 
 pub use arbiter::*;
 pub use cancellation::*;
@@ -29,6 +30,7 @@ pub use queue::*;
 pub use names::*;
 pub use tickets::*;
 pub use transfers::*;
+pub use velocity::*;
 
 /// A failure of the store itself (connection lost, disk full), as opposed to an answer
 /// such as "that seat is taken". Carries text for the log, never for the client.

@@ -16,6 +16,7 @@ pub mod orders;
 pub mod payments;
 pub mod queue;
 pub mod refunds;
+pub mod signals;
 pub mod tickets;
 pub mod transfers;
 pub mod waiting;
@@ -116,6 +117,13 @@ fn sale() -> Vec<RouteDef> {
             Api,
             console::audit,
             &console::AUDIT_DOC,
+        ),
+        route(
+            M::GET,
+            "/v1/events/{id}/signals",
+            Api,
+            signals::signals,
+            &signals::SIGNALS_DOC,
         ),
         route(
             M::GET,

@@ -9,12 +9,13 @@ use boxoffice_domain::catalog::MAX_TICKETS_PER_BUYER;
 use boxoffice_domain::ticket::AttendeeName;
 use boxoffice_domain::{HoldId, OrderId};
 use boxoffice_engine::ports::NextAction;
-use boxoffice_engine::{CheckoutOutcome, OrderView};
+use boxoffice_engine::{CheckoutOutcome, OrderView, Origin};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 
 use crate::AppState;
+use crate::client_addr::ClientAddr;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, json};
@@ -99,6 +100,7 @@ pub(crate) const CHECKOUT_DOC: Doc = Doc {
     refuses: {
         use ErrorCode as C;
         &[
+            C::BuyerLocked,
             C::CheckoutInProgress,
             C::EventCancelled,
             C::HoldExpired,
@@ -109,10 +111,12 @@ pub(crate) const CHECKOUT_DOC: Doc = Doc {
             C::MalformedJson,
             C::OrderNotFound,
             C::PaymentDeclined,
+            C::PaymentVelocity,
             C::SeatSold,
             C::AttendeeNamesRequired,
             C::AttendeeNamesInvalid,
             C::AttendeeNamesNotTaken,
+            C::TooManyBuyers,
         ]
     },
     shared: &[
@@ -127,6 +131,7 @@ pub async fn checkout(
     Buyer(who): Buyer,
     replay: Replay,
     Id(hold): Id<HoldId>,
+    ClientAddr(addr): ClientAddr,
     feeds: Feeds,
     body: Bytes,
 ) -> Response {
@@ -147,11 +152,16 @@ pub async fn checkout(
     };
     let scope = Scope::Buyer(who.buyer);
     let state = st.clone();
+    // The device key joins the origin once the buyer app proves one with each request.
+    let origin = Origin {
+        ip: Some(addr),
+        device: None,
+    };
     replay
         .run(st.replays(), scope, &body, async move {
             let sample = feeds.start();
             let outcome = (state.engine)
-                .checkout_named(&who, hold, &input.payment_method, names)
+                .checkout_with(&who, hold, &input.payment_method, names, &origin)
                 .await;
             sample.checkout(&state, &outcome);
             match outcome? {

@@ -23,5 +23,6 @@ mod rehearse;
 mod seed_scenario;
 mod tickets;
 mod tokens;
+mod velocity;
 mod waiting_restart;
 mod waiting_room;

@@ -225,3 +225,34 @@ impl<T: IdempotencyStore> IdempotencyStore for Tracked<T> {
         self.inner.prune(before, limit).await
     }
 }
+
+#[async_trait]
+impl<T: VelocityStore> VelocityStore for Tracked<T> {
+    async fn check(
+        &self,
+        event: EventId,
+        counters: &[Counter],
+        now: Millis,
+    ) -> Result<Admission, StoreError> {
+        self.inner.check(event, counters, now).await
+    }
+    async fn record(
+        &self,
+        event: EventId,
+        counters: &[Counter],
+        now: Millis,
+    ) -> Result<Vec<u32>, StoreError> {
+        self.inner.record(event, counters, now).await
+    }
+    async fn link(&self, event: EventId, join: &Join<'_>, now: Millis) -> Result<Link, StoreError> {
+        self.inner.link(event, join, now).await
+    }
+    async fn clusters(
+        &self,
+        event: EventId,
+        dimension: Dimension,
+        limit: usize,
+    ) -> Result<Vec<Cluster>, StoreError> {
+        self.inner.clusters(event, dimension, limit).await
+    }
+}

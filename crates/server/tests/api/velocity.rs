@@ -1,0 +1,270 @@
+//! Payment velocity and buyer signals over HTTP: a card-testing script is stopped at the
+//! event's limit before the provider sees its next call while honest buyers in the same
+//! run all buy; a limit per client network reads the address trusted proxies name; the
+//! operator reads the clusters a checkout joined.
+
+use boxoffice_domain::velocity::{
+    SignalThreshold, SignalThresholds, VelocityLimits, VelocityRules,
+};
+use boxoffice_domain::{EventId, EventSpec};
+use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::common::books::provider_book;
+use crate::common::{TestApp, spawn, spawn_with, spec, uuid};
+
+/// Every limit off: each test turns on the ones it shows.
+fn no_limits() -> VelocityRules {
+    let off = VelocityLimits {
+        attempts: None,
+        declines: None,
+    };
+    VelocityRules {
+        per_buyer: off,
+        per_card: off,
+        per_network: off,
+        lockout_declines: None,
+        signals: SignalThresholds {
+            per_device: SignalThreshold::default(),
+            per_network: SignalThreshold::default(),
+            per_card: SignalThreshold::default(),
+        },
+        ..VelocityRules::default()
+    }
+}
+
+async fn event_with(app: &TestApp, rules: VelocityRules) -> EventId {
+    let mut s: EventSpec = spec(10, 10, 0, 4);
+    s.sale.velocity = Some(rules);
+    app.create_event(&s).await
+}
+
+async fn hold_one(app: &TestApp, event: EventId, admission: &str) -> String {
+    let body = json!({"best_available": {"section": "A", "quantity": 1}});
+    let res = app.hold(event, admission, body).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let v: Value = res.json().await.unwrap();
+    v["hold_id"].as_str().unwrap().to_string()
+}
+
+/// How many authorizations reached the provider, and how many of them it declined.
+async fn provider_calls(app: &TestApp) -> (usize, usize) {
+    let all = provider_book(app.dir.path()).all_payments().await.unwrap();
+    let declined = all
+        .iter()
+        .filter(|p| p.state == ProviderState::Declined)
+        .count();
+    (all.len(), declined)
+}
+
+async fn error_code(res: reqwest::Response) -> String {
+    let v: Value = res.json().await.unwrap();
+    v["error"].as_str().unwrap_or_default().to_string()
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4, timeout_s = 120)]
+async fn a_card_tester_is_stopped_before_the_provider_while_honest_buyers_buy() {
+    let app = spawn().await;
+    let rules = VelocityRules {
+        lockout_declines: Some(3),
+        per_buyer: VelocityLimits::new(50, 10),
+        ..no_limits()
+    };
+    let event = event_with(&app, rules).await;
+    let mut honest = Vec::new();
+    for _ in 0..12 {
+        honest.push(app.admitted_buyer(event).await);
+    }
+    let (tester, tester_admission) = app.admitted_buyer(event).await;
+    let app = std::sync::Arc::new(app);
+
+    let buyers = honest.into_iter().map(|(token, admission)| {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let hold = hold_one(&app, event, &admission).await;
+            app.checkout(&hold, &token, "pm_card_visa").await.status()
+        })
+    });
+    let script = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            let mut kept = None;
+            for card in 0..8 {
+                let hold = match kept.take() {
+                    Some(h) => h,
+                    None => hold_one(&app, event, &tester_admission).await,
+                };
+                let method = format!("pm_card_declined_400000000000{card:04}");
+                let res = app.checkout(&hold, &tester, &method).await;
+                let status = res.status();
+                let code = error_code(res).await;
+                if status == StatusCode::FORBIDDEN {
+                    // A refused checkout left the hold as it was: the script tries it again.
+                    kept = Some(hold);
+                }
+                answers.push((status, code));
+            }
+            answers
+        })
+    };
+    let honest: Vec<StatusCode> = futures::future::join_all(buyers)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    let answers = script.await.unwrap();
+
+    assert!(
+        honest.iter().all(|s| *s == StatusCode::CREATED),
+        "every honest buyer buys: {honest:?}"
+    );
+    let declined = (StatusCode::PAYMENT_REQUIRED, "payment_declined".to_string());
+    let locked = (StatusCode::FORBIDDEN, "buyer_locked".to_string());
+    assert_eq!(answers[..3], [declined.clone(), declined.clone(), declined]);
+    assert!(answers[3..].iter().all(|a| *a == locked), "{answers:?}");
+    // The provider saw the three declined cards and the honest buyers' payments, and
+    // not one call of the script after the lockout.
+    assert_eq!(provider_calls(&app).await, (12 + 3, 3));
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 60)]
+async fn attempts_past_the_limit_wait_for_the_window_without_calling_the_provider() {
+    let app = spawn().await;
+    let rules = VelocityRules {
+        window_s: 60,
+        per_buyer: VelocityLimits {
+            attempts: Some(2),
+            declines: None,
+        },
+        ..no_limits()
+    };
+    let event = event_with(&app, rules).await;
+    let (token, admission) = app.admitted_buyer(event).await;
+    for card in 0..2 {
+        let hold = hold_one(&app, event, &admission).await;
+        let res = app
+            .checkout(&hold, &token, &format!("pm_card_declined_{card}"))
+            .await;
+        assert_eq!(res.status(), StatusCode::PAYMENT_REQUIRED);
+    }
+    let hold = hold_one(&app, event, &admission).await;
+    let key = uuid();
+    let path = format!("/v1/holds/{hold}/checkout");
+    let body = json!({"payment_method": "pm_card_visa"});
+    let res = app.post(&path, &token, &key, body.clone()).await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "Retry-After {wait}");
+    assert_eq!(error_code(res).await, "payment_velocity");
+    assert_eq!(provider_calls(&app).await, (2, 2));
+    // Once the window has moved on, the same request (same key) runs and is paid.
+    app.clock.advance_secs(wait as i64);
+    let res = app.post(&path, &token, &key, body).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(provider_calls(&app).await, (3, 2));
+}
+
+async fn checkout_via_proxy(
+    app: &TestApp,
+    hold: &str,
+    token: &str,
+    forwarded_for: &str,
+) -> StatusCode {
+    app.client
+        .post(app.url(&format!("/v1/holds/{hold}/checkout")))
+        .bearer_auth(token)
+        .header("Idempotency-Key", uuid())
+        .header("X-Forwarded-For", forwarded_for)
+        .json(&json!({"payment_method": "pm_card_visa"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 60)]
+async fn a_network_limit_counts_the_client_the_trusted_proxy_names() {
+    let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
+    let rules = VelocityRules {
+        per_network: VelocityLimits {
+            attempts: Some(2),
+            declines: None,
+        },
+        ..no_limits()
+    };
+    let event = event_with(&app, rules).await;
+    let attempt = async |forwarded_for: &str| {
+        let (token, admission) = app.admitted_buyer(event).await;
+        let hold = hold_one(&app, event, &admission).await;
+        checkout_via_proxy(&app, &hold, &token, forwarded_for).await
+    };
+    assert_eq!(attempt("203.0.113.5").await, StatusCode::CREATED);
+    assert_eq!(attempt("203.0.113.77").await, StatusCode::CREATED);
+    // A third buyer of the same /24 is over the limit...
+    assert_eq!(
+        attempt("203.0.113.200").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // ...whatever the client wrote to the left of what the proxy appended.
+    let forged = "198.51.100.1, 203.0.113.9";
+    assert_eq!(attempt(forged).await, StatusCode::TOO_MANY_REQUESTS);
+    // Another network is not, even when it forges an address of the full one.
+    let other = "203.0.113.5, 198.51.100.20";
+    assert_eq!(attempt(other).await, StatusCode::CREATED);
+    assert_eq!(provider_calls(&app).await, (3, 0));
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 60)]
+async fn buyers_sharing_a_card_form_a_cluster_the_operator_reads() {
+    let app = spawn().await;
+    let mut rules = no_limits();
+    rules.signals.per_card = SignalThreshold::new(Some(2), Some(3));
+    rules.signals.per_network = SignalThreshold::new(Some(100), None);
+    let event = event_with(&app, rules).await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let (token, admission) = app.admitted_buyer(event).await;
+        let hold = hold_one(&app, event, &admission).await;
+        let res = app.checkout(&hold, &token, "pm_card_visa").await;
+        statuses.push((res.status(), error_code(res).await));
+    }
+    assert_eq!(statuses[0].0, StatusCode::CREATED);
+    assert_eq!(statuses[1].0, StatusCode::CREATED);
+    let refused = (StatusCode::FORBIDDEN, "too_many_buyers".to_string());
+    assert_eq!(statuses[2], refused);
+
+    let path = format!("/v1/events/{event}/signals");
+    let res = app.get(&path, &app.operator_key).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let v: Value = res.json().await.unwrap();
+    let clusters = v["clusters"].as_array().unwrap();
+    let card = clusters.iter().find(|c| c["dimension"] == "card").unwrap();
+    assert_eq!(card["buyers"], 2);
+    assert_eq!(
+        (card["flagged"].as_bool(), card["refusing"].as_bool()),
+        (Some(true), Some(true))
+    );
+    // The three buyers came from the test's loopback network.
+    let net = clusters
+        .iter()
+        .find(|c| c["dimension"] == "network")
+        .unwrap();
+    assert_eq!(
+        (net["key"].as_str(), net["buyers"].as_u64()),
+        (Some("127.0.0.0/24"), Some(3))
+    );
+    assert_eq!(net["flagged"], false);
+    assert_eq!(provider_calls(&app).await, (2, 0));
+
+    let (_, buyer) = app.buyer().await;
+    let res = app.get(&path, &buyer).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = app.get(&format!("{path}?limit=0"), &app.operator_key).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+}
