@@ -73,9 +73,9 @@ const MIGRATIONS: &[
         include_str!("../../../migrations/postgres/0012_exchange.sql"),
     ),
     (
-        14,
+        13,
         "line_journal",
-        include_str!("../../../migrations/postgres/0014_line_journal.sql"),
+        include_str!("../../../migrations/postgres/0013_line_journal.sql"),
     ),
 ];
 

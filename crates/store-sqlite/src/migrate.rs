@@ -69,9 +69,9 @@ const MIGRATIONS: &[
         include_str!("../../../migrations/sqlite/0011_exchange.sql"),
     ),
     (
-        13,
+        12,
         "line_journal",
-        include_str!("../../../migrations/sqlite/0013_line_journal.sql"),
+        include_str!("../../../migrations/sqlite/0012_line_journal.sql"),
     ),
 ];
 
