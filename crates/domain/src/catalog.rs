@@ -96,6 +96,10 @@ pub struct SaleSettings {
     /// their buyers.
     #[serde(default)]
     pub transfers: Option<crate::transfers::TransferRules>,
+    /// Whether holds, checkouts and releases carry a proof of possession of the key the
+    /// buyer bound at join (RFC 9449 DPoP): off (the default), optional or required.
+    #[serde(default)]
+    pub proof_of_possession: crate::possession::PopMode,
 }
 
 impl Default for SaleSettings {
@@ -108,6 +112,7 @@ impl Default for SaleSettings {
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            proof_of_possession: crate::possession::PopMode::Off,
         }
     }
 }

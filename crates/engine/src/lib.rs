@@ -20,6 +20,7 @@ mod late;
 mod order_view;
 mod overview;
 mod pacing;
+mod possession;
 pub mod ports;
 mod queue;
 mod recovery;
@@ -46,6 +47,7 @@ pub use checkout::CheckoutOutcome;
 pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
+pub use possession::{ProofConfig, ProofInput, ProofRefusal};
 pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
@@ -98,6 +100,8 @@ pub struct EngineConfig {
     /// Capture retries of an order in `pending_capture` before its sale is cancelled
     /// and its seats go back on sale.
     pub capture_max_attempts: u32,
+    /// Proofs of possession: how old a proof may be, and how many are remembered.
+    pub proofs: ProofConfig,
 }
 
 impl Default for EngineConfig {
@@ -115,6 +119,7 @@ impl Default for EngineConfig {
             recovery_in_flight: 50,
             recovery_calls_per_s: None,
             capture_max_attempts: 48,
+            proofs: ProofConfig::default(),
         }
     }
 }
@@ -141,6 +146,8 @@ pub struct Engine {
     jwks: bytes::Bytes,
     /// The after-sale record (tickets, gates, check-in), when the ledger keeps one.
     tickets: Option<Arc<dyn ports::Tickets>>,
+    /// Proof ids and hold bindings of proof of possession (`possession`).
+    proofs: Option<Arc<dyn ports::ProofMemory>>,
 }
 
 impl Engine {
@@ -170,6 +177,7 @@ impl Engine {
             outbox: None,
             jwks,
             tickets: None,
+            proofs: None,
         }
     }
 

@@ -11,6 +11,7 @@
 use std::net::IpAddr;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
+use boxoffice_domain::possession::{Confirmation, Thumbprint};
 use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
@@ -89,6 +90,8 @@ pub struct Joiner<'a> {
     pub who: &'a Identity,
     pub ip: Option<IpAddr>,
     pub pow: Option<&'a PowSolution>,
+    /// The request's proof of possession (`DPoP`), whose key the ticket is bound to.
+    pub proof: Option<crate::ProofInput<'a>>,
 }
 
 /// A join that passed every check (limits, rules, proof of work) and has not taken
@@ -99,6 +102,7 @@ pub struct JoinPass {
     buyer: BuyerId,
     session: String,
     open: bool,
+    key: Option<Thumbprint>,
 }
 
 impl JoinPass {
@@ -138,11 +142,15 @@ impl Engine {
         if rules.pow_difficulty > 0 {
             self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
         }
+        // Last: a proof is remembered only once everything else passed.
+        let mode = entry.event.sale.proof_of_possession;
+        let key = self.join_key(event, mode, who.proof).await?;
         Ok(JoinPass {
             event,
             buyer: buyer.buyer,
             session: buyer.session.clone(),
             open: entry.event.status == SaleStatus::Open,
+            key,
         })
     }
 
@@ -154,6 +162,7 @@ impl Engine {
             buyer,
             session,
             open,
+            key,
         } = pass;
         if !open {
             // The commitment must exist before the pool can be seen by anyone, and the
@@ -169,6 +178,7 @@ impl Engine {
         let ticket = Claims {
             event: Some(event),
             position: place.position,
+            cnf: key.map(|jkt| Confirmation { jkt }),
             ..Claims::new(
                 TokenKind::QueueTicket,
                 buyer,

@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::Ports;
-use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox, Tickets};
+use boxoffice_engine::ports::{Clock, IdempotencyStore, Ledger, Outbox, ProofMemory, Tickets};
 use boxoffice_payment_fake::FakeGateway;
-use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
+use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryProofs};
 use boxoffice_store_postgres::PostgresLedger;
-use boxoffice_store_redis::{Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue};
+use boxoffice_store_redis::{
+    Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisProofs, RedisQueue,
+};
 use boxoffice_store_sqlite::SqliteLedger;
 
 use crate::config::{Config, HotChoice, LedgerChoice};
@@ -33,6 +35,8 @@ pub struct Backends {
     pub outbox: Arc<dyn Outbox>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// Proof-of-possession memory (proof ids, hold keys), beside the hot store.
+    pub proofs: Arc<dyn ProofMemory>,
     /// Tickets, gates and check-in, in the ledger's database.
     pub tickets: Arc<dyn Tickets>,
     /// Whether the hot store outlives this process (Redis): only then can the audit
@@ -61,6 +65,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         idempotency,
         outbox,
         hold_idempotency: hot.idempotency,
+        proofs: hot.proofs,
         tickets,
         hot_is_shared,
         fake,
@@ -101,6 +106,7 @@ struct Hot {
     arbiter: Arc<dyn boxoffice_engine::ports::SeatArbiter>,
     queue: Arc<dyn boxoffice_engine::ports::QueueStore>,
     idempotency: Arc<dyn IdempotencyStore>,
+    proofs: Arc<dyn ProofMemory>,
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
@@ -123,6 +129,9 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
             usize::try_from(replays.max_records).unwrap_or(usize::MAX),
             replays.retention_ms(),
         )),
+        proofs: Arc::new(MemoryProofs::new(
+            usize::try_from(config.engine.proofs.max_remembered).unwrap_or(usize::MAX),
+        )),
     })
 }
 
@@ -137,6 +146,10 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
     Ok(Hot {
         arbiter: Arc::new(arbiter),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
+        proofs: Arc::new(
+            RedisProofs::new(conn.clone(), prefix.clone())
+                .with_limit(config.engine.proofs.max_remembered),
+        ),
         idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
             replays.max_records,
             Duration::from_secs(replays.retention_s),

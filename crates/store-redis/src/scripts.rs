@@ -52,6 +52,7 @@ pub(crate) static IDEM_BEGIN: LazyLock<Script> = plain_script!("idem_begin.lua")
 pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua");
 pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");
 pub(crate) static IDEM_PRUNE: LazyLock<Script> = plain_script!("idem_prune.lua");
+pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first_use.lua");
 
 static HOLD_SOURCE: LazyLock<String> = LazyLock::new(|| arbiter_source!("best.lua", "hold.lua"));
 

@@ -8,6 +8,7 @@
 pub mod idempotency;
 pub mod ledger;
 pub mod outbox;
+pub mod proofs;
 pub mod tickets;
 
 pub mod arbiter;

@@ -1,6 +1,7 @@
 //! The event a rehearsal sells: a fresh one made with the operator key (scheduled, so
 //! the rush lands in the pre-opening pool, and opened when the rush is over), or one
-//! that exists already; its admission rate and proof of work set as asked.
+//! that exists already; its admission rate, proof of work and proofs of possession set
+//! as asked.
 
 use std::time::Duration;
 
@@ -74,7 +75,7 @@ pub fn spec(
             admission_rate_per_s,
             honour_late_payments: false,
             buyer_refunds: None,
-            transfers: None,
+            ..SaleSettings::default()
         },
     }
 }
@@ -110,7 +111,8 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
     let (event, to_open) = match s.event {
         Some(id) => (id, false),
         None => {
-            let spec = spec(s.seats, s.hold_ttl_s, s.event_rate_per_s, s.max_per_buyer);
+            let mut spec = spec(s.seats, s.hold_ttl_s, s.event_rate_per_s, s.max_per_buyer);
+            spec.sale.proof_of_possession = s.proofs;
             let k = idem();
             let body = serde_json::to_value(&spec)?;
             let e = operator(api, key, Call::post(Step::Observe, "/v1/events", body, &k)).await?;

@@ -11,6 +11,7 @@ mod lost_event;
 mod nodes;
 mod operator_mistakes;
 mod order_events;
+mod possession;
 mod waiting;
 mod webhooks;
 

@@ -31,7 +31,7 @@ pub fn spec(rows: u32, per_row: u32, ga: u32, max_per_buyer: u32) -> EventSpec {
             admission_rate_per_s: 1_000_000,
             honour_late_payments: false,
             buyer_refunds: None,
-            transfers: None,
+            ..SaleSettings::default()
         },
     }
 }
