@@ -19,7 +19,12 @@ fn bench(c: &mut Criterion) {
     let now = Millis(1_800_000_000_000);
     let key = ProofKey::from_seed(&[7; 32]).expect("a valid scalar");
     let path = "/v1/events/7/holds";
-    let proof = key.proof("POST", path, now.0 / 1000, "0b1c9a0e-5d7f-4c1e-9a43-8c2b6f0d1e2a");
+    let proof = key.proof(
+        "POST",
+        path,
+        now.0 / 1000,
+        "0b1c9a0e-5d7f-4c1e-9a43-8c2b6f0d1e2a",
+    );
     let request = ProofRequest {
         method: "POST",
         path,

@@ -86,7 +86,12 @@ impl Engine {
         admitted: &Admitted,
         input: crate::ProofInput<'_>,
     ) -> Result<(), EngineError> {
-        let mode = self.event(admitted.event).await?.event.sale.proof_of_possession;
+        let mode = self
+            .event(admitted.event)
+            .await?
+            .event
+            .sale
+            .proof_of_possession;
         (self.prove(admitted.event, mode, admitted.key.as_ref(), Some(input))).await
     }
 

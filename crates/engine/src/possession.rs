@@ -13,7 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use boxoffice_domain::possession::{self, PopMode, ProofError, ProofRequest, ProofWindow, Thumbprint};
+use boxoffice_domain::possession::{
+    self, PopMode, ProofError, ProofRequest, ProofWindow, Thumbprint,
+};
 use boxoffice_domain::{EventId, HoldId};
 use serde::Deserialize;
 

@@ -80,9 +80,18 @@ pub async fn a_proof_id_is_fresh_once_and_replayed_after(memory: Arc<dyn ProofMe
 pub async fn an_id_under_another_key_or_event_is_another_proof(memory: Arc<dyn ProofMemory>) {
     let (e1, e2, k1, k2) = (event(), event(), key(1), key(2));
     let fresh = FirstUse::Fresh;
-    assert_eq!(memory.first_use(e1, &k1, "same", WINDOW).await.unwrap(), fresh);
-    assert_eq!(memory.first_use(e1, &k2, "same", WINDOW).await.unwrap(), fresh);
-    assert_eq!(memory.first_use(e2, &k1, "same", WINDOW).await.unwrap(), fresh);
+    assert_eq!(
+        memory.first_use(e1, &k1, "same", WINDOW).await.unwrap(),
+        fresh
+    );
+    assert_eq!(
+        memory.first_use(e1, &k2, "same", WINDOW).await.unwrap(),
+        fresh
+    );
+    assert_eq!(
+        memory.first_use(e2, &k1, "same", WINDOW).await.unwrap(),
+        fresh
+    );
     let replayed = memory.first_use(e2, &k1, "same", WINDOW).await.unwrap();
     assert_eq!(replayed, FirstUse::Replayed);
 }
@@ -90,8 +99,14 @@ pub async fn an_id_under_another_key_or_event_is_another_proof(memory: Arc<dyn P
 pub async fn a_remembered_id_is_forgotten_after_its_window(memory: Arc<dyn ProofMemory>) {
     let (e, k) = (event(), key(1));
     let short = Duration::from_millis(300);
-    assert_eq!(memory.first_use(e, &k, "j", short).await.unwrap(), FirstUse::Fresh);
-    assert_eq!(memory.first_use(e, &k, "j", short).await.unwrap(), FirstUse::Replayed);
+    assert_eq!(
+        memory.first_use(e, &k, "j", short).await.unwrap(),
+        FirstUse::Fresh
+    );
+    assert_eq!(
+        memory.first_use(e, &k, "j", short).await.unwrap(),
+        FirstUse::Replayed
+    );
     crate::eventually(
         "the id to be forgotten after its window",
         Duration::from_secs(10),
@@ -165,7 +180,10 @@ pub async fn at_the_cap_a_new_id_is_refused_and_none_is_forgotten(
 ) {
     let (e, k) = (event(), key(1));
     for i in 0..cap {
-        let used = memory.first_use(e, &k, &format!("j{i}"), WINDOW).await.unwrap();
+        let used = memory
+            .first_use(e, &k, &format!("j{i}"), WINDOW)
+            .await
+            .unwrap();
         assert_eq!(used, FirstUse::Fresh);
     }
     let over = memory.first_use(e, &k, "one-more", WINDOW).await.unwrap();
@@ -173,10 +191,19 @@ pub async fn at_the_cap_a_new_id_is_refused_and_none_is_forgotten(
     // Nothing inside its window was forgotten to make room, and the refused id was
     // not remembered.
     for i in 0..cap {
-        let used = memory.first_use(e, &k, &format!("j{i}"), WINDOW).await.unwrap();
+        let used = memory
+            .first_use(e, &k, &format!("j{i}"), WINDOW)
+            .await
+            .unwrap();
         assert_eq!(used, FirstUse::Replayed);
     }
-    assert_eq!(memory.first_use(e, &k, "one-more", WINDOW).await.unwrap(), FirstUse::Full);
+    assert_eq!(
+        memory.first_use(e, &k, "one-more", WINDOW).await.unwrap(),
+        FirstUse::Full
+    );
     // Another event has a cap of its own.
-    assert_eq!(memory.first_use(event(), &k, "j0", WINDOW).await.unwrap(), FirstUse::Fresh);
+    assert_eq!(
+        memory.first_use(event(), &k, "j0", WINDOW).await.unwrap(),
+        FirstUse::Fresh
+    );
 }

@@ -48,15 +48,26 @@ fn the_thumbprint_is_rfc_7638_of_the_key_in_rfc_9449s_example() {
 fn a_proof_for_another_path_or_method_is_refused() {
     let k = key(7);
     let other_path = k.proof("POST", "/v1/events/2/holds", now_s(), "a");
-    assert_eq!(check(&other_path, HOLD, WINDOW, NOW), Err(ProofError::WrongRequest));
+    assert_eq!(
+        check(&other_path, HOLD, WINDOW, NOW),
+        Err(ProofError::WrongRequest)
+    );
     let other_method = k.proof("DELETE", "/v1/events/1/holds", now_s(), "b");
-    assert_eq!(check(&other_method, HOLD, WINDOW, NOW), Err(ProofError::WrongRequest));
+    assert_eq!(
+        check(&other_method, HOLD, WINDOW, NOW),
+        Err(ProofError::WrongRequest)
+    );
 }
 
 #[test]
 fn an_absolute_htu_is_compared_by_its_path() {
     let k = key(7);
-    let proof = k.proof("post", "https://tickets.example/v1/events/1/holds?x=1", now_s(), "a");
+    let proof = k.proof(
+        "post",
+        "https://tickets.example/v1/events/1/holds?x=1",
+        now_s(),
+        "a",
+    );
     assert!(check(&proof, HOLD, WINDOW, NOW).is_ok());
 }
 
@@ -79,7 +90,10 @@ fn a_signature_by_another_key_than_the_header_names_is_refused() {
     let (_, sig_b) = pb.rsplit_once('.').unwrap();
     let (signed_a, _) = pa.rsplit_once('.').unwrap();
     let forged = format!("{signed_a}.{sig_b}");
-    assert_eq!(check(&forged, HOLD, WINDOW, NOW), Err(ProofError::BadSignature));
+    assert_eq!(
+        check(&forged, HOLD, WINDOW, NOW),
+        Err(ProofError::BadSignature)
+    );
 }
 
 #[test]
@@ -88,8 +102,16 @@ fn a_changed_claim_breaks_the_signature() {
     let proof = k.proof("POST", HOLD.path, now_s(), "a");
     let parts: Vec<&str> = proof.split('.').collect();
     let claims = serde_json::json!({"htm": "POST", "htu": HOLD.path, "iat": now_s(), "jti": "b"});
-    let changed = format!("{}.{}.{}", parts[0], B64.encode(claims.to_string()), parts[2]);
-    assert_eq!(check(&changed, HOLD, WINDOW, NOW), Err(ProofError::BadSignature));
+    let changed = format!(
+        "{}.{}.{}",
+        parts[0],
+        B64.encode(claims.to_string()),
+        parts[2]
+    );
+    assert_eq!(
+        check(&changed, HOLD, WINDOW, NOW),
+        Err(ProofError::BadSignature)
+    );
 }
 
 #[test]
@@ -109,7 +131,10 @@ fn other_forms_are_malformed() {
     let long = "a".repeat(MAX_PROOF + 1);
     assert_eq!(check(&long, HOLD, WINDOW, NOW), Err(ProofError::Malformed));
     let no_jti = k.proof("POST", HOLD.path, now_s(), "");
-    assert_eq!(check(&no_jti, HOLD, WINDOW, NOW), Err(ProofError::Malformed));
+    assert_eq!(
+        check(&no_jti, HOLD, WINDOW, NOW),
+        Err(ProofError::Malformed)
+    );
 }
 
 #[test]

@@ -38,7 +38,10 @@ async fn proven(
         .send()
         .await
         .expect("the node answers");
-    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 200)]
@@ -55,17 +58,44 @@ async fn a_proof_used_at_one_node_is_a_replay_at_another_and_a_hold_keeps_its_ke
     let mut spec = crate::common::spec(1, 10, 0, 4);
     spec.sale.proof_of_possession = boxoffice_domain::possession::PopMode::Required;
     let spec = serde_json::to_value(spec).unwrap();
-    let (status, e) = call(&c, Method::POST, format!("{}/v1/events", urls[0]), OPERATOR, spec).await;
-    let event = e["event_id"].as_i64().unwrap_or_else(|| panic!("{status} {e}"));
+    let (status, e) = call(
+        &c,
+        Method::POST,
+        format!("{}/v1/events", urls[0]),
+        OPERATOR,
+        spec,
+    )
+    .await;
+    let event = e["event_id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{status} {e}"));
     let open = format!("{}/v1/events/{event}/open", urls[0]);
-    assert_eq!(call(&c, Method::POST, open, OPERATOR, json!({})).await.0, 200);
+    assert_eq!(
+        call(&c, Method::POST, open, OPERATOR, json!({})).await.0,
+        200
+    );
 
-    let (_, b) = call(&c, Method::POST, format!("{}/v1/buyers", urls[0]), "", json!({})).await;
+    let (_, b) = call(
+        &c,
+        Method::POST,
+        format!("{}/v1/buyers", urls[0]),
+        "",
+        json!({}),
+    )
+    .await;
     let token = b["token"].as_str().expect("a buyer token").to_string();
     let key = proof_key();
     let queue = format!("/v1/events/{event}/queue");
     let p = key.proof("POST", &queue, now_s(), &uuid());
-    let (status, j) = proven(&c, Method::POST, format!("{}{queue}", urls[0]), &token, &p, json!({})).await;
+    let (status, j) = proven(
+        &c,
+        Method::POST,
+        format!("{}{queue}", urls[0]),
+        &token,
+        &p,
+        json!({}),
+    )
+    .await;
     assert_eq!(status, 200, "{j}");
     let ticket = j["queue_ticket"].as_str().expect("a queue ticket");
     let admission = admission_token(&c, &urls[0], ticket).await;
@@ -73,19 +103,57 @@ async fn a_proof_used_at_one_node_is_a_replay_at_another_and_a_hold_keeps_its_ke
     let holds = format!("/v1/events/{event}/holds");
     let body = json!({"best_available": {"section": "A", "quantity": 1}});
     let p = key.proof("POST", &holds, now_s(), &uuid());
-    let (status, h) = proven(&c, Method::POST, format!("{}{holds}", urls[0]), &admission, &p, body.clone()).await;
+    let (status, h) = proven(
+        &c,
+        Method::POST,
+        format!("{}{holds}", urls[0]),
+        &admission,
+        &p,
+        body.clone(),
+    )
+    .await;
     assert_eq!(status, 201, "{h}");
     // The same proof at the other node: remembered in Redis, so a replay there too.
-    let (status, r) = proven(&c, Method::POST, format!("{}{holds}", urls[1]), &admission, &p, body).await;
+    let (status, r) = proven(
+        &c,
+        Method::POST,
+        format!("{}{holds}", urls[1]),
+        &admission,
+        &p,
+        body,
+    )
+    .await;
     assert_eq!((status, r["error"].as_str()), (401, Some("proof_replayed")));
 
     let hold = h["hold_id"].as_str().expect("a hold id");
     let pay = format!("/v1/holds/{hold}/checkout");
     let card = json!({"payment_method": "pm_card_visa"});
     let stranger = proof_key().proof("POST", &pay, now_s(), &uuid());
-    let (status, r) = proven(&c, Method::POST, format!("{}{pay}", urls[1]), &token, &stranger, card.clone()).await;
-    assert_eq!((status, r["error"].as_str()), (401, Some("proof_key_mismatch")));
+    let (status, r) = proven(
+        &c,
+        Method::POST,
+        format!("{}{pay}", urls[1]),
+        &token,
+        &stranger,
+        card.clone(),
+    )
+    .await;
+    assert_eq!(
+        (status, r["error"].as_str()),
+        (401, Some("proof_key_mismatch"))
+    );
     let p = key.proof("POST", &pay, now_s(), &uuid());
-    let (status, o) = proven(&c, Method::POST, format!("{}{pay}", urls[1]), &token, &p, card).await;
-    assert_eq!(status, 201, "the hold taken at one node is paid at the other: {o}");
+    let (status, o) = proven(
+        &c,
+        Method::POST,
+        format!("{}{pay}", urls[1]),
+        &token,
+        &p,
+        card,
+    )
+    .await;
+    assert_eq!(
+        status, 201,
+        "the hold taken at one node is paid at the other: {o}"
+    );
 }

@@ -61,7 +61,10 @@ async fn send(
 async fn refusal(res: Response) -> (StatusCode, String) {
     let status = res.status();
     let body: Value = res.json().await.unwrap();
-    (status, body["error"].as_str().unwrap_or_default().to_string())
+    (
+        status,
+        body["error"].as_str().unwrap_or_default().to_string(),
+    )
 }
 
 /// Joins with a proof of `key` (or none), is admitted, and returns the admission token.
@@ -80,7 +83,12 @@ async fn admitted(app: &TestApp, event: EventId, key: Option<&ProofKey>) -> Clie
         .unwrap()
         .to_string();
     app.engine.admit_batch(event).await.unwrap();
-    let status: Value = app.get("/v1/queue/status", &ticket).await.json().await.unwrap();
+    let status: Value = app
+        .get("/v1/queue/status", &ticket)
+        .await
+        .json()
+        .await
+        .unwrap();
     let admission = status["admission_token"]
         .as_str()
         .unwrap_or_else(|| panic!("not admitted: {status}"))
@@ -134,19 +142,37 @@ async fn a_token_copied_to_a_client_with_another_key_is_refused() {
     // The copied admission token, with the thief's own proof or with none.
     let stolen = proof(&thief, "POST", &holds_path(event), now_s(&app));
     let refused = refusal(hold(&app, event, &owner.admission, Some(stolen)).await).await;
-    assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_key_mismatch".into()));
+    assert_eq!(
+        refused,
+        (StatusCode::UNAUTHORIZED, "proof_key_mismatch".into())
+    );
     let refused = refusal(hold(&app, event, &owner.admission, None).await).await;
     assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_required".into()));
-    assert_eq!(counts(&app, event).await, before, "the refusals changed nothing");
+    assert_eq!(
+        counts(&app, event).await,
+        before,
+        "the refusals changed nothing"
+    );
     // The owner holds; a copy of the owner's buyer token cannot pay or release it.
     let hold_id = held(&app, event, &owner).await;
     let path = format!("/v1/holds/{hold_id}/checkout");
     let stolen = proof(&thief, "POST", &path, now_s(&app));
     let refused = refusal(checkout(&app, &hold_id, &owner.token, Some(stolen)).await).await;
-    assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_key_mismatch".into()));
+    assert_eq!(
+        refused,
+        (StatusCode::UNAUTHORIZED, "proof_key_mismatch".into())
+    );
     let release = format!("/v1/holds/{hold_id}");
     let stolen = proof(&thief, "DELETE", &release, now_s(&app));
-    let res = send(&app, Method::DELETE, &release, &owner.token, Some(stolen), json!({})).await;
+    let res = send(
+        &app,
+        Method::DELETE,
+        &release,
+        &owner.token,
+        Some(stolen),
+        json!({}),
+    )
+    .await;
     assert_eq!(refusal(res).await.1, "proof_key_mismatch");
     let refused = refusal(checkout(&app, &hold_id, &owner.token, None).await).await;
     assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_required".into()));
@@ -175,7 +201,15 @@ async fn a_replayed_proof_is_refused_and_changes_nothing() {
     let (_, token) = app.buyer().await;
     let path = format!("/v1/events/{event}/queue");
     let p = proof(&client.key, "POST", &path, now_s(&app));
-    let first = send(&app, Method::POST, &path, &token, Some(p.clone()), json!({})).await;
+    let first = send(
+        &app,
+        Method::POST,
+        &path,
+        &token,
+        Some(p.clone()),
+        json!({}),
+    )
+    .await;
     assert_eq!(first.status(), StatusCode::OK);
     let second = send(&app, Method::POST, &path, &token, Some(p), json!({})).await;
     assert_eq!(refusal(second).await.1, "proof_replayed");
@@ -217,7 +251,12 @@ async fn a_proof_for_another_path_or_method_is_refused() {
     let wrong = [
         proof(&client.key, "POST", &other_event, now_s(&app)),
         proof(&client.key, "PUT", &holds_path(event), now_s(&app)),
-        proof(&client.key, "POST", &format!("/v1/events/{event}/queue"), now_s(&app)),
+        proof(
+            &client.key,
+            "POST",
+            &format!("/v1/events/{event}/queue"),
+            now_s(&app),
+        ),
     ];
     for p in wrong {
         let refused = refusal(hold(&app, event, &client.admission, Some(p)).await).await;
@@ -271,7 +310,10 @@ async fn optional_proofs_bind_only_the_clients_that_send_a_key() {
     let plain = admitted(&app, event, None).await;
     let res = hold(&app, event, &plain.admission, None).await;
     assert_eq!(res.status(), StatusCode::CREATED);
-    let hold_id = res.json::<Value>().await.unwrap()["hold_id"].as_str().unwrap().to_string();
+    let hold_id = res.json::<Value>().await.unwrap()["hold_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let res = checkout(&app, &hold_id, &plain.token, None).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     // A key at join: the admission needs its proof from then on, and its holds too.
@@ -280,10 +322,26 @@ async fn optional_proofs_bind_only_the_clients_that_send_a_key() {
     assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_required".into()));
     let hold_id = held(&app, event, &bound).await;
     let release = format!("/v1/holds/{hold_id}");
-    let res = send(&app, Method::DELETE, &release, &bound.token, None, json!({})).await;
+    let res = send(
+        &app,
+        Method::DELETE,
+        &release,
+        &bound.token,
+        None,
+        json!({}),
+    )
+    .await;
     assert_eq!(refusal(res).await.1, "proof_required");
     let p = proof(&bound.key, "DELETE", &release, now_s(&app));
-    let res = send(&app, Method::DELETE, &release, &bound.token, Some(p), json!({})).await;
+    let res = send(
+        &app,
+        Method::DELETE,
+        &release,
+        &bound.token,
+        Some(p),
+        json!({}),
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.json::<Value>().await.unwrap()["status"], "released");
     app.stop().await;

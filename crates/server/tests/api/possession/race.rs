@@ -39,11 +39,21 @@ async fn two_thousand_buyers_proving_their_keys_get_exactly_one_hundred_seats() 
             (client, status, res.json::<Value>().await.unwrap())
         })
     });
-    let results: Vec<_> = join_all(tasks).await.into_iter().map(Result::unwrap).collect();
+    let results: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     for (_, status, body) in &results {
         let lost_on_seats = *status == StatusCode::CONFLICT
-            && matches!(body["error"].as_str(), Some("seat_unavailable" | "sold_out"));
-        assert!(*status == StatusCode::CREATED || lost_on_seats, "{status}: {body}");
+            && matches!(
+                body["error"].as_str(),
+                Some("seat_unavailable" | "sold_out")
+            );
+        assert!(
+            *status == StatusCode::CREATED || lost_on_seats,
+            "{status}: {body}"
+        );
     }
     let winners: Vec<_> = results
         .iter()
@@ -56,11 +66,16 @@ async fn two_thousand_buyers_proving_their_keys_get_exactly_one_hundred_seats() 
         async move {
             let path = format!("/v1/holds/{hold_id}/checkout");
             let dpop = proof(&client.key, "POST", &path, now_s(&app));
-            checkout(&app, &hold_id, &client.token, Some(dpop)).await.status()
+            checkout(&app, &hold_id, &client.token, Some(dpop))
+                .await
+                .status()
         }
     });
     let statuses = join_all(paid).await;
-    assert!(statuses.iter().all(|s| *s == StatusCode::CREATED), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::CREATED),
+        "{statuses:?}"
+    );
     assert_eq!(app.counts(event).await["sold"], json!(SEATS));
     let report = app.engine.audit().await.unwrap();
     assert!(report.clean(), "{:?}", report.violations);
