@@ -22,9 +22,14 @@ export function newKey() {
   return crypto.randomUUID() + crypto.randomUUID().slice(0, 8);
 }
 
-/** One call. `idem` makes it a write that may be retried with the same key. */
-export async function api(path, { method = 'GET', token, body, idem, headers = {} } = {}) {
+/**
+ * One call. `idem` makes it a write that may be retried with the same key; `dpop`, a
+ * function answering a proof of possession (pop.js), is called for every attempt.
+ */
+export async function api(path, { method = 'GET', token, body, idem, headers = {}, dpop } = {}) {
   const h = { ...headers };
+  const proof = dpop ? await dpop() : null;
+  if (proof) h.DPoP = proof;
   if (token) h.Authorization = `Bearer ${token}`;
   if (body !== undefined) h['Content-Type'] = 'application/json';
   if (idem) h['Idempotency-Key'] = idem;

@@ -4,6 +4,7 @@
 // turn has come) until the admission token arrives. The queue ticket is kept in
 // sessionStorage, so a reload picks up the same place in line.
 import { ApiError, api, write } from './api.js';
+import { proving } from './pop.js';
 import { announce, duration, focusOn, h, fill, notice, store } from './ui.js';
 
 export class WaitingRoom {
@@ -59,7 +60,8 @@ export class WaitingRoom {
     const btn = this.el.querySelector('#join');
     if (btn) btn.disabled = true;
     try {
-      const { data } = await write(`/v1/events/${this.eventId}/queue`, { method: 'POST', token: this.buyer.token, body: pow ? { pow } : {} });
+      const path = `/v1/events/${this.eventId}/queue`;
+      const { data } = await write(path, { method: 'POST', token: this.buyer.token, body: pow ? { pow } : {}, dpop: proving('POST', path) });
       this.saved = { ticket: data.queue_ticket, joined_at: Date.now() };
       this.status = data;
       announce('You joined the line.');

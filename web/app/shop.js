@@ -2,6 +2,7 @@
 // best N in a section, a standing quantity), the hold with its countdown, and checkout
 // with the test payment methods, including a payment the provider has not settled yet.
 import { ApiError, api, newKey, serverNow, sleep, write } from './api.js';
+import { proving } from './pop.js';
 import { SeatMap } from './seatmap.js';
 import { announce, clock, fill, focusOn, h, money, notice, store } from './ui.js';
 
@@ -183,8 +184,10 @@ export class Shop {
     buttons.forEach((b) => (b.disabled = true));
     fill(this.msg, notice('info', 'Holding your seats\u2026'));
     try {
-      const { data } = await write(`/v1/events/${this.ev.event_id}/holds`, {
+      const path = `/v1/events/${this.ev.event_id}/holds`;
+      const { data } = await write(path, {
         method: 'POST',
+        dpop: proving('POST', path),
         token: this.admission,
         headers: { 'X-Buyer-Session': this.buyer.token },
         body,
@@ -312,7 +315,8 @@ export class Shop {
 
   async release() {
     try {
-      await write(`/v1/holds/${this.holdData.hold_id}`, { method: 'DELETE', token: this.buyer.token });
+      const path = `/v1/holds/${this.holdData.hold_id}`;
+      await write(path, { method: 'DELETE', token: this.buyer.token, dpop: proving('DELETE', path) });
     } catch (e) {
       if (!(e instanceof ApiError) || !['hold_not_active', 'hold_not_found'].includes(e.code)) return fill(this.payMsg, notice('error', e.message));
     }
@@ -330,8 +334,10 @@ export class Shop {
     this.paying = true;
     fill(this.payMsg, notice('info', 'Paying\u2026 do not close this page.'));
     try {
-      const { status, data } = await write(`/v1/holds/${hold.hold_id}/checkout`, {
+      const path = `/v1/holds/${hold.hold_id}/checkout`;
+      const { status, data } = await write(path, {
         method: 'POST',
+        dpop: proving('POST', path),
         token: this.buyer.token,
         idem: hold.pay_key,
         body: { payment_method: method, attendees: this.attendees() },

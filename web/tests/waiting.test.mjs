@@ -1,5 +1,6 @@
 // Events made for the purpose: one that asks for proof of work, solved in a Web Worker
-// before the join; one sold out, which the line is told; one whose holds last 10 s.
+// before the join; one sold out, which the line is told; one whose holds last 10 s;
+// one that requires proof of possession, whose admission cannot leave the browser.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { apiClient, newPage, startBrowser, startServer, unexpectedErrors } from './harness.mjs';
@@ -26,14 +27,14 @@ after(async () => {
 });
 
 /** A small theatre, opened for sale by the operator; its id. */
-async function theatre(name, seats, holdTtlS = 480) {
+async function theatre(name, seats, holdTtlS = 480, sale = {}) {
   const op = { token: server.operatorKey };
   const spec = {
     name,
     currency: 'EUR',
     tiers: [{ key: 'STALLS', name: 'Stalls', price: 2500 }],
     sections: [{ key: 'S', name: 'Stalls', tier: 'STALLS', rows: [{ label: 'A', seats }] }],
-    sale: { max_tickets_per_buyer: 4, hold_ttl_s: holdTtlS, payment_grace_s: 120, admission_rate_per_s: 100 },
+    sale: { max_tickets_per_buyer: 4, hold_ttl_s: holdTtlS, payment_grace_s: 120, admission_rate_per_s: 100, ...sale },
   };
   const created = await api.call('POST', '/v1/events', { ...op, body: spec });
   assert.equal(created.status, 201, JSON.stringify(created.data));
@@ -110,4 +111,63 @@ test('a hold left alone counts down, ends, and its seat shows free again on anot
     assert.deepEqual(unexpectedErrors(page), []);
     await page.closeAll();
   }
+});
+
+/** A proof of possession made outside the browser, with a key of the test's own. */
+async function foreignProof(method, path) {
+  const b64 = (bytes) => Buffer.from(bytes).toString('base64url');
+  const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+  const { kty, crv, x, y } = await crypto.subtle.exportKey('jwk', pair.publicKey);
+  const header = { typ: 'dpop+jwt', alg: 'ES256', jwk: { kty, crv, x, y } };
+  const claims = { htm: method, htu: path, iat: Math.floor(Date.now() / 1000), jti: crypto.randomUUID() };
+  const signed = `${b64(JSON.stringify(header))}.${b64(JSON.stringify(claims))}`;
+  const sig = await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, pair.privateKey, new TextEncoder().encode(signed));
+  return `${signed}.${b64(new Uint8Array(sig))}`;
+}
+
+test('with proofs required the browser binds a key it cannot export, keeps it across a reload, and buys; its token is refused elsewhere', T, async () => {
+  const id = await theatre('Bound night', 20, 480, { proof_of_possession: 'required' });
+  const page = await newPage(browser);
+  const proofs = new Map();
+  let admission = null;
+  page.on('request', (r) => {
+    const path = new URL(r.url()).pathname;
+    if (!['POST', 'DELETE'].includes(r.method()) || !path.startsWith('/v1/')) return;
+    const h = r.headers();
+    if (h.dpop) proofs.set(`${r.method()} ${path}`, h.dpop);
+    if (path === `/v1/events/${id}/holds`) admission = h.authorization?.slice('Bearer '.length);
+  });
+  await page.goto(`${server.base}/#/events/${id}`);
+  await page.getByRole('heading', { name: 'Bound night' }).waitFor();
+  await page.getByRole('button', { name: 'Join the line' }).click();
+  await page.getByRole('heading', { name: 'It\u2019s your turn' }).waitFor({ timeout: 30_000 });
+  assert.ok(proofs.has(`POST /v1/events/${id}/queue`), 'the join carried a proof');
+  await page.waitForFunction(() => document.querySelector('canvas.seatmap-canvas')?.seatMap?.bits, null, { timeout: 30_000 });
+  await page.getByRole('radio', { name: 'Best seats in a section' }).check();
+  await page.getByRole('button', { name: 'Hold the best seats' }).click();
+  await page.getByRole('heading', { name: 'Your seats are held' }).waitFor();
+  const holdProof = proofs.get(`POST /v1/events/${id}/holds`);
+  assert.ok(holdProof && admission, 'the hold carried a proof and the admission token');
+  const header = JSON.parse(Buffer.from(holdProof.split('.')[0], 'base64url').toString());
+  assert.equal(header.typ, 'dpop+jwt');
+  assert.equal(header.alg, 'ES256');
+  assert.equal(header.jwk.d, undefined, 'no private key leaves the browser');
+  // The key is kept: after a reload the same key pays for the hold it made.
+  await page.reload();
+  await page.getByRole('heading', { name: 'Your seats are held' }).waitFor({ timeout: 30_000 });
+  await page.getByRole('button', { name: /^Pay / }).click();
+  await page.getByRole('heading', { name: 'You have your tickets' }).waitFor({ timeout: 30_000 });
+  const payPath = [...proofs.keys()].find((k) => k.endsWith('/checkout'));
+  assert.ok(payPath, 'the checkout carried a proof');
+  const payHeader = JSON.parse(Buffer.from(proofs.get(payPath).split('.')[0], 'base64url').toString());
+  assert.deepEqual(payHeader.jwk, header.jwk, 'one key before and after the reload');
+  // The admission token copied out of the browser: refused without the browser's key.
+  const holds = `/v1/events/${id}/holds`;
+  const body = { best_available: { section: 'S', quantity: 1 } };
+  const bare = await api.call('POST', holds, { token: admission, body });
+  assert.deepEqual([bare.status, bare.data?.error], [401, 'proof_required']);
+  const foreign = await api.call('POST', holds, { token: admission, body, headers: { DPoP: await foreignProof('POST', holds) } });
+  assert.deepEqual([foreign.status, foreign.data?.error], [401, 'proof_key_mismatch']);
+  assert.deepEqual(unexpectedErrors(page), []);
+  await page.closeAll();
 });

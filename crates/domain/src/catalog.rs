@@ -109,6 +109,10 @@ pub struct SaleSettings {
     /// called. None (the default): off; `{}`: every limit at its default.
     #[serde(default)]
     pub velocity: Option<crate::velocity::VelocityRules>,
+    /// Whether holds, checkouts and releases carry a proof of possession of the key the
+    /// buyer bound at join (RFC 9449 DPoP): off (the default), optional or required.
+    #[serde(default)]
+    pub proof_of_possession: crate::possession::PopMode,
 }
 
 impl Default for SaleSettings {
@@ -124,6 +128,7 @@ impl Default for SaleSettings {
             attendee_names: Default::default(),
             exchange: None,
             velocity: None,
+            proof_of_possession: crate::possession::PopMode::Off,
         }
     }
 }

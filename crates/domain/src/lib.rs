@@ -12,6 +12,7 @@ pub mod hold;
 pub mod ids;
 pub mod money;
 pub mod order;
+pub mod possession;
 pub mod pow;
 pub mod refunds;
 pub mod secret;

@@ -55,6 +55,8 @@ pub enum EngineError {
     BadToken(TokenError),
     #[error("{0}")]
     Forbidden(&'static str),
+    #[error("{0}")]
+    Proof(crate::possession::ProofRefusal),
     #[error("your turn in the queue has not come yet")]
     NotAdmitted,
     #[error(

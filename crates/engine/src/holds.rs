@@ -1,5 +1,6 @@
 //! Holds: an admitted buyer claims seats, all or none, for the event's hold TTL.
 
+use boxoffice_domain::possession::{PopMode, Thumbprint};
 use boxoffice_domain::token::TokenKind;
 use boxoffice_domain::{EventId, HoldId, HoldState, SaleStatus, SeatIndex};
 
@@ -33,6 +34,8 @@ pub struct HoldInput {
 pub struct Admitted {
     pub event: EventId,
     pub who: BuyerSession,
+    /// The key the admission token is bound to (`cnf.jkt`), if any.
+    pub key: Option<Thumbprint>,
 }
 
 impl Engine {
@@ -52,6 +55,7 @@ impl Engine {
                     buyer: v.buyer,
                     session: v.session,
                 },
+                key: v.key,
             });
         }
         let claims =
@@ -62,6 +66,7 @@ impl Engine {
             buyer: claims.buyer,
             session: claims.sid.clone(),
             exp: claims.exp,
+            key: claims.cnf.as_ref().map(|c| c.jkt.clone()),
         };
         self.verified.insert(admission_token, verified);
         Ok(Admitted {
@@ -70,7 +75,24 @@ impl Engine {
                 buyer: claims.buyer,
                 session: claims.sid,
             },
+            key: claims.cnf.map(|c| c.jkt),
         })
+    }
+
+    /// The proof of possession of a hold request: signed with the key the admission
+    /// token is bound to, when the event checks proofs.
+    pub async fn prove_admission(
+        &self,
+        admitted: &Admitted,
+        input: crate::ProofInput<'_>,
+    ) -> Result<(), EngineError> {
+        let mode = self
+            .event(admitted.event)
+            .await?
+            .event
+            .sale
+            .proof_of_possession;
+        (self.prove(admitted.event, mode, admitted.key.as_ref(), Some(input))).await
     }
 
     /// Takes one hold attempt from the buyer's allowance, or refuses with how long to
@@ -105,6 +127,13 @@ impl Engine {
             expires_at: now.plus_secs(entry.event.sale.hold_ttl_s as u64),
         };
         tracing::Span::current().record("hold", tracing::field::display(req.hold));
+        if let Some(key) = &admitted.key
+            && entry.event.sale.proof_of_possession != PopMode::Off
+        {
+            let sale = &entry.event.sale;
+            let lifetime = u64::from(sale.hold_ttl_s) + u64::from(sale.payment_grace_s);
+            self.bind_hold(req.hold, key, lifetime).await?;
+        }
         let result = match self.ports.arbiter.hold(&req, now).await {
             // The hot store lost the event (restart, flush): rebuild from the ledger,
             // once across the nodes that notice at the same moment.

@@ -22,6 +22,7 @@ mod order_view;
 mod overview;
 mod pacing;
 pub mod ports;
+mod possession;
 mod queue;
 mod recovery;
 mod refunds;
@@ -49,6 +50,7 @@ pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
 pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
+pub use possession::{ProofConfig, ProofInput, ProofRefusal};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
 pub use velocity::{MAX_SIGNALS_PAGE, Origin, SignalCluster};
@@ -101,6 +103,8 @@ pub struct EngineConfig {
     /// Capture retries of an order in `pending_capture` before its sale is cancelled
     /// and its seats go back on sale.
     pub capture_max_attempts: u32,
+    /// Proofs of possession: how old a proof may be, and how many are remembered.
+    pub proofs: ProofConfig,
 }
 
 impl Default for EngineConfig {
@@ -118,6 +122,7 @@ impl Default for EngineConfig {
             recovery_in_flight: 50,
             recovery_calls_per_s: None,
             capture_max_attempts: 48,
+            proofs: ProofConfig::default(),
         }
     }
 }
@@ -151,6 +156,8 @@ pub struct Engine {
     /// Payment velocity counters and buyer clusters (`velocity`); without them the
     /// events' velocity rules are not enforced.
     velocity: Option<Arc<dyn ports::VelocityStore>>,
+    /// Proof ids and hold bindings of proof of possession (`possession`).
+    proofs: Option<Arc<dyn ports::ProofMemory>>,
 }
 
 impl Engine {
@@ -183,6 +190,7 @@ impl Engine {
             tickets: None,
             exchange: None,
             velocity: None,
+            proofs: None,
         }
     }
 

@@ -11,6 +11,7 @@
 use std::net::IpAddr;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
+use boxoffice_domain::possession::{Confirmation, Thumbprint};
 use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
@@ -90,6 +91,8 @@ pub struct Joiner<'a> {
     pub who: &'a Identity,
     pub ip: Option<IpAddr>,
     pub pow: Option<&'a PowSolution>,
+    /// The request's proof of possession (`DPoP`), whose key the ticket is bound to.
+    pub proof: Option<crate::ProofInput<'a>>,
 }
 
 /// A join that passed every check (limits, rules, proof of work) and has not taken
@@ -100,6 +103,7 @@ pub struct JoinPass {
     buyer: BuyerId,
     session: String,
     open: bool,
+    key: Option<Thumbprint>,
 }
 
 impl JoinPass {
@@ -139,11 +143,15 @@ impl Engine {
         if rules.pow_difficulty > 0 {
             self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
         }
+        // Last: a proof is remembered only once everything else passed.
+        let mode = entry.event.sale.proof_of_possession;
+        let key = self.join_key(event, mode, who.proof).await?;
         Ok(JoinPass {
             event,
             buyer: buyer.buyer,
             session: buyer.session.clone(),
             open: entry.event.status == SaleStatus::Open,
+            key,
         })
     }
 
@@ -155,6 +163,7 @@ impl Engine {
             buyer,
             session,
             open,
+            key,
         } = pass;
         let place = if open {
             self.join_line(event, buyer).await?
@@ -188,6 +197,7 @@ impl Engine {
         let ticket = Claims {
             event: Some(event),
             position: place.position,
+            cnf: key.map(|jkt| Confirmation { jkt }),
             ..Claims::new(
                 TokenKind::QueueTicket,
                 buyer,

@@ -18,6 +18,8 @@ pub(crate) struct Verified {
     pub buyer: BuyerId,
     pub session: String,
     pub exp: Millis,
+    /// The key the token is bound to (`cnf.jkt`), if any.
+    pub key: Option<boxoffice_domain::possession::Thumbprint>,
 }
 
 /// Independent shards, so a shard's map growing (and copying itself) holds up only the

@@ -62,6 +62,11 @@ error_codes! {
     TokenWrongAudience = "token_wrong_audience" => UNAUTHORIZED;
     TokenWrongEvent = "token_wrong_event" => FORBIDDEN;
     SessionMismatch = "session_mismatch" => FORBIDDEN;
+    ProofRequired = "proof_required" => UNAUTHORIZED;
+    ProofInvalid = "proof_invalid" => UNAUTHORIZED;
+    ProofStale = "proof_stale" => UNAUTHORIZED;
+    ProofReplayed = "proof_replayed" => UNAUTHORIZED;
+    ProofKeyMismatch = "proof_key_mismatch" => UNAUTHORIZED;
     Forbidden = "forbidden" => FORBIDDEN;
     NotAdmitted = "not_admitted" => FORBIDDEN;
     AdmissionExpired = "admission_expired" => GONE;

@@ -105,6 +105,7 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::Invalid(_) => C::InvalidRequest,
         E::BadToken(t) => token_code(t),
         E::Forbidden(_) => C::Forbidden,
+        E::Proof(r) => proof_code(*r),
         E::NotAdmitted => C::NotAdmitted,
         E::AdmissionExpired => C::AdmissionExpired,
         E::SaleNotOpen => C::SaleNotOpen,
@@ -128,6 +129,17 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::TooManyBuyers(_) => C::TooManyBuyers,
         E::Unavailable(_) => C::Unavailable,
         E::Internal(_) => C::Internal,
+    }
+}
+
+fn proof_code(r: boxoffice_engine::ProofRefusal) -> ErrorCode {
+    use boxoffice_engine::ProofRefusal as R;
+    match r {
+        R::Required => ErrorCode::ProofRequired,
+        R::Invalid(_) => ErrorCode::ProofInvalid,
+        R::Stale => ErrorCode::ProofStale,
+        R::Replayed => ErrorCode::ProofReplayed,
+        R::KeyMismatch => ErrorCode::ProofKeyMismatch,
     }
 }
 

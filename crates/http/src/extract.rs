@@ -25,6 +25,15 @@ pub(crate) const BUYER_REFUSES: &[ErrorCode] = &[
 /// What a route answers when the operator key is missing or wrong.
 pub(crate) const OPERATOR_REFUSES: &[ErrorCode] = &[ErrorCode::MissingToken, ErrorCode::Forbidden];
 
+/// What a route answers when its proof of possession (`DPoP`) is missing or refused.
+pub(crate) const PROOF_REFUSES: &[ErrorCode] = &[
+    ErrorCode::ProofRequired,
+    ErrorCode::ProofInvalid,
+    ErrorCode::ProofStale,
+    ErrorCode::ProofReplayed,
+    ErrorCode::ProofKeyMismatch,
+];
+
 /// What a route that reads a body answers when it is over `MAX_BODY`.
 pub(crate) const BODY_REFUSES: &[ErrorCode] = &[ErrorCode::PayloadTooLarge];
 
@@ -71,6 +80,42 @@ impl<S: Send + Sync> FromRequestParts<S> for BuyerSessionHeader {
             .get("x-buyer-session")
             .and_then(|v| v.to_str().ok());
         Ok(BuyerSessionHeader(value.map(str::to_owned)))
+    }
+}
+
+/// A request's proof of possession (the `DPoP` header, RFC 9449) with the method and
+/// path it must be a proof for. Sent twice, or not as visible ASCII, it is kept as an
+/// empty proof, which no check accepts.
+pub struct Dpop {
+    proof: Option<String>,
+    method: axum::http::Method,
+    path: String,
+}
+
+impl Dpop {
+    pub fn input(&self) -> boxoffice_engine::ProofInput<'_> {
+        boxoffice_engine::ProofInput {
+            proof: self.proof.as_deref(),
+            method: self.method.as_str(),
+            path: &self.path,
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Dpop {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let mut sent = parts.headers.get_all("dpop").iter();
+        let proof = match (sent.next(), sent.next()) {
+            (None, _) => None,
+            (Some(one), None) => Some(one.to_str().unwrap_or_default().to_owned()),
+            (Some(_), Some(_)) => Some(String::new()),
+        };
+        Ok(Dpop {
+            proof,
+            method: parts.method.clone(),
+            path: parts.uri.path().to_owned(),
+        })
     }
 }
 

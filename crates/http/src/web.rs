@@ -38,6 +38,7 @@ pub(crate) const FILES: &[(&str, &str, &[u8])] = &[
     ("ui.js", JS, include_bytes!("../../../web/app/ui.js")),
     ("event.js", JS, include_bytes!("../../../web/app/event.js")),
     ("queue.js", JS, include_bytes!("../../../web/app/queue.js")),
+    ("pop.js", JS, include_bytes!("../../../web/app/pop.js")),
     (
         "pow-worker.js",
         JS,

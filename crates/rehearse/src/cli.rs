@@ -185,6 +185,9 @@ pub struct RehearseArgs {
     /// Proof-of-work difficulty asked at join (leading zero bits; 0: none).
     #[arg(long, default_value_t = 0)]
     pub pow_difficulty: u8,
+    /// Proofs of possession the made event asks for: off, optional or required.
+    #[arg(long, default_value = "off", value_parser = pop_mode)]
+    pub proofs: boxoffice_domain::possession::PopMode,
     #[arg(long, default_value_t = 0.02)]
     pub aggressive_pollers: f64,
     #[arg(long, default_value_t = 0.02)]
@@ -263,6 +266,7 @@ impl RehearseArgs {
             event_rate_per_s: self.event_rate,
             admission_rate: self.admission_rate,
             pow_difficulty: self.pow_difficulty,
+            proofs: self.proofs,
             arrivals: Arrivals {
                 buyers: self.buyers,
                 rush_share: self.rush_share,
@@ -399,4 +403,9 @@ async fn find_rate(
         None => println!("no rate tried met the objectives ({})", path.display()),
     }
     Ok(found.rate.is_some())
+}
+
+fn pop_mode(s: &str) -> Result<boxoffice_domain::possession::PopMode, String> {
+    serde_json::from_value(serde_json::Value::String(s.into()))
+        .map_err(|_| format!("{s:?} is not one of off, optional, required"))
 }

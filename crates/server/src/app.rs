@@ -70,6 +70,7 @@ impl Application {
         let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
             .with_buyers(config.buyers.clone())
             .with_tickets(backends.tickets)
+            .with_proof_memory(backends.proofs.clone())
             .with_exchange(backends.exchange)
             .with_outbox(backends.outbox)
             .with_velocity(backends.velocity);

@@ -8,13 +8,15 @@ use std::time::Duration;
 use anyhow::Context;
 use boxoffice_engine::Ports;
 use boxoffice_engine::ports::{
-    Clock, Exchange, IdempotencyStore, Ledger, Outbox, Tickets, VelocityStore,
+    Clock, Exchange, IdempotencyStore, Ledger, Outbox, ProofMemory, Tickets, VelocityStore,
 };
 use boxoffice_payment_fake::FakeGateway;
-use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryVelocity};
+use boxoffice_store_memory::{
+    InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryProofs, MemoryVelocity,
+};
 use boxoffice_store_postgres::PostgresLedger;
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisQueue, RedisVelocity,
+    Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisProofs, RedisQueue, RedisVelocity,
 };
 use boxoffice_store_sqlite::SqliteLedger;
 
@@ -37,6 +39,8 @@ pub struct Backends {
     pub outbox: Arc<dyn Outbox>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// Proof-of-possession memory (proof ids, hold keys), beside the hot store.
+    pub proofs: Arc<dyn ProofMemory>,
     /// Tickets, gates and check-in, in the ledger's database.
     pub tickets: Arc<dyn Tickets>,
     /// The face-value exchange's listings and swaps, in the ledger's database.
@@ -69,6 +73,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         idempotency,
         outbox,
         hold_idempotency: hot.idempotency,
+        proofs: hot.proofs,
         tickets,
         exchange,
         velocity: hot.velocity,
@@ -125,6 +130,7 @@ struct Hot {
     queue: Arc<dyn boxoffice_engine::ports::QueueStore>,
     idempotency: Arc<dyn IdempotencyStore>,
     velocity: Arc<dyn VelocityStore>,
+    proofs: Arc<dyn ProofMemory>,
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
@@ -148,6 +154,9 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
             replays.retention_ms(),
         )),
         velocity: Arc::new(MemoryVelocity::new()),
+        proofs: Arc::new(MemoryProofs::new(
+            usize::try_from(config.engine.proofs.max_remembered).unwrap_or(usize::MAX),
+        )),
     })
 }
 
@@ -163,6 +172,10 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
         arbiter: Arc::new(arbiter),
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
         velocity: Arc::new(RedisVelocity::new(conn.clone(), prefix.clone())),
+        proofs: Arc::new(
+            RedisProofs::new(conn.clone(), prefix.clone())
+                .with_limit(config.engine.proofs.max_remembered),
+        ),
         idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
             replays.max_records,
             Duration::from_secs(replays.retention_s),

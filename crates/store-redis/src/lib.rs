@@ -15,6 +15,7 @@ mod hold_states;
 mod idempotency;
 mod keys;
 mod options;
+mod proofs;
 mod queue;
 mod reply;
 mod scripts;
@@ -28,6 +29,7 @@ pub use idempotency::{
 };
 pub use keys::Prefix;
 pub use options::RedisOptions;
+pub use proofs::{MAX_PER_WINDOW as PROOF_MAX_PER_WINDOW, RedisProofs};
 pub use queue::RedisQueue;
 pub use scripts::hold_script_source;
 pub use tls::install_ring_provider;

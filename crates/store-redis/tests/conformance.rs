@@ -1,15 +1,18 @@
-//! The SeatArbiter, QueueStore, IdempotencyStore and VelocityStore conformance suites
-//! against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the machine's
-//! 127.0.0.1:6379), under a prefix unique to this run; every key is deleted when the
-//! run's last case ends.
+//! The SeatArbiter, QueueStore, IdempotencyStore, VelocityStore and ProofMemory
+//! conformance suites against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the
+//! machine's 127.0.0.1:6379), under a prefix unique to this run; every key is deleted
+//! when the run's last case ends.
 
 mod common;
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{IdempotencyStore, QueueStore, SeatArbiter, VelocityStore};
+use boxoffice_engine::ports::{
+    IdempotencyStore, ProofMemory, QueueStore, SeatArbiter, VelocityStore,
+};
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisArbiterConfig, RedisIdempotency, RedisQueue, RedisVelocity,
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisIdempotency, RedisProofs, RedisQueue,
+    RedisVelocity,
 };
 use common::{PREFIX, Tracked, connect, redis_url};
 
@@ -54,9 +57,25 @@ async fn capped(cap: usize) -> Arc<dyn IdempotencyStore> {
     Arc::new(Tracked::new(store, &url))
 }
 
+async fn proofs() -> Arc<dyn ProofMemory> {
+    let url = redis_url();
+    Arc::new(Tracked::new(
+        RedisProofs::new(connect(&url).await, prefix()),
+        &url,
+    ))
+}
+
+async fn capped_proofs(cap: usize) -> Arc<dyn ProofMemory> {
+    let url = redis_url();
+    let store = RedisProofs::new(connect(&url).await, prefix()).with_limit(cap as u64);
+    Arc::new(Tracked::new(store, &url))
+}
+
 boxoffice_testkit::arbiter_conformance!(arbiter());
 boxoffice_testkit::queue_conformance!(queue());
 boxoffice_testkit::idempotency_conformance!(idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(idempotency());
 boxoffice_testkit::bounded_idempotency_conformance!(capped);
 boxoffice_testkit::velocity_conformance!(velocity());
+boxoffice_testkit::proofs_conformance!(proofs());
+boxoffice_testkit::bounded_proofs_conformance!(capped_proofs);

@@ -20,6 +20,29 @@ pub fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// A fresh client key for proofs of possession (`DPoP`), as a non-browser client makes
+/// one: 32 random bytes (here from two random UUIDs, enough for a test) as an ES256 key.
+pub fn proof_key() -> boxoffice_domain::possession::ProofKey {
+    loop {
+        let mut seed = [0u8; 32];
+        seed[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        seed[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        if let Some(key) = boxoffice_domain::possession::ProofKey::from_seed(&seed) {
+            return key;
+        }
+    }
+}
+
+/// A proof of possession for one request made now (`now_s`, seconds since the epoch).
+pub fn proof(
+    key: &boxoffice_domain::possession::ProofKey,
+    method: &str,
+    path: &str,
+    now_s: i64,
+) -> String {
+    key.proof(method, path, now_s, &uuid())
+}
+
 /// A path as the `&str` a command line takes.
 pub fn path_str(p: &std::path::Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")

@@ -9,6 +9,7 @@ pub mod exchange;
 pub mod idempotency;
 pub mod ledger;
 pub mod outbox;
+pub mod proofs;
 pub mod tickets;
 pub mod velocity;
 

@@ -62,6 +62,10 @@ pub struct Claims {
     /// Proof-of-work challenges: leading zero bits a solution needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub difficulty: Option<u8>,
+    /// Queue tickets and admission tokens bound to a client's key: its thumbprint
+    /// (`cnf.jkt`, RFC 9449). Requests made with the token carry a proof signed with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<crate::possession::Confirmation>,
 }
 
 impl Claims {
@@ -77,6 +81,7 @@ impl Claims {
             verified: false,
             account_created_at: None,
             difficulty: None,
+            cnf: None,
         }
     }
 }

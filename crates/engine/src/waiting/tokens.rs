@@ -124,6 +124,7 @@ impl Engine {
                 buyer: claims.buyer,
                 session: claims.sid,
             },
+            key: claims.cnf.map(|c| c.jkt),
         })
     }
 

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, json};
+use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, Dpop, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
@@ -132,13 +132,18 @@ pub(crate) const CREATE_DOC: Doc = Doc {
             C::TokenWrongIssuer,
         ]
     },
-    shared: &[crate::idempotency::REFUSES, crate::extract::BODY_REFUSES],
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::BODY_REFUSES,
+        crate::extract::PROOF_REFUSES,
+    ],
 };
 
 pub async fn create(
     State(st): State<AppState>,
     token: BearerToken,
     session: BuyerSessionHeader,
+    dpop: Dpop,
     replay: Replay,
     Id(id): Id<EventId>,
     feeds: Feeds,
@@ -162,6 +167,10 @@ pub async fn create(
     // answer, so the same request succeeds after Retry-After.
     if let Err(r) = st.engine.limit_hold(&admitted) {
         return refused(r.into());
+    }
+    // Last of the checks: only a proof that passed everything else is remembered.
+    if let Err(e) = st.engine.prove_admission(&admitted, dpop.input()).await {
+        return ApiError::from(e).into_response();
     }
     let scope = Scope::Buyer(admitted.who.buyer);
     let state = st.clone();
@@ -205,15 +214,23 @@ pub(crate) const RELEASE_DOC: Doc = Doc {
         use ErrorCode as C;
         &[C::HoldNotActive, C::HoldNotFound]
     },
-    shared: &[crate::idempotency::REFUSES, crate::extract::BUYER_REFUSES],
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::BUYER_REFUSES,
+        crate::extract::PROOF_REFUSES,
+    ],
 };
 
 pub async fn release(
     State(st): State<AppState>,
     Buyer(who): Buyer,
+    dpop: Dpop,
     replay: Replay,
     Id(hold): Id<HoldId>,
 ) -> Response {
+    if let Err(e) = st.engine.prove_for_hold(hold, dpop.input()).await {
+        return ApiError::from(e).into_response();
+    }
     let scope = Scope::Buyer(who.buyer);
     let state = st.clone();
     replay

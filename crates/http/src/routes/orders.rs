@@ -18,7 +18,7 @@ use crate::AppState;
 use crate::client_addr::ClientAddr;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{Buyer, json};
+use crate::extract::{Buyer, Dpop, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
@@ -123,12 +123,14 @@ pub(crate) const CHECKOUT_DOC: Doc = Doc {
         crate::idempotency::REFUSES,
         crate::extract::BUYER_REFUSES,
         crate::extract::BODY_REFUSES,
+        crate::extract::PROOF_REFUSES,
     ],
 };
 
 pub async fn checkout(
     State(st): State<AppState>,
     Buyer(who): Buyer,
+    dpop: Dpop,
     replay: Replay,
     Id(hold): Id<HoldId>,
     ClientAddr(addr): ClientAddr,
@@ -150,6 +152,10 @@ pub async fn checkout(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    // Last of the checks: only a proof that passes is remembered.
+    if let Err(e) = st.engine.prove_for_hold(hold, dpop.input()).await {
+        return ApiError::from(e).into_response();
+    }
     let scope = Scope::Buyer(who.buyer);
     let state = st.clone();
     // The device key joins the origin once the buyer app proves one with each request.

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{bearer, json};
+use crate::extract::{Dpop, bearer, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -54,6 +54,7 @@ pub(crate) const JOIN_DOC: Doc = Doc {
         crate::idempotency::REFUSES,
         crate::extract::BUYER_REFUSES,
         crate::extract::BODY_REFUSES,
+        crate::extract::PROOF_REFUSES,
     ],
 };
 
@@ -61,6 +62,7 @@ pub async fn join(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
+    dpop: Dpop,
     replay: Replay,
     Id(id): Id<EventId>,
     body: Bytes,
@@ -79,6 +81,7 @@ pub async fn join(
         who: &who,
         ip: Some(addr),
         pow: parsed.pow.as_ref(),
+        proof: Some(dpop.input()),
     };
     // Refusals (403, 429) are answered before the replay store: they change nothing,
     // and a retry after Retry-After must be able to succeed.

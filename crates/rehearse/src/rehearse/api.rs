@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use boxoffice_domain::possession::ProofKey;
 use reqwest::Method;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -58,6 +59,8 @@ pub struct Call<'a> {
     /// The client address the request is made for (sent as X-Forwarded-For, which a
     /// server trusts only from proxies it was told to trust).
     pub client_ip: Option<&'a str>,
+    /// The buyer's key: the request carries a fresh proof of possession (`DPoP`).
+    pub proof: Option<&'a ProofKey>,
 }
 
 impl<'a> Call<'a> {
@@ -70,6 +73,7 @@ impl<'a> Call<'a> {
             body: None,
             key: None,
             client_ip: None,
+            proof: None,
         }
     }
 
@@ -89,6 +93,11 @@ impl<'a> Call<'a> {
 
     pub fn from(mut self, ip: &'a str) -> Call<'a> {
         self.client_ip = Some(ip);
+        self
+    }
+
+    pub fn proving(mut self, key: &'a ProofKey) -> Call<'a> {
+        self.proof = Some(key);
         self
     }
 }
@@ -174,6 +183,9 @@ impl Api {
         if let Some(b) = &call.body {
             req = req.json(b);
         }
+        if let Some(key) = call.proof {
+            req = req.header("DPoP", proof(key, call));
+        }
         req
     }
 
@@ -184,6 +196,16 @@ impl Api {
             () = self.cancel.cancelled() => Err(Stop::Cancelled),
         }
     }
+}
+
+/// A proof for this request, made as it is sent (so every retry has its own): the
+/// recipe of docs/ARCHITECTURE.md for clients that are not a browser.
+fn proof(key: &ProofKey, call: &Call<'_>) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let iat = now.map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let path = call.path.split('?').next().unwrap_or(call.path);
+    let jti = uuid::Uuid::new_v4().simple().to_string();
+    key.proof(call.method.as_str(), path, iat, &jti)
 }
 
 async fn answer(req: reqwest::RequestBuilder) -> Answer {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use boxoffice_domain::possession::ProofKey;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -75,6 +76,8 @@ pub struct BuyerResult {
 /// One identity in the line.
 pub struct Session {
     pub token: String,
+    /// The key this session's admission is bound to (proof of possession).
+    pub key: ProofKey,
     ticket: String,
     position: Option<u64>,
 }
@@ -138,6 +141,7 @@ async fn walk(
         ctx,
         base: &base,
         token: &line[session].token,
+        key: &line[session].key,
         admission: &admission,
         profile: p.profile,
     };
@@ -182,11 +186,13 @@ async fn join(
 ) -> Result<Option<Session>, Stop> {
     let path = format!("/v1/events/{}/queue", ctx.event);
     let key = uuid::Uuid::new_v4().to_string();
+    let proof_key = new_key();
     let mut body = json!({});
     for attempt in 0..6 {
         let call = Call::post(Step::Join, &path, body.clone(), &key)
             .token(&token)
-            .from(ip);
+            .from(ip)
+            .proving(&proof_key);
         let a = ctx.api.send(base, call).await?;
         if a.ok() {
             let ticket = a.body["queue_ticket"]
@@ -196,6 +202,7 @@ async fn join(
             let position = a.body["position"].as_u64();
             return Ok(Some(Session {
                 token,
+                key: proof_key,
                 ticket,
                 position,
             }));
@@ -210,6 +217,15 @@ async fn join(
         }
     }
     Ok(None)
+}
+
+/// A key of the session's own, as the buyer app makes one at its first join.
+fn new_key() -> ProofKey {
+    loop {
+        if let Some(key) = ProofKey::from_seed(&rand::rng().random()) {
+            return key;
+        }
+    }
 }
 
 /// Fetches a challenge and solves it (on a blocking thread: it is CPU work).

@@ -53,6 +53,9 @@ pub struct Settings {
     pub admission_rate: Option<u32>,
     /// Proof of work asked at join (0: none).
     pub pow_difficulty: u8,
+    /// Proofs of possession the made event asks for. Every buyer proves a key of its
+    /// own whatever the event asks (as the buyer app does).
+    pub proofs: boxoffice_domain::possession::PopMode,
     pub arrivals: Arrivals,
     pub mix: Mix,
     pub adversaries: Adversaries,
@@ -81,6 +84,7 @@ impl Default for Settings {
             event_rate_per_s: 200,
             admission_rate: None,
             pow_difficulty: 0,
+            proofs: boxoffice_domain::possession::PopMode::Off,
             arrivals: Arrivals {
                 buyers: 10_000,
                 rush_share: 0.5,

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use boxoffice_domain::OrderState;
+use boxoffice_domain::possession::ProofKey;
 use rand::Rng;
 use rand::rngs::StdRng;
 use reqwest::Method;
@@ -56,6 +57,8 @@ pub struct Shopper<'a> {
     pub ctx: &'a Ctx,
     pub base: &'a str,
     pub token: &'a str,
+    /// The key the admission is bound to: every hold, release and checkout proves it.
+    pub key: &'a ProofKey,
     pub admission: &'a str,
     pub profile: Profile,
 }
@@ -162,7 +165,9 @@ impl Shopper<'_> {
         let path = format!("/v1/events/{}/holds", self.ctx.event);
         let key = uuid::Uuid::new_v4().to_string();
         for attempt in 0..6 {
-            let call = Call::post(Step::Hold, &path, body.clone(), &key).token(self.admission);
+            let call = Call::post(Step::Hold, &path, body.clone(), &key)
+                .token(self.admission)
+                .proving(self.key);
             let a = self.ctx.api.send(self.base, call).await?;
             if a.status == 201 {
                 let id = a.body["hold_id"].as_str().unwrap_or_default().to_owned();
@@ -184,7 +189,9 @@ impl Shopper<'_> {
         let call = Call {
             method: Method::DELETE,
             key: Some(&key),
-            ..Call::get(Step::Release, &path).token(self.token)
+            ..Call::get(Step::Release, &path)
+                .token(self.token)
+                .proving(self.key)
         };
         let a = self.ctx.api.send(self.base, call).await?;
         if !a.ok() {
@@ -199,7 +206,9 @@ impl Shopper<'_> {
         let key = uuid::Uuid::new_v4().to_string();
         let body = json!({ "payment_method": card });
         for attempt in 0..6 {
-            let call = Call::post(Step::Checkout, &path, body.clone(), &key).token(self.token);
+            let call = Call::post(Step::Checkout, &path, body.clone(), &key)
+                .token(self.token)
+                .proving(self.key);
             let a = self.ctx.api.send(self.base, call).await?;
             match a.status {
                 201 => return Ok((Outcome::Bought, seats_of(&a.body))),

@@ -18,6 +18,7 @@ mod fuzz;
 mod identity;
 mod order_events;
 mod payments;
+mod possession;
 mod refunds;
 mod rehearse;
 mod seed_scenario;

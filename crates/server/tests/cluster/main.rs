@@ -12,6 +12,7 @@ mod lost_event;
 mod nodes;
 mod operator_mistakes;
 mod order_events;
+mod possession;
 mod sweeps;
 mod waiting;
 mod webhooks;

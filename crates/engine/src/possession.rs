@@ -1,0 +1,211 @@
+//! Proof of possession (RFC 9449 DPoP) at the engine: which requests need a proof, the
+//! key a proof must be signed with, and the replay memory. The domain checks a proof's
+//! form, signature, request and age (`boxoffice_domain::possession`); here a checked
+//! proof is held against the key its token or hold is bound to, and its id is
+//! remembered for as long as the proof could be accepted, so each proof is used once.
+//!
+//! The key is bound at join (the queue ticket's `cnf.jkt`, which the admission token
+//! inherits) and, at each hold, to the hold, so that its checkout and release (made
+//! with the buyer token) need the same key. Every check runs before the request's
+//! replay record and before any store write, and only a proof that passed every check
+//! is remembered: a refusal changes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use boxoffice_domain::possession::{
+    self, PopMode, ProofError, ProofRequest, ProofWindow, Thumbprint,
+};
+use boxoffice_domain::{EventId, HoldId};
+use serde::Deserialize;
+
+use crate::ports::{FirstUse, ProofMemory};
+use crate::{Engine, EngineError};
+
+/// Proof-of-possession settings (`[engine.proofs]`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default)]
+pub struct ProofConfig {
+    /// Oldest proof accepted, by its `iat` (seconds).
+    pub max_age_s: u64,
+    /// How far ahead of this node's clock a proof's `iat` may be (seconds).
+    pub skew_s: u64,
+    /// Most proof ids remembered per event at once; beyond it a proof is answered 503
+    /// (retry shortly) rather than accepted unremembered.
+    pub max_remembered: u64,
+}
+
+impl Default for ProofConfig {
+    fn default() -> Self {
+        ProofConfig {
+            max_age_s: 60,
+            skew_s: 5,
+            max_remembered: 1_000_000,
+        }
+    }
+}
+
+impl ProofConfig {
+    fn window(&self) -> ProofWindow {
+        ProofWindow {
+            max_age_s: self.max_age_s,
+            skew_s: self.skew_s,
+        }
+    }
+
+    /// A proof is accepted while its `iat` is within the window: remembering its id
+    /// this long (and a second for rounding) covers every moment it could be replayed.
+    fn replay_ttl(&self) -> Duration {
+        Duration::from_secs(self.max_age_s.saturating_add(self.skew_s).saturating_add(1))
+    }
+}
+
+/// Why a request's proof of possession is refused. Each is a 401 that changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProofRefusal {
+    #[error(
+        "this request needs a DPoP header: a proof signed with the key bound when joining the \
+         line (an admission bound to no key is not accepted by this sale)"
+    )]
+    Required,
+    #[error("the DPoP proof is not accepted: {0}")]
+    Invalid(ProofError),
+    #[error("the DPoP proof's iat is outside the accepted window; check the device's clock")]
+    Stale,
+    #[error("this DPoP proof was used before; sign a fresh one (a new jti) for every request")]
+    Replayed,
+    #[error("the DPoP proof is signed with another key than the one this admission is bound to")]
+    KeyMismatch,
+}
+
+impl From<ProofError> for ProofRefusal {
+    fn from(e: ProofError) -> Self {
+        match e {
+            ProofError::Stale => ProofRefusal::Stale,
+            other => ProofRefusal::Invalid(other),
+        }
+    }
+}
+
+impl From<ProofRefusal> for EngineError {
+    fn from(r: ProofRefusal) -> Self {
+        EngineError::Proof(r)
+    }
+}
+
+/// A request's `DPoP` header (if any) and what it must be a proof for.
+#[derive(Clone, Copy, Debug)]
+pub struct ProofInput<'a> {
+    pub proof: Option<&'a str>,
+    pub method: &'a str,
+    pub path: &'a str,
+}
+
+impl Engine {
+    /// Where proof ids and hold bindings are remembered (beside the hot store).
+    pub fn with_proof_memory(mut self, memory: Arc<dyn ProofMemory>) -> Engine {
+        self.proofs = Some(memory);
+        self
+    }
+
+    fn proof_memory(&self) -> Result<&dyn ProofMemory, EngineError> {
+        self.proofs.as_deref().ok_or_else(|| {
+            EngineError::Unavailable("no proof-of-possession memory is configured".into())
+        })
+    }
+
+    /// The key a join binds its ticket to: the proof's, when the event asks for one or
+    /// allows it and the client sent it.
+    pub(crate) async fn join_key(
+        &self,
+        event: EventId,
+        mode: PopMode,
+        input: Option<ProofInput<'_>>,
+    ) -> Result<Option<Thumbprint>, EngineError> {
+        let sent = input.filter(|i| i.proof.is_some());
+        match (mode, sent) {
+            (PopMode::Off, _) | (PopMode::Optional, None) => Ok(None),
+            (PopMode::Required, None) => Err(ProofRefusal::Required.into()),
+            (_, Some(input)) => self.accept(event, input, None).await.map(Some),
+        }
+    }
+
+    /// Checks the proof of a request made under a binding to `bound` (or to no key).
+    pub(crate) async fn prove(
+        &self,
+        event: EventId,
+        mode: PopMode,
+        bound: Option<&Thumbprint>,
+        input: Option<ProofInput<'_>>,
+    ) -> Result<(), EngineError> {
+        if mode == PopMode::Off {
+            return Ok(());
+        }
+        let Some(bound) = bound else {
+            return match mode {
+                PopMode::Required => Err(ProofRefusal::Required.into()),
+                _ => Ok(()),
+            };
+        };
+        let input = input
+            .filter(|i| i.proof.is_some())
+            .ok_or(ProofRefusal::Required)?;
+        self.accept(event, input, Some(bound)).await.map(drop)
+    }
+
+    /// The proof of a checkout or release of `hold`, against the key the hold was
+    /// taken with.
+    pub async fn prove_for_hold(
+        &self,
+        hold: HoldId,
+        input: ProofInput<'_>,
+    ) -> Result<(), EngineError> {
+        let mode = self.event(hold.event).await?.event.sale.proof_of_possession;
+        if mode == PopMode::Off {
+            return Ok(());
+        }
+        let bound = self.proof_memory()?.hold_key(hold).await?;
+        self.prove(hold.event, mode, bound.as_ref(), Some(input))
+            .await
+    }
+
+    /// Binds a hold about to be taken to the key its admission was proven with, for as
+    /// long as it can be paid for. Before the hold: a hold never exists unbound.
+    pub(crate) async fn bind_hold(
+        &self,
+        hold: HoldId,
+        key: &Thumbprint,
+        lifetime_s: u64,
+    ) -> Result<(), EngineError> {
+        let ttl = Duration::from_secs(lifetime_s.saturating_add(60));
+        Ok(self.proof_memory()?.bind_hold(hold, key, ttl).await?)
+    }
+
+    /// Checks a proof and, last, remembers its id: only a proof that passed is kept.
+    async fn accept(
+        &self,
+        event: EventId,
+        input: ProofInput<'_>,
+        bound: Option<&Thumbprint>,
+    ) -> Result<Thumbprint, EngineError> {
+        let cfg = &self.config.proofs;
+        let request = ProofRequest {
+            method: input.method,
+            path: input.path,
+        };
+        let proof = input.proof.unwrap_or_default();
+        let checked = possession::check(proof, request, cfg.window(), self.now())
+            .map_err(ProofRefusal::from)?;
+        if bound.is_some_and(|b| *b != checked.jkt) {
+            return Err(ProofRefusal::KeyMismatch.into());
+        }
+        let memory = self.proof_memory()?;
+        match (memory.first_use(event, &checked.jkt, &checked.jti, cfg.replay_ttl())).await? {
+            FirstUse::Fresh => Ok(checked.jkt),
+            FirstUse::Replayed => Err(ProofRefusal::Replayed.into()),
+            FirstUse::Full => Err(EngineError::Unavailable(
+                "the proof-of-possession memory is full".into(),
+            )),
+        }
+    }
+}
