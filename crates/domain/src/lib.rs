@@ -7,6 +7,7 @@ pub mod admission;
 pub mod catalog;
 pub mod fairness;
 pub mod hold;
+pub mod human_check;
 pub mod ids;
 pub mod money;
 pub mod order;

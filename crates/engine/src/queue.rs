@@ -1,5 +1,6 @@
 //! Joining the line and asking where one stands. A join checks the event's rules
-//! (eligibility, proof of work) and the rate limits, then takes a place: in the
+//! (eligibility, the human check: proof of work or a hosted verifier) and the rate
+//! limits, then takes a place: in the
 //! pre-opening pool, or at the back of the line. The two steps are apart so that the
 //! HTTP layer can consult its replay store in between: a refused join changes nothing
 //! and a join whose Idempotency-Key was used for another request never takes a place.
@@ -11,6 +12,7 @@
 use std::net::IpAddr;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
+use boxoffice_domain::human_check::HumanCheck;
 use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
@@ -89,6 +91,8 @@ pub struct Joiner<'a> {
     pub who: &'a Identity,
     pub ip: Option<IpAddr>,
     pub pow: Option<&'a PowSolution>,
+    /// A hosted verifier's token, when the event asks a hosted human check.
+    pub human_token: Option<&'a str>,
 }
 
 /// A join that passed every check (limits, rules, proof of work) and has not taken
@@ -135,8 +139,26 @@ impl Engine {
         }
         let rules = self.event_settings(event).await?.rules;
         check_rules(&rules, buyer)?;
-        if rules.pow_difficulty > 0 {
-            self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
+        match rules.human_check() {
+            HumanCheck::None => {}
+            HumanCheck::ProofOfWork => {
+                self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
+            }
+            // Last: the only check that costs a call out and uses up the token.
+            HumanCheck::Hosted {
+                provider,
+                when_down,
+            } => {
+                self.check_hosted(
+                    event,
+                    buyer,
+                    who.human_token,
+                    who.ip,
+                    (provider, when_down),
+                    now,
+                )
+                .await?;
+            }
         }
         Ok(JoinPass {
             event,

@@ -13,6 +13,7 @@ pub mod tickets;
 pub mod arbiter;
 pub mod queue;
 
+pub mod siteverify_stub;
 pub mod stripe_stub;
 pub mod tls;
 

@@ -5,6 +5,7 @@
 mod arbiter;
 mod cancellation;
 mod clock;
+mod human;
 mod idempotency;
 mod identity;
 mod ledger;
@@ -17,6 +18,7 @@ mod transfers;
 pub use arbiter::*;
 pub use cancellation::*;
 pub use clock::*;
+pub use human::*;
 pub use idempotency::*;
 pub use identity::*;
 pub use ledger::*;

@@ -26,6 +26,7 @@ async fn join(engine: &Engine, event: EventId, who: &Identity) -> String {
         who,
         ip: None,
         pow: None,
+        human_token: None,
     };
     let joined = engine.join_queue(event, joiner).await.expect("the join");
     joined.queue_ticket

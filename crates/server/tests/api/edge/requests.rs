@@ -123,6 +123,7 @@ async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
             who: &who,
             ip: None,
             pow: None,
+            human_token: None,
         };
         app.engine.join_queue(event, joiner).await.unwrap();
     }
