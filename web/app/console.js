@@ -432,8 +432,23 @@ function admissionForm(id, ev) {
   };
 }
 
+// The human checks an event may ask, as the rules name them (hosted: by provider).
+const CHECKS = {
+  none: 'None',
+  proof_of_work: 'Proof of work in the browser',
+  turnstile: 'Cloudflare Turnstile',
+  hcaptcha: 'hCaptcha',
+  recaptcha: 'Google reCAPTCHA',
+};
+
 function rulesForm(id) {
   const verified = h('input', { type: 'checkbox', id: 'rule-verified' });
+  const check = h(
+    'select',
+    { id: 'rule-check', 'aria-describedby': 'rule-check-hint' },
+    Object.entries(CHECKS).map(([value, label]) => h('option', { value }, label)),
+  );
+  const whenDown = h('input', { type: 'checkbox', id: 'rule-open' });
   const pow = h('input', { type: 'number', id: 'rule-pow', min: 0, max: 24, step: 1, 'aria-describedby': 'rule-pow-hint' });
   const cap = h('input', { type: 'number', id: 'rule-cap', min: 1, step: 1, 'aria-describedby': 'rule-cap-hint' });
   const margin = h('input', { type: 'number', id: 'rule-margin', min: 0, step: 1, 'aria-describedby': 'rule-margin-hint' });
@@ -445,6 +460,8 @@ function rulesForm(id) {
     { class: 'card', 'aria-labelledby': 'rules-title' },
     h('h2', { id: 'rules-title' }, 'Waiting-room rules'),
     h('label', { class: 'radio' }, verified, h('span', {}, 'Only verified buyers may join')),
+    h('div', { class: 'field' }, h('label', { for: 'rule-check' }, 'Human check at joining'), check, h('p', { class: 'hint', id: 'rule-check-hint' }, 'The proof of work runs in the buyer\u2019s browser; a hosted check needs the provider\u2019s keys in the server\u2019s configuration.')),
+    h('label', { class: 'radio' }, whenDown, h('span', {}, 'Let buyers in while a hosted check cannot be verified')),
     h('div', { class: 'field' }, h('label', { for: 'rule-pow' }, 'Proof of work (leading zero bits, 0 for none)'), pow, h('p', { class: 'hint', id: 'rule-pow-hint' }, 'Each join costs the buyer\u2019s device this much work; 16 takes a phone about a second.')),
     h('div', { class: 'field' }, h('label', { for: 'rule-cap' }, 'Most active shoppers at once (empty for no cap)'), cap, h('p', { class: 'hint', id: 'rule-cap-hint' }, 'Admission waits while this many admitted buyers are still shopping.')),
     h('div', { class: 'field' }, h('label', { for: 'rule-margin' }, 'Tell the line "sold out" when this few are left'), margin, h('p', { class: 'hint', id: 'rule-margin-hint' }, 'Seats neither sold nor held; 0 waits until none are left.')),
@@ -457,10 +474,13 @@ function rulesForm(id) {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     problem.replaceChildren();
+    const kind = check.value;
+    const hosted = kind !== 'none' && kind !== 'proof_of_work';
     const body = {
       ...rulesNow,
       require_verified: verified.checked,
-      pow_difficulty: Number(pow.value) || 0,
+      human_check: hosted ? { kind: 'hosted', provider: kind, when_down: whenDown.checked ? 'open' : 'closed' } : { kind },
+      pow_difficulty: kind === 'proof_of_work' ? Number(pow.value) || 0 : 0,
       max_active_shoppers: cap.value === '' ? null : Number(cap.value),
       sold_out_margin: Number(margin.value) || 0,
     };
@@ -479,6 +499,9 @@ function rulesForm(id) {
       rulesNow = d.rules;
       if (touched) return;
       verified.checked = d.rules.require_verified;
+      const hc = d.rules.human_check ?? { kind: d.rules.pow_difficulty > 0 ? 'proof_of_work' : 'none' };
+      check.value = hc.kind === 'hosted' ? hc.provider : hc.kind;
+      whenDown.checked = hc.when_down === 'open';
       pow.value = d.rules.pow_difficulty;
       cap.value = d.rules.max_active_shoppers ?? '';
       margin.value = d.rules.sold_out_margin;

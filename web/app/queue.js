@@ -1,11 +1,40 @@
 // The waiting room: join (solving the proof of work in a Web Worker when the event asks
-// for one), then follow the line live over the public stream, asking for our own
+// for one, or drawing a hosted human-check widget and sending its token), then follow the line live over the public stream, asking for our own
 // standing at the suggested pace with jitter (and at once when the stream says our
 // turn has come) until the admission token arrives. The queue ticket is kept in
 // sessionStorage, so a reload picks up the same place in line.
 import { ApiError, api, write } from './api.js';
 import { proving } from './pop.js';
 import { announce, duration, focusOn, h, fill, notice, store } from './ui.js';
+
+// Hosted human-check widgets: where each provider's script is, and its global. The page
+// allows these origins only when loaded as `/?check=<provider>` (see showWidget).
+const WIDGETS = {
+  turnstile: { src: 'https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit', global: 'turnstile' },
+  hcaptcha: { src: 'https://js.hcaptcha.com/1/api.js?render=explicit', global: 'hcaptcha' },
+  recaptcha: { src: 'https://www.google.com/recaptcha/api.js?render=explicit', global: 'grecaptcha' },
+};
+
+// Refusals after which the buyer solves the widget again.
+const WIDGET_AGAIN = new Set(['human_check_required', 'human_check_failed', 'human_check_reused']);
+
+function loadWidget(w) {
+  const ready = window[w.global];
+  if (ready?.render) return Promise.resolve(ready);
+  return new Promise((resolve, reject) => {
+    const s = document.createElement('script');
+    s.src = w.src;
+    s.async = true;
+    s.onload = () => {
+      const g = window[w.global];
+      if (!g) reject(new Error('The check could not load. Reload the page.'));
+      else if (w.global === 'grecaptcha') g.ready(() => resolve(g));
+      else resolve(g);
+    };
+    s.onerror = () => reject(new Error('The check could not load. Reload the page.'));
+    document.head.append(s);
+  });
+}
 
 export class WaitingRoom {
   constructor({ eventId, buyer, onAdmitted }) {
@@ -52,16 +81,28 @@ export class WaitingRoom {
       h('h2', { id: 'waiting-title' }, 'The line'),
       message || null,
       h('p', {}, 'Everyone buys through the line, in the order they joined. Keep this page open; you can reload it without losing your place.'),
-      h('button', { type: 'button', class: 'primary', id: 'join', onclick: () => this.join() }, 'Join the line'),
+      h('button', { type: 'button', class: 'primary', id: 'join', onclick: () => this.begin() }, 'Join the line'),
     );
   }
 
-  async join(pow) {
+  // Joins, first drawing the widget when the event asks a hosted human check.
+  async begin() {
+    try {
+      const { data } = await api(`/v1/events/${this.eventId}/queue`);
+      this.publicDoc = data;
+    } catch {
+      // Without the document the join itself says what it needs.
+    }
+    if (this.publicDoc?.human_check?.kind === 'hosted') return this.showWidget();
+    return this.join();
+  }
+
+  async join(answer) {
     const btn = this.el.querySelector('#join');
     if (btn) btn.disabled = true;
     try {
       const path = `/v1/events/${this.eventId}/queue`;
-      const { data } = await write(path, { method: 'POST', token: this.buyer.token, body: pow ? { pow } : {}, dpop: proving('POST', path) });
+      const { data } = await write(path, { method: 'POST', token: this.buyer.token, body: answer || {}, dpop: proving('POST', path) });
       this.saved = { ticket: data.queue_ticket, joined_at: Date.now() };
       this.status = data;
       announce('You joined the line.');
@@ -69,7 +110,10 @@ export class WaitingRoom {
       focusOn(this.el.querySelector('h2'));
       this.follow();
     } catch (e) {
-      if (e instanceof ApiError && e.code === 'pow_required' && !pow) return this.solveThenJoin();
+      if (e instanceof ApiError && e.code === 'pow_required' && !answer) return this.solveThenJoin();
+      if (e instanceof ApiError && WIDGET_AGAIN.has(e.code) && this.publicDoc?.human_check?.kind === 'hosted') {
+        return this.showWidget(notice('error', e.message));
+      }
       this.showJoin(notice('error', e.message));
     }
   }
@@ -94,7 +138,37 @@ export class WaitingRoom {
       });
       this.worker.terminate();
       progress.value = 100;
-      await this.join({ challenge: c.challenge, nonce: found });
+      await this.join({ pow: { challenge: c.challenge, nonce: found } });
+    } catch (e) {
+      this.showJoin(notice('error', e.message));
+    }
+  }
+
+  // The provider's widget; its token joins. The page's policy allows the provider's
+  // script only when the page was loaded for it, so the first time it reloads itself as
+  // /?check=<provider>, at the same place in the app.
+  async showWidget(message) {
+    const check = this.publicDoc?.human_check;
+    const w = WIDGETS[check?.provider];
+    if (!w || !check.site_key) {
+      this.showJoin(notice('error', 'This sale asks for a check this box office cannot show right now. Try again later.'));
+      return;
+    }
+    if (new URLSearchParams(location.search).get('check') !== check.provider) {
+      location.replace(`/?check=${check.provider}${location.hash}`);
+      return;
+    }
+    const box = h('div', { class: 'human-check' });
+    fill(
+      this.el,
+      h('h2', { id: 'waiting-title' }, 'The line'),
+      message || null,
+      h('p', {}, 'Before you join, please confirm that you are a person. You join as soon as the check is done.'),
+      box,
+    );
+    try {
+      const widget = await loadWidget(w);
+      widget.render(box, { sitekey: check.site_key, callback: (token) => this.join({ human_check_token: token }) });
     } catch (e) {
       this.showJoin(notice('error', e.message));
     }

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod exchange;
 pub mod fairness;
 pub mod hold;
+pub mod human_check;
 pub mod ids;
 pub mod money;
 pub mod order;

@@ -145,6 +145,8 @@ pub struct Engine {
     dashboards: dashboard::Dashboards,
     buyers: BuyersConfig,
     identity: Option<Arc<dyn IdentityProvider>>,
+    /// The hosted human-check verifiers, when this server has accounts with any.
+    human: Option<Arc<dyn ports::HumanVerifier>>,
     /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
     outbox: Option<Arc<dyn ports::Outbox>>,
     /// The public keys of the ring as a JSON Web Key Set, serialized once.
@@ -185,6 +187,7 @@ impl Engine {
             dashboards: dashboard::Dashboards::default(),
             buyers: BuyersConfig::default(),
             identity: None,
+            human: None,
             outbox: None,
             jwks,
             tickets: None,

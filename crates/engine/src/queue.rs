@@ -1,5 +1,6 @@
 //! Joining the line and asking where one stands. A join checks the event's rules
-//! (eligibility, proof of work) and the rate limits, then takes a place: in the
+//! (eligibility, the human check: proof of work or a hosted verifier) and the rate
+//! limits, then takes a place: in the
 //! pre-opening pool, or at the back of the line. The two steps are apart so that the
 //! HTTP layer can consult its replay store in between: a refused join changes nothing
 //! and a join whose Idempotency-Key was used for another request never takes a place.
@@ -12,6 +13,7 @@ use std::net::IpAddr;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
 use boxoffice_domain::possession::{Confirmation, Thumbprint};
+use boxoffice_domain::human_check::HumanCheck;
 use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
@@ -93,6 +95,8 @@ pub struct Joiner<'a> {
     pub pow: Option<&'a PowSolution>,
     /// The request's proof of possession (`DPoP`), whose key the ticket is bound to.
     pub proof: Option<crate::ProofInput<'a>>,
+    /// A hosted verifier's token, when the event asks a hosted human check.
+    pub human_token: Option<&'a str>,
 }
 
 /// A join that passed every check (limits, rules, proof of work) and has not taken
@@ -140,12 +144,26 @@ impl Engine {
         }
         let rules = self.event_settings(event).await?.rules;
         check_rules(&rules, buyer)?;
-        if rules.pow_difficulty > 0 {
-            self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
-        }
-        // Last: a proof is remembered only once everything else passed.
+        let hosted = match rules.human_check() {
+            HumanCheck::None => None,
+            HumanCheck::ProofOfWork => {
+                self.check_pow(event, buyer, who.pow, rules.pow_difficulty, now)?;
+                None
+            }
+            HumanCheck::Hosted {
+                provider,
+                when_down,
+            } => Some((provider, when_down)),
+        };
+        // The proof of possession is remembered once the local checks passed; a refused
+        // one costs the client nothing to make again.
         let mode = entry.event.sale.proof_of_possession;
         let key = self.join_key(event, mode, who.proof).await?;
+        // Last: the only check that costs a call out and uses up a token a person solved.
+        if let Some(hosted) = hosted {
+            self.check_hosted(event, buyer, who.human_token, who.ip, hosted, now)
+                .await?;
+        }
         Ok(JoinPass {
             event,
             buyer: buyer.buyer,

@@ -74,6 +74,10 @@ error_codes! {
     AccountTooNew = "account_too_new" => FORBIDDEN;
     PowRequired = "pow_required" => FORBIDDEN;
     PowInvalid = "pow_invalid" => FORBIDDEN;
+    HumanCheckRequired = "human_check_required" => FORBIDDEN;
+    HumanCheckFailed = "human_check_failed" => FORBIDDEN;
+    HumanCheckReused = "human_check_reused" => FORBIDDEN;
+    HumanCheckUnavailable = "human_check_unavailable" => SERVICE_UNAVAILABLE;
     SelfSignupDisabled = "self_signup_disabled" => FORBIDDEN;
     RateLimited = "rate_limited" => TOO_MANY_REQUESTS;
     SaleNotOpen = "sale_not_open" => CONFLICT;

@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, header};
 use base64::Engine as _;
+use boxoffice_domain::human_check::HostedProvider;
 use sha2::{Digest, Sha256};
 
 /// Where the page's files are served from.
@@ -135,6 +136,9 @@ pub(crate) struct WebApp {
     pub files: HashMap<String, Body>,
     /// The Content-Security-Policy of the pages and their files.
     pub csp: HeaderValue,
+    /// The buyer page's policy when it draws a hosted human-check widget: the strict
+    /// one plus that provider's origins, one per provider.
+    pub csp_with: HashMap<HostedProvider, HeaderValue>,
 }
 
 /// Built on first use; `app()` forces it, so the work is done at start-up.
@@ -163,7 +167,11 @@ fn build() -> WebApp {
         index: page(index),
         console: page(console),
         files,
-        csp: csp(&map),
+        csp: csp(&map, None),
+        csp_with: HostedProvider::ALL
+            .into_iter()
+            .map(|p| (p, csp(&map, Some(p))))
+            .collect(),
     }
 }
 
@@ -180,13 +188,37 @@ pub(crate) fn hashed_name(name: &str, body: &[u8]) -> String {
 }
 
 /// Only the app's own files, plus the one inline script there is (the import map),
-/// allowed by its digest: no inline code, no inline style, nothing from elsewhere.
-fn csp(import_map: &str) -> HeaderValue {
+/// allowed by its digest: no inline code, no inline style, nothing from elsewhere. With
+/// `widget`, also the origins that provider documents for its widget's script, frames
+/// and calls, and nothing else.
+fn csp(import_map: &str, widget: Option<HostedProvider>) -> HeaderValue {
     let digest = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(import_map));
+    let (script, frame, style, connect) = match widget {
+        None => ("", "", "", ""),
+        Some(HostedProvider::Turnstile) => {
+            let cf = " https://challenges.cloudflare.com";
+            (cf, cf, "", "")
+        }
+        Some(HostedProvider::Hcaptcha) => {
+            let h = " https://hcaptcha.com https://*.hcaptcha.com";
+            (h, h, h, h)
+        }
+        Some(HostedProvider::Recaptcha) => (
+            " https://www.google.com/recaptcha/ https://www.gstatic.com/recaptcha/",
+            " https://www.google.com/recaptcha/ https://recaptcha.google.com/recaptcha/",
+            "",
+            "",
+        ),
+    };
+    let frames = if frame.is_empty() {
+        String::new()
+    } else {
+        format!(" frame-src{frame};")
+    };
     let policy = format!(
-        "default-src 'none'; script-src 'self' 'sha256-{digest}'; style-src 'self'; \
-         img-src 'self' data:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
-         base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        "default-src 'none'; script-src 'self' 'sha256-{digest}'{script}; style-src 'self'{style}; \
+         img-src 'self' data:; connect-src 'self'{connect};{frames} worker-src 'self'; \
+         manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     );
     HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("default-src 'none'"))
 }

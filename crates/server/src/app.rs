@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::backends;
 use crate::config::Config;
+use crate::human_check::HostedVerifiers;
 use crate::dir_lock::DirLock;
 use crate::{replays, secrets, serve};
 
@@ -76,6 +77,9 @@ impl Application {
             .with_velocity(backends.velocity);
         if let Some(oidc) = identity_provider(&config, clock.now()).await? {
             engine = engine.with_identity_provider(oidc);
+        }
+        if let Some(verifiers) = HostedVerifiers::from_config(&config.human_check)? {
+            engine = engine.with_human_verifier(Arc::new(verifiers));
         }
         let engine = Arc::new(engine);
         let opened = engine

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod dir_lock;
 pub mod fake_bank;
 pub mod gate;
+pub mod human_check;
 pub mod kept_settings;
 pub mod payments;
 pub mod relay;

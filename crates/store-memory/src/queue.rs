@@ -22,6 +22,11 @@ use crate::hash::FxHashMap;
 /// Position of a pool member before the pool is placed.
 const UNPLACED: u64 = 0;
 
+/// Human checks remembered per event, about 60 bytes each: 32 MB at most. Reached only
+/// by more than this many checks within their remembered lifetime; then the half
+/// nearest its end is forgotten (the providers refuse a second redemption themselves).
+pub const MAX_REMEMBERED_CHECKS: usize = 1 << 19;
+
 #[derive(Default)]
 struct Line {
     /// Buyer ids are minted by the server, so the fast hasher is safe here.
@@ -33,6 +38,27 @@ struct Line {
     state: QueueState,
     /// (serving_up_to, when) after every advance, in order: one entry per batch.
     admissions: Vec<(u64, Millis)>,
+    /// Human-check token digest → (the buyer it let in, remembered until).
+    checks: HashMap<[u8; 32], (BuyerId, Millis)>,
+}
+
+impl Line {
+    /// Makes room for one more remembered check: first the lapsed ones, then, if that
+    /// was not enough, the half nearest its end (amortized O(1) per check).
+    fn room_for_check(&mut self, now: Millis, cap: usize) {
+        if self.checks.len() < cap {
+            return;
+        }
+        self.checks.retain(|_, (_, until)| *until > now);
+        if self.checks.len() < cap {
+            return;
+        }
+        let mut ends: Vec<Millis> = self.checks.values().map(|(_, until)| *until).collect();
+        let mid = ends.len() / 2;
+        let (_, cutoff, _) = ends.select_nth_unstable(mid);
+        let cutoff = *cutoff;
+        self.checks.retain(|_, (_, until)| *until > cutoff);
+    }
 }
 
 fn place_of(position: u64, new: bool) -> Place {
@@ -40,14 +66,31 @@ fn place_of(position: u64, new: bool) -> Place {
     Place { position, new }
 }
 
-#[derive(Default)]
 pub struct InMemoryQueue {
     events: RwLock<HashMap<EventId, Arc<Mutex<Line>>>>,
+    max_checks: usize,
+}
+
+impl Default for InMemoryQueue {
+    fn default() -> Self {
+        InMemoryQueue {
+            events: RwLock::default(),
+            max_checks: MAX_REMEMBERED_CHECKS,
+        }
+    }
 }
 
 impl InMemoryQueue {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A queue remembering at most `max` human checks per event (tests of the bound).
+    pub fn with_max_checks(max: usize) -> Self {
+        InMemoryQueue {
+            max_checks: max.max(1),
+            ..Self::default()
+        }
     }
 
     fn line(&self, event: EventId) -> Arc<Mutex<Line>> {
@@ -281,8 +324,104 @@ impl QueueStore for InMemoryQueue {
             .unwrap_or_default())
     }
 
+    async fn remember_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        owner: BuyerId,
+        until: Millis,
+        now: Millis,
+    ) -> Result<BuyerId, StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        if let Some(&(first, at)) = line.checks.get(digest)
+            && at > now
+        {
+            return Ok(first);
+        }
+        line.room_for_check(now, self.max_checks);
+        line.checks.insert(*digest, (owner, until));
+        Ok(owner)
+    }
+
+    async fn remembered_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        now: Millis,
+    ) -> Result<Option<BuyerId>, StoreError> {
+        Ok(self.existing(event).and_then(|l| {
+            l.lock()
+                .checks
+                .get(digest)
+                .filter(|(_, until)| *until > now)
+                .map(|(owner, _)| *owner)
+        }))
+    }
+
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {
         self.events.write().remove(&event);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(n: u32) -> [u8; 32] {
+        let mut d = [0u8; 32];
+        d[..4].copy_from_slice(&n.to_le_bytes());
+        d
+    }
+
+    #[tokio::test]
+    async fn remembered_checks_stay_bounded_and_the_newest_are_kept() {
+        const CAP: usize = 64;
+        let q = InMemoryQueue::with_max_checks(CAP);
+        let event = EventId(1);
+        let now = Millis(1_000);
+        // Each check lives a little longer than the one before it.
+        for n in 0..10 * CAP as u32 {
+            let owner = BuyerId::random();
+            let until = now.plus_millis(60_000 + i64::from(n));
+            assert_eq!(q.remember_check(event, &digest(n), owner, until, now).await, Ok(owner));
+            let held = q.line(event).lock().checks.len();
+            assert!(held <= CAP, "{held} checks held, cap {CAP}");
+        }
+        let last = 10 * CAP as u32 - 1;
+        assert!(q.remembered_check(event, &digest(last), now).await.unwrap().is_some());
+        assert_eq!(
+            q.remembered_check(event, &digest(0), now).await,
+            Ok(None),
+            "the check nearest its end went first"
+        );
+    }
+
+    #[tokio::test]
+    async fn lapsed_checks_make_room_before_live_ones_are_forgotten() {
+        const CAP: usize = 8;
+        let q = InMemoryQueue::with_max_checks(CAP);
+        let event = EventId(1);
+        let now = Millis(1_000);
+        let keeper = BuyerId::random();
+        q.remember_check(event, &digest(0), keeper, now.plus_secs(600), now)
+            .await
+            .unwrap();
+        for n in 1..CAP as u32 {
+            q.remember_check(event, &digest(n), BuyerId::random(), now.plus_millis(10), now)
+                .await
+                .unwrap();
+        }
+        let later = now.plus_secs(1);
+        q.remember_check(event, &digest(99), BuyerId::random(), later.plus_secs(60), later)
+            .await
+            .unwrap();
+        assert_eq!(
+            q.remembered_check(event, &digest(0), later).await,
+            Ok(Some(keeper)),
+            "the lapsed ones went, the live one stayed"
+        );
+        assert_eq!(q.line(event).lock().checks.len(), 2);
     }
 }

@@ -73,6 +73,13 @@ pub(crate) fn velocity_tag(prefix: &Prefix, event: EventId) -> String {
     format!("{{{}:v:{}}}", prefix.0, event)
 }
 
+/// Where a used human check of an event is remembered: under the event's queue tag,
+/// by the hex SHA-256 of its token, expiring on its own (no index to bound).
+pub(crate) fn check_key(prefix: &Prefix, event: EventId, digest: &[u8; 32]) -> String {
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{{{}:q:{}}}:hc:{hex}", prefix.0, event)
+}
+
 /// Idempotency records are spread over this many shards, each under its own hash tag:
 /// a shard's records, its index and its node heartbeats share a slot, so one script can
 /// count and evict within the shard, and the shards spread over a cluster's nodes.

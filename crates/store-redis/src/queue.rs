@@ -15,9 +15,10 @@ use boxoffice_engine::ports::{Place, QueueState, QueueStore, RestoredLine, Store
 use redis::{AsyncCommands, FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
-use crate::keys::{Prefix, line_claim_key, queue_keys};
+use crate::keys::{Prefix, check_key, line_claim_key, queue_keys};
 use crate::scripts::{
-    QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE, QUEUE_RESTORE, QUEUE_SEAL,
+    QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE, QUEUE_REMEMBER_CHECK, QUEUE_RESTORE,
+    QUEUE_SEAL,
 };
 
 /// State fields in the order `state()` reads them and `queue_advance.lua` replies them.
@@ -382,6 +383,36 @@ impl QueueStore for RedisQueue {
     async fn settings(&self, event: EventId) -> Result<HashMap<String, String>, StoreError> {
         let [.., settings, _] = self.keys(event);
         self.conn.clone().hgetall(settings).await.map_err(store_err)
+    }
+
+    async fn remember_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        owner: BuyerId,
+        until: Millis,
+        now: Millis,
+    ) -> Result<BuyerId, StoreError> {
+        // Redis keeps the time itself: the entry lives as long as it has left now.
+        let ttl_ms = (until.0 - now.0).max(1);
+        let key = check_key(&self.prefix, event, digest);
+        let stored: Vec<u8> = self
+            .eval(&QUEUE_REMEMBER_CHECK, &[key], |inv| {
+                inv.arg(owner.0.as_bytes().as_slice()).arg(ttl_ms);
+            })
+            .await?;
+        buyer_of(&stored)
+    }
+
+    async fn remembered_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        _now: Millis,
+    ) -> Result<Option<BuyerId>, StoreError> {
+        let key = check_key(&self.prefix, event, digest);
+        let stored: Option<Vec<u8>> = self.conn.clone().get(key).await.map_err(store_err)?;
+        stored.as_deref().map(buyer_of).transpose()
     }
 
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {

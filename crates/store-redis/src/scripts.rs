@@ -50,6 +50,8 @@ pub(crate) static QUEUE_ADVANCE: LazyLock<Script> = plain_script!("queue_advance
 pub(crate) static QUEUE_SEAL: LazyLock<Script> = plain_script!("queue_seal.lua");
 pub(crate) static QUEUE_PLACE: LazyLock<Script> = plain_script!("queue_place.lua");
 pub(crate) static QUEUE_FINISH: LazyLock<Script> = plain_script!("queue_finish.lua");
+pub(crate) static QUEUE_REMEMBER_CHECK: LazyLock<Script> =
+    plain_script!("queue_remember_check.lua");
 pub(crate) static IDEM_BEGIN: LazyLock<Script> = plain_script!("idem_begin.lua");
 pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua");
 pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");

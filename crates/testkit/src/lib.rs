@@ -16,6 +16,7 @@ pub mod velocity;
 pub mod arbiter;
 pub mod queue;
 
+pub mod siteverify_stub;
 pub mod stripe_stub;
 pub mod tls;
 

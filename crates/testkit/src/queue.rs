@@ -205,6 +205,81 @@ pub async fn a_dropped_event_starts_a_fresh_line(q: Arc<dyn QueueStore>) {
     q.drop_event(event).await.expect("drop");
 }
 
+/// A digest no other case (nor run) uses.
+fn fresh_digest() -> [u8; 32] {
+    let mut d = [0u8; 32];
+    d[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    d[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    d
+}
+
+pub async fn a_human_check_is_remembered_for_its_first_owner_only(q: Arc<dyn QueueStore>) {
+    let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
+    let (d, other) = (fresh_digest(), fresh_digest());
+    let now = Millis(1_000_000);
+    let until = now.plus_secs(60);
+    assert_eq!(q.remembered_check(event, &d, now).await, Ok(None));
+    assert_eq!(q.remember_check(event, &d, a, until, now).await, Ok(a));
+    assert_eq!(
+        q.remember_check(event, &d, b, until, now).await,
+        Ok(a),
+        "the second owner reads the first"
+    );
+    assert_eq!(q.remembered_check(event, &d, now).await, Ok(Some(a)));
+    assert_eq!(q.remembered_check(event, &other, now).await, Ok(None));
+    assert_eq!(q.remember_check(event, &other, b, until, now).await, Ok(b));
+    let elsewhere = unique_event();
+    assert_eq!(
+        q.remembered_check(elsewhere, &d, now).await,
+        Ok(None),
+        "each event remembers its own checks"
+    );
+    q.drop_event(event).await.expect("drop");
+    q.drop_event(elsewhere).await.expect("drop");
+}
+
+pub async fn a_remembered_check_lapses_at_its_end(q: Arc<dyn QueueStore>) {
+    let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
+    let d = fresh_digest();
+    let now = Millis(1_000_000);
+    // 150 ms: a store that keeps time itself (Redis) sees it lapse in real time too.
+    let until = now.plus_millis(150);
+    assert_eq!(q.remember_check(event, &d, a, until, now).await, Ok(a));
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let later = now.plus_millis(400);
+    assert_eq!(q.remembered_check(event, &d, later).await, Ok(None));
+    assert_eq!(
+        q.remember_check(event, &d, b, later.plus_secs(60), later).await,
+        Ok(b),
+        "a lapsed check is anyone's again"
+    );
+    q.drop_event(event).await.expect("drop");
+}
+
+pub async fn concurrent_uses_of_one_check_have_exactly_one_owner(q: Arc<dyn QueueStore>) {
+    const N: usize = 200;
+    let event = unique_event();
+    let d = fresh_digest();
+    let now = Millis(1_000_000);
+    let buyers: Vec<BuyerId> = (0..N).map(|_| BuyerId::random()).collect();
+    let tasks: Vec<_> = buyers
+        .iter()
+        .map(|&b| {
+            let q = q.clone();
+            tokio::spawn(async move { q.remember_check(event, &d, b, now.plus_secs(60), now).await })
+        })
+        .collect();
+    let mut owners = HashSet::new();
+    for t in tasks {
+        owners.insert(t.await.expect("task").expect("remember"));
+    }
+    assert_eq!(owners.len(), 1, "every caller reads the same single owner");
+    let owner = owners.into_iter().next().expect("one owner");
+    assert!(buyers.contains(&owner));
+    assert_eq!(q.remembered_check(event, &d, now).await, Ok(Some(owner)));
+    q.drop_event(event).await.expect("drop");
+}
+
 /// The suite's case names, handed to the macro in brackets after the other arguments:
 /// the one list that every runner of the suite (per-case tests, a sequential run on a
 /// cluster) expands, so none of them can miss a case.
@@ -228,6 +303,9 @@ macro_rules! __queue_cases {
                 the_first_writer_of_a_setting_wins_when_asked,
                 a_line_join_waits_until_the_line_is_opened,
                 a_restored_line_has_its_places_pool_and_admissions_back,
+                a_human_check_is_remembered_for_its_first_owner_only,
+                a_remembered_check_lapses_at_its_end,
+                concurrent_uses_of_one_check_have_exactly_one_owner,
         );
     };
 }

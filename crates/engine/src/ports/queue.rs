@@ -129,5 +129,24 @@ pub trait QueueStore: Send + Sync {
         only_if_absent: bool,
     ) -> Result<String, StoreError>;
     async fn settings(&self, event: EventId) -> Result<HashMap<String, String>, StoreError>;
+    /// Remembers that the human check whose token has this SHA-256 let `owner` in,
+    /// until `until` (first writer wins), and returns the owner now remembered. An
+    /// entry whose `until` is not after `now` counts as absent. Bounded: a store
+    /// short of room forgets the entries nearest their end first.
+    async fn remember_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        owner: BuyerId,
+        until: Millis,
+        now: Millis,
+    ) -> Result<BuyerId, StoreError>;
+    /// Whom the human check with this digest let in, while remembered.
+    async fn remembered_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        now: Millis,
+    ) -> Result<Option<BuyerId>, StoreError>;
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError>;
 }

@@ -25,6 +25,9 @@ pub struct WaitingConfig {
     pub transfer_per_buyer: Limit,
     /// How long a proof-of-work challenge may be solved.
     pub challenge_ttl_s: u64,
+    /// How long a used hosted human check is remembered (refused to any other buyer):
+    /// longer than any provider keeps its tokens valid (Turnstile 300 s).
+    pub human_check_remember_s: u64,
     /// How long a node serves the pre-serialized public document before rebuilding it.
     pub public_doc_ttl_ms: u64,
     /// Holds must carry the buyer's session token (`X-Buyer-Session`) whose session
@@ -59,6 +62,7 @@ impl Default for WaitingConfig {
                 burst: 10,
             },
             challenge_ttl_s: 300,
+            human_check_remember_s: 900,
             public_doc_ttl_ms: 500,
             require_session_on_hold: false,
             thresholds: Thresholds::default(),

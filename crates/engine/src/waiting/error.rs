@@ -17,6 +17,17 @@ pub enum Refusal {
     #[error("the proof of work does not solve the challenge")]
     PowInvalid,
     #[error(
+        "joining this queue needs a human check: solve the event's widget and send its \
+         token as human_check_token"
+    )]
+    HumanCheckRequired,
+    #[error("the human check did not pass: solve the widget again")]
+    HumanCheckFailed,
+    #[error("this human check was already used by another buyer: solve the widget again")]
+    HumanCheckReused,
+    #[error("the human check cannot be verified right now; retry shortly")]
+    HumanCheckUnavailable,
+    #[error(
         "anonymous sign-up is off on this server: buyers sign in with the platform's identity \
          provider, or get a token from POST /v1/buyer-tokens; an operator can allow it with \
          `[buyers] self_signup = true` (BOXOFFICE_BUYERS__SELF_SIGNUP=true)"

@@ -48,6 +48,8 @@ pub struct PublicQueueBody<'a> {
     /// hex(sha256(seed)) of the pre-opening shuffle.
     #[schema(required)]
     fairness_commitment: Option<String>,
+    /// What a join must carry to pass the event's human check.
+    human_check: super::HumanCheckView,
     updated_at: Millis,
 }
 
@@ -92,6 +94,7 @@ impl Engine {
             .and_then(|s| boxoffice_domain::fairness::Seed::from_hex(s).ok())
             .map(|s| s.commitment());
         let now = self.now();
+        let human_check = self.human_check_view(&settings.rules);
         let body = serde_json::to_vec(&PublicQueueBody {
             event_id: event,
             sale_status: entry.event.status,
@@ -106,6 +109,7 @@ impl Engine {
             eta_model: "ceil((position - serving_up_to) / admission_rate_per_s) seconds",
             poll_after_ms: self.config.poll_after_ms,
             fairness_commitment: commitment.clone(),
+            human_check: human_check.clone(),
             updated_at: now,
         })
         .map_err(|e| EngineError::Internal(e.to_string()))?;
@@ -113,7 +117,7 @@ impl Engine {
         // revalidates as 304 however often the document is rebuilt.
         let mut h = Sha256::new();
         h.update(format!(
-            "{state:?}{rate:?}{:?}{commitment:?}",
+            "{state:?}{rate:?}{:?}{commitment:?}{human_check:?}",
             entry.event.status
         ));
         let etag = format!(

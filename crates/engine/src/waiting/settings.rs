@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use boxoffice_domain::Millis;
 use boxoffice_domain::admission::{RateReason, Thresholds};
+use boxoffice_domain::human_check::HumanCheck;
 use boxoffice_domain::pow::MAX_DIFFICULTY;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -38,6 +39,10 @@ pub struct WaitingRules {
     /// Admission waits while this many admitted shoppers are still active.
     #[schema(minimum = 1)]
     pub max_active_shoppers: Option<u32>,
+    /// The human check at joining. Absent: the proof of work when `pow_difficulty` is
+    /// above 0, else none. `proof_of_work` needs `pow_difficulty` of at least 1;
+    /// `none` and `hosted` need it at 0 (one check per event).
+    pub human_check: Option<HumanCheck>,
 }
 
 impl WaitingRules {
@@ -47,12 +52,47 @@ impl WaitingRules {
                 "pow_difficulty must be at most {MAX_DIFFICULTY}"
             )));
         }
+        match (self.human_check, self.pow_difficulty) {
+            (Some(HumanCheck::ProofOfWork), 0) => {
+                return Err(EngineError::Invalid(
+                    "human_check proof_of_work needs pow_difficulty of at least 1".into(),
+                ));
+            }
+            (Some(HumanCheck::None | HumanCheck::Hosted { .. }), d) if d > 0 => {
+                return Err(EngineError::Invalid(
+                    "an event asks one human check: with human_check none or hosted, \
+                     pow_difficulty must be 0"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
         if self.max_active_shoppers == Some(0) {
             return Err(EngineError::Invalid(
                 "max_active_shoppers must be at least 1 (or absent)".into(),
             ));
         }
         Ok(())
+    }
+}
+
+impl WaitingRules {
+    /// The check a join must pass, with the rules written before `human_check`
+    /// existed read as they were: a proof of work when a difficulty is set.
+    pub fn human_check(&self) -> HumanCheck {
+        match self.human_check {
+            Some(HumanCheck::ProofOfWork) | None if self.pow_difficulty > 0 => {
+                HumanCheck::ProofOfWork
+            }
+            Some(HumanCheck::Hosted {
+                provider,
+                when_down,
+            }) => HumanCheck::Hosted {
+                provider,
+                when_down,
+            },
+            _ => HumanCheck::None,
+        }
     }
 }
 

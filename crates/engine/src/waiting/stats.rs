@@ -58,6 +58,7 @@ impl Engine {
     ) -> Result<WaitingRules, EngineError> {
         self.event(event).await?;
         rules.validate()?;
+        self.check_verifier_for(&rules)?;
         let json =
             serde_json::to_string(&rules).map_err(|e| EngineError::Internal(e.to_string()))?;
         self.ports

@@ -27,6 +27,7 @@ async fn join(engine: &Engine, event: EventId, who: &Identity) -> String {
         ip: None,
         pow: None,
         proof: None,
+        human_token: None,
     };
     let joined = engine.join_queue(event, joiner).await.expect("the join");
     joined.queue_ticket

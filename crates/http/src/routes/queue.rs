@@ -22,13 +22,19 @@ use crate::path_id::Id;
 use crate::routes::waiting::refused;
 use crate::{AppState, ClientAddr, sse};
 
-/// A join: empty, or with a solved proof of work when the event asks for one.
+/// A join: empty, or with what the event's human check asks (the public queue
+/// document's `human_check`): a solved proof of work, or a hosted verifier's token.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = JoinRequest)]
 struct JoinBody {
     #[serde(default)]
     pow: Option<PowSolution>,
+    /// The token the provider's widget gave (Turnstile, hCaptcha, reCAPTCHA); used
+    /// once.
+    #[serde(default)]
+    #[schema(max_length = 4096)]
+    human_check_token: Option<String>,
 }
 
 /// How the API document describes `join`, and what it refuses with.
@@ -42,6 +48,10 @@ pub(crate) const JOIN_DOC: Doc = Doc {
             C::AccountTooNew,
             C::BuyerNotVerified,
             C::EventNotFound,
+            C::HumanCheckFailed,
+            C::HumanCheckRequired,
+            C::HumanCheckReused,
+            C::HumanCheckUnavailable,
             C::InvalidBody,
             C::MalformedJson,
             C::PowInvalid,
@@ -82,6 +92,7 @@ pub async fn join(
         ip: Some(addr),
         pow: parsed.pow.as_ref(),
         proof: Some(dpop.input()),
+        human_token: parsed.human_check_token.as_deref(),
     };
     // Refusals (403, 429) are answered before the replay store: they change nothing,
     // and a retry after Retry-After must be able to succeed.

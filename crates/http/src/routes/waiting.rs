@@ -1,6 +1,7 @@
 //! The waiting room's operator side and public proof: the fairness document, the
 //! admission override, per-event rules, identity-provider buyer tokens; and the mapping
-//! of waiting-room refusals to responses (403 rules, 429 + Retry-After limits).
+//! of waiting-room refusals to responses (403 rules and human checks, 429 + Retry-After
+//! limits, 503 + Retry-After while a human-check verifier cannot answer).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -26,6 +27,9 @@ use crate::routes::buyers::BuyerOut;
 /// page a client gets when it names none: the document is public and unauthenticated.
 const MAX_POOL_PAGE: u64 = 1_000;
 
+/// Seconds a join waits after the human-check verifier failed to answer.
+const HUMAN_CHECK_RETRY_S: u64 = 5;
+
 /// A refusal or an engine error as a response.
 pub fn refused(e: WaitingError) -> Response {
     let r = match e {
@@ -38,6 +42,15 @@ pub fn refused(e: WaitingError) -> Response {
         Refusal::AccountTooNew => ApiError::new(ErrorCode::AccountTooNew, msg),
         Refusal::PowRequired => ApiError::new(ErrorCode::PowRequired, msg),
         Refusal::PowInvalid => ApiError::new(ErrorCode::PowInvalid, msg),
+        Refusal::HumanCheckRequired => ApiError::new(ErrorCode::HumanCheckRequired, msg),
+        Refusal::HumanCheckFailed => ApiError::new(ErrorCode::HumanCheckFailed, msg),
+        Refusal::HumanCheckReused => ApiError::new(ErrorCode::HumanCheckReused, msg),
+        Refusal::HumanCheckUnavailable => {
+            let mut res = ApiError::new(ErrorCode::HumanCheckUnavailable, msg).into_response();
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(HUMAN_CHECK_RETRY_S));
+            return res;
+        }
         Refusal::SignupDisabled => ApiError::new(ErrorCode::SelfSignupDisabled, msg),
         Refusal::RateLimited { retry_after_ms } => {
             let mut res = ApiError::new(ErrorCode::RateLimited, msg).into_response();

@@ -2,7 +2,10 @@
 //! the files by content-hashed name and `immutable`, each gzipped when the client
 //! takes it, all under the app's strict Content-Security-Policy.
 
-use axum::extract::Path;
+use axum::extract::{Path, RawQuery, State};
+use boxoffice_domain::human_check::HostedProvider;
+
+use crate::AppState;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
@@ -38,9 +41,37 @@ pub(crate) const ASSET_DOC: Doc = Doc {
     shared: &[],
 };
 
-/// GET /: the buyer app.
-pub async fn page(headers: HeaderMap) -> Response {
-    respond(&APP.index, &headers, "no-cache")
+/// GET /: the buyer app. Under the strict policy, except for `?check=<provider>` naming
+/// a hosted human check this server can verify: then with that provider's widget
+/// origins, on this page load only (the app reloads itself so when an event asks for
+/// one). Any other query is ignored.
+pub async fn page(
+    State(st): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let widget = query
+        .as_deref()
+        .and_then(asked_widget)
+        .filter(|p| st.engine.verifies(*p));
+    index(&headers, widget)
+}
+
+/// The provider named by `check=` in a query string.
+fn asked_widget(query: &str) -> Option<HostedProvider> {
+    let name = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("check="))?;
+    HostedProvider::ALL.into_iter().find(|p| p.as_str() == name)
+}
+
+fn index(headers: &HeaderMap, widget: Option<HostedProvider>) -> Response {
+    let mut res = respond(&APP.index, headers, "no-cache");
+    if let Some(policy) = widget.and_then(|p| APP.csp_with.get(&p)) {
+        res.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, policy.clone());
+    }
+    res
 }
 
 /// GET /console: the operator console (the operator key is asked for on the page and
@@ -95,9 +126,27 @@ mod tests {
         h
     }
 
+    #[test]
+    fn only_a_named_provider_widens_the_policy_and_only_by_its_origins() {
+        assert_eq!(asked_widget("check=turnstile"), Some(HostedProvider::Turnstile));
+        assert_eq!(asked_widget("x=1&check=hcaptcha"), Some(HostedProvider::Hcaptcha));
+        assert_eq!(asked_widget("check=evil.example"), None);
+        assert_eq!(asked_widget("x=check=turnstile"), None);
+        let strict = index(&HeaderMap::new(), None);
+        let strict = strict.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(!strict.contains("https://") && !strict.contains("frame-src"));
+        let res = index(&HeaderMap::new(), Some(HostedProvider::Turnstile));
+        let policy = res.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(policy.contains("script-src 'self' 'sha256-"));
+        assert!(policy.contains("https://challenges.cloudflare.com; style-src 'self';"));
+        assert!(policy.contains("frame-src https://challenges.cloudflare.com;"));
+        assert!(!policy.contains("hcaptcha") && !policy.contains("google"));
+        assert!(policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe"));
+    }
+
     #[tokio::test]
     async fn the_page_is_revalidated_and_carries_the_policy() {
-        let res = page(gzip_please()).await;
+        let res = index(&gzip_please(), None);
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(res.headers()[header::CACHE_CONTROL], "no-cache");
         assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");

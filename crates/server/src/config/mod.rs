@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use choices::{HotChoice, LedgerChoice, LogFormat, PaymentsChoice, redact_urls};
 pub use workers::WorkerConfig;
 
+use crate::human_check::HumanCheckConfig;
 use crate::replays::IdempotencyConfig;
 
 /// The shortest operator key accepted: a key anyone may guess opens every operator
@@ -91,6 +92,9 @@ pub struct Config {
     pub relay: RelayConfig,
     /// NATS JetStream as a sink of order events. Default none.
     pub nats: Option<NatsConfig>,
+    /// Hosted human-check verifiers (Turnstile, hCaptcha, reCAPTCHA): site keys,
+    /// secrets, siteverify URLs, the timeout. Default none.
+    pub human_check: HumanCheckConfig,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -150,6 +154,7 @@ impl Default for Config {
             otel: OtelConfig::default(),
             relay: RelayConfig::default(),
             nats: None,
+            human_check: HumanCheckConfig::default(),
         }
     }
 }
@@ -227,6 +232,7 @@ impl Config {
             self.workers.heartbeat_interval_ms
         );
         self.relay.validate().map_err(anyhow::Error::msg)?;
+        self.human_check.check()?;
         if let Some(nats) = &self.nats {
             nats.validate().map_err(anyhow::Error::msg)?;
         }
@@ -236,7 +242,7 @@ impl Config {
 
 /// Top-level keys, so other `BOXOFFICE_*` variables (the log filter, the config file
 /// path, test settings) are not read as configuration.
-const TOP_LEVEL: [&str; 24] = [
+const TOP_LEVEL: [&str; 25] = [
     "listen",
     "data_dir",
     "operator_key",
@@ -261,6 +267,7 @@ const TOP_LEVEL: [&str; 24] = [
     "otel",
     "relay",
     "nats",
+    "human_check",
 ];
 
 fn is_config_key(key: &str) -> bool {

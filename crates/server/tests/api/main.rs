@@ -15,6 +15,7 @@ mod contract;
 mod crash;
 mod edge;
 mod fuzz;
+mod human_check;
 mod identity;
 mod order_events;
 mod payments;

@@ -147,6 +147,7 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
             ip: None,
             pow: None,
             proof: None,
+            human_token: None,
         };
         let out = app.engine.join_queue(event, joiner).await.unwrap();
         tickets.push(out.queue_ticket);

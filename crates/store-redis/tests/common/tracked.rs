@@ -193,6 +193,26 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
     ) -> Result<std::collections::HashMap<String, String>, StoreError> {
         self.inner.settings(event).await
     }
+    async fn remember_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        owner: BuyerId,
+        until: Millis,
+        now: Millis,
+    ) -> Result<BuyerId, StoreError> {
+        self.inner
+            .remember_check(event, digest, owner, until, now)
+            .await
+    }
+    async fn remembered_check(
+        &self,
+        event: EventId,
+        digest: &[u8; 32],
+        now: Millis,
+    ) -> Result<Option<BuyerId>, StoreError> {
+        self.inner.remembered_check(event, digest, now).await
+    }
     async fn drop_event(&self, event: EventId) -> Result<(), StoreError> {
         self.inner.drop_event(event).await
     }

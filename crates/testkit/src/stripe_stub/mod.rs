@@ -59,9 +59,9 @@ impl Drop for StripeStub {
 
 /// Accepts TCP connections and completes a TLS handshake on each; a client that
 /// refuses the certificate (or stalls) costs that one connection only.
-struct TlsListener {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
+pub(crate) struct TlsListener {
+    pub(crate) tcp: TcpListener,
+    pub(crate) acceptor: TlsAcceptor,
 }
 
 impl Listener for TlsListener {

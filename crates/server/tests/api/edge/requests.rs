@@ -124,6 +124,7 @@ async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
             ip: None,
             pow: None,
             proof: None,
+            human_token: None,
         };
         app.engine.join_queue(event, joiner).await.unwrap();
     }
