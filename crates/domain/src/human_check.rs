@@ -88,8 +88,10 @@ mod tests {
         let c: HumanCheck = serde_json::from_str(r#"{"kind":"proof_of_work"}"#).unwrap();
         assert_eq!(c, HumanCheck::ProofOfWork);
         assert!(
-            serde_json::from_str::<HumanCheck>(r#"{"kind":"hosted","provider":"hcaptcha","when_dwn":"open"}"#)
-                .is_err(),
+            serde_json::from_str::<HumanCheck>(
+                r#"{"kind":"hosted","provider":"hcaptcha","when_dwn":"open"}"#
+            )
+            .is_err(),
             "a misspelt field is refused, not read as the default"
         );
         assert!(serde_json::from_str::<HumanCheck>(r#"{"kind":"hosted"}"#).is_err());

@@ -24,8 +24,8 @@ use tokio::time::Instant;
 
 use crate::backends;
 use crate::config::Config;
-use crate::human_check::HostedVerifiers;
 use crate::dir_lock::DirLock;
+use crate::human_check::HostedVerifiers;
 use crate::{replays, secrets, serve};
 
 /// A built application: bound, rebuilt, not yet serving.

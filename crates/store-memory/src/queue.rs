@@ -385,12 +385,20 @@ mod tests {
         for n in 0..10 * CAP as u32 {
             let owner = BuyerId::random();
             let until = now.plus_millis(60_000 + i64::from(n));
-            assert_eq!(q.remember_check(event, &digest(n), owner, until, now).await, Ok(owner));
+            assert_eq!(
+                q.remember_check(event, &digest(n), owner, until, now).await,
+                Ok(owner)
+            );
             let held = q.line(event).lock().checks.len();
             assert!(held <= CAP, "{held} checks held, cap {CAP}");
         }
         let last = 10 * CAP as u32 - 1;
-        assert!(q.remembered_check(event, &digest(last), now).await.unwrap().is_some());
+        assert!(
+            q.remembered_check(event, &digest(last), now)
+                .await
+                .unwrap()
+                .is_some()
+        );
         assert_eq!(
             q.remembered_check(event, &digest(0), now).await,
             Ok(None),
@@ -409,14 +417,26 @@ mod tests {
             .await
             .unwrap();
         for n in 1..CAP as u32 {
-            q.remember_check(event, &digest(n), BuyerId::random(), now.plus_millis(10), now)
-                .await
-                .unwrap();
-        }
-        let later = now.plus_secs(1);
-        q.remember_check(event, &digest(99), BuyerId::random(), later.plus_secs(60), later)
+            q.remember_check(
+                event,
+                &digest(n),
+                BuyerId::random(),
+                now.plus_millis(10),
+                now,
+            )
             .await
             .unwrap();
+        }
+        let later = now.plus_secs(1);
+        q.remember_check(
+            event,
+            &digest(99),
+            BuyerId::random(),
+            later.plus_secs(60),
+            later,
+        )
+        .await
+        .unwrap();
         assert_eq!(
             q.remembered_check(event, &digest(0), later).await,
             Ok(Some(keeper)),

@@ -249,7 +249,8 @@ pub async fn a_remembered_check_lapses_at_its_end(q: Arc<dyn QueueStore>) {
     let later = now.plus_millis(400);
     assert_eq!(q.remembered_check(event, &d, later).await, Ok(None));
     assert_eq!(
-        q.remember_check(event, &d, b, later.plus_secs(60), later).await,
+        q.remember_check(event, &d, b, later.plus_secs(60), later)
+            .await,
         Ok(b),
         "a lapsed check is anyone's again"
     );
@@ -266,7 +267,9 @@ pub async fn concurrent_uses_of_one_check_have_exactly_one_owner(q: Arc<dyn Queu
         .iter()
         .map(|&b| {
             let q = q.clone();
-            tokio::spawn(async move { q.remember_check(event, &d, b, now.plus_secs(60), now).await })
+            tokio::spawn(
+                async move { q.remember_check(event, &d, b, now.plus_secs(60), now).await },
+            )
         })
         .collect();
     let mut owners = HashSet::new();

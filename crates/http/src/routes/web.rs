@@ -128,15 +128,25 @@ mod tests {
 
     #[test]
     fn only_a_named_provider_widens_the_policy_and_only_by_its_origins() {
-        assert_eq!(asked_widget("check=turnstile"), Some(HostedProvider::Turnstile));
-        assert_eq!(asked_widget("x=1&check=hcaptcha"), Some(HostedProvider::Hcaptcha));
+        assert_eq!(
+            asked_widget("check=turnstile"),
+            Some(HostedProvider::Turnstile)
+        );
+        assert_eq!(
+            asked_widget("x=1&check=hcaptcha"),
+            Some(HostedProvider::Hcaptcha)
+        );
         assert_eq!(asked_widget("check=evil.example"), None);
         assert_eq!(asked_widget("x=check=turnstile"), None);
         let strict = index(&HeaderMap::new(), None);
-        let strict = strict.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        let strict = strict.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
         assert!(!strict.contains("https://") && !strict.contains("frame-src"));
         let res = index(&HeaderMap::new(), Some(HostedProvider::Turnstile));
-        let policy = res.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        let policy = res.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
         assert!(policy.contains("script-src 'self' 'sha256-"));
         assert!(policy.contains("https://challenges.cloudflare.com; style-src 'self';"));
         assert!(policy.contains("frame-src https://challenges.cloudflare.com;"));

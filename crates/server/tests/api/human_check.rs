@@ -60,7 +60,10 @@ async fn join(app: &TestApp, event: EventId, token: &str, body: Value) -> reqwes
 async fn error_of(res: reqwest::Response) -> (StatusCode, String) {
     let status = res.status();
     let body: Value = res.json().await.unwrap();
-    (status, body["error"].as_str().unwrap_or_default().to_owned())
+    (
+        status,
+        body["error"].as_str().unwrap_or_default().to_owned(),
+    )
 }
 
 async fn line_length(app: &TestApp, event: EventId) -> u64 {
@@ -103,7 +106,10 @@ async fn a_no_is_refused_and_queues_nothing_and_a_passed_check_lets_one_buyer_in
     .await;
     assert_eq!(res.status(), StatusCode::OK);
     let rules = res.text().await.unwrap();
-    assert!(!rules.contains(SITEVERIFY_SECRET), "the secret never leaves");
+    assert!(
+        !rules.contains(SITEVERIFY_SECRET),
+        "the secret never leaves"
+    );
     // The public document tells the client which widget to draw, and with what key.
     let doc: Value = app
         .get(&format!("/v1/events/{event}/queue"), "")
@@ -126,7 +132,11 @@ async fn a_no_is_refused_and_queues_nothing_and_a_passed_check_lets_one_buyer_in
         error_of(join(&app, event, &a, json!({"human_check_token": "forged"})).await).await,
         (StatusCode::FORBIDDEN, "human_check_failed".into())
     );
-    assert_eq!(line_length(&app, event).await, 0, "a refused join queues nothing");
+    assert_eq!(
+        line_length(&app, event).await,
+        0,
+        "a refused join queues nothing"
+    );
 
     let res = join(&app, event, &a, json!({"human_check_token": "pass-1"})).await;
     assert_eq!(res.status(), StatusCode::OK);
@@ -134,7 +144,11 @@ async fn a_no_is_refused_and_queues_nothing_and_a_passed_check_lets_one_buyer_in
     assert_eq!(joined["position"], 1);
     assert_eq!(line_length(&app, event).await, 1);
     let calls = v.stub.state.calls();
-    assert_eq!(calls.len(), 2, "the forged and the good token were each asked once");
+    assert_eq!(
+        calls.len(),
+        2,
+        "the forged and the good token were each asked once"
+    );
     assert_eq!(calls[1].secret, SITEVERIFY_SECRET);
     assert_eq!(calls[1].response, "pass-1");
     assert_eq!(calls[1].remoteip.as_deref(), Some("127.0.0.1"));
@@ -194,11 +208,15 @@ async fn a_verifier_that_is_down_fails_closed_or_open_as_each_event_says() {
     .await;
     let closed = app.create_event(&spec(1, 10, 0, 4)).await;
     let open = app.create_event(&spec(1, 10, 0, 4)).await;
-    let hosted = |when_down: &str| {
-        json!({"human_check": {"kind": "hosted", "provider": "hcaptcha", "when_down": when_down}})
-    };
-    assert_eq!(set_rules(&app, closed, hosted("closed")).await.status(), StatusCode::OK);
-    assert_eq!(set_rules(&app, open, hosted("open")).await.status(), StatusCode::OK);
+    let hosted = |when_down: &str| json!({"human_check": {"kind": "hosted", "provider": "hcaptcha", "when_down": when_down}});
+    assert_eq!(
+        set_rules(&app, closed, hosted("closed")).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        set_rules(&app, open, hosted("open")).await.status(),
+        StatusCode::OK
+    );
     v.stub.state.unavailable.store(true, Ordering::Relaxed);
     let (_, a) = app.buyer().await;
     let (_, b) = app.buyer().await;
@@ -207,9 +225,16 @@ async fn a_verifier_that_is_down_fails_closed_or_open_as_each_event_says() {
     assert!(res.headers().contains_key("retry-after"));
     assert_eq!(
         error_of(res).await,
-        (StatusCode::SERVICE_UNAVAILABLE, "human_check_unavailable".into())
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "human_check_unavailable".into()
+        )
     );
-    assert_eq!(line_length(&app, closed).await, 0, "fail-closed queues nothing");
+    assert_eq!(
+        line_length(&app, closed).await,
+        0,
+        "fail-closed queues nothing"
+    );
 
     let res = join(&app, open, &a, json!({"human_check_token": "pass-b"})).await;
     assert_eq!(res.status(), StatusCode::OK, "fail-open lets the buyer in");
@@ -226,7 +251,9 @@ async fn a_verifier_that_is_down_fails_closed_or_open_as_each_event_says() {
     );
     let calls = v.stub.state.calls();
     assert!(
-        calls.iter().all(|c| c.sitekey.as_deref() == Some("site-key-hcaptcha")),
+        calls
+            .iter()
+            .all(|c| c.sitekey.as_deref() == Some("site-key-hcaptcha")),
         "hCaptcha is told the site key: {calls:?}"
     );
 
@@ -276,7 +303,10 @@ async fn a_slow_or_unreachable_verifier_is_given_up_on_within_the_timeout() {
         );
         assert_eq!(
             error_of(res).await,
-            (StatusCode::SERVICE_UNAVAILABLE, "human_check_unavailable".into()),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "human_check_unavailable".into()
+            ),
             "{provider}"
         );
         assert_eq!(line_length(&app, event).await, 0);
@@ -308,7 +338,10 @@ async fn rules_asking_a_check_the_server_cannot_make_are_refused() {
     }
     // Nothing changed: the event still asks no check.
     let (_, a) = app.buyer().await;
-    assert_eq!(join(&app, event, &a, json!({})).await.status(), StatusCode::OK);
+    assert_eq!(
+        join(&app, event, &a, json!({})).await.status(),
+        StatusCode::OK
+    );
     // The self-hosted challenge named explicitly is the proof of work.
     let other = app.create_event(&spec(1, 10, 0, 4)).await;
     let rules = json!({"human_check": {"kind": "proof_of_work"}, "pow_difficulty": 4});
