@@ -11,7 +11,7 @@ use crate::conn::{self, db};
 use crate::options::PostgresOptions;
 
 /// (version, name, SQL), in the order they must run.
-const MIGRATIONS: &[
+const MIGRATIONS: &[(i64, &str, &str)] = &[
     (
         1,
         "ledger",
