@@ -8,10 +8,10 @@ mod clock;
 mod idempotency;
 mod identity;
 mod ledger;
+mod names;
 mod outbox;
 mod payment;
 mod queue;
-mod names;
 mod tickets;
 mod transfers;
 
@@ -21,10 +21,10 @@ pub use clock::*;
 pub use idempotency::*;
 pub use identity::*;
 pub use ledger::*;
+pub use names::*;
 pub use outbox::*;
 pub use payment::*;
 pub use queue::*;
-pub use names::*;
 pub use tickets::*;
 pub use transfers::*;
 
