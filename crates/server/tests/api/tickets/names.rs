@@ -171,6 +171,20 @@ async fn before_the_doors_an_unnamed_ticket_is_refused_until_named_and_a_change_
         (&json!(3), &v3["barcode"])
     );
 
+    // The order's history has a line for each rename (and so its events out).
+    let orders: Value = app.get("/v1/me/orders", &token).await.json().await.unwrap();
+    let order = orders["orders"][0]["order_id"].as_str().unwrap();
+    let history: Value = app
+        .get(&format!("/v1/orders/{order}/history"), &app.operator_key)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let renamed = (history["lines"].as_array().unwrap().iter())
+        .filter(|l| l["event"] == "renamed")
+        .count();
+    assert_eq!(renamed, 2, "{history}");
+
     // The offline gate shows the name and refuses the replaced barcodes.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bundle.json");
