@@ -37,8 +37,7 @@ CREATE TABLE exchange_swaps (
     currency       TEXT    NOT NULL,
     payout         INTEGER NOT NULL CHECK (payout >= 0 AND payout <= price),
     payment_method TEXT    NOT NULL,
-    state          TEXT    NOT NULL CHECK (state IN
-                       ('reserved', 'charged', 'moved', 'done', 'refunding', 'undone')),
+    state          TEXT    NOT NULL CHECK (state IN ('reserved', 'charged', 'moved', 'done', 'refunding', 'undone')),
     created_at     INTEGER NOT NULL,
     updated_at     INTEGER NOT NULL
 ) WITHOUT ROWID;

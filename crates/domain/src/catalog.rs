@@ -361,7 +361,9 @@ impl EventSpec {
         if !(1..=1_000_000).contains(&s.admission_rate_per_s) {
             return invalid("admission_rate_per_s must be 1-1000000");
         }
-        if s.transfers.is_some_and(|t| t.max_name_changes > crate::transfers::MAX_NAME_CHANGES) {
+        if s.transfers
+            .is_some_and(|t| t.max_name_changes > crate::transfers::MAX_NAME_CHANGES)
+        {
             return invalid(format!(
                 "transfers.max_name_changes must be 0-{}",
                 crate::transfers::MAX_NAME_CHANGES

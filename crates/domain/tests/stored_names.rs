@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use boxoffice_domain::exchange::{ListingState, SwapState};
 use boxoffice_domain::transfers::TransferState;
 use boxoffice_domain::{OrderEvent, OrderState, SaleStatus};
 
@@ -121,4 +122,24 @@ fn the_migration_readers_find_what_they_look_for() {
     );
     assert_eq!(literals_after(sql, "VALUES (o.id, ", 3), ["a", "b", "c"]);
     assert!(!code(sql).contains("'z'"));
+}
+
+#[test]
+fn the_exchange_state_checks_of_both_ledgers_list_exactly_the_domains_states() {
+    let listings: BTreeSet<String> = ListingState::ALL
+        .iter()
+        .map(|s| s.as_str().into())
+        .collect();
+    let swaps: BTreeSet<String> = SwapState::ALL.iter().map(|s| s.as_str().into()).collect();
+    for ledger in ["sqlite/0011_exchange.sql", "postgres/0012_exchange.sql"] {
+        let sql = code(&migration(ledger));
+        let listed = check_list(&sql, "CHECK (state IN (");
+        assert_eq!(
+            listed, listings,
+            "{ledger}: the exchange_listings.state CHECK"
+        );
+        let swaps_table = &sql[sql.find("CREATE TABLE exchange_swaps").expect("the swaps")..];
+        let listed = check_list(swaps_table, "CHECK (state IN (");
+        assert_eq!(listed, swaps, "{ledger}: the exchange_swaps.state CHECK");
+    }
 }

@@ -160,3 +160,33 @@ async fn an_outage_of_inquiry_is_reported_as_unavailable() {
             .is_some()
     );
 }
+
+#[boxoffice_testkit::test]
+async fn a_partial_refund_is_made_once_per_key_and_never_past_the_payment() {
+    use boxoffice_domain::Money;
+    let gw = gateway();
+    let (order, reference) = authorized(&gw).await;
+    let total = gw.record(order).await.unwrap().expect("on record").amount;
+    let part = Money(total.0 / 2);
+    let early = gw.refund_part(order, &reference, part, "a").await;
+    assert!(rejection(early).contains("not captured"), "only a capture");
+    gw.capture(order, &reference).await.unwrap();
+    gw.refund_part(order, &reference, part, "a").await.unwrap();
+    gw.refund_part(order, &reference, part, "a").await.unwrap();
+    let reused = gw.refund_part(order, &reference, Money(1), "a").await;
+    assert!(rejection(reused).contains("another refund"));
+    let over = gw.refund_part(order, &reference, total, "b").await;
+    assert!(rejection(over).contains("cannot refund"));
+    let refunds = gw.partial_refunds().await.unwrap();
+    assert_eq!(
+        refunds.len(),
+        1,
+        "one refund for the key, however often asked"
+    );
+    assert_eq!((refunds[0].order, refunds[0].amount), (order, part));
+    assert_eq!(
+        state_of(&gw, order).await,
+        ProviderState::Captured,
+        "the rest stays"
+    );
+}

@@ -7,8 +7,7 @@ use boxoffice_domain::ticket::{KeyId, TicketId};
 use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, TransferId};
 use boxoffice_engine::ports::{
     Accept, Accepted, BarcodeSetting, CheckIn, Gate, Rename, RenameRefusal, ScanAttempt,
-    StoreError, StoredKey,
-    TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
+    StoreError, StoredKey, TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
 };
 
 use crate::SqliteLedger;

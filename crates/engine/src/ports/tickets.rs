@@ -13,9 +13,7 @@ use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
 use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret, TransferId};
 
-use super::{
-    Accept, Accepted, RenameRefusal, Rename, StoreError, TransferOffer, TransferRefusal,
-};
+use super::{Accept, Accepted, Rename, RenameRefusal, StoreError, TransferOffer, TransferRefusal};
 
 /// One barcode key of an event. The seed is the Ed25519 private key: it never leaves
 /// the server, and never prints.

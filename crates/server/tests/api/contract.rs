@@ -152,6 +152,7 @@ async fn main_resources() {
         ("PUT", format!("/v1/events/{event}/admission"), &op),
         ("PUT", format!("/v1/events/{event}/waiting-room"), &op),
         ("GET", "/v1/me/tickets".to_string(), &buyer),
+        ("GET", format!("/v1/events/{event}/listings"), ""),
         ("POST", format!("/v1/events/{event}/keys/rotate"), &op),
         ("POST", format!("/v1/events/{event}/gates"), &op),
         ("POST", format!("/v1/orders/{order}/cancel"), &op),
@@ -184,6 +185,7 @@ async fn main_resources() {
         "OrderHistory",
         "Admission",
         "Rules",
+        "ListingPage",
     ];
     for name in main {
         assert!(

@@ -85,7 +85,10 @@ pub async fn a_rename_issues_the_next_version_and_counts_only_changes(s: TicketS
     let (e, _, rows) = sold(&s, 1).await;
     let first = &rows[0];
     // Naming an unnamed ticket is not a change.
-    let named = s.tickets.rename_ticket(&rename_of(first, "Ada", None)).await;
+    let named = s
+        .tickets
+        .rename_ticket(&rename_of(first, "Ada", None))
+        .await;
     let named = named.unwrap().expect("named");
     assert_eq!((named.version, named.issued_at), (2, NOW));
     assert_eq!(named.attendee, Some(name("Ada")));
@@ -103,7 +106,11 @@ pub async fn a_rename_issues_the_next_version_and_counts_only_changes(s: TicketS
         .rename_ticket(&rename_of(&changed, "Mallory", Some(1)))
         .await;
     assert_eq!(over.unwrap(), Err(RenameRefusal::LimitReached { limit: 1 }));
-    assert_eq!(current(&s, first.id).await, (changed.clone(), 1), "unchanged");
+    assert_eq!(
+        current(&s, first.id).await,
+        (changed.clone(), 1),
+        "unchanged"
+    );
     // The old versions are refused at the door; the current one admits.
     let g = gate(&s, &e, "Main").await;
     let mut scan = ScanAttempt {
@@ -182,7 +189,10 @@ async fn race_round(
         .collect();
     let mut winners: HashMap<TicketId, Vec<TicketRow>> = HashMap::new();
     for joined in racers.collect::<Vec<_>>().await {
-        match joined.expect("the rename task ran").expect("the store answered") {
+        match joined
+            .expect("the rename task ran")
+            .expect("the store answered")
+        {
             Ok(row) => winners.entry(row.id).or_default().push(row),
             Err(RenameRefusal::Superseded | RenameRefusal::LimitReached { .. }) => {}
             Err(other) => panic!("unexpected refusal {other:?}"),
@@ -200,7 +210,11 @@ pub async fn n_renames_racing_over_k_tickets_one_wins_per_version_within_the_lim
         let counted = (round > 0).then_some(LIMIT);
         let winners = race_round(&s, &rows, counted).await;
         let expect = if round <= LIMIT { TICKETS as usize } else { 0 };
-        assert_eq!(winners.len(), expect, "round {round}: one winner per ticket");
+        assert_eq!(
+            winners.len(),
+            expect,
+            "round {round}: one winner per ticket"
+        );
         assert!(winners.values().all(|w| w.len() == 1), "round {round}");
         for row in &mut rows {
             let (now, changes) = current(&s, row.id).await;

@@ -8,11 +8,7 @@ use crate::common::{BOXOFFICE, spawn, spec};
 
 /// Runs `boxoffice gate --bundle FILE [barcode]` (stdin when `arg` is None): (exit code,
 /// first line printed).
-pub(super) fn gate_cli(
-    file: &std::path::Path,
-    arg: Option<&str>,
-    stdin: &str,
-) -> (i32, String) {
+pub(super) fn gate_cli(file: &std::path::Path, arg: Option<&str>, stdin: &str) -> (i32, String) {
     let mut cmd = Command::new(BOXOFFICE.0);
     cmd.arg("gate").arg("--bundle").arg(file);
     if let Some(a) = arg {

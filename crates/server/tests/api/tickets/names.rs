@@ -85,7 +85,9 @@ fn id(t: &Value) -> String {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_required_at_checkout_are_signed_into_the_barcode_and_shown_at_the_scan() {
     let app = spawn().await;
-    let event = app.create_event(&named(AttendeeNames::AtCheckout, None)).await;
+    let event = app
+        .create_event(&named(AttendeeNames::AtCheckout, None))
+        .await;
     let (_, token) = app.buyer().await;
     let held = hold(&app, event, &token, 2).await;
     let (status, none) = checkout(&app, &held, &token, &[]).await;
@@ -99,14 +101,20 @@ async fn names_required_at_checkout_are_signed_into_the_barcode_and_shown_at_the
     let (status, order) = checkout(&app, &held, &token, &[" Ada  Lovelace ", "Zoë Núñez"]).await;
     assert_eq!(status, 201, "{order}");
     let tickets = my_tickets(&app, &token).await;
-    let mut names: Vec<&str> = tickets.iter().map(|t| t["attendee"].as_str().unwrap()).collect();
+    let mut names: Vec<&str> = tickets
+        .iter()
+        .map(|t| t["attendee"].as_str().unwrap())
+        .collect();
     names.sort();
     assert_eq!(names, ["Ada Lovelace", "Zoë Núñez"], "trimmed, as given");
     let (_, key) = gate(&app, event, "Main").await;
     for t in &tickets {
         let (status, admitted) = scan(&app, event, &key, &barcode(t)).await;
         assert_eq!(status, 200, "{admitted}");
-        assert_eq!(admitted["attendee"], t["attendee"], "the gate shows the name");
+        assert_eq!(
+            admitted["attendee"], t["attendee"],
+            "the gate shows the name"
+        );
     }
 
     // An event that takes no names refuses them rather than printing them.
@@ -120,7 +128,10 @@ async fn names_required_at_checkout_are_signed_into_the_barcode_and_shown_at_the
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_the_doors_an_unnamed_ticket_is_refused_until_named_and_a_change_reissues_it() {
     let app = spawn().await;
-    let spec = named(AttendeeNames::BeforeDoors, Some(TransferPolicy::NameChangeOnly));
+    let spec = named(
+        AttendeeNames::BeforeDoors,
+        Some(TransferPolicy::NameChangeOnly),
+    );
     let event = app.create_event(&spec).await;
     let (token, tickets) = buy(&app, event, 1).await;
     let first = tickets[0].clone();
@@ -142,14 +153,37 @@ async fn before_the_doors_an_unnamed_ticket_is_refused_until_named_and_a_change_
     // Naming is free; the one change the event allows issues another version.
     let (status, v2) = rename(&app, &token, &id(&first), "  Ada \t Lovelace").await;
     assert_eq!(status, 200, "{v2}");
-    assert_eq!((&v2["version"], &v2["attendee"]), (&json!(2), &json!("Ada Lovelace")));
+    assert_eq!(
+        (&v2["version"], &v2["attendee"]),
+        (&json!(2), &json!("Ada Lovelace"))
+    );
     let (status, v3) = rename(&app, &token, &id(&first), "Grace Hopper").await;
     assert_eq!(status, 200, "{v3}");
-    assert_eq!((&v3["version"], &v3["attendee"]), (&json!(3), &json!("Grace Hopper")));
+    assert_eq!(
+        (&v3["version"], &v3["attendee"]),
+        (&json!(3), &json!("Grace Hopper"))
+    );
     let (status, over) = rename(&app, &token, &id(&first), "Mallory").await;
     assert_eq!((status, code(&over)), (409, "name_change_limit_reached"));
     let now = ticket(&app, &token, &id(&first)).await;
-    assert_eq!((&now["version"], &now["barcode"]), (&json!(3), &v3["barcode"]));
+    assert_eq!(
+        (&now["version"], &now["barcode"]),
+        (&json!(3), &v3["barcode"])
+    );
+
+    // The order's history has a line for each rename (and so its events out).
+    let orders: Value = app.get("/v1/me/orders", &token).await.json().await.unwrap();
+    let order = orders["orders"][0]["order_id"].as_str().unwrap();
+    let history: Value = app
+        .get(&format!("/v1/orders/{order}/history"), &app.operator_key)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let renamed = (history["lines"].as_array().unwrap().iter())
+        .filter(|l| l["event"] == "renamed")
+        .count();
+    assert_eq!(renamed, 2, "{history}");
 
     // The offline gate shows the name and refuses the replaced barcodes.
     let dir = tempfile::tempdir().unwrap();
@@ -173,7 +207,10 @@ async fn before_the_doors_an_unnamed_ticket_is_refused_until_named_and_a_change_
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_change_past_the_cutoff_is_refused_and_changes_nothing() {
     let app = spawn().await;
-    let spec = named(AttendeeNames::BeforeDoors, Some(TransferPolicy::NameChangeOnly));
+    let spec = named(
+        AttendeeNames::BeforeDoors,
+        Some(TransferPolicy::NameChangeOnly),
+    );
     let event = app.create_event(&spec).await;
     let (_, token) = app.buyer().await;
     let held = hold(&app, event, &token, 1).await;
@@ -206,7 +243,10 @@ async fn a_name_change_past_the_cutoff_is_refused_and_changes_nothing() {
     let late = unnamed[0].clone();
     let (status, v2) = rename(&app, &late_token, &id(&late), "Grace Hopper").await;
     assert_eq!(status, 200, "{v2}");
-    assert_eq!((&v2["version"], &v2["attendee"]), (&json!(2), &json!("Grace Hopper")));
+    assert_eq!(
+        (&v2["version"], &v2["attendee"]),
+        (&json!(2), &json!("Grace Hopper"))
+    );
     app.stop().await;
 }
 
@@ -240,7 +280,10 @@ async fn transfers_are_refused_under_none_and_exchange_only_and_names_stay() {
         let (status, no) = rename(&app, &token, &id(&t), "Grace Hopper").await;
         assert_eq!((status, code(&no)), (403, "name_changes_not_allowed"));
         let after = ticket(&app, &token, &id(&t)).await;
-        assert_eq!((&after["version"], &after["attendee"]), (&json!(1), &t["attendee"]));
+        assert_eq!(
+            (&after["version"], &after["attendee"]),
+            (&json!(1), &t["attendee"])
+        );
         assert!(my_tickets(&app, &to.1).await.is_empty(), "{policy:?}");
     }
     app.stop().await;
