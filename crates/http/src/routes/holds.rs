@@ -3,8 +3,9 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
 use boxoffice_engine::ports::HoldView;
@@ -139,11 +140,32 @@ pub(crate) const CREATE_DOC: Doc = Doc {
     ],
 };
 
-pub async fn create(
-    State(st): State<AppState>,
+/// What a hold request presents: the admission token, the buyer's session token when
+/// sent, and the proof of possession when sent.
+pub struct Presented {
     token: BearerToken,
     session: BuyerSessionHeader,
     dpop: Dpop,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Presented {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Presented {
+            token: BearerToken::from_request_parts(parts, state).await?,
+            session: BuyerSessionHeader::from_request_parts(parts, state).await?,
+            dpop: Dpop::from_request_parts(parts, state).await?,
+        })
+    }
+}
+
+pub async fn create(
+    State(st): State<AppState>,
+    Presented {
+        token,
+        session,
+        dpop,
+    }: Presented,
     replay: Replay,
     Id(id): Id<EventId>,
     feeds: Feeds,
