@@ -154,19 +154,21 @@ impl Engine {
     }
 
     /// The proof of a checkout or release of `hold`, against the key the hold was
-    /// taken with.
+    /// taken with. Answers that key when the request proved it: the buyer's device,
+    /// for the velocity signals.
     pub async fn prove_for_hold(
         &self,
         hold: HoldId,
         input: ProofInput<'_>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Option<Thumbprint>, EngineError> {
         let mode = self.event(hold.event).await?.event.sale.proof_of_possession;
         if mode == PopMode::Off {
-            return Ok(());
+            return Ok(None);
         }
         let bound = self.proof_memory()?.hold_key(hold).await?;
         self.prove(hold.event, mode, bound.as_ref(), Some(input))
-            .await
+            .await?;
+        Ok(bound)
     }
 
     /// Binds a hold about to be taken to the key its admission was proven with, for as

@@ -153,15 +153,16 @@ pub async fn checkout(
         Err(e) => return e.into_response(),
     };
     // Last of the checks: only a proof that passes is remembered.
-    if let Err(e) = st.engine.prove_for_hold(hold, dpop.input()).await {
-        return ApiError::from(e).into_response();
-    }
+    let device = match st.engine.prove_for_hold(hold, dpop.input()).await {
+        Ok(key) => key,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
     let scope = Scope::Buyer(who.buyer);
     let state = st.clone();
-    // The device key joins the origin once the buyer app proves one with each request.
+    // The device is the key the request proved, when the event binds admissions to one.
     let origin = Origin {
         ip: Some(addr),
-        device: None,
+        device: device.map(|k| k.0),
     };
     replay
         .run(st.replays(), scope, &body, async move {
