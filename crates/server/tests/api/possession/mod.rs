@@ -358,3 +358,56 @@ async fn without_proofs_a_dpop_header_is_ignored() {
     assert_eq!(res.status(), StatusCode::CREATED);
     app.stop().await;
 }
+
+/// A device key is what the checkout's proof proved: buyers sharing one key (one bot's
+/// device) form one cluster, and the event's threshold refuses the buyer that would
+/// pass it before the provider is called.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 60)]
+async fn buyers_proving_one_key_form_one_device_cluster() {
+    use boxoffice_domain::velocity::{SignalThreshold, VelocityRules};
+    let app = spawn().await;
+    let mut spec = event_spec(PopMode::Required);
+    let mut rules = VelocityRules::default();
+    rules.signals.per_device = SignalThreshold::new(Some(2), Some(3));
+    // Every buyer pays with the same test card: only the device may refuse here.
+    rules.signals.per_card = SignalThreshold::default();
+    spec.sale.velocity = Some(rules);
+    let event = app.create_event(&spec).await;
+    let shared = proof_key();
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let client = admitted(&app, event, Some(&shared)).await;
+        let hold = held(&app, event, &client).await;
+        let path = format!("/v1/holds/{hold}/checkout");
+        let dpop = proof(&client.key, "POST", &path, now_s(&app));
+        let res = checkout(&app, &hold, &client.token, Some(dpop)).await;
+        answers.push(res.status());
+        if res.status() != StatusCode::CREATED {
+            assert_eq!(
+                refusal(res).await,
+                (StatusCode::FORBIDDEN, "too_many_buyers".into())
+            );
+        }
+    }
+    assert_eq!(
+        answers,
+        [StatusCode::CREATED, StatusCode::CREATED, StatusCode::FORBIDDEN]
+    );
+    assert_eq!(counts(&app, event).await.1, json!(2));
+
+    let signals = app
+        .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
+        .await
+        .json::<Value>()
+        .await
+        .unwrap();
+    let device = signals["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["dimension"] == "device")
+        .unwrap_or_else(|| panic!("no device cluster: {signals}"))
+        .clone();
+    assert_eq!(device["buyers"], 2);
+    assert_eq!(device["refusing"], true);
+}
