@@ -92,7 +92,10 @@ async fn three_nodes_expire_each_hold_once_and_sweep_no_more_than_one() {
     assert_eq!(s, 201, "{e}");
     let event = e["event_id"].as_i64().unwrap();
     let open = format!("{}/v1/events/{event}/open", nodes[0].1);
-    assert_eq!(call(&c, Method::POST, open, OPERATOR, json!({})).await.0, 200);
+    assert_eq!(
+        call(&c, Method::POST, open, OPERATOR, json!({})).await.0,
+        200
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (one, leases) = watch(redis.port).await;
     assert_eq!(leases.len(), 1, "{leases:?}");
@@ -112,7 +115,10 @@ async fn three_nodes_expire_each_hold_once_and_sweep_no_more_than_one() {
     asked.sort_unstable();
     let ticks_three = asked.pop().expect("someone sweeps");
     assert!(ticks_three >= 10, "the holder swept: {leases:?}");
-    assert!(asked.iter().all(|&n| n <= 2), "only one node sweeps: {leases:?}");
+    assert!(
+        asked.iter().all(|&n| n <= 2),
+        "only one node sweeps: {leases:?}"
+    );
     // Per sweep, three nodes cost Redis no more than half again what one did (without
     // the lease, every node would run every step of every sweep: three times).
     let per_sweep = |n: usize, ticks: usize| n as f64 / ticks.max(1) as f64;
@@ -132,12 +138,24 @@ async fn three_nodes_expire_each_hold_once_and_sweep_no_more_than_one() {
     // (On a slow machine the first holds may expire before the last are taken.)
     assert_ne!(counts().await, (json!(100), json!(0)), "holds were taken");
     let what = "every hold expired and its seat free again";
-    eventually(what, Duration::from_secs(40), Duration::from_millis(250), || async {
-        let now = counts().await;
-        if now == (json!(100), json!(0)) { Ok(()) } else { Err(now) }
-    })
+    eventually(
+        what,
+        Duration::from_secs(40),
+        Duration::from_millis(250),
+        || async {
+            let now = counts().await;
+            if now == (json!(100), json!(0)) {
+                Ok(())
+            } else {
+                Err(now)
+            }
+        },
+    )
     .await;
     let expired = metric_sum(&c, &urls, "boxoffice_holds_expired_total").await;
-    assert_eq!(expired as usize, HOLDS, "each hold expired once, by one node");
+    assert_eq!(
+        expired as usize, HOLDS,
+        "each hold expired once, by one node"
+    );
     assert_eq!(holds.len(), HOLDS);
 }
