@@ -59,10 +59,7 @@ impl Engine {
         {
             return Ok(false);
         }
-        let node = self
-            .leases
-            .node
-            .get_or_init(|| self.incarnation.to_hex());
+        let node = self.leases.node.get_or_init(|| self.incarnation.to_hex());
         let lease = self
             .ports
             .arbiter

@@ -79,11 +79,7 @@ impl<Q: QueueStore> QueueStore for KeptSettings<Q> {
     async fn join(&self, event: EventId, buyer: BuyerId, open: bool) -> Result<Place, StoreError> {
         self.inner.join(event, buyer, open).await
     }
-    async fn join_line(
-        &self,
-        event: EventId,
-        buyer: BuyerId,
-    ) -> Result<Option<Place>, StoreError> {
+    async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         self.inner.join_line(event, buyer).await
     }
     async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {

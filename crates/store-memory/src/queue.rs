@@ -131,11 +131,7 @@ impl QueueStore for InMemoryQueue {
         Ok(place_of(position, true))
     }
 
-    async fn join_line(
-        &self,
-        event: EventId,
-        buyer: BuyerId,
-    ) -> Result<Option<Place>, StoreError> {
+    async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         let line = self.line(event);
         let mut line = line.lock();
         if !line.state.opened {
@@ -157,7 +153,12 @@ impl QueueStore for InMemoryQueue {
     ) -> Result<(), StoreError> {
         let line = self.line(event);
         let mut line = line.lock();
-        let len = restored.positions.iter().map(|&(_, p)| p).max().unwrap_or(0);
+        let len = restored
+            .positions
+            .iter()
+            .map(|&(_, p)| p)
+            .max()
+            .unwrap_or(0);
         let (serving, at) = restored
             .batches
             .last()

@@ -140,11 +140,7 @@ impl QueueStore for RedisQueue {
         Ok(place_of(position, new == 1))
     }
 
-    async fn join_line(
-        &self,
-        event: EventId,
-        buyer: BuyerId,
-    ) -> Result<Option<Place>, StoreError> {
+    async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         let [pos, st, pool, ..] = self.keys(event);
         let (position, new): (i64, u8) = self
             .eval(&QUEUE_JOIN, &[pos, st, pool], |inv| {
@@ -177,11 +173,7 @@ impl QueueStore for RedisQueue {
             .map_err(store_err)
     }
 
-    async fn restore_line(
-        &self,
-        event: EventId,
-        line: &RestoredLine,
-    ) -> Result<(), StoreError> {
+    async fn restore_line(&self, event: EventId, line: &RestoredLine) -> Result<(), StoreError> {
         let [pos, st, pool, fin, _, adm] = self.keys(event);
         let keys = [pos, st, pool, fin, adm];
         self.restore_step(&keys, "begin", |_| {}).await?;

@@ -189,9 +189,19 @@ async fn of_the_nodes_asking_for_an_events_sweep_one_is_granted_it() {
     assert_eq!(granted.len(), 1, "{answers:?}");
     assert!(answers.iter().flatten().all(|&ms| ms <= 300), "{answers:?}");
     let holder = &nodes[granted[0]];
-    assert_eq!(arb.sweep_lease(event, "expiry", holder, 300).await, Ok(None));
-    assert_eq!(arb.sweep_lease(event, "drift", "other", 300).await, Ok(None));
-    let other = if granted[0] == 0 { &nodes[1] } else { &nodes[0] };
+    assert_eq!(
+        arb.sweep_lease(event, "expiry", holder, 300).await,
+        Ok(None)
+    );
+    assert_eq!(
+        arb.sweep_lease(event, "drift", "other", 300).await,
+        Ok(None)
+    );
+    let other = if granted[0] == 0 {
+        &nodes[1]
+    } else {
+        &nodes[0]
+    };
     assert!(matches!(
         arb.sweep_lease(event, "expiry", other, 300).await,
         Ok(Some(_))

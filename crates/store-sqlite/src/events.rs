@@ -119,7 +119,10 @@ pub(crate) fn pool_joins(conn: &Connection, event: EventId) -> Result<Vec<BuyerI
 }
 
 /// Writer job: journals a batch of joins (the first record of each stands).
-pub(crate) fn record_joins(conn: &Connection, joins: &[JoinRecord]) -> Result<Step<()>, StoreError> {
+pub(crate) fn record_joins(
+    conn: &Connection,
+    joins: &[JoinRecord],
+) -> Result<Step<()>, StoreError> {
     for j in joins {
         let buyer = j.buyer.to_string();
         match j.position {
@@ -185,7 +188,10 @@ pub(crate) fn record_admission(
 }
 
 /// The event's admission batches, ascending.
-pub(crate) fn admissions(conn: &Connection, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError> {
+pub(crate) fn admissions(
+    conn: &Connection,
+    event: EventId,
+) -> Result<Vec<(u64, Millis)>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT serving_up_to, admitted_at FROM line_admissions WHERE event_id = ?1

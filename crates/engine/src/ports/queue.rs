@@ -71,8 +71,7 @@ pub trait QueueStore: Send + Sync {
     /// `None` when it has not: the store lost the line, or nobody has opened it yet, and
     /// the caller brings it back first (`Engine::ensure_line`), so a line that was lost
     /// never hands out a position it had already given someone else.
-    async fn join_line(&self, event: EventId, buyer: BuyerId)
-    -> Result<Option<Place>, StoreError>;
+    async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError>;
     /// Takes the right to open or bring back an event's line, for one caller across
     /// every node sharing the store until `release_line_claim` or `ttl_ms` passes.
     /// A store only one process uses has nobody to share it with.

@@ -39,13 +39,18 @@ async fn join(c: &reqwest::Client, url: &str, event: i64, token: &str) -> Value 
     let url = format!("{url}/v1/events/{event}/queue");
     let what = format!("a join at {url}");
     // A join that meets the line being brought back is told to retry (503).
-    eventually(what, Duration::from_secs(20), Duration::from_millis(50), || {
-        let url = url.clone();
-        async move {
-            let (s, body) = call(c, Method::POST, url, token, json!({})).await;
-            if s == 200 { Ok(body) } else { Err((s, body)) }
-        }
-    })
+    eventually(
+        what,
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        || {
+            let url = url.clone();
+            async move {
+                let (s, body) = call(c, Method::POST, url, token, json!({})).await;
+                if s == 200 { Ok(body) } else { Err((s, body)) }
+            }
+        },
+    )
     .await
 }
 
@@ -116,19 +121,31 @@ async fn a_redis_restart_mid_line_keeps_every_place_and_every_admission() {
     }
     let commitment = fairness(&c, &urls[0], event).await["commitment"].clone();
     let url = format!("{}/v1/events/{event}/open", urls[1]);
-    assert_eq!(call(&c, Method::POST, url, OPERATOR, json!({})).await.0, 200);
+    assert_eq!(
+        call(&c, Method::POST, url, OPERATOR, json!({})).await.0,
+        200
+    );
 
     let mut buyers = Vec::new();
     for (i, (token, ticket)) in pool.into_iter().enumerate() {
         let url = urls[i % 2].clone();
         let what = "a drawn position for a pool member";
-        let st = eventually(what, Duration::from_secs(20), Duration::from_millis(50), || {
-            let (c, url, ticket) = (&c, url.clone(), ticket.clone());
-            async move {
-                let (s, st) = status(c, &url, &ticket).await;
-                if s == 200 && st["position"].is_u64() { Ok(st) } else { Err(st) }
-            }
-        })
+        let st = eventually(
+            what,
+            Duration::from_secs(20),
+            Duration::from_millis(50),
+            || {
+                let (c, url, ticket) = (&c, url.clone(), ticket.clone());
+                async move {
+                    let (s, st) = status(c, &url, &ticket).await;
+                    if s == 200 && st["position"].is_u64() {
+                        Ok(st)
+                    } else {
+                        Err(st)
+                    }
+                }
+            },
+        )
         .await;
         let ticket = st["queue_ticket"].as_str().map_or(ticket, str::to_string);
         let position = st["position"].as_u64().unwrap();
@@ -157,13 +174,18 @@ async fn a_redis_restart_mid_line_keeps_every_place_and_every_admission() {
 
     // Some admitted, not everyone: then Redis goes.
     let what = "part of the line admitted";
-    let before = eventually(what, Duration::from_secs(30), Duration::from_millis(100), || {
-        let (c, urls, buyers) = (&c, &urls, &buyers);
-        async move {
-            let a = admitted(c, urls, buyers).await;
-            if !a.is_empty() { Ok(a) } else { Err(a) }
-        }
-    })
+    let before = eventually(
+        what,
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let (c, urls, buyers) = (&c, &urls, &buyers);
+            async move {
+                let a = admitted(c, urls, buyers).await;
+                if !a.is_empty() { Ok(a) } else { Err(a) }
+            }
+        },
+    )
     .await;
     assert!(
         (before.len() as u64) < total,
@@ -208,13 +230,22 @@ async fn a_redis_restart_mid_line_keeps_every_place_and_every_admission() {
     assert_eq!(j["position"], json!(total + 1), "{j}");
     let last = j["queue_ticket"].as_str().unwrap().to_string();
     let what = "the newcomer admitted";
-    eventually(what, Duration::from_secs(60), Duration::from_millis(200), || {
-        let (c, url, last) = (&c, urls[1].clone(), last.clone());
-        async move {
-            let (s, st) = status(c, &url, &last).await;
-            if s == 200 && st["status"] == "admitted" { Ok(()) } else { Err(st) }
-        }
-    })
+    eventually(
+        what,
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || {
+            let (c, url, last) = (&c, urls[1].clone(), last.clone());
+            async move {
+                let (s, st) = status(c, &url, &last).await;
+                if s == 200 && st["status"] == "admitted" {
+                    Ok(())
+                } else {
+                    Err(st)
+                }
+            }
+        },
+    )
     .await;
     let everyone = admitted(&c, &urls, &buyers).await;
     assert_eq!(everyone, positions, "the whole line admitted");

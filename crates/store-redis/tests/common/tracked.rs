@@ -143,11 +143,7 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
     async fn place(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         self.inner.place(event, buyer).await
     }
-    async fn join_line(
-        &self,
-        event: EventId,
-        buyer: BuyerId,
-    ) -> Result<Option<Place>, StoreError> {
+    async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         self.inner.join_line(event, buyer).await
     }
     async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {

@@ -170,10 +170,18 @@ pub async fn the_first_writer_of_a_setting_wins_when_asked(q: Arc<dyn QueueStore
 
 pub async fn a_line_join_waits_until_the_line_is_opened(q: Arc<dyn QueueStore>) {
     let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
-    assert_eq!(q.join_line(event, a).await, Ok(None), "nobody opened the line");
+    assert_eq!(
+        q.join_line(event, a).await,
+        Ok(None),
+        "nobody opened the line"
+    );
     assert_eq!(q.state(event).await.map(|s| s.queue_length), Ok(0));
     q.join(event, b, false).await.expect("a pool member");
-    assert_eq!(q.join_line(event, a).await, Ok(None), "the pool is not sealed");
+    assert_eq!(
+        q.join_line(event, a).await,
+        Ok(None),
+        "the pool is not sealed"
+    );
     q.seal_pool(event).await.expect("seal");
     let place = q.join_line(event, a).await.expect("join");
     assert_eq!(place.map(|p| p.position), Some(Some(2)), "after the pool");
@@ -192,7 +200,9 @@ pub async fn a_restored_line_has_its_places_pool_and_admissions_back(q: Arc<dyn 
     let buyers: Vec<BuyerId> = (0..5).map(|_| BuyerId::random()).collect();
     // Something left behind by the lost line, replaced as a whole.
     q.join(event, BuyerId::random(), true).await.expect("join");
-    q.set_setting(event, "seed", "kept", false).await.expect("set");
+    q.set_setting(event, "seed", "kept", false)
+        .await
+        .expect("set");
     let line = RestoredLine {
         // Positions 1-2 the drawn pool, 3 a gap (never confirmed), 4-6 later joins.
         positions: vec![
@@ -211,7 +221,10 @@ pub async fn a_restored_line_has_its_places_pool_and_admissions_back(q: Arc<dyn 
         (state.queue_length, state.serving_up_to, state.advanced_at),
         (6, 4, Millis(2_000))
     );
-    assert_eq!((state.pool_size, state.opened, state.placed), (2, true, true));
+    assert_eq!(
+        (state.pool_size, state.opened, state.placed),
+        (2, true, true)
+    );
     assert_eq!(state.finished, 0);
     for &(buyer, position) in &line.positions {
         let place = q.place(event, buyer).await.expect("place");
