@@ -12,8 +12,8 @@
 use std::net::IpAddr;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
-use boxoffice_domain::possession::{Confirmation, Thumbprint};
 use boxoffice_domain::human_check::HumanCheck;
+use boxoffice_domain::possession::{Confirmation, Thumbprint};
 use boxoffice_domain::pow;
 use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};

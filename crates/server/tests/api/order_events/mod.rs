@@ -71,7 +71,11 @@ pub async fn add_endpoint(app: &TestApp, url: &str) -> (String, String) {
 }
 
 /// Every order the buyers placed, with the token of the buyer who placed it.
-pub async fn orders_of(c: &reqwest::Client, base: &str, buyers: &[(String, String)]) -> Vec<Placed> {
+pub async fn orders_of(
+    c: &reqwest::Client,
+    base: &str,
+    buyers: &[(String, String)],
+) -> Vec<Placed> {
     let mut placed = Vec::new();
     for (token, _) in buyers {
         let v: Value = c

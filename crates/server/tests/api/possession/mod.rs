@@ -391,7 +391,11 @@ async fn buyers_proving_one_key_form_one_device_cluster() {
     }
     assert_eq!(
         answers,
-        [StatusCode::CREATED, StatusCode::CREATED, StatusCode::FORBIDDEN]
+        [
+            StatusCode::CREATED,
+            StatusCode::CREATED,
+            StatusCode::FORBIDDEN
+        ]
     );
     assert_eq!(counts(&app, event).await.1, json!(2));
 
