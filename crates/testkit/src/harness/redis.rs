@@ -54,8 +54,9 @@ pub fn delete_prefix(urls: &str, prefix: &str) -> redis::RedisResult<usize> {
     let mut deleted = 0;
     for url in urls.split(',').map(str::trim).filter(|u| !u.is_empty()) {
         let mut con = redis::Client::open(url)?.get_connection()?;
+        let mut keys = Vec::<String>::new();
         for pattern in [format!("{prefix}*"), format!("{{{prefix}*")] {
-            let keys: Vec<String> = redis::cmd("SCAN")
+            let found: Vec<String> = redis::cmd("SCAN")
                 .cursor_arg(0)
                 .arg("MATCH")
                 .arg(&pattern)
@@ -64,14 +65,26 @@ pub fn delete_prefix(urls: &str, prefix: &str) -> redis::RedisResult<usize> {
                 .clone()
                 .iter(&mut con)?
                 .collect::<Result<_, _>>()?;
-            for key in &keys {
-                // One key per DEL: on a cluster node keys of several slots may match.
-                deleted += redis::cmd("DEL").arg(key).query::<usize>(&mut con)?;
-            }
+            keys.extend(found);
         }
+        if keys.is_empty() {
+            continue;
+        }
+        // Found first, then deleted in one pipeline: the keys go together, as when Redis
+        // loses them, and a rebuild that starts meanwhile is not half undone. One key
+        // per DEL: on a cluster node keys of several slots may match.
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("DEL").arg(key);
+        }
+        let counts: Vec<usize> = pipe.query(&mut con)?;
+        deleted += counts.iter().sum::<usize>();
     }
     Ok(deleted)
 }
+
+/// The key `OwnRedis::mark` leaves.
+const MARK: &str = "boxoffice-test:restart-mark";
 
 /// A `redis-server` of the test's own, so restarting it disturbs nobody else.
 pub struct OwnRedis {
@@ -124,10 +137,14 @@ impl OwnRedis {
         id.expect("INFO server names the run id").trim().to_string()
     }
 
-    /// How many keys the server holds.
-    pub async fn keys(&self) -> usize {
-        let n = self.cli(&["dbsize"]).await;
-        n.parse().expect("DBSIZE answers a number")
+    /// Leaves a key of the test's own, which only this server's data holds: a restart
+    /// that kept the data would still have it (`is_marked`).
+    pub async fn mark(&self) {
+        assert_eq!(self.cli(&["set", MARK, "1"]).await, "OK");
+    }
+
+    pub async fn is_marked(&self) -> bool {
+        self.cli(&["exists", MARK]).await == "1"
     }
 
     /// One redis-cli command; its output, trimmed ("" when it could not run).
