@@ -130,10 +130,10 @@ pub(crate) const CHECKOUT_DOC: Doc = Doc {
 pub async fn checkout(
     State(st): State<AppState>,
     Buyer(who): Buyer,
-    dpop: Dpop,
+    // The client, as the velocity limits and signals see it: its address and its proof.
+    (ClientAddr(addr), dpop): (ClientAddr, Dpop),
     replay: Replay,
     Id(hold): Id<HoldId>,
-    ClientAddr(addr): ClientAddr,
     feeds: Feeds,
     body: Bytes,
 ) -> Response {
