@@ -34,7 +34,9 @@ async fn stalled_hold(node: &Node, release: tokio::sync::oneshot::Receiver<()>) 
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_times_out() {
-    let node = Node::start("[http]\nmax_in_flight = 2\nrequest_timeout_ms = 4000\n").await;
+    // The stuck requests hold both places for 8 s: long enough for the test's first
+    // request to get through while they do, on a machine busy with other tests.
+    let node = Node::start("[http]\nmax_in_flight = 2\nrequest_timeout_ms = 8000\n").await;
     let (keep_a, release_a) = tokio::sync::oneshot::channel::<()>();
     let (keep_b, release_b) = tokio::sync::oneshot::channel::<()>();
     let slow = futures::future::join(
@@ -61,7 +63,7 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         // The stuck requests run out of time, which frees their places.
         let what = "both stuck requests to time out (boxoffice_http_timeouts_total = 2)";
         let every = Duration::from_millis(100);
-        eventually(what, Duration::from_secs(10), every, || async {
+        eventually(what, Duration::from_secs(20), every, || async {
             match node.metric("boxoffice_http_timeouts_total").await {
                 Some(2.0) => Ok(()),
                 other => Err(other),

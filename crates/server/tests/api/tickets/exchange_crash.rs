@@ -61,12 +61,16 @@ async fn k_listings_and_n_buyers_make_exactly_k_swaps_across_two_kills() {
         pending: (0..BUYERS).collect(),
         told: HashMap::new(),
     };
-    let server = run.race_then_kill(server, &base, LISTED / 4).await;
+    let server = run
+        .race_then_kill(server, &base, dir.path(), LISTED / 4)
+        .await;
     assert_swaps_in_flight(dir.path(), "first").await;
     drop(server);
 
     let (server, base) = start(dir.path(), &config).await;
-    let server = run.race_then_kill(server, &base, LISTED * 2 / 3).await;
+    let server = run
+        .race_then_kill(server, &base, dir.path(), LISTED * 2 / 3)
+        .await;
     assert_swaps_in_flight(dir.path(), "second").await;
     drop(server);
 
@@ -245,21 +249,30 @@ impl Run {
     }
 
     /// Starts the pending buyers' purchases and kills the server (SIGKILL) once at
-    /// least `taken` listings are no longer open.
-    async fn race_then_kill(&mut self, mut server: Child, base: &str, taken: usize) -> Child {
+    /// least `taken` listings are no longer open and the ledger shows a swap between
+    /// its steps (so the kill lands mid-swap, however fast the machine runs them).
+    async fn race_then_kill(
+        &mut self,
+        mut server: Child,
+        base: &str,
+        dir: &Path,
+        taken: usize,
+    ) -> Child {
         let round: Vec<usize> = std::mem::take(&mut self.pending);
+        let ledger = ledger(dir);
         let answers = {
             let racing = self.purchases(base, &round);
             tokio::pin!(racing);
             let watch = async {
-                let what = format!("{taken} listings to be taken");
+                let what = format!("{taken} listings taken and a swap in flight");
                 let every = Duration::from_millis(5);
                 boxoffice_testkit::eventually(what, Duration::from_secs(120), every, || async {
                     let open = self.open_count(base).await;
-                    if open <= LISTED - taken {
+                    let in_flight = swaps_of(&ledger).await.len();
+                    if open <= LISTED - taken && in_flight > 0 {
                         Ok(())
                     } else {
-                        Err(json!(open))
+                        Err(json!({"open": open, "in_flight": in_flight}))
                     }
                 })
                 .await
