@@ -10,7 +10,7 @@ use boxoffice_testkit::harness::path_str;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::books::{assert_confirmed_and_captured, assert_orders_in_flight};
+use crate::common::books::{assert_confirmed_and_captured, assert_orders_in_flight, ledger_orders};
 use crate::common::uuid;
 use boxoffice_testkit::eventually;
 use futures::future::join_all;
@@ -87,12 +87,18 @@ async fn scenario() {
             .await
         })
     };
-    let what = "every checkout to be running (its claim in the ledger)";
+    // Its claim is taken before its checks and its order written after them: only with
+    // both in the ledger is a checkout surely waiting on the provider.
+    let what = "every checkout to be running (its claim and its order in the ledger)";
     let every = Duration::from_millis(20);
-    eventually(what, Duration::from_secs(10), every, || async {
-        match running_claims(dir.path()) {
-            n if n < BUYERS as i64 => Err(n),
-            _ => Ok(()),
+    eventually(what, Duration::from_secs(30), every, || async {
+        let claims = running_claims(dir.path());
+        let orders = ledger_orders(dir.path()).await;
+        let in_flight = orders.values().filter(|s| !s.is_final()).count();
+        if claims >= BUYERS as i64 && in_flight >= BUYERS {
+            Ok(())
+        } else {
+            Err((claims, in_flight))
         }
     })
     .await;
