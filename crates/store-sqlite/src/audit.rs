@@ -21,13 +21,16 @@ const UNKNOWN_SEATS: &str = "
     ORDER BY s.event_id, s.seat_id";
 
 /// A sold seat belongs to its order's buyer, or to the holder its ticket was
-/// transferred to.
+/// transferred to; its order owns seats, unless its ticket was sold on through the
+/// exchange (it stands apart, `confirmed` on its own, whatever its order became).
 const SOLD_WITHOUT_ORDER: &str = "
     SELECT s.event_id, s.seat_id FROM sold_seats s LEFT JOIN orders o ON o.id = s.order_id
     WHERE o.id IS NULL OR o.event_id != s.event_id
        OR s.buyer_id != COALESCE((SELECT t.holder_id FROM tickets t
             WHERE t.order_id = s.order_id AND t.seat_id = s.seat_id), o.buyer_id)
-       OR o.state NOT IN (SELECT value FROM json_each(?1))
+       OR (o.state NOT IN (SELECT value FROM json_each(?1)) AND NOT EXISTS (
+            SELECT 1 FROM tickets t WHERE t.order_id = s.order_id AND t.seat_id = s.seat_id
+              AND t.own_state = 'confirmed'))
     ORDER BY s.event_id, s.seat_id";
 
 /// An order owning seats must own exactly its own seats: as many sold rows as seats,
@@ -43,7 +46,10 @@ const ORDERS_MISSING_SEATS: &str = "
 
 const SEATS_OF_UNSOLD_ORDERS: &str = "
     SELECT DISTINCT s.order_id FROM sold_seats s JOIN orders o ON o.id = s.order_id
-    WHERE o.state NOT IN (SELECT value FROM json_each(?1)) ORDER BY s.order_id";
+    WHERE o.state NOT IN (SELECT value FROM json_each(?1))
+      AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = s.order_id
+            AND t.seat_id = s.seat_id AND t.own_state = 'confirmed')
+    ORDER BY s.order_id";
 
 /// Buyers over the event's limit by their sold seats, plus every buyer whose guard row
 /// is over its own max or no longer equals their sold seats: a drifted guard stops

@@ -6,6 +6,7 @@
 
 mod bench;
 mod crash;
+mod exchanged;
 mod single;
 
 use std::collections::HashMap;
