@@ -183,10 +183,9 @@ impl Engine {
         via: &dyn PaymentGateway,
     ) -> Result<bool, EngineError> {
         let (call, event) = match p.state {
-            ProviderState::Captured => (
-                self.refund_rest(order, p, via).await?,
-                OrderEvent::Refunded,
-            ),
+            ProviderState::Captured => {
+                (self.refund_rest(order, p, via).await?, OrderEvent::Refunded)
+            }
             ProviderState::Refunded => (Ok(()), OrderEvent::Refunded),
             ProviderState::Authorized | ProviderState::RequiresAction => {
                 (via.void(order.id, &p.reference).await, OrderEvent::Voided)
@@ -212,8 +211,8 @@ impl Engine {
     }
 
     /// Refunds what is left of an order's capture. An order some of whose tickets were
-    /// sold on through the exchange was refunded their payouts in parts already (each
-    /// keyed by its swap), so only the rest goes back, keyed `<order>.rest`, and never
+    /// sold on through the exchange, or cancelled on their own, was refunded those in
+    /// parts already (keyed by the swap or the ticket), so only the rest goes back, keyed `<order>.rest`, and never
     /// more than the capture; an order with no such part is refunded in full.
     async fn refund_rest(
         &self,
@@ -221,10 +220,13 @@ impl Engine {
         p: &ProviderPayment,
         via: &dyn PaymentGateway,
     ) -> Result<Result<(), PaymentError>, EngineError> {
-        let parts = match self.exchange.as_ref() {
+        let mut parts = match self.exchange.as_ref() {
             Some(x) => x.payouts_of(order.id).await?,
             None => Money(0),
         };
+        if let Some(t) = self.tickets.as_ref() {
+            parts.0 += t.cancelled_parts(order.id).await?.0;
+        }
         if parts.0 <= 0 {
             return Ok(via.refund(order.id, &p.reference).await);
         }

@@ -11,8 +11,8 @@ use sqlx::{Postgres, Row, Transaction};
 
 use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
-use crate::standing;
 use crate::exchange_rows::{self as rows, Answer, listing_of, listing_sql, swap_of, swap_sql};
+use crate::standing;
 
 /// Commits the transaction when `answer` is a success; rolls it back otherwise.
 async fn settle<T>(tx: Transaction<'_, Postgres>, answer: Result<T, ListingRefusal>) -> Answer<T> {

@@ -34,12 +34,16 @@ const SOLD_WITHOUT_ORDER: &str = "
     ORDER BY s.event_id, s.seat_id";
 
 /// An order owning seats must own exactly its own seats: as many sold rows as seats,
-/// and each of its seats sold to it.
+/// and each of its seats sold to it, but for the seats of its tickets cancelled on
+/// their own (or refunded with the event after the exchange), given back already.
 const ORDERS_MISSING_SEATS: &str = "
     SELECT o.id FROM orders o
     WHERE o.state IN (SELECT value FROM json_each(?1))
-      AND (json_array_length(o.seats) != (SELECT COUNT(*) FROM sold_seats s WHERE s.order_id = o.id)
-        OR json_array_length(o.seats) != (
+      AND (json_array_length(o.seats) - (SELECT COUNT(*) FROM tickets t WHERE t.order_id = o.id
+            AND t.own_state IN ('refunding', 'cancelled', 'refunded'))
+          != (SELECT COUNT(*) FROM sold_seats s WHERE s.order_id = o.id)
+        OR json_array_length(o.seats) - (SELECT COUNT(*) FROM tickets t WHERE t.order_id = o.id
+            AND t.own_state IN ('refunding', 'cancelled', 'refunded')) != (
             SELECT COUNT(*) FROM json_each(o.seats) j JOIN sold_seats s
               ON s.event_id = o.event_id AND s.seat_id = json_extract(j.value, '$.seat_id') AND s.order_id = o.id))
     ORDER BY o.id";

@@ -19,7 +19,8 @@ type Answer<T> = Step<Result<T, ListingRefusal>>;
 const LISTING: &str = "SELECT l.id, l.ticket_id, l.event_id, l.seat_id, l.seller, l.version,
     l.price, l.state, l.created_at, l.ended_at FROM exchange_listings l";
 
-pub(crate) const SWAP: &str = "SELECT id, listing_id, ticket_id, event_id, seller, buyer, seller_order,
+pub(crate) const SWAP: &str =
+    "SELECT id, listing_id, ticket_id, event_id, seller, buyer, seller_order,
     charge, charge_ref, price, currency, payout, payment_method, state, created_at, updated_at
     FROM exchange_swaps";
 

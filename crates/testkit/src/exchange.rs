@@ -51,6 +51,8 @@ macro_rules! exchange_conformance {
                 k_listings_and_n_buyers_make_exactly_k_swaps,
                 revoking_the_sellers_order_revoked_the_ticket_its_swap_buyer_paid_for,
                 n_claims_racing_over_k_exchanged_tickets_claim_each_once,
+                n_cancels_racing_over_k_tickets_cancel_each_once,
+                refused_ticket_cancellations_write_nothing,
             );
         }
     };

@@ -83,8 +83,7 @@ async fn given_back(book: &FakeGateway) -> HashMap<OrderId, (i64, i64, ProviderS
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
-async fn cancelling_a_sellers_order_revoked_the_swap_buyers_ticket_and_refunded_the_payout_twice()
-{
+async fn cancelling_a_sellers_order_revoked_the_swap_buyers_ticket_and_refunded_the_payout_twice() {
     let app = spawn().await;
     let book = provider(&app);
     let event = app.create_event(&exchangeable(spec(2, 10, 0, 4))).await;
@@ -103,7 +102,10 @@ async fn cancelling_a_sellers_order_revoked_the_swap_buyers_ticket_and_refunded_
     assert_eq!(left[0]["status"], "revoked");
     let (_, key) = gate(&app, event, "Main").await;
     let (status, body) = scan(&app, event, &key, &barcode(&tickets[1])).await;
-    assert_eq!((status, body["error"].as_str()), (409, Some("ticket_revoked")));
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("ticket_revoked"))
+    );
     let (status, body) = scan(&app, event, &key, &barcode(&theirs[0])).await;
     assert_eq!(status, 200, "{body}");
     // Its seat is still sold, to the swap buyer; the seller's other seat is free.
@@ -138,9 +140,23 @@ async fn an_event_cancelled_after_a_swap_refunds_its_buyer_once_and_its_seller_o
     let book = provider(&app);
     let event = app.create_event(&exchangeable(spec(2, 10, 0, 4))).await;
     let (seller, _, buyer, _) = one_sold_on(&app, event).await;
-    let mine: Value = app.get("/v1/me/orders", &seller).await.json().await.unwrap();
-    let order: OrderId = mine["orders"][0]["order_id"].as_str().unwrap().parse().unwrap();
-    let (status, job) = undo(&app, &format!("/v1/events/{event}/cancel"), &app.operator_key).await;
+    let mine: Value = app
+        .get("/v1/me/orders", &seller)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let order: OrderId = mine["orders"][0]["order_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (status, job) = undo(
+        &app,
+        &format!("/v1/events/{event}/cancel"),
+        &app.operator_key,
+    )
+    .await;
     assert_eq!(status, 202, "{job}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
@@ -149,7 +165,10 @@ async fn an_event_cancelled_after_a_swap_refunds_its_buyer_once_and_its_seller_o
         if job.finished_at.is_some() {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the job ends: {job:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job ends: {job:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     // Steps and sweeps after the end change nothing.
@@ -160,14 +179,20 @@ async fn an_event_cancelled_after_a_swap_refunds_its_buyer_once_and_its_seller_o
 
     let back = given_back(&book).await;
     let (amount, refunded, state) = back[&order];
-    assert_eq!((amount, refunded, state), (2 * FACE, 2 * FACE, ProviderState::Refunded));
+    assert_eq!(
+        (amount, refunded, state),
+        (2 * FACE, 2 * FACE, ProviderState::Refunded)
+    );
     let charges: Vec<_> = (back.iter())
         .filter(|(id, _)| **id != order)
         .map(|(id, v)| (*id, *v))
         .collect();
     assert_eq!(charges.len(), 1, "{back:?}");
     let (charge, (amount, refunded, state)) = charges[0];
-    assert_eq!((amount, refunded, state), (FACE, FACE, ProviderState::Refunded));
+    assert_eq!(
+        (amount, refunded, state),
+        (FACE, FACE, ProviderState::Refunded)
+    );
     let made = refunds_made(&book).await;
     assert_eq!(made.get(&charge), Some(&1), "the swap buyer refunded once");
     // Their ticket is revoked with the rest; no seat is left sold.
