@@ -8,6 +8,7 @@ mod bench;
 mod crash;
 mod exchanged;
 mod single;
+mod tickets;
 
 use std::collections::HashMap;
 
