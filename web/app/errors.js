@@ -114,6 +114,7 @@ const MESSAGES = {
   ticket_already_cancelled: 'This ticket was already cancelled; its money is on its way back.',
   ticket_not_cancellable: 'This ticket cannot be cancelled on its own now (it was scanned, resold, listed or offered, or its order is not paid).',
   last_ticket_of_order: 'This is the last ticket of its order: cancel the whole order instead.',
+  ticket_listed: 'This ticket is listed for resale. Withdraw the listing before you transfer it.',
   listing_not_open: 'This listing was already taken or withdrawn.',
   own_listing: 'You cannot buy your own listing.',
   payment_velocity: 'Too many payment attempts in a short time. Wait a few minutes before you try again.',

@@ -148,6 +148,7 @@ error_codes! {
     TicketAlreadyCancelled = "ticket_already_cancelled" => CONFLICT;
     TicketNotCancellable = "ticket_not_cancellable" => CONFLICT;
     LastTicketOfOrder = "last_ticket_of_order" => CONFLICT;
+    TicketListed = "ticket_listed" => CONFLICT;
     ListingNotOpen = "listing_not_open" => CONFLICT;
     OwnListing = "own_listing" => UNPROCESSABLE_ENTITY;
     PaymentVelocity = "payment_velocity" => TOO_MANY_REQUESTS;

@@ -106,6 +106,8 @@ pub enum TicketRefusal {
     NotCancellable(&'static str),
     #[error("this is the last ticket of its order: cancel the order instead")]
     LastTicketOfOrder,
+    #[error("this ticket is listed on the exchange; withdraw the listing first")]
+    TicketListed,
 }
 
 impl From<TicketRefusal> for EngineError {

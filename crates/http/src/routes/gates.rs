@@ -93,6 +93,7 @@ pub(crate) fn refusal_code(r: &TicketRefusal) -> ErrorCode {
         TicketRefusal::AlreadyCancelled => C::TicketAlreadyCancelled,
         TicketRefusal::NotCancellable(_) => C::TicketNotCancellable,
         TicketRefusal::LastTicketOfOrder => C::LastTicketOfOrder,
+        TicketRefusal::TicketListed => C::TicketListed,
     }
 }
 

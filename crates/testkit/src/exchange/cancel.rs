@@ -264,3 +264,34 @@ pub async fn refused_ticket_cancellations_write_nothing(s: ExchangeStores) {
     );
     audit_is_clean(&s, &e).await;
 }
+
+pub async fn a_listed_ticket_is_not_offered_for_transfer_until_withdrawn(s: ExchangeStores) {
+    use boxoffice_domain::TransferId;
+    use boxoffice_engine::ports::{TransferOffer, TransferRefusal, TransferState};
+    let (_, o, rows) = sold(&s, 1).await;
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let offer = |at: boxoffice_domain::Millis| TransferOffer {
+        id: TransferId::random(),
+        ticket: rows[0].id,
+        event: rows[0].event,
+        from: o.buyer,
+        to: BuyerId::random(),
+        version: 1,
+        state: TransferState::Offered,
+        created_at: at,
+        expires_at: at.plus_secs(600),
+        ended_at: None,
+    };
+    let refused = s.tickets.offer_transfer(&offer(NOW)).await.unwrap();
+    assert_eq!(refused, Err(TransferRefusal::Listed));
+    let open = s.exchange.open_listings(l.event, None, 10).await.unwrap();
+    assert_eq!(open.len(), 1, "the listing stands");
+    s.exchange
+        .withdraw(l.id, o.buyer, NOW.plus_secs(1))
+        .await
+        .unwrap()
+        .unwrap();
+    let offered = s.tickets.offer_transfer(&offer(NOW.plus_secs(2))).await;
+    assert_eq!(offered.unwrap(), Ok(()));
+}
