@@ -115,6 +115,10 @@ impl OrderEvent {
     /// The history line of a ticket of a confirmed order resold on the exchange (its
     /// detail names the swap, the seller and the buyer); it moves no state.
     pub const EXCHANGED: &'static str = "exchanged";
+    /// The history line of one ticket of a confirmed order cancelled by the operator
+    /// (its detail names the ticket, the seat and the amount going back); the order
+    /// stays confirmed for its other tickets.
+    pub const TICKET_CANCELLED: &'static str = "ticket_cancelled";
 
     /// The name in the ledgers' order history (`order_events.event`) and payment rows
     /// (`payments.kind`).

@@ -73,7 +73,8 @@ impl Engine {
         };
         let page = self.ports.ledger.orders_of_event(&q).await?;
         let Some(last) = page.last().map(|o| o.id) else {
-            return self.end_pass(job).await;
+            let swaps_pending = self.refund_swap_buyers(job.event).await?;
+            return self.end_pass(job, swaps_pending).await;
         };
         let counts = self.cancel_page(page).await?;
         let mut next = job.clone();
@@ -85,11 +86,16 @@ impl Engine {
         Ok(usize::try_from(counts.seen).unwrap_or(usize::MAX))
     }
 
-    /// At the end of a pass: the job is finished if nothing was left pending, else
-    /// another pass starts once the orders left had time to move.
-    async fn end_pass(&self, job: EventCancellation) -> Result<usize, EngineError> {
+    /// At the end of a pass: the job is finished if nothing was left pending (orders,
+    /// or `swaps_pending` swaps of the exchange), else another pass starts once what
+    /// was left had time to move.
+    async fn end_pass(
+        &self,
+        job: EventCancellation,
+        swaps_pending: u64,
+    ) -> Result<usize, EngineError> {
         let now = self.now();
-        let next = if job.counts.pending == 0 {
+        let next = if job.counts.pending == 0 && swaps_pending == 0 {
             tracing::info!(event = %job.event, returned = job.counts.returned, "event cancellation finished");
             EventCancellation {
                 finished_at: Some(now),
@@ -159,6 +165,63 @@ impl Engine {
             }
         }
         Ok(counts)
+    }
+
+    /// The buyers of the event's exchange swaps get their charges back: each finished
+    /// swap is claimed in the ledger first (`done → refunding`, its ticket revoked and
+    /// its seat given back in the same step), then driven as the exchange sweep drives
+    /// a swap (its charge refunded, keyed by the charge, then `undone`), so a claim
+    /// survives a crash and a repeat refunds nothing twice. The sellers' orders, claimed
+    /// in the pass before, gave back only what the exchange had not. Returns how many
+    /// swaps are not finished yet (a swap still under way, a provider that did not
+    /// answer): the job makes another pass for them.
+    async fn refund_swap_buyers(&self, event: EventId) -> Result<u64, EngineError> {
+        let Some(port) = self.exchange.as_ref() else {
+            return Ok(0);
+        };
+        let in_flight = self.config.recovery_in_flight.max(1);
+        let swaps = port.live_swaps(event).await?;
+        let unfinished = futures::stream::iter(swaps)
+            .map(|swap| async move {
+                use boxoffice_domain::exchange::SwapState as W;
+                let id = swap.id;
+                let ended = match swap.state {
+                    W::Done => {
+                        if port.claim_cancelled_swap(id, self.now()).await? {
+                            metrics::counter!("boxoffice_exchange_swaps_cancelled_total")
+                                .increment(1);
+                        }
+                        let now = port.swap(id).await?;
+                        match now {
+                            Some(s) if s.state == W::Refunding => self.drive_swap(s).await,
+                            Some(s) => Ok(s),
+                            None => return Ok::<bool, EngineError>(true),
+                        }
+                    }
+                    W::Refunding => self.drive_swap(swap).await,
+                    // Under way: the buyer's request or the exchange sweep finishes it,
+                    // and the next pass looks again.
+                    W::Reserved | W::Charged | W::Moved => return Ok(false),
+                    W::Undone => return Ok(true),
+                };
+                match ended {
+                    Ok(s) => Ok(s.state == W::Undone),
+                    Err(e) => {
+                        tracing::warn!(swap = %id, error = %e, "refund of an exchange buyer failed; will retry");
+                        Ok(false)
+                    }
+                }
+            })
+            .buffer_unordered(in_flight)
+            .collect::<Vec<_>>()
+            .await;
+        let mut pending = 0;
+        for finished in unfinished {
+            if !finished? {
+                pending += 1;
+            }
+        }
+        Ok(pending)
     }
 
     /// Claims the order if it owns seats; an order another path moved meanwhile is

@@ -44,6 +44,9 @@ impl Engine {
                 break;
             }
         }
+        // Tickets cancelled on their own whose money is not back yet: the same door,
+        // the same idleness.
+        done += self.finish_cancelled_tickets(q.idle_since).await;
         Ok(Outcome { done })
     }
 

@@ -7,7 +7,7 @@
 //! both win. Every provider call goes through `via`: directly for a buyer waiting on
 //! the answer, through the recovery sweep's paced door for the sweep.
 
-use boxoffice_domain::{HoldState, OrderEvent, OrderState};
+use boxoffice_domain::{HoldState, Money, OrderEvent, OrderState};
 
 use crate::checkout::CheckoutOutcome;
 use crate::ports::{Inquiry, Order, PaymentError, PaymentGateway, ProviderPayment, ProviderState};
@@ -192,10 +192,9 @@ impl Engine {
         via: &dyn PaymentGateway,
     ) -> Result<bool, EngineError> {
         let (call, event) = match p.state {
-            ProviderState::Captured => (
-                via.refund(order.id, &p.reference).await,
-                OrderEvent::Refunded,
-            ),
+            ProviderState::Captured => {
+                (self.refund_rest(order, p, via).await?, OrderEvent::Refunded)
+            }
             ProviderState::Refunded => (Ok(()), OrderEvent::Refunded),
             ProviderState::Authorized | ProviderState::RequiresAction => {
                 (via.void(order.id, &p.reference).await, OrderEvent::Voided)
@@ -218,6 +217,36 @@ impl Engine {
         self.try_move(order.id, event, None).await?;
         self.release_quietly(order.hold).await;
         Ok(true)
+    }
+
+    /// Refunds what is left of an order's capture. An order some of whose tickets were
+    /// sold on through the exchange, or cancelled on their own, was refunded those in
+    /// parts already (keyed by the swap or the ticket), so only the rest goes back, keyed `<order>.rest`, and never
+    /// more than the capture; an order with no such part is refunded in full.
+    async fn refund_rest(
+        &self,
+        order: &Order,
+        p: &ProviderPayment,
+        via: &dyn PaymentGateway,
+    ) -> Result<Result<(), PaymentError>, EngineError> {
+        let mut parts = match self.exchange.as_ref() {
+            Some(x) => x.payouts_of(order.id).await?,
+            None => Money(0),
+        };
+        if let Some(t) = self.tickets.as_ref() {
+            parts.0 += t.cancelled_parts(order.id).await?.0;
+        }
+        if parts.0 <= 0 {
+            return Ok(via.refund(order.id, &p.reference).await);
+        }
+        let rest = order.total.0.min(p.amount.0) - parts.0;
+        if rest <= 0 {
+            return Ok(Ok(()));
+        }
+        let key = format!("{}.rest", order.id);
+        Ok(via
+            .refund_part(order.id, &p.reference, Money(rest), &key)
+            .await)
     }
 
     /// Cancels a payment still waiting for the buyer, then ends the order unpaid. If the

@@ -145,6 +145,10 @@ error_codes! {
     ListingAboveFaceValue = "listing_above_face_value" => UNPROCESSABLE_ENTITY;
     TicketNotListable = "ticket_not_listable" => CONFLICT;
     TicketAlreadyListed = "ticket_already_listed" => CONFLICT;
+    TicketAlreadyCancelled = "ticket_already_cancelled" => CONFLICT;
+    TicketNotCancellable = "ticket_not_cancellable" => CONFLICT;
+    LastTicketOfOrder = "last_ticket_of_order" => CONFLICT;
+    TicketListed = "ticket_listed" => CONFLICT;
     ListingNotOpen = "listing_not_open" => CONFLICT;
     OwnListing = "own_listing" => UNPROCESSABLE_ENTITY;
     PaymentVelocity = "payment_velocity" => TOO_MANY_REQUESTS;

@@ -98,7 +98,8 @@ pub fn apply(
 }
 
 /// Refunds part of a captured payment once per key: a repeated key answers as the
-/// first call did without refunding again; never more than the payment in total.
+/// first call did without refunding again; never more than the payment in total. The
+/// part that brings the refunds to the whole amount leaves the payment refunded.
 pub fn refund_part(
     conn: &mut Connection,
     order: OrderId,
@@ -148,6 +149,11 @@ pub fn refund_part(
         )));
     }
     records::insert_partial_refund(&tx, key, order, amount).map_err(storage)?;
+    if before.0 + amount.0 == record.amount.0 {
+        // Refunded in full, part by part: nothing is captured any more, as a provider
+        // marks a charge whose refunds reach its amount.
+        records::set_state(&tx, order, ProviderState::Refunded).map_err(storage)?;
+    }
     tx.commit().map_err(storage)
 }
 

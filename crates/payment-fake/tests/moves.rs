@@ -189,4 +189,11 @@ async fn a_partial_refund_is_made_once_per_key_and_never_past_the_payment() {
         ProviderState::Captured,
         "the rest stays"
     );
+    let rest = Money(total.0 - part.0);
+    gw.refund_part(order, &reference, rest, "c").await.unwrap();
+    assert_eq!(
+        state_of(&gw, order).await,
+        ProviderState::Refunded,
+        "refunded in full, part by part"
+    );
 }

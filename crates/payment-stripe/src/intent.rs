@@ -57,9 +57,9 @@ impl Intent {
 
     fn refunded(&self) -> bool {
         let charge = self.latest_charge.as_ref();
-        charge.is_some_and(|c| {
-            c["refunded"].as_bool() == Some(true) || c["amount_refunded"].as_i64() > Some(0)
-        })
+        // Stripe marks a charge refunded once its refunds reach its amount; a charge
+        // refunded in part (a seat of the order) is still captured for the rest.
+        charge.is_some_and(|c| c["refunded"].as_bool() == Some(true))
     }
 
     pub fn decline_reason(&self) -> String {
@@ -119,5 +119,10 @@ mod tests {
             "id": "pi_1", "status": "succeeded", "latest_charge": {"refunded": true}
         }));
         assert_eq!(refunded.state(), ProviderState::Refunded);
+        let in_part = intent(serde_json::json!({
+            "id": "pi_1", "status": "succeeded",
+            "latest_charge": {"refunded": false, "amount_refunded": 100}
+        }));
+        assert_eq!(in_part.state(), ProviderState::Captured);
     }
 }

@@ -13,7 +13,9 @@ use crate::orders;
 use crate::writer::Step;
 
 /// Each data-modifying part runs once; each holder's ticket count drops by their seats
-/// deleted (a transferred ticket's seat counts for its recipient). The history line is
+/// deleted (a transferred ticket's seat counts for its recipient). A seat whose ticket
+/// stands apart from the order (sold on through the exchange) is its swap buyer's:
+/// kept. The history line is
 /// announced by the outbox trigger.
 const CANCEL: &str = "
     WITH moved AS (
@@ -22,6 +24,8 @@ const CANCEL: &str = "
         RETURNING id, event_id
     ), freed AS (
         DELETE FROM sold_seats s USING moved m WHERE s.order_id = m.id
+          AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = s.order_id
+                AND t.seat_id = s.seat_id AND t.own_state IS NOT NULL)
         RETURNING s.event_id, s.buyer_id
     ), tickets AS (
         UPDATE buyer_tickets g SET tickets = g.tickets - f.n
@@ -43,6 +47,14 @@ pub(crate) async fn cancel_sale(
 ) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
     debug_assert!(event.gives_seats_back());
     let key = id.to_string();
+    // The order's tickets locked first, as every write of a ticket does: an exchange
+    // moving one of them now has committed (the ticket stands apart, its seat is kept)
+    // or waits until the order is no longer confirmed (and then cannot move it).
+    sqlx::query("SELECT id FROM tickets WHERE order_id = $1 ORDER BY id FOR UPDATE")
+        .bind(&key)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
     // Another node may move the order between the read and the update; the update is
     // conditional, so a lost race just reads the new state and decides again.
     for _ in 0..3 {

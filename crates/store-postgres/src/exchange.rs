@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::exchange::SwapState;
-use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, OrderId, SwapId};
+use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, Money, OrderId, SwapId};
 use boxoffice_engine::ports::{
     Exchange, Listing, ListingRefusal, Moved, Reserve, StoreError, Swap,
 };
@@ -12,6 +12,7 @@ use sqlx::{Postgres, Row, Transaction};
 use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
 use crate::exchange_rows::{self as rows, Answer, listing_of, listing_sql, swap_of, swap_sql};
+use crate::standing;
 
 /// Commits the transaction when `answer` is a success; rolls it back otherwise.
 async fn settle<T>(tx: Transaction<'_, Postgres>, answer: Result<T, ListingRefusal>) -> Answer<T> {
@@ -59,7 +60,8 @@ impl Exchange for PostgresLedger {
             listing_sql!(),
             "JOIN tickets t ON t.id = l.ticket_id JOIN orders o ON o.id = t.order_id
              WHERE l.event_id = $1 AND l.state = 'open' AND l.id > $2
-               AND t.version = l.version AND t.holder_id = l.seller AND o.state = $4
+               AND t.version = l.version AND t.holder_id = l.seller
+               AND COALESCE(t.own_state, o.state) = $4
                AND NOT EXISTS (SELECT 1 FROM checkins c WHERE c.ticket_id = l.ticket_id)
              ORDER BY l.id LIMIT $3"
         );
@@ -140,5 +142,23 @@ impl Exchange for PostgresLedger {
                 ))
             })
             .collect()
+    }
+
+    async fn payouts_of(&self, order: OrderId) -> Result<Money, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        standing::payouts_of(&mut conn, order).await
+    }
+
+    async fn live_swaps(&self, event: EventId) -> Result<Vec<Swap>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        standing::live_swaps(&mut conn, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
+    async fn claim_cancelled_swap(&self, id: SwapId, now: Millis) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let claimed = standing::claim_cancelled_swap(&mut tx, id, now).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(claimed)
     }
 }

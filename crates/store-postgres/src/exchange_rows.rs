@@ -410,7 +410,7 @@ async fn hand_over(
     let moved = sqlx::query(
         "WITH ticket AS (
              UPDATE tickets SET holder_id = $3, version = version + 1, attendee = NULL,
-                 issued_at = $4
+                 issued_at = $4, own_state = 'confirmed'
              WHERE id = $1 AND version = $2 RETURNING id
          ), seat AS (
              UPDATE sold_seats SET buyer_id = $3

@@ -26,6 +26,7 @@ mod names;
 mod options;
 mod orders;
 mod outbox;
+mod standing;
 mod ticket_rows;
 mod tickets;
 mod transfers;

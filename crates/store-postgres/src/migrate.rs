@@ -77,6 +77,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_journal",
         include_str!("../../../migrations/postgres/0013_line_journal.sql"),
     ),
+    (
+        14,
+        "ticket_standing",
+        include_str!("../../../migrations/postgres/0014_ticket_standing.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -21,7 +21,7 @@ pub(crate) const KEYS: &str = "SELECT kid, seed, created_at FROM ticket_keys
 macro_rules! facts_sql {
     () => {
         "SELECT t.id, t.event_id, t.order_id, t.seat_id, t.holder_id,
-            t.version, t.attendee, t.issued_at, o.state, c.gate_id, g.name, c.at,
+            t.version, t.attendee, t.issued_at, COALESCE(t.own_state, o.state), c.gate_id, g.name, c.at,
             t.name_changes
         FROM tickets t JOIN orders o ON o.id = t.order_id
         LEFT JOIN checkins c ON c.ticket_id = t.id LEFT JOIN gates g ON g.id = c.gate_id "

@@ -4,15 +4,17 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{KeyId, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, Secret, TransferId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, Money, OrderId, Secret, TransferId};
 use boxoffice_engine::ports::{
-    Accept, Accepted, BarcodeSetting, CheckIn, Gate, Rename, RenameRefusal, ScanAttempt,
-    StoreError, StoredKey, TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
+    Accept, Accepted, BarcodeSetting, CancelledTicket, CheckIn, Gate, Rename, RenameRefusal,
+    ScanAttempt, StoreError, StoredKey, TicketCancelRefusal, TicketFacts, TicketRow, Tickets,
+    TransferOffer, TransferRefusal,
 };
 use sqlx::Row;
 
 use crate::PostgresLedger;
 use crate::conn::db;
+use crate::standing;
 use crate::ticket_rows::{self as rows, KEYS, bytes32, facts_sql, gates_sql, version};
 
 impl PostgresLedger {
@@ -278,6 +280,41 @@ impl Tickets for PostgresLedger {
         limit: u32,
     ) -> Result<Vec<TransferOffer>, StoreError> {
         self.read_transfers_of(buyer, limit).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %id))]
+    async fn cancel_ticket(
+        &self,
+        id: TicketId,
+        now: Millis,
+    ) -> Result<Result<CancelledTicket, TicketCancelRefusal>, StoreError> {
+        let mut tx = self.pool().begin().await.map_err(db)?;
+        let answer = standing::cancel_ticket(&mut tx, id, now).await?;
+        if answer.is_ok() {
+            tx.commit().await.map_err(db)?;
+        } else {
+            tx.rollback().await.map_err(db)?;
+        }
+        Ok(answer)
+    }
+
+    async fn ticket_refunded(&self, id: TicketId) -> Result<bool, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        standing::ticket_refunded(&mut conn, id).await
+    }
+
+    async fn tickets_refunding(
+        &self,
+        before: Millis,
+        limit: u32,
+    ) -> Result<Vec<CancelledTicket>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        standing::tickets_refunding(&mut conn, before, limit).await
+    }
+
+    async fn cancelled_parts(&self, order: OrderId) -> Result<Money, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db)?;
+        standing::cancelled_parts(&mut conn, order).await
     }
 }
 

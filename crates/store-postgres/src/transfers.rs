@@ -131,8 +131,11 @@ async fn settle<T>(tx: Transaction<'_, Postgres>, answer: Result<T, TransferRefu
 impl PostgresLedger {
     pub(crate) async fn offer_transfer_tx(&self, o: &TransferOffer) -> Answer<()> {
         let mut tx = self.pool().begin().await.map_err(db)?;
+        // `movable` locks the ticket's row, as a listing does: a listing and an offer
+        // of one ticket take turns, and a listed ticket is not offered beside it.
         let answer = match movable(&mut tx, o.ticket, o.from, o.version).await? {
             Err(no) => Err(no),
+            Ok(_) if listed(&mut tx, o.ticket).await? => Err(TransferRefusal::Listed),
             Ok(_) => open(&mut tx, o).await?,
         };
         settle(tx, answer).await
@@ -392,5 +395,17 @@ async fn history(
     .execute(&mut *conn)
     .await
     .map(drop)
+    .map_err(db)
+}
+
+/// Whether the ticket has a live listing (open, or reserved by a swap).
+async fn listed(conn: &mut PgConnection, ticket: TicketId) -> Result<bool, StoreError> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM exchange_listings WHERE ticket_id = $1
+             AND state IN ('open', 'reserved'))",
+    )
+    .bind(ticket.to_string())
+    .fetch_one(conn)
+    .await
     .map_err(db)
 }

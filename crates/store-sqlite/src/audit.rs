@@ -21,29 +21,39 @@ const UNKNOWN_SEATS: &str = "
     ORDER BY s.event_id, s.seat_id";
 
 /// A sold seat belongs to its order's buyer, or to the holder its ticket was
-/// transferred to.
+/// transferred to; its order owns seats, unless its ticket was sold on through the
+/// exchange (it stands apart, `confirmed` on its own, whatever its order became).
 const SOLD_WITHOUT_ORDER: &str = "
     SELECT s.event_id, s.seat_id FROM sold_seats s LEFT JOIN orders o ON o.id = s.order_id
     WHERE o.id IS NULL OR o.event_id != s.event_id
        OR s.buyer_id != COALESCE((SELECT t.holder_id FROM tickets t
             WHERE t.order_id = s.order_id AND t.seat_id = s.seat_id), o.buyer_id)
-       OR o.state NOT IN (SELECT value FROM json_each(?1))
+       OR (o.state NOT IN (SELECT value FROM json_each(?1)) AND NOT EXISTS (
+            SELECT 1 FROM tickets t WHERE t.order_id = s.order_id AND t.seat_id = s.seat_id
+              AND t.own_state = 'confirmed'))
     ORDER BY s.event_id, s.seat_id";
 
 /// An order owning seats must own exactly its own seats: as many sold rows as seats,
-/// and each of its seats sold to it.
+/// and each of its seats sold to it, but for the seats of its tickets cancelled on
+/// their own (or refunded with the event after the exchange), given back already.
 const ORDERS_MISSING_SEATS: &str = "
     SELECT o.id FROM orders o
     WHERE o.state IN (SELECT value FROM json_each(?1))
-      AND (json_array_length(o.seats) != (SELECT COUNT(*) FROM sold_seats s WHERE s.order_id = o.id)
-        OR json_array_length(o.seats) != (
+      AND (json_array_length(o.seats) - (SELECT COUNT(*) FROM tickets t WHERE t.order_id = o.id
+            AND t.own_state IN ('refunding', 'cancelled', 'refunded'))
+          != (SELECT COUNT(*) FROM sold_seats s WHERE s.order_id = o.id)
+        OR json_array_length(o.seats) - (SELECT COUNT(*) FROM tickets t WHERE t.order_id = o.id
+            AND t.own_state IN ('refunding', 'cancelled', 'refunded')) != (
             SELECT COUNT(*) FROM json_each(o.seats) j JOIN sold_seats s
               ON s.event_id = o.event_id AND s.seat_id = json_extract(j.value, '$.seat_id') AND s.order_id = o.id))
     ORDER BY o.id";
 
 const SEATS_OF_UNSOLD_ORDERS: &str = "
     SELECT DISTINCT s.order_id FROM sold_seats s JOIN orders o ON o.id = s.order_id
-    WHERE o.state NOT IN (SELECT value FROM json_each(?1)) ORDER BY s.order_id";
+    WHERE o.state NOT IN (SELECT value FROM json_each(?1))
+      AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = s.order_id
+            AND t.seat_id = s.seat_id AND t.own_state = 'confirmed')
+    ORDER BY s.order_id";
 
 /// Buyers over the event's limit by their sold seats, plus every buyer whose guard row
 /// is over its own max or no longer equals their sold seats: a drifted guard stops

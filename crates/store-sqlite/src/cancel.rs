@@ -13,6 +13,11 @@ use crate::moves::record;
 use crate::orders;
 use crate::writer::Step;
 
+/// A sold seat `s` of order `?1` that still follows the order: its ticket (if written)
+/// does not stand apart.
+const OWN: &str = "s.seat_id NOT IN (SELECT t.seat_id FROM tickets t
+     WHERE t.order_id = ?1 AND t.own_state IS NOT NULL)";
+
 /// Writer job: the sale undone by `event` (`CaptureAbandoned` for `cancel_sale`,
 /// `CancelRequested` for `revoke_sale`), if the order's state allows it.
 pub(crate) fn cancel_sale(
@@ -31,18 +36,22 @@ pub(crate) fn cancel_sale(
         return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
     };
     // Each seat off the count of the buyer who holds it now (a transferred ticket's
-    // seat is its recipient's), then the seats themselves.
-    conn.prepare_cached(
+    // seat is its recipient's), then the seats themselves. A seat whose ticket stands
+    // apart from the order (sold on through the exchange) is its swap buyer's: kept.
+    conn.prepare_cached(&format!(
         "UPDATE buyer_tickets SET tickets = tickets - (
              SELECT COUNT(*) FROM sold_seats s
-             WHERE s.order_id = ?1 AND s.buyer_id = buyer_tickets.buyer_id)
-         WHERE event_id = ?2 AND buyer_id IN (SELECT buyer_id FROM sold_seats WHERE order_id = ?1)",
-    )
+             WHERE s.order_id = ?1 AND s.buyer_id = buyer_tickets.buyer_id AND {OWN})
+         WHERE event_id = ?2
+           AND buyer_id IN (SELECT buyer_id FROM sold_seats s WHERE s.order_id = ?1 AND {OWN})"
+    ))
     .and_then(|mut s| s.execute(params![key, order.event.0]))
     .map_err(db)?;
-    conn.prepare_cached("DELETE FROM sold_seats WHERE order_id = ?1")
-        .and_then(|mut s| s.execute([&key]))
-        .map_err(db)?;
+    conn.prepare_cached(&format!(
+        "DELETE FROM sold_seats AS s WHERE s.order_id = ?1 AND {OWN}"
+    ))
+    .and_then(|mut s| s.execute([&key]))
+    .map_err(db)?;
     conn.prepare_cached(
         "UPDATE orders SET state = ?3, updated_at = ?4, attempts = 0 WHERE id = ?1 AND state = ?2",
     )

@@ -3,13 +3,14 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::exchange::SwapState;
-use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, OrderId, SwapId};
+use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, Money, OrderId, SwapId};
 use boxoffice_engine::ports::{
     Exchange, Listing, ListingRefusal, Moved, Reserve, StoreError, Swap,
 };
 
 use crate::SqliteLedger;
 use crate::exchange_rows as rows;
+use crate::standing;
 
 #[async_trait]
 impl Exchange for SqliteLedger {
@@ -94,5 +95,24 @@ impl Exchange for SqliteLedger {
 
     async fn swap_charges(&self) -> Result<Vec<(OrderId, SwapState)>, StoreError> {
         self.readers.read(rows::charges).await
+    }
+
+    async fn payouts_of(&self, order: OrderId) -> Result<Money, StoreError> {
+        self.readers
+            .read(move |c| standing::payouts_of(c, order))
+            .await
+    }
+
+    async fn live_swaps(&self, event: EventId) -> Result<Vec<Swap>, StoreError> {
+        self.readers
+            .read(move |c| standing::live_swaps(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
+    async fn claim_cancelled_swap(&self, id: SwapId, now: Millis) -> Result<bool, StoreError> {
+        self.writer
+            .submit(move |c| standing::claim_cancelled_swap(c, id, now))
+            .await
     }
 }

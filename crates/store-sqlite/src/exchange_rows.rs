@@ -19,7 +19,8 @@ type Answer<T> = Step<Result<T, ListingRefusal>>;
 const LISTING: &str = "SELECT l.id, l.ticket_id, l.event_id, l.seat_id, l.seller, l.version,
     l.price, l.state, l.created_at, l.ended_at FROM exchange_listings l";
 
-const SWAP: &str = "SELECT id, listing_id, ticket_id, event_id, seller, buyer, seller_order,
+pub(crate) const SWAP: &str =
+    "SELECT id, listing_id, ticket_id, event_id, seller, buyer, seller_order,
     charge, charge_ref, price, currency, payout, payment_method, state, created_at, updated_at
     FROM exchange_swaps";
 
@@ -53,7 +54,7 @@ fn listing_of(r: &Row<'_>) -> rusqlite::Result<Listing> {
     })
 }
 
-fn swap_of(r: &Row<'_>) -> rusqlite::Result<Swap> {
+pub(crate) fn swap_of(r: &Row<'_>) -> rusqlite::Result<Swap> {
     let state: String = r.get(13)?;
     Ok(Swap {
         id: parse(r.get(0)?)?,
@@ -98,7 +99,8 @@ pub(crate) fn open_listings(
     let sql = format!(
         "{LISTING} JOIN tickets t ON t.id = l.ticket_id JOIN orders o ON o.id = t.order_id
          WHERE l.event_id = ?1 AND l.state = 'open' AND l.id > ?2
-           AND t.version = l.version AND t.holder_id = l.seller AND o.state = ?4
+           AND t.version = l.version AND t.holder_id = l.seller
+           AND COALESCE(t.own_state, o.state) = ?4
            AND NOT EXISTS (SELECT 1 FROM checkins c WHERE c.ticket_id = l.ticket_id)
          ORDER BY l.id LIMIT ?3"
     );
@@ -425,7 +427,7 @@ fn hand_over(
     let moved = conn
         .prepare_cached(
             "UPDATE tickets SET holder_id = ?3, version = version + 1, attendee = NULL,
-                 issued_at = ?4 WHERE id = ?1 AND version = ?2",
+                 issued_at = ?4, own_state = 'confirmed' WHERE id = ?1 AND version = ?2",
         )
         .and_then(|mut st| st.execute(params![s.ticket.to_string(), version, buyer, now.0]))
         .map_err(db)?;

@@ -23,6 +23,7 @@ mod options;
 mod orders;
 mod outbox;
 mod reader;
+mod standing;
 mod ticket_rows;
 mod tickets;
 mod transfer_rows;

@@ -73,6 +73,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_journal",
         include_str!("../../../migrations/sqlite/0012_line_journal.sql"),
     ),
+    (
+        13,
+        "ticket_standing",
+        include_str!("../../../migrations/sqlite/0013_ticket_standing.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

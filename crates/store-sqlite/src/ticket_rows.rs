@@ -146,7 +146,7 @@ pub(crate) fn insert_rows(conn: &Connection, rows: &[TicketRow]) -> Result<(), S
 
 /// The columns `facts` reads, in its order.
 const FACTS: &str = "SELECT t.id, t.event_id, t.order_id, t.seat_id, t.holder_id, t.version,
-        t.attendee, t.issued_at, o.state, c.gate_id, g.name, c.at, t.name_changes
+        t.attendee, t.issued_at, COALESCE(t.own_state, o.state), c.gate_id, g.name, c.at, t.name_changes
     FROM tickets t JOIN orders o ON o.id = t.order_id
     LEFT JOIN checkins c ON c.ticket_id = t.id LEFT JOIN gates g ON g.id = c.gate_id";
 

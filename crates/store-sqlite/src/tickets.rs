@@ -4,13 +4,15 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{KeyId, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, TransferId};
+use boxoffice_domain::{BuyerId, EventId, GateId, Millis, Money, OrderId, TransferId};
 use boxoffice_engine::ports::{
-    Accept, Accepted, BarcodeSetting, CheckIn, Gate, Rename, RenameRefusal, ScanAttempt,
-    StoreError, StoredKey, TicketFacts, TicketRow, Tickets, TransferOffer, TransferRefusal,
+    Accept, Accepted, BarcodeSetting, CancelledTicket, CheckIn, Gate, Rename, RenameRefusal,
+    ScanAttempt, StoreError, StoredKey, TicketCancelRefusal, TicketFacts, TicketRow, Tickets,
+    TransferOffer, TransferRefusal,
 };
 
 use crate::SqliteLedger;
+use crate::standing;
 use crate::ticket_rows as rows;
 use crate::transfer_rows as transfers;
 
@@ -193,6 +195,39 @@ impl Tickets for SqliteLedger {
     ) -> Result<Vec<TransferOffer>, StoreError> {
         self.readers
             .read(move |c| transfers::transfers_of(c, buyer, limit))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ticket = %id))]
+    async fn cancel_ticket(
+        &self,
+        id: TicketId,
+        now: Millis,
+    ) -> Result<Result<CancelledTicket, TicketCancelRefusal>, StoreError> {
+        self.writer
+            .submit(move |c| standing::cancel_ticket(c, id, now))
+            .await
+    }
+
+    async fn ticket_refunded(&self, id: TicketId) -> Result<bool, StoreError> {
+        self.writer
+            .submit(move |c| standing::ticket_refunded(c, id))
+            .await
+    }
+
+    async fn tickets_refunding(
+        &self,
+        before: Millis,
+        limit: u32,
+    ) -> Result<Vec<CancelledTicket>, StoreError> {
+        self.readers
+            .read(move |c| standing::tickets_refunding(c, before, limit))
+            .await
+    }
+
+    async fn cancelled_parts(&self, order: OrderId) -> Result<Money, StoreError> {
+        self.readers
+            .read(move |c| standing::cancelled_parts(c, order))
             .await
     }
 }

@@ -124,6 +124,18 @@ pub(crate) fn offer(conn: &Connection, o: &TransferOffer) -> Result<Answer<()>, 
     if let Err(no) = movable(conn, o.ticket, o.from, o.version)? {
         return Ok(Step::Undo(Err(no)));
     }
+    // A listed ticket is not offered beside its listing (the listing refuses a ticket
+    // with an open offer, so the two never stand together).
+    let listed: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM exchange_listings WHERE ticket_id = ?1
+                 AND state IN ('open', 'reserved'))",
+        )
+        .and_then(|mut s| s.query_row([o.ticket.to_string()], |r| r.get(0)))
+        .map_err(db)?;
+    if listed {
+        return Ok(Step::Undo(Err(TransferRefusal::Listed)));
+    }
     conn.prepare_cached(
         "UPDATE ticket_transfers SET state = 'expired', ended_at = ?2
          WHERE ticket_id = ?1 AND state = 'offered' AND expires_at <= ?2",

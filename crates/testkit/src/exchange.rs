@@ -9,6 +9,7 @@
 //! per listing however many buyers race, each move once, the ticket moved with its
 //! seat and both counts in one step, and every refusal writing nothing.
 
+mod cancel;
 mod races;
 mod swaps;
 
@@ -20,6 +21,7 @@ use boxoffice_engine::ports::{
     CommitOutcome, Exchange, Ledger, Listing, Order, Reserve, Swap, TicketRow, Tickets,
 };
 
+pub use cancel::*;
 pub use races::*;
 pub use swaps::*;
 
@@ -47,10 +49,18 @@ macro_rules! exchange_conformance {
                 a_swap_that_cannot_move_its_ticket_goes_to_refunding_and_undone_reopens,
                 n_buyers_racing_for_one_listing_exactly_one_wins,
                 k_listings_and_n_buyers_make_exactly_k_swaps,
+                revoking_the_sellers_order_revoked_the_ticket_its_swap_buyer_paid_for,
+                n_claims_racing_over_k_exchanged_tickets_claim_each_once,
+                n_cancels_racing_over_k_tickets_cancel_each_once,
+                refused_ticket_cancellations_write_nothing,
+                a_listed_ticket_is_not_offered_for_transfer_until_withdrawn,
             );
         }
     };
 }
+
+/// An event, a confirmed order of it and the order's tickets.
+pub type Fixture = (Event, Order, Vec<TicketRow>);
 
 /// When the cases list and buy: after the fixtures' order moves, before the doors.
 pub const NOW: Millis = Millis(T0.0 + 60_000);

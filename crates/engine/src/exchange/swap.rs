@@ -175,6 +175,12 @@ impl Engine {
         Ok(Outcome { done })
     }
 
+    /// Drives one swap as the sweep does (through the paced door, asking the provider
+    /// what an earlier call did): the event's cancellation refunding a swap's buyer.
+    pub(crate) async fn drive_swap(&self, swap: Swap) -> Result<Swap, EngineError> {
+        self.drive(swap, Driver::Sweep).await
+    }
+
     /// Runs the swap's steps until it ends, or a step cannot be made now (the provider
     /// did not answer): the swap then stays where it is for the sweep.
     async fn drive(&self, mut swap: Swap, by: Driver) -> Result<Swap, EngineError> {

@@ -158,4 +158,18 @@ pub trait Exchange: Send + Sync {
     async fn unfinished_swaps(&self, before: Millis, limit: u32) -> Result<Vec<Swap>, StoreError>;
     /// Every swap's charge and state, for the audit's reconciliation with the provider.
     async fn swap_charges(&self) -> Result<Vec<(OrderId, SwapState)>, StoreError>;
+
+    /// What the exchange gives back of `order`'s payment in parts: the payouts of the
+    /// swaps that moved one of its tickets (`moved` or `done`, or claimed by the event's
+    /// cancellation after they were done). The order's own refund is only the rest.
+    async fn payouts_of(&self, order: OrderId) -> Result<Money, StoreError>;
+    /// The event's swaps that sold a ticket or are still under way (all but `undone`),
+    /// oldest first.
+    async fn live_swaps(&self, event: EventId) -> Result<Vec<Swap>, StoreError>;
+    /// The event is cancelled: claims the refund of a `done` swap's buyer before any
+    /// money moves. In one step the swap goes `done → refunding` (stamped
+    /// `cancelled_at`), its ticket stands `refunded` on its own (refused at the door),
+    /// and its sold seat is deleted with its holder's count lowered. `false` when the
+    /// swap was not `done` (claimed before, or not finished).
+    async fn claim_cancelled_swap(&self, id: SwapId, now: Millis) -> Result<bool, StoreError>;
 }

@@ -11,7 +11,9 @@
 
 use async_trait::async_trait;
 use boxoffice_domain::ticket::{AttendeeName, KeyId, SeatLabel, TicketId};
-use boxoffice_domain::{BuyerId, EventId, GateId, Millis, OrderId, OrderState, Secret, TransferId};
+use boxoffice_domain::{
+    BuyerId, EventId, GateId, Millis, Money, OrderId, OrderState, Secret, TransferId,
+};
 
 use super::{Accept, Accepted, Rename, RenameRefusal, StoreError, TransferOffer, TransferRefusal};
 
@@ -227,4 +229,63 @@ pub trait Tickets: Send + Sync {
         buyer: BuyerId,
         limit: u32,
     ) -> Result<Vec<TransferOffer>, StoreError>;
+
+    /// Claims the cancellation of one ticket of a confirmed order before any money
+    /// moves, in one step: the ticket stands `refunding` on its own (refused at the
+    /// door, listed revoked), its refund amount is its seat's price, its sold seat is
+    /// deleted with its holder's count lowered, and a `ticket_cancelled` line goes into
+    /// the order's history (and out through the outbox). Conditional on the ticket
+    /// still following its order: of any number of claims racing, one wins; a refusal
+    /// writes nothing.
+    async fn cancel_ticket(
+        &self,
+        id: TicketId,
+        now: Millis,
+    ) -> Result<Result<CancelledTicket, TicketCancelRefusal>, StoreError>;
+    /// The claimed ticket's money is back: `refunding → cancelled`; `false` when it was
+    /// not `refunding`.
+    async fn ticket_refunded(&self, id: TicketId) -> Result<bool, StoreError>;
+    /// Tickets claimed for cancellation before `before` whose money is not back yet,
+    /// oldest first, at most `limit`: the recovery sweep's work.
+    async fn tickets_refunding(
+        &self,
+        before: Millis,
+        limit: u32,
+    ) -> Result<Vec<CancelledTicket>, StoreError>;
+    /// What the order's cancelled tickets give back of its payment in parts (claimed
+    /// or done): its own refund is only the rest.
+    async fn cancelled_parts(&self, order: OrderId) -> Result<Money, StoreError>;
+}
+
+/// One ticket cancelled on its own, as the ledger claimed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelledTicket {
+    pub ticket: TicketId,
+    pub order: OrderId,
+    pub event: EventId,
+    pub seat: SeatLabel,
+    /// The part of the order's payment going back: the seat's price in the order.
+    pub amount: Money,
+    /// `refunding` while the money is on its way back, then `cancelled`.
+    pub state: OrderState,
+    pub cancelled_at: Millis,
+}
+
+/// Why a ticket cannot be cancelled on its own; nothing was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TicketCancelRefusal {
+    NotFound,
+    /// Cancelled before (its money back, or on its way).
+    AlreadyCancelled,
+    /// Admitted at a gate.
+    CheckedIn,
+    /// Sold on through the exchange: it is its swap buyer's, not the order's.
+    Exchanged,
+    /// Listed on the exchange (or in a swap) or offered to another buyer: withdraw
+    /// that first.
+    Listed,
+    /// Its order is not confirmed (not paid yet, or already undone).
+    NotConfirmed(OrderState),
+    /// The order's only ticket still following it: cancel the order instead.
+    LastTicket,
 }

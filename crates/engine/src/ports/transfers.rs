@@ -63,6 +63,10 @@ pub enum TransferRefusal {
     Ended(TransferState),
     /// The recipient would hold more tickets of the event than its limit allows.
     LimitExceeded,
+    /// The ticket is listed on the exchange (open, or reserved by a swap): an offer
+    /// beside the listing would leave one of them stale, so the holder withdraws the
+    /// listing first.
+    Listed,
 }
 
 /// What an accept hands back: the offer as ended and the ticket at its new version.

@@ -27,6 +27,7 @@
 //!   or later from the holder; a name is signed into the barcode, and a change of name
 //!   issues the next version, counted against the event's limit.
 
+mod cancel;
 mod door;
 mod holders;
 mod keys;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 
 use boxoffice_domain::ticket::BarcodeRefusal;
 
+pub use cancel::TicketCancellation;
 pub use door::{BatchItem, BatchOutcome, GateCreated, MAX_GATE_NAME, ScanRef, ScanVerdict};
 pub(crate) use holders::status as ticket_status;
 pub use holders::{TicketStatus, TicketView};
@@ -98,6 +100,14 @@ pub enum TicketRefusal {
     NotRenamable(&'static str),
     #[error("this ticket changed meanwhile (renamed or transferred); read it again")]
     TicketChanged,
+    #[error("this ticket was already cancelled")]
+    AlreadyCancelled,
+    #[error("this ticket cannot be cancelled on its own: {0}")]
+    NotCancellable(&'static str),
+    #[error("this is the last ticket of its order: cancel the order instead")]
+    LastTicketOfOrder,
+    #[error("this ticket is listed on the exchange; withdraw the listing first")]
+    TicketListed,
 }
 
 impl From<TicketRefusal> for EngineError {
@@ -112,6 +122,11 @@ impl Engine {
     pub fn with_tickets(mut self, tickets: Arc<dyn Tickets>) -> Engine {
         self.tickets = Some(tickets);
         self
+    }
+
+    /// The after-sale record, if the node keeps one (tools and tests).
+    pub fn tickets(&self) -> Option<&Arc<dyn Tickets>> {
+        self.tickets.as_ref()
     }
 
     pub(crate) fn tickets_port(&self) -> Result<&Arc<dyn Tickets>, EngineError> {

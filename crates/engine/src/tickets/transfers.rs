@@ -212,5 +212,6 @@ fn refused(no: TransferRefusal, missing: Resource, limit: u32) -> EngineError {
         TransferRefusal::NotPaid(_) => not_transferable("its order was cancelled"),
         TransferRefusal::Ended(state) => TicketRefusal::TransferEnded(state).into(),
         TransferRefusal::LimitExceeded => EngineError::LimitExceeded { limit },
+        TransferRefusal::Listed => TicketRefusal::TicketListed.into(),
     }
 }

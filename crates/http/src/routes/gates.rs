@@ -90,6 +90,10 @@ pub(crate) fn refusal_code(r: &TicketRefusal) -> ErrorCode {
         TicketRefusal::NameChangeLimit { .. } => C::NameChangeLimitReached,
         TicketRefusal::NotRenamable(_) => C::TicketNotRenamable,
         TicketRefusal::TicketChanged => C::TicketChanged,
+        TicketRefusal::AlreadyCancelled => C::TicketAlreadyCancelled,
+        TicketRefusal::NotCancellable(_) => C::TicketNotCancellable,
+        TicketRefusal::LastTicketOfOrder => C::LastTicketOfOrder,
+        TicketRefusal::TicketListed => C::TicketListed,
     }
 }
 

@@ -282,6 +282,13 @@ fn sale() -> Vec<RouteDef> {
         ),
         route(
             M::POST,
+            "/v1/tickets/{id}/cancel",
+            Api,
+            refunds::cancel_ticket,
+            &refunds::CANCEL_TICKET_DOC,
+        ),
+        route(
+            M::POST,
             "/v1/orders/{id}/refund",
             Api,
             refunds::refund_order,

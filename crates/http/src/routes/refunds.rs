@@ -1,5 +1,5 @@
-//! Undoing sales: the operator cancels an order or a whole event, a buyer returns their
-//! own order while the event allows it. Each write is idempotent through `Replay`;
+//! Undoing sales: the operator cancels an order, one ticket of an order, or a whole
+//! event, a buyer returns their own order while the event allows it. Each write is idempotent through `Replay`;
 //! a refusal (an order that is no sale any more, a closed refund window) is a coded
 //! 4xx that changes nothing. None takes a body.
 
@@ -7,8 +7,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use boxoffice_domain::ticket::TicketId;
 use boxoffice_domain::{EventId, OrderId};
 use boxoffice_engine::ports::EventCancellation;
+use boxoffice_engine::tickets::TicketCancellation;
 use boxoffice_engine::{Canceller, OrderView};
 
 use crate::AppState;
@@ -46,6 +48,43 @@ pub async fn cancel_order(
         .run(st.replays(), Scope::Operator, b"", async move {
             let order = engine.cancel_order(id, Canceller::Operator).await?;
             reply(StatusCode::OK, &order)
+        })
+        .await
+}
+
+/// How the API document describes `cancel_ticket`, and what it refuses with.
+pub(crate) const CANCEL_TICKET_DOC: Doc = Doc {
+    op: "cancelTicket",
+    body: None,
+    ok: &[(StatusCode::OK, Schema::of::<TicketCancellation>())],
+    refuses: {
+        use ErrorCode as C;
+        &[
+            C::TicketNotFound,
+            C::TicketAlreadyCancelled,
+            C::TicketNotCancellable,
+            C::LastTicketOfOrder,
+        ]
+    },
+    shared: &[
+        crate::idempotency::REFUSES,
+        crate::extract::OPERATOR_REFUSES,
+    ],
+};
+
+/// POST /v1/tickets/{id}/cancel (operator key): one ticket of an order cancelled, its
+/// seat back on sale, its part of the money returned.
+pub async fn cancel_ticket(
+    State(st): State<AppState>,
+    _: Operator,
+    replay: Replay,
+    Id(id): Id<TicketId>,
+) -> Response {
+    let engine = st.engine.clone();
+    replay
+        .run(st.replays(), Scope::Operator, b"", async move {
+            let cancelled = engine.cancel_ticket(id).await?;
+            reply(StatusCode::OK, &cancelled)
         })
         .await
 }

@@ -77,6 +77,7 @@ pub(crate) const OFFER_DOC: Doc = Doc {
             C::TransfersExchangeOnly,
             C::TicketNotTransferable,
             C::TransferPending,
+            C::TicketListed,
             C::TransferToSelf,
             C::InvalidBody,
             C::MalformedJson,

@@ -6,7 +6,9 @@
 
 mod bench;
 mod crash;
+mod exchanged;
 mod single;
+mod tickets;
 
 use std::collections::HashMap;
 

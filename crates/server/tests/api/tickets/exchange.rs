@@ -291,3 +291,32 @@ async fn bad_exchange_requests_answer_a_code_and_change_nothing() {
     audit_clean(&app).await;
     app.stop().await;
 }
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn offering_a_listed_ticket_for_transfer_left_its_listing_stale() {
+    let app = spawn().await;
+    let event = app
+        .create_event(&transferable(exchangeable(spec(2, 10, 0, 4))))
+        .await;
+    let (alice, tickets) = buy(&app, event, 1).await;
+    let id = tickets[0]["ticket_id"].as_str().unwrap().to_string();
+    let (status, listed) = list(&app, &alice, &id, FACE).await;
+    assert_eq!(status, 201, "{listed}");
+    let bob = app.buyer().await;
+    let before = state(&app, event, &[&alice, &bob.1]).await;
+    let path = format!("/v1/tickets/{id}/transfers");
+    let (status, body) = answer(
+        app.post(&path, &alice, &uuid(), json!({"to_buyer_id": bob.0}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code(&body)), (409, "ticket_listed"), "{body}");
+    assert_eq!(state(&app, event, &[&alice, &bob.1]).await, before);
+    // Still listed, and still bought as listed.
+    let (_, admission) = app.admitted_buyer(event).await;
+    let listing = listed["listing_id"].as_str().unwrap();
+    let (status, swap) = purchase(&app, &admission, listing).await;
+    assert_eq!((status, &swap["state"]), (201, &json!("done")), "{swap}");
+    audit_clean(&app).await;
+    app.stop().await;
+}

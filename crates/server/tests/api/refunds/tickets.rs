@@ -1,0 +1,204 @@
+//! One ticket of an order cancelled by the operator: N ≫ K racing requests over K
+//! tickets cancel each once, its seat back once in the ledger and the hot store, its
+//! price refunded once in the provider's book, its barcode refused and listed revoked,
+//! a history line per ticket; refusals are coded and change nothing; the order's
+//! cancellation later refunds only the rest. A claim whose money never moved (the
+//! process died after it) is finished by the recovery sweep, once.
+
+use std::collections::HashMap;
+
+use boxoffice_domain::OrderId;
+use boxoffice_engine::ports::{Clock, PaymentGateway, ProviderState};
+use futures::future::join_all;
+use serde_json::{Value, json};
+
+use super::{audit_clean, undo, undo_with_key};
+use crate::common::{TestApp, spawn, spec, uuid};
+use crate::payments::provider;
+use crate::tickets::{barcode, bundle, buy, gate, scan};
+
+/// The partial refunds of `order` in the provider's book, by key.
+async fn parts_of(app: &TestApp, order: OrderId) -> HashMap<String, i64> {
+    let book = provider(app);
+    (book.partial_refunds().await.unwrap().into_iter())
+        .filter(|r| r.order == order)
+        .map(|r| (r.key, r.amount.0))
+        .collect()
+}
+
+async fn order_of(app: &TestApp, token: &str) -> (OrderId, i64) {
+    let mine: Value = app.get("/v1/me/orders", token).await.json().await.unwrap();
+    let o = &mine["orders"][0];
+    (
+        o["order_id"].as_str().unwrap().parse().unwrap(),
+        o["total"].as_i64().unwrap(),
+    )
+}
+
+/// Requests racing per ticket.
+const RACERS: usize = 12;
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_order_only_the_rest()
+{
+    let app = spawn().await;
+    let book = provider(&app);
+    let event = app.create_event(&spec(1, 5, 0, 4)).await;
+    let (token, tickets) = buy(&app, event, 4).await;
+    let (order, total) = order_of(&app, &token).await;
+    let price = total / 4;
+    assert_eq!(app.counts(event).await["sold"], json!(4));
+    let id = |n: usize| tickets[n]["ticket_id"].as_str().unwrap().to_string();
+
+    // N ≫ K racing requests over K = 2 tickets.
+    let racing = (0..2 * RACERS).map(|n| {
+        let path = format!("/v1/tickets/{}/cancel", id(n % 2));
+        let app = &app;
+        async move { (n % 2, undo(app, &path, &app.operator_key).await) }
+    });
+    let mut won = vec![0, 0];
+    for (n, (status, body)) in join_all(racing).await {
+        match status {
+            200 => {
+                won[n] += 1;
+                assert_eq!(body["ticket_id"], json!(id(n)), "{body}");
+                assert_eq!(body["amount"], json!(price), "{body}");
+                assert_eq!(body["state"], "cancelled", "{body}");
+            }
+            409 => assert_eq!(body["error"], "ticket_already_cancelled", "{body}"),
+            _ => panic!("unexpected answer {status}: {body}"),
+        }
+    }
+    assert_eq!(won, vec![1, 1], "each ticket cancelled exactly once");
+    let counts = app.counts(event).await;
+    assert_eq!((&counts["sold"], &counts["free"]), (&json!(2), &json!(3)));
+    let parts = parts_of(&app, order).await;
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    for n in 0..2 {
+        assert_eq!(parts.get(&format!("{}.cancel", id(n))), Some(&price));
+    }
+    let paid = book.all_payments().await.unwrap();
+    let paid = paid.iter().find(|p| p.order == order).unwrap();
+    assert_eq!(
+        paid.state,
+        ProviderState::Captured,
+        "the rest stays captured"
+    );
+
+    // Revoked at the door and in the bundle; announced in the order's history.
+    let (_, key) = gate(&app, event, "Main").await;
+    let (status, body) = scan(&app, event, &key, &barcode(&tickets[0])).await;
+    assert_eq!((status, &body["error"]), (409, &json!("ticket_revoked")));
+    let b = bundle(&app, event, &key).await;
+    let revoked = b["revoked"].as_array().unwrap();
+    assert_eq!(revoked.len(), 2, "{b}");
+    let (status, _) = scan(&app, event, &key, &barcode(&tickets[2])).await;
+    assert_eq!(status, 200, "the order's other tickets stand");
+    let history: Value = app
+        .get(&format!("/v1/orders/{order}/history"), &token)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let lines = history["lines"].as_array().unwrap();
+    let cancelled = lines
+        .iter()
+        .filter(|l| l.to_string().contains("ticket_cancelled"))
+        .count();
+    assert_eq!(cancelled, 2, "{history}");
+
+    // Refusals: coded, nothing changed.
+    let (_, other) = buy(&app, event, 1).await;
+    let only = other[0]["ticket_id"].as_str().unwrap();
+    let before = (app.counts(event).await, parts_of(&app, order).await);
+    let path = |t: &str| format!("/v1/tickets/{t}/cancel");
+    let (status, body) = undo(&app, &path(&id(2)), &app.operator_key).await;
+    assert_eq!(
+        (status, &body["error"]),
+        (409, &json!("ticket_not_cancellable")),
+        "scanned"
+    );
+    let (status, body) = undo(&app, &path(&uuid()), &app.operator_key).await;
+    assert_eq!((status, &body["error"]), (404, &json!("ticket_not_found")));
+    let (status, body) = undo(&app, &path(&id(3)), &token).await;
+    assert!(
+        status == 401 || status == 403,
+        "operator only: {status} {body}"
+    );
+    let (status, body) = undo(&app, &path(only), &app.operator_key).await;
+    assert_eq!(
+        (status, &body["error"]),
+        (409, &json!("last_ticket_of_order"))
+    );
+    let after = (app.counts(event).await, parts_of(&app, order).await);
+    assert_eq!(after, before);
+    // A repeat under the same key answers as the first request did.
+    let key = uuid();
+    let (_, other2) = buy(&app, event, 1).await;
+    let t = other2[0]["ticket_id"].as_str().unwrap();
+    let first = undo_with_key(&app, &path(t), &app.operator_key, &key).await;
+    let again = undo_with_key(&app, &path(t), &app.operator_key, &key).await;
+    assert_eq!(first, again);
+
+    // The whole order later: only what is left, the cancelled tickets left alone.
+    let (status, body) = undo(
+        &app,
+        &format!("/v1/orders/{order}/cancel"),
+        &app.operator_key,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let parts = parts_of(&app, order).await;
+    assert_eq!(parts.values().sum::<i64>(), total, "{parts:?}");
+    assert_eq!(
+        parts.get(&format!("{order}.rest")),
+        Some(&(total - 2 * price))
+    );
+    let paid = book.all_payments().await.unwrap();
+    let paid = paid.iter().find(|p| p.order == order).unwrap();
+    assert_eq!(paid.state, ProviderState::Refunded);
+    audit_clean(&app).await;
+    app.stop().await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_ticket_claimed_before_a_crash_is_finished_by_the_recovery_sweep_once() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 4, 0, 4)).await;
+    let (token, tickets) = buy(&app, event, 2).await;
+    let (order, total) = order_of(&app, &token).await;
+    let id: boxoffice_domain::ticket::TicketId =
+        tickets[0]["ticket_id"].as_str().unwrap().parse().unwrap();
+    // The claim alone, as a process killed right after it leaves it: the seat is back
+    // in the ledger, not yet in the hot store, and no money moved.
+    let port = app.engine.tickets().expect("the after-sale record").clone();
+    let claimed = port
+        .cancel_ticket(id, app.clock.now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.amount.0, total / 2);
+    assert!(parts_of(&app, order).await.is_empty());
+    assert_eq!(app.counts(event).await["sold"], json!(2));
+    // Not before it is idle; then once, however often the sweep runs.
+    app.engine.recovery_step().await.unwrap();
+    assert!(
+        parts_of(&app, order).await.is_empty(),
+        "a claim in flight is left alone"
+    );
+    app.clock.advance_secs(3_600);
+    for _ in 0..3 {
+        app.engine.recovery_step().await.unwrap();
+    }
+    let parts = parts_of(&app, order).await;
+    assert_eq!(parts, HashMap::from([(format!("{id}.cancel"), total / 2)]));
+    let counts = app.counts(event).await;
+    assert_eq!((&counts["sold"], &counts["free"]), (&json!(1), &json!(3)));
+    let (status, body) = undo(&app, &format!("/v1/tickets/{id}/cancel"), &app.operator_key).await;
+    assert_eq!(
+        (status, &body["error"]),
+        (409, &json!("ticket_already_cancelled"))
+    );
+    audit_clean(&app).await;
+    app.stop().await;
+}
