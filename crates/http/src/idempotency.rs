@@ -23,7 +23,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
-use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, ReplayClaim, StoredResponse,
+};
 use futures::FutureExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -137,37 +139,143 @@ impl Replay {
                 &store.claimant,
             )
             .await;
-        match begun {
-            Err(e) => ApiError::from(EngineError::from(e)).into_response(),
-            Ok(Begin::Replay(r)) => respond(
-                StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK),
-                r.body,
-                true,
-            ),
-            Ok(Begin::Mismatch) => ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was already used for a different request",
-            )
-            .into_response(),
-            Ok(Begin::InFlight) => ApiError::new(
-                ErrorCode::RequestInProgress,
-                "a request with this Idempotency-Key is still running; retry shortly",
-            )
-            .into_response(),
-            Ok(Begin::Full) => ApiError::new(
-                ErrorCode::IdempotencyStoreFull,
-                "too many requests are running to remember another Idempotency-Key; retry shortly",
-            )
-            .into_response(),
+        let begin = match begun {
+            Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
             Ok(Begin::Proceed) => {
                 let claim = Claim {
                     replays: store.replays.clone(),
                     scope: scope.into_owned(),
                     key: self.key.0,
                 };
-                claim.run_detached(work).await
+                return claim.run_detached(work).await;
             }
+            Ok(other) => other,
+        };
+        refused(begin)
+    }
+
+    /// Runs a write whose step takes the key's claim itself, in the same call to the
+    /// store as the write (a hold: `ClaimedHolds`), so the claim costs no round trip of
+    /// its own. The answers are `run`'s: the step reports the claim's answer
+    /// (`Stepped::Refused`) or its work's (`Stepped::Ran`), which is kept as `run` keeps
+    /// it, except that the request does not wait for the store to confirm the keeping
+    /// (see `Claim::keep_unwaited`). A refusal found before the step asked for the
+    /// claim (`Stepped::Before`) is kept through an ordinary claim, as `run` would keep
+    /// it, so a retry replays it.
+    pub async fn run_claimed<F, Fut>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        step: F,
+    ) -> Response
+    where
+        F: FnOnce(ClaimArgs) -> Fut,
+        Fut: Future<Output = Stepped> + Send + 'static,
+    {
+        let fingerprint = self.fingerprint(body);
+        let args = ClaimArgs {
+            scope: scope.name().into_owned(),
+            key: self.key.0,
+            fingerprint,
+            now: store.now,
+            claimant: store.claimant,
+        };
+        let claim = Claim {
+            replays: store.replays.clone(),
+            scope: args.scope.clone(),
+            key: args.key.clone(),
+        };
+        let (now, claimant) = (args.now, args.claimant);
+        let work = step(args);
+        let task = async move {
+            let stepped = AssertUnwindSafe(work).catch_unwind().await;
+            // A panic may have come after the claim: free the key, as `run` does.
+            let stepped = stepped.unwrap_or_else(|_| {
+                Stepped::Ran(Err(ApiError::from(EngineError::Internal(
+                    "the request's work panicked".into(),
+                ))))
+            });
+            match stepped {
+                Stepped::Ran(reply) => claim.finish_unwaited(reply),
+                Stepped::Refused(begin) => refused(begin),
+                Stepped::Before(e) => {
+                    let begun = (claim.replays)
+                        .begin(&claim.scope, &claim.key, &fingerprint, now, &claimant)
+                        .await;
+                    match begun {
+                        Err(e) => ApiError::from(EngineError::from(e)).into_response(),
+                        Ok(Begin::Proceed) => claim.finish(Err(e)).await,
+                        Ok(other) => refused(other),
+                    }
+                }
+            }
+        };
+        Detached::new(Box::pin(task.in_current_span())).await
+    }
+}
+
+/// The claim a `run_claimed` step asks for, owned so the step may outlive the request.
+pub struct ClaimArgs {
+    pub scope: String,
+    pub key: String,
+    pub fingerprint: [u8; 32],
+    pub now: boxoffice_domain::Millis,
+    pub claimant: Claimant,
+}
+
+impl ClaimArgs {
+    pub fn claim(&self) -> ReplayClaim<'_> {
+        ReplayClaim {
+            scope: &self.scope,
+            key: &self.key,
+            fingerprint: &self.fingerprint,
+            now: self.now,
+            claimant: &self.claimant,
         }
+    }
+}
+
+/// What a `run_claimed` step answered.
+pub enum Stepped {
+    /// Refused before the claim was granted: a check before the step, or the step's
+    /// store failed (whether its claim was taken is unknown, so the ordinary claim
+    /// that keeps this refusal finds out: a claim taken by the failed call answers
+    /// "in flight" until its lease lapses, as after a failed `begin`).
+    Before(ApiError),
+    /// The claim was not granted (never `Begin::Proceed`): the step did not run.
+    Refused(Begin),
+    /// The claim was granted and the work answered this.
+    Ran(Reply),
+}
+
+/// The answer to a claim that was not granted (`Begin::Proceed` is never passed here).
+fn refused(begin: Begin) -> Response {
+    match begin {
+        Begin::Replay(r) => respond(
+            StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK),
+            r.body,
+            true,
+        ),
+        Begin::Mismatch => ApiError::new(
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was already used for a different request",
+        )
+        .into_response(),
+        Begin::InFlight => ApiError::new(
+            ErrorCode::RequestInProgress,
+            "a request with this Idempotency-Key is still running; retry shortly",
+        )
+        .into_response(),
+        Begin::Full => ApiError::new(
+            ErrorCode::IdempotencyStoreFull,
+            "too many requests are running to remember another Idempotency-Key; retry shortly",
+        )
+        .into_response(),
+        Begin::Proceed => ApiError::from(EngineError::Internal(
+            "a granted claim was answered as refused".into(),
+        ))
+        .into_response(),
     }
 }
 
@@ -209,6 +317,30 @@ impl Claim {
                 self.keep(e.status, e.body()).await;
                 e.into_response()
             }
+        }
+    }
+
+    /// As `finish`, but the request does not wait for the store to confirm: the
+    /// store's command is handed to its connection before the answer is sent (so a
+    /// retry through the same connection finds the answer kept), and its reply is read
+    /// by a task of its own. A failure is logged, as `finish` logs it.
+    fn finish_unwaited(self, reply: Reply) -> Response {
+        let (status, body, error) = match reply {
+            Ok((status, body)) => (status, body, None),
+            Err(e) => (e.status, e.body(), Some(e)),
+        };
+        let answer = match &error {
+            None => Some(body.clone()),
+            Some(_) => None,
+        };
+        let keeping = self.keep(status, body);
+        let mut keeping: Pin<Box<dyn Future<Output = Vec<u8>> + Send>> = Box::pin(keeping);
+        if keeping.as_mut().now_or_never().is_none() {
+            drop(tokio::spawn(keeping.in_current_span()));
+        }
+        match (error, answer) {
+            (Some(e), _) => e.into_response(),
+            (None, answer) => respond(status, answer.unwrap_or_default(), false),
         }
     }
 

@@ -95,7 +95,7 @@ impl RedisArbiter {
 
     /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with the event's keys and the
     /// arguments `args` adds.
-    async fn eval<T: FromRedisValue>(
+    pub(crate) async fn eval<T: FromRedisValue>(
         &self,
         script: &Script,
         event: EventId,
@@ -149,6 +149,37 @@ impl RedisArbiter {
             })
             .await?;
         one_hold(hold, ok_or_arbiter_error(reply)?)
+    }
+}
+
+impl RedisArbiter {
+    /// The arguments of `lua/hold.lua`.
+    pub(crate) fn hold_args(&self, inv: &mut ScriptInvocation<'_>, req: &HoldRequest, now: Millis) {
+        inv.arg(hold_field(req.hold))
+            .arg(req.buyer.to_string())
+            .arg(req.expires_at.0)
+            .arg(now.0)
+            .arg(self.config.keep_finished);
+        match &req.choice {
+            SeatChoice::Named(seats) => {
+                inv.arg("N").arg(seats.as_slice());
+            }
+            SeatChoice::BestAvailable {
+                section,
+                quantity,
+                adjacent,
+            } => {
+                inv.arg("B")
+                    .arg(section)
+                    .arg(quantity)
+                    .arg(u8::from(*adjacent));
+            }
+        }
+    }
+
+    /// Whether this is one Redis, where a script may touch keys of several hash tags.
+    pub(crate) fn is_single(&self) -> bool {
+        matches!(self.conn, RedisConn::Single(_))
     }
 }
 
@@ -224,28 +255,7 @@ impl SeatArbiter for RedisArbiter {
     #[tracing::instrument(level = "debug", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
-            .eval(&HOLD, req.hold.event, |inv| {
-                inv.arg(hold_field(req.hold))
-                    .arg(req.buyer.to_string())
-                    .arg(req.expires_at.0)
-                    .arg(now.0)
-                    .arg(self.config.keep_finished);
-                match &req.choice {
-                    SeatChoice::Named(seats) => {
-                        inv.arg("N").arg(seats.as_slice());
-                    }
-                    SeatChoice::BestAvailable {
-                        section,
-                        quantity,
-                        adjacent,
-                    } => {
-                        inv.arg("B")
-                            .arg(section)
-                            .arg(quantity)
-                            .arg(u8::from(*adjacent));
-                    }
-                }
-            })
+            .eval(&HOLD, req.hold.event, |inv| self.hold_args(inv, req, now))
             .await?;
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
