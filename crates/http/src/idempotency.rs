@@ -23,9 +23,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
-use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, ReplayClaim, StoredResponse,
-};
+use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, ReplayClaim, StoredResponse};
 use futures::FutureExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};

@@ -66,7 +66,10 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
     let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
     let hold_claims = hot.claims.unwrap_or_else(|| {
-        Arc::new(ClaimThenHold::new(hot.idempotency.clone(), hot.arbiter.clone()))
+        Arc::new(ClaimThenHold::new(
+            hot.idempotency.clone(),
+            hot.arbiter.clone(),
+        ))
     });
     let ports = Ports {
         arbiter: hot.arbiter,
@@ -183,10 +186,12 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
         prefix.clone(),
         config.redis.arbiter(),
     ));
-    let idempotency = Arc::new(RedisIdempotency::new(conn.clone(), prefix.clone()).with_limits(
-        replays.max_records,
-        Duration::from_secs(replays.retention_s),
-    ));
+    let idempotency = Arc::new(
+        RedisIdempotency::new(conn.clone(), prefix.clone()).with_limits(
+            replays.max_records,
+            Duration::from_secs(replays.retention_s),
+        ),
+    );
     let claims = RedisClaimedHolds::new(arbiter.clone(), idempotency.clone());
     Ok(Hot {
         arbiter,

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    ArbiterError, Begin, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView, IdempotencyStore,
-    ReplayClaim, StoreError,
+    ArbiterError, Begin, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView,
+    IdempotencyStore, ReplayClaim, StoreError,
 };
 
 use crate::arbiter::RedisArbiter;

@@ -91,7 +91,10 @@ impl Key {
 type Outcome = Claimed<Result<HoldView, ArbiterError>>;
 
 async fn hold(p: &ClaimedPorts, key: &Key, req: &HoldRequest) -> Outcome {
-    p.holds.hold(&key.claim(), req, T0).await.expect("the store answers")
+    p.holds
+        .hold(&key.claim(), req, T0)
+        .await
+        .expect("the store answers")
 }
 
 fn named(fx: &Fixture, buyer: BuyerId, seats: &[SeatIndex]) -> HoldRequest {
@@ -112,7 +115,11 @@ async fn finish(p: &ClaimedPorts, key: &Key) {
 
 /// The hold `req` asked for does not exist: the step did not run.
 async fn never_held(fx: &Fixture, req: &HoldRequest) {
-    assert_eq!(fx.arb.get(req.hold).await.unwrap(), None, "{req:?} was held");
+    assert_eq!(
+        fx.arb.get(req.hold).await.unwrap(),
+        None,
+        "{req:?} was held"
+    );
 }
 
 pub async fn a_granted_claim_holds_and_a_finished_one_replays_without_holding_again(
@@ -278,7 +285,10 @@ pub async fn many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_
         adjacent: false,
     };
     let attempts = keys.iter().flat_map(|(buyer, key)| {
-        let reqs = [fx.request(*buyer, ga.clone()), fx.request(*buyer, ga.clone())];
+        let reqs = [
+            fx.request(*buyer, ga.clone()),
+            fx.request(*buyer, ga.clone()),
+        ];
         reqs.map(|req| {
             let p = p.clone();
             async move { hold(&p, key, &req).await }
@@ -287,7 +297,10 @@ pub async fn many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_
     let outcomes = join_all(attempts).await;
     let (mut won, mut sold_out) = (0, 0);
     for pair in outcomes.chunks(2) {
-        let ran: Vec<&Outcome> = pair.iter().filter(|o| matches!(o, Claimed::Ran(_))).collect();
+        let ran: Vec<&Outcome> = pair
+            .iter()
+            .filter(|o| matches!(o, Claimed::Ran(_)))
+            .collect();
         assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
         assert!(
             pair.contains(&Claimed::Refused(Begin::InFlight)),

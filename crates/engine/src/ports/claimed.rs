@@ -4,8 +4,7 @@ use async_trait::async_trait;
 use boxoffice_domain::Millis;
 
 use super::{
-    ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, SeatArbiter,
-    StoreError,
+    ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, SeatArbiter, StoreError,
 };
 
 /// An Idempotency-Key claim to take in the same step as the write it guards: the

@@ -17,11 +17,12 @@ use boxoffice_testkit::eventually;
 use boxoffice_testkit::harness::free_port;
 use boxoffice_testkit::harness::postgres::TestDatabase;
 use boxoffice_testkit::harness::redis::OwnRedis;
+use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
-use crate::common::{spawn_with, spec, test_config, uuid};
+use crate::common::{TestApp, spawn_with, spec, test_config, uuid};
 
 /// Holds measured.
 const HOLDS: usize = 40;
@@ -41,7 +42,12 @@ async fn commandstats(redis: &mut redis::aio::MultiplexedConnection) -> BTreeMap
         .filter_map(|l| l.strip_prefix("cmdstat_"))
         .filter_map(|l| {
             let (name, rest) = l.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
             Some((name.to_string(), calls))
         })
         .filter(|(name, _)| name != "info")
@@ -93,22 +99,28 @@ fn sent_by_clients(monitored: &str) -> Vec<String> {
     monitored
         .lines()
         .filter(|l| !l.contains(" lua] "))
-        .filter_map(|l| l.split_once("] \"")?.1.split('"').next().map(str::to_lowercase))
+        .filter_map(|l| {
+            l.split_once("] \"")?
+                .1
+                .split('"')
+                .next()
+                .map(str::to_lowercase)
+        })
         .filter(|name| name != "info")
         .collect()
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
-async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
-    let own = OwnRedis::start(free_port()).await;
-    let url = format!("redis://127.0.0.1:{}", own.port);
+/// A node in cluster mode on `redis` and a fresh PostgreSQL database, its background
+/// workers idle (they run once at start, then not for an hour).
+async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
+    let url = format!("redis://127.0.0.1:{}", redis.port);
     let db = TestDatabase::create();
+    let prefix = format!("rt{}", &uuid()[..8]);
     let configure = |c: &mut boxoffice_server::Config| {
         let hour = 3_600_000;
         c.ledger = LedgerChoice::Postgres(db.url.clone());
         c.hot = HotChoice::Redis(url.clone());
-        c.redis_prefix = format!("rt{}", &uuid()[..8]);
-        // Nothing runs in the background while the holds are counted.
+        c.redis_prefix = prefix.clone();
         c.workers.heartbeat_interval_ms = hour;
         c.workers.replay_prune_interval_ms = hour;
         c.workers.relay_interval_ms = hour;
@@ -120,7 +132,14 @@ async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
     boxoffice_server::backends::migrate(&config)
         .await
         .expect("the ledger migrates");
-    let app = spawn_with(configure).await;
+    (spawn_with(configure).await, db)
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
+    let own = OwnRedis::start(free_port()).await;
+    let url = format!("redis://127.0.0.1:{}", own.port);
+    let (app, _db) = node(&own).await;
     let event = app.create_event(&spec(0, 0, 200, 4)).await;
     let mut admitted = Vec::new();
     for _ in 0..=HOLDS {
@@ -174,6 +193,68 @@ async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
         HOLDS as u64 * COMMANDS_PER_HOLD,
         "commands per hold: {sent:?}"
     );
-    assert!(sent.iter().all(|c| c == "evalsha"), "only scripts: {sent:?}");
+    assert!(
+        sent.iter().all(|c| c == "evalsha"),
+        "only scripts: {sent:?}"
+    );
+    app.stop().await;
+}
+
+/// The replays of a hold are those of every write, with the claim and the hold in one
+/// script: of a buyer's clicks sent at once with one key exactly one holds (the others
+/// are in flight or replay it), a later click replays the answer, and the key with
+/// another body is refused, changing nothing.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_holds_key_replays_its_answer_and_refuses_another_body_in_cluster_mode() {
+    let own = OwnRedis::start(free_port()).await;
+    let (app, _db) = node(&own).await;
+    let event = app.create_event(&spec(2, 10, 0, 4)).await;
+    let (_, admission) = app.admitted_buyer(event).await;
+    let key = uuid();
+    let body = json!({"best_available": {"section": "A", "quantity": 2}});
+    let path = format!("/v1/events/{event}/holds");
+    let clicks = (0..5).map(|_| app.post(&path, &admission, &key, body.clone()));
+    let mut hold_ids = Vec::new();
+    for res in join_all(clicks).await {
+        let status = res.status();
+        let v: Value = res.json().await.unwrap();
+        match status {
+            StatusCode::CREATED => hold_ids.push(v["hold_id"].as_str().unwrap().to_string()),
+            StatusCode::CONFLICT => assert_eq!(v["error"], "request_in_progress"),
+            other => panic!("unexpected {other}: {v}"),
+        }
+    }
+    hold_ids.dedup();
+    assert_eq!(hold_ids.len(), 1, "every success names the same hold");
+    let res = app.post(&path, &admission, &key, body.clone()).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(res.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["hold_id"],
+        json!(hold_ids[0])
+    );
+    let counts = app.counts(event).await;
+    assert_eq!(
+        (counts["active_holds"].clone(), counts["held"].clone()),
+        (json!(1), json!(2))
+    );
+    let other = json!({"best_available": {"section": "A", "quantity": 1}});
+    let res = app.post(&path, &admission, &key, other).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["error"],
+        "idempotency_key_reused"
+    );
+    // A refusal found before the store (no such section) is kept as the key's answer.
+    let missing = json!({"best_available": {"section": "NOPE", "quantity": 1}});
+    let refused_key = uuid();
+    let first = app
+        .post(&path, &admission, &refused_key, missing.clone())
+        .await;
+    assert_eq!(first.status(), StatusCode::NOT_FOUND);
+    let again = app.post(&path, &admission, &refused_key, missing).await;
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(app.counts(event).await["held"], json!(2));
     app.stop().await;
 }

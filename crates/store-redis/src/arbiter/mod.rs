@@ -38,7 +38,7 @@ use redis::{FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
 use crate::hold_states;
-use crate::keys::{Prefix, event_keys, hold_field, sweep_lease_key};
+use crate::keys::{EventKeyTable, Prefix, hold_field, sweep_lease_key};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{
     CLAIM, EXPIRE_DUE, HOLD, LEASE, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
@@ -66,7 +66,8 @@ impl Default for RedisArbiterConfig {
 
 pub struct RedisArbiter {
     conn: RedisConn,
-    prefix: Prefix,
+    /// The key names of the events in use, with the prefix they start with.
+    keys: EventKeyTable,
     config: RedisArbiterConfig,
 }
 
@@ -88,7 +89,7 @@ impl RedisArbiter {
         };
         RedisArbiter {
             conn,
-            prefix,
+            keys: EventKeyTable::new(prefix),
             config,
         }
     }
@@ -102,7 +103,7 @@ impl RedisArbiter {
         args: impl FnOnce(&mut ScriptInvocation<'_>),
     ) -> Result<T, StoreError> {
         let mut inv = script.prepare_invoke();
-        for key in event_keys(&self.prefix, event) {
+        for key in self.keys.get(event).iter() {
             inv.key(key);
         }
         args(&mut inv);
@@ -219,7 +220,7 @@ impl SeatArbiter for RedisArbiter {
         ttl_ms: u64,
     ) -> Result<Option<u64>, StoreError> {
         let mut inv = LEASE.prepare_invoke();
-        inv.key(sweep_lease_key(&self.prefix, event, sweep))
+        inv.key(sweep_lease_key(self.keys.prefix(), event, sweep))
             .arg(node)
             .arg(ttl_ms.max(1));
         let left: i64 = inv
