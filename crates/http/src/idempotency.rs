@@ -539,6 +539,81 @@ mod tests {
         assert_eq!(work_task, Some(request_task), "no task of its own");
     }
 
+    /// A `run_claimed` step that claims the key as a `ClaimedHolds` would, then answers
+    /// `answer`.
+    async fn send_claimed(replays: &Arc<dyn IdempotencyStore>, answer: Reply) -> Response {
+        let store = Store {
+            replays,
+            claimant: claimant(),
+            now: Millis(1_000),
+        };
+        let held = replays.clone();
+        let step = move |args: ClaimArgs| async move {
+            let c = args.claim();
+            let begun = (held.begin(c.scope, c.key, c.fingerprint, c.now, c.claimant)).await;
+            match begun.expect("the store answers") {
+                Begin::Proceed => Stepped::Ran(answer),
+                other => Stepped::Refused(other),
+            }
+        };
+        replay("k-1")
+            .await
+            .run_claimed(store, Scope::Operator, b"{}", step)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_claimed_writes_answer_is_handed_to_the_store_before_the_response() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let res = send_claimed(&replays, Ok((StatusCode::CREATED, b"{\"h\":1}".to_vec()))).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+        assert_eq!(body(res).await, b"{\"h\":1}");
+        // No waiting, no polling: the answer is there when the response is.
+        let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
+        assert_eq!(again.status(), StatusCode::CREATED);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(again).await, b"{\"h\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_claimed_writes_failure_of_ours_frees_the_key() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let failed = Err(ApiError::from(EngineError::Internal("a bug".into())));
+        let res = send_claimed(&replays, failed).await;
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
+        assert_eq!(again.status(), StatusCode::OK);
+        assert!(again.headers().get("idempotent-replayed").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_refusal_before_the_claim_is_kept_as_the_keys_answer() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let send = || {
+            let store = Store {
+                replays: &replays,
+                claimant: claimant(),
+                now: Millis(1_000),
+            };
+            async move {
+                let refused = |_: ClaimArgs| async {
+                    Stepped::Before(ApiError::new(ErrorCode::SaleNotOpen, "not open"))
+                };
+                (replay("k-1").await)
+                    .run_claimed(store, Scope::Operator, b"{}", refused)
+                    .await
+            }
+        };
+        let first = send().await;
+        let status = first.status();
+        assert!(status.is_client_error(), "{status}");
+        assert!(first.headers().get("idempotent-replayed").is_none());
+        let again = send().await;
+        assert_eq!(again.status(), status);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+    }
+
     #[tokio::test]
     async fn a_panicking_write_answers_500_and_leaves_the_key_free_for_a_retry() {
         let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
