@@ -12,15 +12,20 @@ const LABEL = 22;
 const TIER_COLORS = ['#1f5fa8', '#2e7d32', '#7b1fa2', '#b45309', '#00796b', '#ad1457'];
 const TAKEN = '#d4d4d4';
 const UNKNOWN = '#ececec';
+const LISTED = '#ffd60a';
 
 export class SeatMap {
   /**
    * doc: the /seatmap document; tiers: the event's price tiers; onChange(selection) when
    * the picked seats change; onPickGa(section) when a standing area is clicked;
-   * onLost(seatIds) when picked seats were taken by someone else meanwhile.
+   * onLost(seatIds) when picked seats were taken by someone else meanwhile;
+   * onPickListing(listing) when a seat offered on the exchange is picked.
    */
-  constructor(doc, { currency, maxPick, onChange, onPickGa, onLost }) {
+  constructor(doc, { currency, maxPick, onChange, onPickGa, onLost, onPickListing }) {
     this.currency = currency;
+    this.onPickListing = onPickListing;
+    /** Seats on the exchange: seat index -> listing. */
+    this.listed = new Map();
     this.maxPick = maxPick;
     this.onChange = onChange;
     this.onPickGa = onPickGa;
@@ -100,6 +105,7 @@ export class SeatMap {
       [...this.tiers.values()].map((t) => h('li', {}, h('span', { class: `swatch tier-${t.n % TIER_COLORS.length}`, 'aria-hidden': 'true' }), `${t.name} ${money(t.price, this.currency)}`)),
       h('li', {}, h('span', { class: 'swatch swatch-taken', 'aria-hidden': 'true' }), 'Taken'),
       h('li', {}, h('span', { class: 'swatch swatch-picked', 'aria-hidden': 'true' }), 'Your pick'),
+      h('li', {}, h('span', { class: 'swatch swatch-listed', 'aria-hidden': 'true' }), 'On the exchange (price shown)'),
     );
     this.el = h(
       'div',
@@ -188,6 +194,7 @@ export class SeatMap {
         g.drawImage(sec.canvas, sec.x, sec.y);
       }
     }
+    this.drawListings(g, s);
     g.lineWidth = 2;
     for (const i of this.selected) {
       const [x, y] = this.cellOf(i);
@@ -201,6 +208,36 @@ export class SeatMap {
       g.strokeStyle = '#c00000';
       g.strokeRect(x - 2, y - 2, CELL + 4, CELL + 4);
     }
+  }
+
+  /** Seats on the exchange: a yellow seat with a dark ring, and its price beside it in
+   *  a label of constant size on screen. */
+  drawListings(g, scale) {
+    if (!this.listed.size) return;
+    const px = 1 / scale;
+    g.font = `600 ${12 * px}px system-ui, sans-serif`;
+    g.textBaseline = 'middle';
+    for (const [i, l] of this.listed) {
+      const [x, y] = this.cellOf(i);
+      g.fillStyle = '#1a1a1a';
+      g.fillRect(x, y, CELL, CELL);
+      g.fillStyle = LISTED;
+      g.fillRect(x + 1.5, y + 1.5, CELL - 3, CELL - 3);
+      const text = money(l.price, this.currency);
+      const w = g.measureText(text).width + 8 * px;
+      const [lx, ly] = [x + CELL + 2 * px, y + CELL / 2 - 9 * px];
+      g.fillStyle = '#1a1a1a';
+      g.fillRect(lx, ly, w, 18 * px);
+      g.fillStyle = '#ffffff';
+      g.fillText(text, lx + 4 * px, y + CELL / 2);
+    }
+    g.textBaseline = 'alphabetic';
+  }
+
+  /** The exchange's open listings of this event ([{listing_id, seat_index, price, seat_id}]). */
+  setListings(listings) {
+    this.listed = new Map(listings.filter((l) => Number.isInteger(l.seat_index) && l.seat_index >= 0 && l.seat_index < this.ids.length).map((l) => [l.seat_index, l]));
+    this.requestDraw();
   }
 
   cellOf(i) {
@@ -258,6 +295,11 @@ export class SeatMap {
       return;
     }
     const label = this.describe(i);
+    const listing = this.listed.get(i);
+    if (listing && !this.selected.has(i) && this.isFree(i) !== true) {
+      this.onPickListing?.(listing);
+      return;
+    }
     if (this.selected.has(i)) {
       this.selected.delete(i);
       announce(`Removed ${label}. ${this.selected.size} picked.`);
@@ -277,7 +319,8 @@ export class SeatMap {
   describe(i) {
     const sec = this.sections[this.secOf[i]];
     const tier = [...this.tiers.values()][this.tierOf[i]];
-    const state = this.isFree(i) === null ? '' : this.isFree(i) ? ', free' : ', taken';
+    const listing = this.listed.get(i);
+    const state = listing && this.isFree(i) !== true ? `, on the exchange for ${money(listing.price, this.currency)}` : this.isFree(i) === null ? '' : this.isFree(i) ? ', free' : ', taken';
     return `${sec.name}, row ${sec.rows[this.rowOf[i]]}, seat ${this.ids[i]}, ${tier ? money(tier.price, this.currency) : ''}${state}`;
   }
 

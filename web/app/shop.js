@@ -1,6 +1,8 @@
 // After admission: the seat map and the three ways to choose (seats on the map, the
 // best N in a section, a standing quantity), the hold with its countdown, and checkout
-// with the test payment methods, including a payment the provider has not settled yet.
+// with the test payment methods, including a payment the provider has not settled yet;
+// and the face-value exchange: seats other holders offer, marked on the map with their
+// price and listed beside it, bought in one step.
 import { ApiError, api, newKey, serverNow, sleep, write } from './api.js';
 import { proving } from './pop.js';
 import { SeatMap } from './seatmap.js';
@@ -14,6 +16,11 @@ const METHODS = [
   ['pm_timeout_after_charge', 'Slow provider', 'the provider does not answer at once; the box office settles it later'],
 ];
 const PENDING = new Set(['pending_payment', 'authorized', 'committed', 'pending_capture']);
+// The exchange pays at once: only the methods the provider answers while we wait.
+const EXCHANGE_METHODS = METHODS.filter(([v]) => v === 'pm_card_visa' || v === 'pm_card_declined');
+// How many listings the app reads (pages of 50) and how often it reads them again.
+const LISTING_PAGES = 4;
+const LISTINGS_EVERY_MS = 20_000;
 
 export class Shop {
   constructor({ event, buyer, admission, onExpired }) {
@@ -45,6 +52,7 @@ export class Shop {
   stop() {
     this.stream?.close();
     clearInterval(this.tick);
+    clearInterval(this.listingTick);
     this.stopped = true;
   }
 
@@ -63,8 +71,12 @@ export class Shop {
           onChange: (sel) => this.renderSelection(sel),
           onPickGa: (sec) => this.chooseMode('ga', sec.key),
           onLost: (ids) => fill(this.msg, notice('warn', `Someone else just took ${ids.join(', ')}. We removed ${ids.length === 1 ? 'it' : 'them'} from your picks; choose another or let us find the best seats for you.`)),
+          onPickListing: (l) => this.offerListing(l),
         });
         this.follow();
+        this.exchangeBox = h('section', { class: 'exchange', 'aria-labelledby': 'exchange-title' });
+        this.loadListings();
+        this.listingTick = setInterval(() => this.loadListings(), LISTINGS_EVERY_MS);
       } catch (e) {
         fill(this.el, h('h2', { id: 'shop-title' }, 'Choose your seats'), notice('error', e.message));
         return;
@@ -81,7 +93,7 @@ export class Shop {
     );
     this.selBox = h('div', { class: 'selection' });
     this.panels = {
-      map: h('div', { class: 'panel' }, this.map.el, this.selBox, this.byNameForm()),
+      map: h('div', { class: 'panel' }, this.map.el, this.selBox, this.byNameForm(), this.exchangeBox),
       best: h('div', { class: 'panel' }, this.quantityForm('best', seated, 'Hold the best seats')),
       ga: h('div', { class: 'panel' }, this.quantityForm('ga', standing, 'Hold standing tickets')),
     };
@@ -175,6 +187,117 @@ export class Shop {
       const d = JSON.parse(m.data);
       this.map.applyDelta(d.free || [], d.taken || []);
     });
+  }
+
+  // --- the exchange ---------------------------------------------------------------
+
+  /** Reads the event's open listings (a few pages) and shows them on the map and in a list. */
+  async loadListings() {
+    const all = [];
+    let after = '';
+    try {
+      for (let page = 0; page < LISTING_PAGES; page++) {
+        const q = after ? `?limit=50&after=${after}` : '?limit=50';
+        const { data } = await api(`/v1/events/${this.ev.event_id}/listings${q}`);
+        all.push(...data.listings.filter((l) => l.state === 'open'));
+        if (!data.next_after) break;
+        after = data.next_after;
+      }
+    } catch {
+      return; // no exchange for this event, or not now: nothing to show
+    }
+    this.listings = all;
+    this.map?.setListings(all);
+    this.renderExchange();
+  }
+
+  renderExchange() {
+    if (!this.exchangeBox) return;
+    const listings = this.listings || [];
+    if (!listings.length) return fill(this.exchangeBox);
+    const m = (v) => money(v, this.ev.currency);
+    fill(
+      this.exchangeBox,
+      h('h3', { id: 'exchange-title' }, `On the exchange (${listings.length})`),
+      h('p', { class: 'hint' }, 'Tickets other fans cannot use, offered at face value or less. They are marked on the map in yellow with their price.'),
+      h('ul', { class: 'picks listings' }, listings.map((l) => h(
+        'li',
+        {},
+        h('span', {}, l.seat_id),
+        h('span', { class: 'price' }, m(l.price)),
+        h('button', { type: 'button', class: 'secondary', onclick: () => this.offerListing(l) }, `Buy ${l.seat_id} for ${m(l.price)}`),
+      ))),
+      this.offerBox || null,
+    );
+  }
+
+  /** The buyer picked a seat on the exchange: how to pay for it. */
+  offerListing(listing) {
+    const m = money(listing.price, this.ev.currency);
+    const methods = h(
+      'fieldset',
+      { class: 'methods' },
+      h('legend', {}, 'Pay with (test payment provider: no money is taken)'),
+      EXCHANGE_METHODS.map(([v, name, what], i) => h('label', { class: 'radio' }, h('input', { type: 'radio', name: 'exchange-method', value: v, checked: i === 0 }), h('span', {}, h('strong', {}, name), ` — ${what}`))),
+    );
+    const key = newKey();
+    this.offerBox = h(
+      'form',
+      { class: 'pay offer', 'aria-labelledby': 'offer-title', onsubmit: (e) => {
+        e.preventDefault();
+        this.buyListing(listing, methods.querySelector('input:checked').value, key);
+      } },
+      h('h4', { id: 'offer-title' }, `Seat ${listing.seat_id} from the exchange, ${m}`),
+      methods,
+      h('div', { class: 'actions' },
+        h('button', { type: 'submit', class: 'primary', id: 'buy-listing' }, `Buy for ${m}`),
+        h('button', { type: 'button', class: 'secondary', onclick: () => { this.offerBox = null; this.renderExchange(); } }, 'Not this one')),
+      h('div', { class: 'offer-msg', 'aria-live': 'polite' }),
+    );
+    this.chooseMode('map');
+    this.renderExchange();
+    focusOn(this.offerBox.querySelector('h4'));
+  }
+
+  async buyListing(listing, method, key) {
+    const box = this.offerBox;
+    const say = (n) => fill(box.querySelector('.offer-msg'), n);
+    const btn = box.querySelector('#buy-listing');
+    btn.disabled = true;
+    say(notice('info', 'Paying… do not close this page.'));
+    try {
+      const { data } = await write(`/v1/listings/${listing.listing_id}/purchase`, {
+        method: 'POST',
+        token: this.admission,
+        headers: { 'X-Buyer-Session': this.buyer.token },
+        idem: key,
+        body: { payment_method: method },
+      });
+      this.offerBox = null;
+      this.listings = (this.listings || []).filter((l) => l.listing_id !== listing.listing_id);
+      this.map.setListings(this.listings);
+      this.renderExchange();
+      const settled = data.state === 'done' || data.state === 'moved';
+      fill(
+        this.msg,
+        notice(
+          'ok',
+          h('p', {}, h('strong', {}, settled ? `Seat ${listing.seat_id} is yours. ` : `Seat ${listing.seat_id} is reserved for you. `), settled ? `You paid ${money(data.price, this.ev.currency)}; the ticket is in your tickets.` : 'The payment is being settled; the ticket is yours once it is.'),
+          h('p', {}, h('a', { href: '#/orders' }, 'See my tickets')),
+        ),
+      );
+      announce(`Seat ${listing.seat_id} bought from the exchange.`);
+      focusOn(this.msg.querySelector('p'));
+    } catch (e) {
+      btn.disabled = false;
+      if (e instanceof ApiError && ['admission_expired', 'token_expired', 'not_admitted'].includes(e.code)) return this.onExpired(e.message);
+      if (e instanceof ApiError && ['listing_not_open', 'listing_not_found'].includes(e.code)) {
+        this.offerBox = null;
+        await this.loadListings();
+      }
+      const where = this.offerBox === box ? box.querySelector('.offer-msg') : this.msg;
+      fill(where, notice('error', e.message));
+    }
   }
 
   // --- the hold -------------------------------------------------------------------

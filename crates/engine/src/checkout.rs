@@ -108,17 +108,19 @@ impl Engine {
                 return Err(EngineError::SeatSold);
             }
         }
+        // What a later decline of this checkout counts under, kept before the provider
+        // can decline it by webhook.
+        let grace_s = entry.event.sale.payment_grace_s as u64;
+        self.velocity_stash(&order, rules, grace_s, payment_method, origin)
+            .await;
         let outcome = self
             .pay(
                 &order,
                 payment_method,
+                origin,
                 entry.event.sale.max_tickets_per_buyer,
             )
             .await;
-        if matches!(outcome, Err(EngineError::PaymentDeclined(_))) {
-            self.velocity_declined(hold.event, rules, who.buyer, payment_method, origin)
-                .await;
-        }
         if matches!(outcome, Ok(CheckoutOutcome::Confirmed(_))) {
             // A buyer who has paid leaves the shop: the next batch may come in sooner.
             // Best effort, as for a release.
@@ -166,6 +168,7 @@ impl Engine {
         &self,
         order: &Order,
         payment_method: &str,
+        origin: &Origin,
         max_per_buyer: u32,
     ) -> Result<CheckoutOutcome, EngineError> {
         let req = AuthorizeRequest {
@@ -183,7 +186,11 @@ impl Engine {
                 return Ok(CheckoutOutcome::ActionRequired(view, next_action));
             }
             Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
-                self.end_unpaid(order, OrderEvent::Declined).await?;
+                // Counted toward velocity by the path whose move ended the order.
+                if self.end_unpaid(order, OrderEvent::Declined).await? {
+                    self.velocity_declined(order, Some((payment_method, origin)))
+                        .await;
+                }
                 metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);
                 return Err(EngineError::PaymentDeclined(reason));
             }

@@ -20,6 +20,7 @@ use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
 use serde::Serialize;
 
 use crate::ports::JoinRecord;
+use crate::velocity::Origin;
 use crate::waiting::limits::Key;
 use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
 use crate::{Engine, EngineError, Identity};
@@ -164,6 +165,14 @@ impl Engine {
             self.check_hosted(event, buyer, who.human_token, who.ip, hosted, now)
                 .await?;
         }
+        // After every other check and before the join is kept: the buyer joins the
+        // clusters of the device key just proved and of the network, or is refused
+        // with nothing joined.
+        let origin = Origin {
+            ip: who.ip,
+            device: key.as_ref().map(|k| k.0.clone()),
+        };
+        self.signals_at_entry(event, buyer.buyer, &origin).await?;
         Ok(JoinPass {
             event,
             buyer: buyer.buyer,

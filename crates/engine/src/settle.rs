@@ -79,7 +79,16 @@ impl Engine {
                 }
                 self.cancel_then(order, &p, OrderEvent::Voided, via).await
             }
-            (S::PendingPayment, P::Declined) => self.end_unpaid(order, OrderEvent::Declined).await,
+            (S::PendingPayment, P::Declined) => {
+                // A decline that came later (3-D Secure failed, an uncertain payment
+                // found declined) counts toward velocity as one given at once; only
+                // the path whose move ended the order counts it.
+                let ended = self.end_unpaid(order, OrderEvent::Declined).await?;
+                if ended {
+                    self.velocity_declined(order, None).await;
+                }
+                Ok(ended)
+            }
             (S::PendingPayment, P::Voided | P::Refunded) => {
                 self.end_unpaid(order, OrderEvent::Voided).await
             }

@@ -3,8 +3,12 @@
 //! payment method and per client network are checked in one atomic step of the
 //! velocity store, a buyer with many declines is locked out, and the buyer joins the
 //! clusters of their device key, network and payment method, which refuse or flag past
-//! the event's thresholds. Nothing here runs unless the event's sale settings name
-//! velocity rules and the engine was given a store.
+//! the event's thresholds. The buyer joins the device and network clusters at queue
+//! join and at each hold as well, so a farm of accounts on one device or network is
+//! refused before it reaches checkout. A decline that settles a checkout later (3-D
+//! Secure, an uncertain payment found declined) is counted like one the provider gave
+//! at once, from what the checkout stashed. Nothing here runs unless the event's sale
+//! settings name velocity rules and the engine was given a store.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -14,7 +18,7 @@ use boxoffice_domain::{BuyerId, EventId, Millis};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::ports::{Admission, Counter, Dimension, Join, Link, VelocityStore};
+use crate::ports::{Admission, Counter, Dimension, Join, Links, Order, VelocityStore};
 use crate::{Engine, EngineError};
 
 /// The most clusters one signals page lists.
@@ -48,10 +52,15 @@ pub struct SignalCluster {
 /// What a checkout is counted under: hashes of what the client sent or is.
 struct Subjects {
     buyer: String,
-    card: String,
+    card: Option<String>,
     network: Option<String>,
     device: Option<String>,
 }
+
+/// How long past its payment grace a checkout's stashed card and network are kept for
+/// a decline that settles it: an order still pending later than that is settled
+/// without counting.
+const STASH_AFTER_GRACE_S: u64 = 3_600;
 
 /// Which limit a counter of a check enforces.
 #[derive(Clone, Copy)]
@@ -82,7 +91,7 @@ impl Engine {
             return Ok(());
         };
         let now = self.now();
-        let subjects = Subjects::of(rules, buyer, payment_method, origin);
+        let subjects = Subjects::of(rules, buyer, Some(payment_method), origin);
         let (counters, kinds) = attempt_counters(rules, &subjects);
         match store.check(event, &counters, now).await? {
             Admission::Admitted => {}
@@ -93,29 +102,102 @@ impl Engine {
         self.join_clusters(event, rules, &subjects, now).await
     }
 
-    /// Counts a declined checkout; the decline that reaches the lockout count locks
-    /// the buyer out. Best effort: the decline stands whatever the store says.
-    pub(crate) async fn velocity_declined(
+    /// Joins the buyer to the clusters of their device key and network at queue join
+    /// or hold, refusing with `too_many_buyers` a buyer who would take a cluster to its
+    /// refusal threshold. One atomic step of the store, made after every other check of
+    /// the request and before anything of it is kept: a refused join or hold changes
+    /// nothing, in the store or elsewhere.
+    pub async fn signals_at_entry(
         &self,
         event: EventId,
-        rules: Option<&VelocityRules>,
         buyer: BuyerId,
+        origin: &Origin,
+    ) -> Result<(), EngineError> {
+        if self.velocity.is_none() {
+            return Ok(());
+        }
+        let entry = self.event(event).await?;
+        let Some(rules) = entry.event.sale.velocity.as_ref() else {
+            return Ok(());
+        };
+        let s = Subjects::of(rules, buyer, None, origin);
+        self.join_clusters(event, rules, &s, self.now()).await
+    }
+
+    /// Stashes what a checkout's declines count under (its payment method and network,
+    /// hashed), before the provider hears of it, so that a decline arriving later by
+    /// webhook or found by the recovery sweep is counted as this one would be. Best
+    /// effort: a checkout is not refused because its stash failed.
+    pub(crate) async fn velocity_stash(
+        &self,
+        order: &Order,
+        rules: Option<&VelocityRules>,
+        grace_s: u64,
         payment_method: &str,
         origin: &Origin,
     ) {
         let (Some(rules), Some(store)) = (rules, &self.velocity) else {
             return;
         };
-        let subjects = Subjects::of(rules, buyer, payment_method, origin);
-        let counters = decline_counters(rules, &subjects);
-        match store.record(event, &counters, self.now()).await {
+        let s = Subjects::of(rules, order.buyer, Some(payment_method), origin);
+        let value = format!(
+            "{} {}",
+            s.card.as_deref().unwrap_or_default(),
+            s.network.as_deref().unwrap_or_default()
+        );
+        let ttl_ms = grace_s.saturating_add(STASH_AFTER_GRACE_S) * 1000;
+        let key = stash_key(order);
+        if let Err(e) = store
+            .stash(order.event, &key, &value, ttl_ms, self.now())
+            .await
+        {
+            tracing::warn!(order = %order.id, error = %e, "could not stash a checkout's velocity subjects");
+        }
+    }
+
+    /// Counts the decline that ended `order` (the caller's ledger move to `declined`
+    /// won, so each order's decline is counted once): from the checkout's own request
+    /// when it is at hand (`now`: the provider declined while the buyer waited), or
+    /// from the checkout's stash, taken once, when the decline came later.
+    pub(crate) async fn velocity_declined(&self, order: &Order, now: Option<(&str, &Origin)>) {
+        let Some(store) = &self.velocity else {
+            return;
+        };
+        let rules = match self.event(order.event).await {
+            Ok(entry) => entry.event.sale.velocity.clone(),
+            Err(e) => {
+                tracing::warn!(order = %order.id, error = %e, "could not count a decline");
+                return;
+            }
+        };
+        let Some(rules) = rules else {
+            return;
+        };
+        let subjects = match now {
+            Some((payment_method, origin)) => {
+                Subjects::of(&rules, order.buyer, Some(payment_method), origin)
+            }
+            None => match store.take(order.event, &stash_key(order), self.now()).await {
+                Ok(Some(stashed)) => Subjects::stashed(order.buyer, &stashed),
+                Ok(None) => {
+                    tracing::info!(order = %order.id, "a late decline with nothing stashed; not counted");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(order = %order.id, error = %e, "could not count a decline");
+                    return;
+                }
+            },
+        };
+        let counters = decline_counters(&rules, &subjects);
+        match store.record(order.event, &counters, self.now()).await {
             Ok(counts) => {
                 let lockout = rules.lockout_declines.and_then(|n| {
                     let at = counters.iter().position(|c| c.key.starts_with("bl:"))?;
                     Some(counts.get(at).copied()? >= n)
                 });
                 if lockout == Some(true) {
-                    tracing::info!(event = %event, buyer = %buyer, "buyer locked out after declines");
+                    tracing::info!(event = %order.event, buyer = %order.buyer, "buyer locked out after declines");
                     metrics::counter!("boxoffice_velocity_lockouts_total").increment(1);
                 }
             }
@@ -123,6 +205,7 @@ impl Engine {
         }
     }
 
+    /// Joins the buyer to every cluster of the subjects in one atomic step.
     async fn join_clusters(
         &self,
         event: EventId,
@@ -141,35 +224,46 @@ impl Engine {
                 s.network.as_deref(),
                 signals.per_network,
             ),
-            (Dimension::Card, Some(s.card.as_str()), signals.per_card),
+            (Dimension::Card, s.card.as_deref(), signals.per_card),
         ];
         let ttl_ms = u64::from(rules.lockout_s.max(rules.window_s)) * 1000;
+        let mut joins = Vec::with_capacity(wanted.len());
+        let mut thresholds = Vec::with_capacity(wanted.len());
         for (dimension, key, threshold) in wanted {
             let (Some(key), Some(cap)) = (key, cap_of(&threshold)) else {
                 continue;
             };
-            let join = Join {
+            joins.push(Join {
                 dimension,
                 key,
                 member: &s.buyer,
                 most: threshold.refuse_at.map(|r| r.saturating_sub(1)),
                 cap,
                 ttl_ms,
-            };
-            match store.link(event, &join, now).await? {
-                Link::Joined(n) if threshold.flags(n) => {
-                    metrics::counter!("boxoffice_signal_flags_total", "dimension" => dimension.as_str())
-                        .increment(1);
+            });
+            thresholds.push(threshold);
+        }
+        if joins.is_empty() {
+            return Ok(());
+        }
+        match store.link_all(event, &joins, now).await? {
+            Links::Joined(counts) => {
+                for ((join, threshold), n) in joins.iter().zip(&thresholds).zip(counts) {
+                    if threshold.flags(n) {
+                        let dimension = join.dimension.as_str();
+                        metrics::counter!("boxoffice_signal_flags_total", "dimension" => dimension)
+                            .increment(1);
+                    }
                 }
-                Link::Joined(_) => {}
-                Link::Refused(_) => {
-                    metrics::counter!("boxoffice_velocity_refusals_total", "limit" => signal_limit(dimension))
-                        .increment(1);
-                    return Err(EngineError::TooManyBuyers(dimension.as_str()));
-                }
+                Ok(())
+            }
+            Links::Refused { index, .. } => {
+                let dimension = joins.get(index).map_or(Dimension::Device, |j| j.dimension);
+                metrics::counter!("boxoffice_velocity_refusals_total", "limit" => signal_limit(dimension))
+                    .increment(1);
+                Err(EngineError::TooManyBuyers(dimension.as_str()))
             }
         }
-        Ok(())
     }
 
     /// GET /v1/events/{id}/signals: the largest clusters of the event over every
@@ -205,14 +299,41 @@ impl Engine {
 }
 
 impl Subjects {
-    fn of(rules: &VelocityRules, buyer: BuyerId, payment_method: &str, o: &Origin) -> Subjects {
+    /// A request's subjects; `payment_method` only at checkout.
+    fn of(
+        rules: &VelocityRules,
+        buyer: BuyerId,
+        payment_method: Option<&str>,
+        o: &Origin,
+    ) -> Subjects {
         Subjects {
-            buyer: hashed("buyer", buyer.to_string().as_bytes()),
-            card: hashed("card", payment_method.as_bytes()),
+            buyer: buyer_hash(buyer),
+            card: payment_method.map(|m| hashed("card", m.as_bytes())),
             network: o.ip.map(|ip| rules.network_of(ip)),
             device: o.device.as_deref().map(|d| hashed("device", d.as_bytes())),
         }
     }
+
+    /// A checkout's subjects from its stash (`<card hash> <network>`).
+    fn stashed(buyer: BuyerId, stashed: &str) -> Subjects {
+        let mut parts = stashed.splitn(2, ' ');
+        let mut next = || parts.next().filter(|p| !p.is_empty()).map(str::to_owned);
+        Subjects {
+            buyer: buyer_hash(buyer),
+            card: next(),
+            network: next(),
+            device: None,
+        }
+    }
+}
+
+fn buyer_hash(buyer: BuyerId) -> String {
+    hashed("buyer", buyer.to_string().as_bytes())
+}
+
+/// Where a checkout's subjects are stashed: its order.
+fn stash_key(order: &Order) -> String {
+    format!("o:{}", order.id)
 }
 
 /// 32 hex digits of a SHA-256 of what and the value: short, fixed-length and
@@ -267,21 +388,23 @@ fn attempt_counters(r: &VelocityRules, s: &Subjects) -> (Vec<Counter>, Vec<Kind>
         false,
         Kind::Limit("buyer_declines"),
     );
-    let card = r.per_card;
-    push(
-        format!("ca:{}", s.card),
-        card.attempts,
-        window_ms,
-        true,
-        Kind::Limit("card_attempts"),
-    );
-    push(
-        format!("cd:{}", s.card),
-        card.declines,
-        window_ms,
-        false,
-        Kind::Limit("card_declines"),
-    );
+    if let Some(c) = &s.card {
+        let card = r.per_card;
+        push(
+            format!("ca:{c}"),
+            card.attempts,
+            window_ms,
+            true,
+            Kind::Limit("card_attempts"),
+        );
+        push(
+            format!("cd:{c}"),
+            card.declines,
+            window_ms,
+            false,
+            Kind::Limit("card_declines"),
+        );
+    }
     if let Some(net) = &s.network {
         let n = r.per_network;
         push(

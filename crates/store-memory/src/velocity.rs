@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use async_trait::async_trait;
 use boxoffice_domain::{EventId, Millis};
 use boxoffice_engine::ports::{
-    Admission, Cluster, Counter, Dimension, Join, Link, MAX_RANKED_CLUSTERS, StoreError,
-    VelocityStore,
+    Admission, Cluster, Counter, Dimension, Join, Link, Links, MAX_RANKED_CLUSTERS, MAX_STASH_LEN,
+    StoreError, VelocityStore,
 };
 use parking_lot::Mutex;
 
@@ -27,6 +27,8 @@ struct State {
     windows: HashMap<(EventId, String), Window>,
     clusters: HashMap<(EventId, Dimension), BTreeMap<String, Members>>,
     cluster_count: usize,
+    /// What `stash` keeps: the value and when it lapses.
+    stashes: HashMap<(EventId, String), (String, i64)>,
 }
 
 struct Window {
@@ -87,7 +89,7 @@ impl MemoryVelocity {
 
 impl State {
     fn keys(&self) -> usize {
-        self.windows.len() + self.cluster_count
+        self.windows.len() + self.cluster_count + self.stashes.len()
     }
 
     /// Makes room for `more` new keys by dropping what has aged out.
@@ -103,6 +105,7 @@ impl State {
             clusters.retain(|_, m| m.expires_at > now);
         }
         self.clusters.retain(|_, c| !c.is_empty());
+        self.stashes.retain(|_, (_, until)| *until > now);
         self.cluster_count = self.clusters.values().map(BTreeMap::len).sum();
         if self.keys() + more <= max {
             Ok(())
@@ -122,6 +125,56 @@ impl State {
             });
         w.window_ms = window_ms;
         w
+    }
+
+    /// Whether `join.member` is in its cluster, and how many members the cluster has
+    /// (a lapsed cluster has none).
+    fn standing(&self, event: EventId, join: &Join<'_>, now: i64) -> (bool, u32) {
+        let m = self
+            .clusters
+            .get(&(event, join.dimension))
+            .and_then(|c| c.get(join.key))
+            .filter(|m| m.expires_at > now);
+        m.map_or((false, 0), |m| {
+            (m.buyers.contains(join.member), m.buyers.len() as u32)
+        })
+    }
+
+    fn known(&self, event: EventId, join: &Join<'_>) -> bool {
+        self.clusters
+            .get(&(event, join.dimension))
+            .is_some_and(|c| c.contains_key(join.key))
+    }
+
+    /// Adds the member unless the cluster is at its most; room for a new cluster was
+    /// made by the caller.
+    fn enter(&mut self, event: EventId, join: &Join<'_>, now: i64) -> Link {
+        let ttl = i64::try_from(join.ttl_ms).unwrap_or(i64::MAX);
+        if !self.known(event, join) {
+            self.cluster_count += 1;
+        }
+        let clusters = self.clusters.entry((event, join.dimension)).or_default();
+        let m = clusters
+            .entry(join.key.to_owned())
+            .or_insert_with(|| Members {
+                buyers: HashSet::new(),
+                expires_at: now,
+            });
+        if m.expires_at <= now {
+            m.buyers.clear();
+        }
+        m.expires_at = now.saturating_add(ttl);
+        let n = m.buyers.len() as u32;
+        if m.buyers.contains(join.member) {
+            return Link::Joined(n);
+        }
+        if join.most.is_some_and(|most| n >= most) {
+            return Link::Refused(n);
+        }
+        if n < join.cap {
+            m.buyers.insert(join.member.to_owned());
+        }
+        Link::Joined(m.buyers.len() as u32)
     }
 
     fn new_windows(&self, event: EventId, counters: &[Counter]) -> usize {
@@ -181,38 +234,69 @@ impl VelocityStore for MemoryVelocity {
     }
 
     async fn link(&self, event: EventId, join: &Join<'_>, now: Millis) -> Result<Link, StoreError> {
-        let (now, ttl) = (now.0, i64::try_from(join.ttl_ms).unwrap_or(i64::MAX));
         let mut st = self.state.lock();
-        let known = st
-            .clusters
-            .get(&(event, join.dimension))
-            .is_some_and(|c| c.contains_key(join.key));
-        if !known {
-            st.room(1, self.max_keys, now)?;
-            st.cluster_count += 1;
+        if !st.known(event, join) {
+            st.room(1, self.max_keys, now.0)?;
         }
-        let clusters = st.clusters.entry((event, join.dimension)).or_default();
-        let m = clusters
-            .entry(join.key.to_owned())
-            .or_insert_with(|| Members {
-                buyers: HashSet::new(),
-                expires_at: now,
-            });
-        if m.expires_at <= now {
-            m.buyers.clear();
+        Ok(st.enter(event, join, now.0))
+    }
+
+    async fn link_all(
+        &self,
+        event: EventId,
+        joins: &[Join<'_>],
+        now: Millis,
+    ) -> Result<Links, StoreError> {
+        let mut st = self.state.lock();
+        for (index, join) in joins.iter().enumerate() {
+            let (member, buyers) = st.standing(event, join, now.0);
+            if !member && join.most.is_some_and(|most| buyers >= most) {
+                return Ok(Links::Refused { index, buyers });
+            }
         }
-        m.expires_at = now.saturating_add(ttl);
-        let n = m.buyers.len() as u32;
-        if m.buyers.contains(join.member) {
-            return Ok(Link::Joined(n));
+        let new = joins.iter().filter(|j| !st.known(event, j)).count();
+        st.room(new, self.max_keys, now.0)?;
+        let counts = joins
+            .iter()
+            .map(|join| match st.enter(event, join, now.0) {
+                Link::Joined(n) | Link::Refused(n) => n,
+            })
+            .collect();
+        Ok(Links::Joined(counts))
+    }
+
+    async fn stash(
+        &self,
+        event: EventId,
+        key: &str,
+        value: &str,
+        ttl_ms: u64,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        if value.len() > MAX_STASH_LEN {
+            return Err(StoreError::new("a stashed value is too long"));
         }
-        if join.most.is_some_and(|most| n >= most) {
-            return Ok(Link::Refused(n));
+        let until = now
+            .0
+            .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX));
+        let mut st = self.state.lock();
+        let slot = (event, key.to_owned());
+        if !st.stashes.contains_key(&slot) {
+            st.room(1, self.max_keys, now.0)?;
         }
-        if n < join.cap {
-            m.buyers.insert(join.member.to_owned());
-        }
-        Ok(Link::Joined(m.buyers.len() as u32))
+        st.stashes.insert(slot, (value.to_owned(), until));
+        Ok(())
+    }
+
+    async fn take(
+        &self,
+        event: EventId,
+        key: &str,
+        now: Millis,
+    ) -> Result<Option<String>, StoreError> {
+        let mut st = self.state.lock();
+        let taken = st.stashes.remove(&(event, key.to_owned()));
+        Ok(taken.and_then(|(value, until)| (until > now.0).then_some(value)))
     }
 
     async fn clusters(

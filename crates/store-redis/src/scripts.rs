@@ -66,6 +66,8 @@ pub(crate) static IDEM_PRUNE: LazyLock<Script> = plain_script!("idem_prune.lua")
 pub(crate) static VELOCITY_CHECK: LazyLock<Script> = plain_script!("velocity_check.lua");
 pub(crate) static VELOCITY_RECORD: LazyLock<Script> = plain_script!("velocity_record.lua");
 pub(crate) static VELOCITY_LINK: LazyLock<Script> = plain_script!("velocity_link.lua");
+pub(crate) static VELOCITY_LINK_ALL: LazyLock<Script> = plain_script!("velocity_link_all.lua");
+pub(crate) static VELOCITY_TAKE: LazyLock<Script> = plain_script!("velocity_take.lua");
 pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first_use.lua");
 
 static HOLD_SOURCE: LazyLock<String> =

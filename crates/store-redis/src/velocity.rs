@@ -3,19 +3,23 @@
 //! A counter is a sorted set of entry times (score and a member unique to the call),
 //! trimmed to its window and to its limit, expiring with its window; a cluster is a set
 //! of hashed buyers capped by the caller, and each dimension of an event ranks its
-//! clusters in a sorted set of at most `MAX_RANKED_CLUSTERS`. Every key of an event
-//! carries the event's velocity hash tag, so each operation is one script in one slot.
+//! clusters in a sorted set of at most `MAX_RANKED_CLUSTERS`; a checkout's stash is a
+//! plain key with a time to live, taken by a script that reads and deletes it. Every
+//! key of an event carries the event's velocity hash tag, so each operation is one
+//! command or script in one slot.
 
 use async_trait::async_trait;
 use boxoffice_domain::{EventId, Millis};
 use boxoffice_engine::ports::{
-    Admission, Cluster, Counter, Dimension, Join, Link, MAX_RANKED_CLUSTERS, StoreError,
-    VelocityStore,
+    Admission, Cluster, Counter, Dimension, Join, Link, Links, MAX_RANKED_CLUSTERS, MAX_STASH_LEN,
+    StoreError, VelocityStore,
 };
 
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{Prefix, velocity_tag};
-use crate::scripts::{VELOCITY_CHECK, VELOCITY_LINK, VELOCITY_RECORD};
+use crate::scripts::{
+    VELOCITY_CHECK, VELOCITY_LINK, VELOCITY_LINK_ALL, VELOCITY_RECORD, VELOCITY_TAKE,
+};
 
 pub struct RedisVelocity {
     conn: RedisConn,
@@ -29,6 +33,10 @@ impl RedisVelocity {
 
     fn counter_key(&self, event: EventId, c: &Counter) -> String {
         format!("{}:c:{}", velocity_tag(&self.prefix, event), c.key)
+    }
+
+    fn stash_key(&self, event: EventId, key: &str) -> String {
+        format!("{}:p:{key}", velocity_tag(&self.prefix, event))
     }
 
     fn cluster_keys(&self, event: EventId, dimension: Dimension, key: &str) -> [String; 2] {
@@ -120,6 +128,78 @@ impl VelocityStore for RedisVelocity {
         } else {
             Link::Refused(n)
         })
+    }
+
+    async fn link_all(
+        &self,
+        event: EventId,
+        joins: &[Join<'_>],
+        _now: Millis,
+    ) -> Result<Links, StoreError> {
+        if joins.is_empty() {
+            return Ok(Links::Joined(Vec::new()));
+        }
+        let mut call = VELOCITY_LINK_ALL.prepare_invoke();
+        call.arg(MAX_RANKED_CLUSTERS);
+        for join in joins {
+            let [set, ranking] = self.cluster_keys(event, join.dimension, join.key);
+            call.key(set).key(ranking);
+            call.arg(join.member)
+                .arg(join.most.map_or(-1, i64::from))
+                .arg(join.cap)
+                .arg(join.ttl_ms.max(1))
+                .arg(join.key);
+        }
+        let reply: Vec<i64> = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(store_err)?;
+        let count = |n: i64| u32::try_from(n).map_err(StoreError::new);
+        match reply.split_first() {
+            Some((1, counts)) if counts.len() == joins.len() => Ok(Links::Joined(
+                counts.iter().map(|&n| count(n)).collect::<Result<_, _>>()?,
+            )),
+            Some((0, &[index, n])) => Ok(Links::Refused {
+                index: usize::try_from(index).map_err(StoreError::new)?,
+                buyers: count(n)?,
+            }),
+            _ => Err(StoreError(format!("velocity link answered {reply:?}"))),
+        }
+    }
+
+    async fn stash(
+        &self,
+        event: EventId,
+        key: &str,
+        value: &str,
+        ttl_ms: u64,
+        _now: Millis,
+    ) -> Result<(), StoreError> {
+        if value.len() > MAX_STASH_LEN {
+            return Err(StoreError::new("a stashed value is too long"));
+        }
+        redis::cmd("SET")
+            .arg(self.stash_key(event, key))
+            .arg(value)
+            .arg("PX")
+            .arg(ttl_ms.max(1))
+            .query_async::<()>(&mut self.conn.clone())
+            .await
+            .map_err(store_err)
+    }
+
+    async fn take(
+        &self,
+        event: EventId,
+        key: &str,
+        _now: Millis,
+    ) -> Result<Option<String>, StoreError> {
+        // One script, so of two nodes taking at once one gets the value.
+        VELOCITY_TAKE
+            .key(self.stash_key(event, key))
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(store_err)
     }
 
     async fn clusters(

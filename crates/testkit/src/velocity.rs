@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use boxoffice_domain::{EventId, Millis};
-use boxoffice_engine::ports::{Admission, Counter, Dimension, Join, Link, VelocityStore};
+use boxoffice_engine::ports::{Admission, Counter, Dimension, Join, Link, Links, VelocityStore};
 
 /// Expands into `mod velocity { … }` with one timed tokio test per case.
 #[macro_export]
@@ -30,6 +30,10 @@ macro_rules! velocity_conformance {
                 a_cluster_counts_at_most_its_cap,
                 of_many_concurrent_new_members_exactly_the_most_join,
                 clusters_are_listed_largest_first_within_the_limit,
+                joining_several_clusters_is_all_or_nothing,
+                of_many_concurrent_buyers_sharing_a_cluster_exactly_the_most_join_any,
+                a_stash_is_taken_once_and_not_after_it_lapsed,
+                of_many_concurrent_takes_of_a_stash_exactly_one_gets_it,
             );
         }
     };
@@ -271,4 +275,128 @@ pub async fn clusters_are_listed_largest_first_within_the_limit(store: Arc<dyn V
             .unwrap()
             .is_empty()
     );
+}
+
+pub async fn joining_several_clusters_is_all_or_nothing(store: Arc<dyn VelocityStore>) {
+    let e = event();
+    let device = |member| Join {
+        dimension: Dimension::Device,
+        ..join("d1", member, Some(5))
+    };
+    let full = store
+        .link(e, &join("n-full", "alice", Some(1)), at(0))
+        .await;
+    assert_eq!(full, Ok(Link::Joined(1)));
+    // Bob's network cluster has no room: he joins neither it nor his device's.
+    let both = [device("bob"), join("n-full", "bob", Some(1))];
+    let refused = store.link_all(e, &both, at(1)).await;
+    assert_eq!(
+        refused,
+        Ok(Links::Refused {
+            index: 1,
+            buyers: 1
+        })
+    );
+    assert!(
+        store
+            .clusters(e, Dimension::Device, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a refused buyer joined no cluster"
+    );
+    // Alice is in the full cluster already: she joins both.
+    let both = [device("alice"), join("n-full", "alice", Some(1))];
+    assert_eq!(
+        store.link_all(e, &both, at(2)).await,
+        Ok(Links::Joined(vec![1, 1]))
+    );
+    let again = store.link_all(e, &both, at(3)).await;
+    assert_eq!(again, Ok(Links::Joined(vec![1, 1])));
+    let open = [device("carol"), join("n-other", "carol", None)];
+    assert_eq!(
+        store.link_all(e, &open, at(4)).await,
+        Ok(Links::Joined(vec![2, 1]))
+    );
+    assert_eq!(
+        store.link_all(e, &[], at(5)).await,
+        Ok(Links::Joined(vec![]))
+    );
+}
+
+pub async fn of_many_concurrent_buyers_sharing_a_cluster_exactly_the_most_join_any(
+    store: Arc<dyn VelocityStore>,
+) {
+    const N: usize = 48;
+    const K: u32 = 6;
+    let e = event();
+    let tries = (0..N).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let (member, own) = (format!("buyer-{i}"), format!("device-{i}"));
+            let joins = [
+                Join {
+                    dimension: Dimension::Device,
+                    ..join(&own, &member, Some(3))
+                },
+                join("shared-net", &member, Some(K)),
+            ];
+            store.link_all(e, &joins, at(0)).await
+        })
+    });
+    let answers = futures::future::join_all(tries).await;
+    let joined = answers
+        .into_iter()
+        .map(|a| a.expect("no task panics").expect("the store answers"))
+        .filter(|a| matches!(a, Links::Joined(_)))
+        .count();
+    assert_eq!(joined, K as usize);
+    // Only the buyers who joined the shared network joined their own device's cluster.
+    let devices = store.clusters(e, Dimension::Device, 100).await.unwrap();
+    assert_eq!(devices.len(), K as usize);
+    let net = store.clusters(e, Dimension::Network, 10).await.unwrap();
+    assert_eq!(net.len(), 1);
+    assert_eq!(net[0].buyers, K);
+}
+
+pub async fn a_stash_is_taken_once_and_not_after_it_lapsed(store: Arc<dyn VelocityStore>) {
+    let (e, other) = (event(), event());
+    store
+        .stash(e, "o:1", "c0ffee 203.0.113.0/24", 60_000, at(0))
+        .await
+        .unwrap();
+    assert_eq!(store.take(other, "o:1", at(1)).await, Ok(None));
+    assert_eq!(store.take(e, "o:2", at(1)).await, Ok(None));
+    let taken = store.take(e, "o:1", at(1)).await;
+    assert_eq!(taken, Ok(Some("c0ffee 203.0.113.0/24".to_string())));
+    assert_eq!(store.take(e, "o:1", at(2)).await, Ok(None));
+    // A stash replaced is taken as last kept.
+    store.stash(e, "o:3", "a", 60_000, at(0)).await.unwrap();
+    store.stash(e, "o:3", "b", 60_000, at(0)).await.unwrap();
+    assert_eq!(store.take(e, "o:3", at(1)).await, Ok(Some("b".into())));
+    // One that lapsed is gone (a store that keeps time itself lets a moment pass).
+    store.stash(e, "o:4", "gone", 1, at(0)).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(store.take(e, "o:4", at(1_000)).await, Ok(None));
+    let long = "x".repeat(boxoffice_engine::ports::MAX_STASH_LEN + 1);
+    assert!(store.stash(e, "o:5", &long, 60_000, at(0)).await.is_err());
+}
+
+pub async fn of_many_concurrent_takes_of_a_stash_exactly_one_gets_it(
+    store: Arc<dyn VelocityStore>,
+) {
+    const N: usize = 32;
+    let e = event();
+    store.stash(e, "o:race", "v", 60_000, at(0)).await.unwrap();
+    let takes = (0..N).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move { store.take(e, "o:race", at(1)).await })
+    });
+    let got = futures::future::join_all(takes)
+        .await
+        .into_iter()
+        .map(|t| t.expect("no task panics").expect("the store answers"))
+        .filter(Option::is_some)
+        .count();
+    assert_eq!(got, 1);
 }

@@ -44,6 +44,20 @@ pub enum Link {
     Refused(u32),
 }
 
+/// What a buyer joining several clusters at once answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Links {
+    /// The buyer is in every cluster; each has this many distinct buyers, in the order
+    /// of the joins.
+    Joined(Vec<u32>),
+    /// The join at `index` was refused: its cluster already had `buyers` (its most)
+    /// without the buyer. Nothing changed in any cluster.
+    Refused { index: usize, buyers: u32 },
+}
+
+/// The longest value `stash` keeps.
+pub const MAX_STASH_LEN: usize = 256;
+
 /// A buyer joining a cluster. A cluster counts at most `cap` members (no threshold
 /// needs more; `cap` is at least `most`) and is forgotten `ttl_ms` after its last join.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +127,37 @@ pub trait VelocityStore: Send + Sync {
     /// cluster already has `join.most` members without it; atomic, so of N concurrent
     /// new members with room for K, exactly K join.
     async fn link(&self, event: EventId, join: &Join<'_>, now: Millis) -> Result<Link, StoreError>;
+
+    /// `link` for every join of `joins` in one atomic step: if any would be refused,
+    /// none is made (the first refused answers); otherwise the buyer joins them all.
+    /// Of N concurrent callers whose joins share a cluster with room for K, exactly K
+    /// join, and a refused caller joined none of its other clusters either.
+    async fn link_all(
+        &self,
+        event: EventId,
+        joins: &[Join<'_>],
+        now: Millis,
+    ) -> Result<Links, StoreError>;
+
+    /// Keeps `value` (at most `MAX_STASH_LEN` bytes) under `key` for `ttl_ms`,
+    /// replacing what was kept there.
+    async fn stash(
+        &self,
+        event: EventId,
+        key: &str,
+        value: &str,
+        ttl_ms: u64,
+        now: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// Takes what `stash` kept under `key` unless it lapsed: atomic, so of concurrent
+    /// takes (from any node) exactly one gets it, and a later take gets nothing.
+    async fn take(
+        &self,
+        event: EventId,
+        key: &str,
+        now: Millis,
+    ) -> Result<Option<String>, StoreError>;
 
     /// The `limit` largest clusters of `dimension` (of at most `MAX_RANKED_CLUSTERS`
     /// ranked), largest first, ties by key. A cluster stays listed while its dimension

@@ -9,11 +9,10 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
 use boxoffice_engine::ports::{Claimed, HoldView};
-use boxoffice_engine::{HoldInput, SeatSelection};
+use boxoffice_engine::{HoldInput, Origin, SeatSelection};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, Dpop, json};
@@ -22,6 +21,7 @@ use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
+use crate::{AppState, ClientAddr};
 
 /// Exactly one of seat_ids or best_available. All seats are held or none.
 #[derive(Deserialize, ToSchema)]
@@ -131,6 +131,7 @@ pub(crate) const CREATE_DOC: Doc = Doc {
             C::TokenWrongAudience,
             C::TokenWrongEvent,
             C::TokenWrongIssuer,
+            C::TooManyBuyers,
         ]
     },
     shared: &[
@@ -161,6 +162,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Presented {
 
 pub async fn create(
     State(st): State<AppState>,
+    ClientAddr(addr): ClientAddr,
     Presented {
         token,
         session,
@@ -192,6 +194,18 @@ pub async fn create(
     }
     // Last of the checks: only a proof that passed everything else is remembered.
     if let Err(e) = st.engine.prove_admission(&admitted, dpop.input()).await {
+        return ApiError::from(e).into_response();
+    }
+    // The buyer joins the clusters of the key the proof just proved (the admission's)
+    // and of the network, or is refused before the hold is taken, with nothing joined.
+    let origin = Origin {
+        ip: Some(addr),
+        device: admitted.key.as_ref().map(|k| k.0.clone()),
+    };
+    if let Err(e) = (st.engine)
+        .signals_at_entry(admitted.event, admitted.who.buyer, &origin)
+        .await
+    {
         return ApiError::from(e).into_response();
     }
     // The key's claim and the hold are one call to the hot store (`ClaimedHolds`).

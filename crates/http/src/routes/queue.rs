@@ -58,6 +58,7 @@ pub(crate) const JOIN_DOC: Doc = Doc {
             C::PowRequired,
             C::RateLimited,
             C::SaleClosed,
+            C::TooManyBuyers,
         ]
     },
     shared: &[

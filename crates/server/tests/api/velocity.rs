@@ -1,7 +1,9 @@
 //! Payment velocity and buyer signals over HTTP: a card-testing script is stopped at the
 //! event's limit before the provider sees its next call while honest buyers in the same
 //! run all buy; a limit per client network reads the address trusted proxies name; the
-//! operator reads the clusters a checkout joined.
+//! operator reads the clusters a checkout joined; a network full of buyers is refused at
+//! the join and the hold; declines that arrive by 3-D Secure webhook count once each and
+//! lock the buyer out.
 
 use boxoffice_domain::velocity::{
     SignalThreshold, SignalThresholds, VelocityLimits, VelocityRules,
@@ -267,4 +269,191 @@ async fn buyers_sharing_a_card_form_a_cluster_the_operator_reads() {
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     let res = app.get(&format!("{path}?limit=0"), &app.operator_key).await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+}
+
+/// A hold through the trusted proxy, as the client at `forwarded_for`.
+async fn hold_via_proxy(
+    app: &TestApp,
+    event: EventId,
+    admission: &str,
+    forwarded_for: &str,
+) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/v1/events/{event}/holds")))
+        .bearer_auth(admission)
+        .header("Idempotency-Key", uuid())
+        .header("X-Forwarded-For", forwarded_for)
+        .json(&json!({"best_available": {"section": "A", "quantity": 1}}))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Joins through the trusted proxy as the client at `forwarded_for`: (buyer token,
+/// the answer).
+async fn join_via_proxy(
+    app: &TestApp,
+    event: EventId,
+    forwarded_for: &str,
+) -> (String, reqwest::Response) {
+    let (_, token) = app.buyer().await;
+    let res = app
+        .client
+        .post(app.url(&format!("/v1/events/{event}/queue")))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", uuid())
+        .header("X-Forwarded-For", forwarded_for)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    (token, res)
+}
+
+async fn admission_of(app: &TestApp, event: EventId, joined: reqwest::Response) -> String {
+    assert_eq!(joined.status(), StatusCode::OK);
+    let v: Value = joined.json().await.unwrap();
+    app.engine.admit_batch(event).await.unwrap();
+    let ticket = v["queue_ticket"].as_str().unwrap();
+    let status: Value = app
+        .get("/v1/queue/status", ticket)
+        .await
+        .json()
+        .await
+        .unwrap();
+    status["admission_token"].as_str().unwrap().to_string()
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
+async fn a_network_full_of_buyers_is_refused_at_the_join_and_at_the_hold() {
+    let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
+    let mut rules = no_limits();
+    // A third buyer on one /24 is refused.
+    rules.signals.per_network = SignalThreshold::new(Some(2), Some(3));
+    let event = event_with(&app, rules).await;
+    let mut farm = Vec::new();
+    for host in 1..=2 {
+        let (_, res) = join_via_proxy(&app, event, &format!("198.51.100.{host}")).await;
+        farm.push(admission_of(&app, event, res).await);
+    }
+    let (_, third) = join_via_proxy(&app, event, "198.51.100.3").await;
+    assert_eq!(third.status(), StatusCode::FORBIDDEN);
+    assert_eq!(error_code(third).await, "too_many_buyers");
+    // The farm's own buyers still hold from it.
+    let res = hold_via_proxy(&app, event, &farm[0], "198.51.100.1").await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+
+    // A buyer who joined elsewhere is refused a hold from the full network, and the
+    // refusal holds nothing and joins no cluster.
+    let (_, res) = join_via_proxy(&app, event, "203.0.113.7").await;
+    let roamer = admission_of(&app, event, res).await;
+    let before = app.counts(event).await;
+    let res = hold_via_proxy(&app, event, &roamer, "198.51.100.9").await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(error_code(res).await, "too_many_buyers");
+    assert_eq!(app.counts(event).await, before);
+    let res = hold_via_proxy(&app, event, &roamer, "203.0.113.8").await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+
+    let v: Value = app
+        .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let nets: Vec<(String, u64, bool)> = v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["dimension"] == "network")
+        .map(|c| {
+            let key = c["key"].as_str().unwrap().to_string();
+            (key, c["buyers"].as_u64().unwrap(), c["refusing"] == true)
+        })
+        .collect();
+    assert_eq!(
+        nets,
+        [
+            ("198.51.100.0/24".to_string(), 2, true),
+            ("203.0.113.0/24".to_string(), 1, false),
+        ]
+    );
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 4, timeout_s = 120)]
+async fn declines_by_3ds_webhook_count_once_each_and_lock_the_buyer_out() {
+    use boxoffice_payment_fake::methods;
+    let app = spawn().await;
+    let fake = crate::payments::provider(&app);
+    let rules = VelocityRules {
+        lockout_declines: Some(2),
+        ..no_limits()
+    };
+    let event = event_with(&app, rules).await;
+    let (token, admission) = app.admitted_buyer(event).await;
+    for attempt in 0..2 {
+        let hold = hold_one(&app, event, &admission).await;
+        let res = app.checkout(&hold, &token, methods::THREE_D_SECURE).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED, "attempt {attempt}");
+        let body: Value = res.json().await.unwrap();
+        let order = crate::payments::order_id(&body);
+        assert_eq!(
+            fake.complete_action(order, false).await.unwrap(),
+            ProviderState::Declined
+        );
+        // Every webhook of the order, each delivered three times at once.
+        let webhooks = fake.undelivered_webhooks(100).await.unwrap();
+        assert!(!webhooks.is_empty());
+        let deliveries = webhooks
+            .iter()
+            .flat_map(|w| (0..3).map(|_| crate::payments::post_webhook(&app, &fake, &w.payload)));
+        let answers = futures::future::join_all(deliveries).await;
+        assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
+        for w in &webhooks {
+            fake.mark_delivered(w.seq).await.unwrap();
+        }
+        let settled = crate::payments::order(&app, &token, order).await;
+        assert_eq!(settled["status"], "declined", "{settled}");
+    }
+    // Two declines, each counted once: the second reached the lockout.
+    let hold = hold_one(&app, event, &admission).await;
+    let res = app.checkout(&hold, &token, "pm_card_visa").await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(error_code(res).await, "buyer_locked");
+    // The provider saw the two 3-D Secure payments and nothing after.
+    assert_eq!(provider_calls(&app).await, (2, 2));
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
+async fn one_decline_by_webhook_delivered_many_times_is_counted_once() {
+    use boxoffice_payment_fake::methods;
+    let app = spawn().await;
+    let fake = crate::payments::provider(&app);
+    let rules = VelocityRules {
+        lockout_declines: Some(2),
+        ..no_limits()
+    };
+    let event = event_with(&app, rules).await;
+    let (token, admission) = app.admitted_buyer(event).await;
+    let hold = hold_one(&app, event, &admission).await;
+    let res = app.checkout(&hold, &token, methods::THREE_D_SECURE).await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let order = crate::payments::order_id(&res.json().await.unwrap());
+    fake.complete_action(order, false).await.unwrap();
+    let webhooks = fake.undelivered_webhooks(100).await.unwrap();
+    let deliveries = (0..5).flat_map(|_| {
+        webhooks
+            .iter()
+            .map(|w| crate::payments::post_webhook(&app, &fake, &w.payload))
+    });
+    let answers = futures::future::join_all(deliveries).await;
+    assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
+    assert_eq!(
+        crate::payments::order(&app, &token, order).await["status"],
+        "declined"
+    );
+    // One decline counted: the buyer may still pay (a second would lock them out).
+    let hold = hold_one(&app, event, &admission).await;
+    let res = app.checkout(&hold, &token, "pm_card_visa").await;
+    assert_eq!(res.status(), StatusCode::CREATED);
 }

@@ -263,6 +263,32 @@ impl<T: VelocityStore> VelocityStore for Tracked<T> {
     async fn link(&self, event: EventId, join: &Join<'_>, now: Millis) -> Result<Link, StoreError> {
         self.inner.link(event, join, now).await
     }
+    async fn link_all(
+        &self,
+        event: EventId,
+        joins: &[Join<'_>],
+        now: Millis,
+    ) -> Result<Links, StoreError> {
+        self.inner.link_all(event, joins, now).await
+    }
+    async fn stash(
+        &self,
+        event: EventId,
+        key: &str,
+        value: &str,
+        ttl_ms: u64,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.inner.stash(event, key, value, ttl_ms, now).await
+    }
+    async fn take(
+        &self,
+        event: EventId,
+        key: &str,
+        now: Millis,
+    ) -> Result<Option<String>, StoreError> {
+        self.inner.take(event, key, now).await
+    }
     async fn clusters(
         &self,
         event: EventId,

@@ -362,56 +362,84 @@ async fn without_proofs_a_dpop_header_is_ignored() {
 /// A device key is what the checkout's proof proved: buyers sharing one key (one bot's
 /// device) form one cluster, and the event's threshold refuses the buyer that would
 /// pass it before the provider is called.
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 60)]
-async fn buyers_proving_one_key_form_one_device_cluster() {
+/// The event's device and network clusters as the operator reads them.
+async fn clusters(app: &TestApp, event: EventId) -> Vec<Value> {
+    let res = app
+        .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let v = res.json::<Value>().await.unwrap();
+    v["clusters"].as_array().unwrap().clone()
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
+async fn ten_accounts_proving_one_key_are_refused_at_the_join_past_the_threshold() {
     use boxoffice_domain::velocity::{SignalThreshold, VelocityRules};
     let app = spawn().await;
     let mut spec = event_spec(PopMode::Required);
     let mut rules = VelocityRules::default();
-    rules.signals.per_device = SignalThreshold::new(Some(2), Some(3));
-    // Every buyer pays with the same test card: only the device may refuse here.
+    // A fourth buyer on one device is refused; the network only counts (flag at 50).
+    rules.signals.per_device = SignalThreshold::new(Some(2), Some(4));
     rules.signals.per_card = SignalThreshold::default();
     spec.sale.velocity = Some(rules);
     let event = app.create_event(&spec).await;
     let shared = proof_key();
     let mut answers = Vec::new();
-    for _ in 0..3 {
-        let client = admitted(&app, event, Some(&shared)).await;
-        let hold = held(&app, event, &client).await;
-        let path = format!("/v1/holds/{hold}/checkout");
-        let dpop = proof(&client.key, "POST", &path, now_s(&app));
-        let res = checkout(&app, &hold, &client.token, Some(dpop)).await;
-        answers.push(res.status());
-        if res.status() != StatusCode::CREATED {
-            assert_eq!(
-                refusal(res).await,
-                (StatusCode::FORBIDDEN, "too_many_buyers".into())
-            );
+    let mut joined = Vec::new();
+    for _ in 0..10 {
+        let (_, token) = app.buyer().await;
+        let res = join(&app, event, &token, Some(&shared)).await;
+        if res.status() == StatusCode::OK {
+            let v = res.json::<Value>().await.unwrap();
+            joined.push((token, v["queue_ticket"].as_str().unwrap().to_string()));
+            answers.push((StatusCode::OK, String::new()));
+        } else {
+            answers.push(refusal(res).await);
         }
     }
-    assert_eq!(
-        answers,
-        [
-            StatusCode::CREATED,
-            StatusCode::CREATED,
-            StatusCode::FORBIDDEN
-        ]
+    let refused = (StatusCode::FORBIDDEN, "too_many_buyers".to_string());
+    assert!(
+        answers[..3].iter().all(|a| a.0 == StatusCode::OK),
+        "{answers:?}"
     );
-    assert_eq!(counts(&app, event).await.1, json!(2));
+    assert!(answers[3..].iter().all(|a| *a == refused), "{answers:?}");
+    // A refused join took no place: the line holds the three who joined.
+    let queue = app.engine.waiting_stats(event).await.unwrap().queue;
+    assert_eq!(queue.queue_length, 3, "{queue:?}");
 
-    let signals = app
-        .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
+    let clusters = clusters(&app, event).await;
+    let of = |d: &str| {
+        clusters
+            .iter()
+            .find(|c| c["dimension"] == d)
+            .unwrap_or_else(|| panic!("no {d} cluster: {clusters:?}"))
+            .clone()
+    };
+    let device = of("device");
+    assert_eq!(
+        (&device["buyers"], &device["flagged"], &device["refusing"]),
+        (&json!(3), &json!(true), &json!(true))
+    );
+    // A refused join joined no cluster: the network saw the same three buyers.
+    assert_eq!(of("network")["buyers"], json!(3));
+    // The key's own buyers go on: a hold and a checkout with the shared key.
+    app.engine.admit_batch(event).await.unwrap();
+    let (token, ticket) = joined.swap_remove(0);
+    let status: Value = app
+        .get("/v1/queue/status", &ticket)
         .await
-        .json::<Value>()
+        .json()
         .await
         .unwrap();
-    let device = signals["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["dimension"] == "device")
-        .unwrap_or_else(|| panic!("no device cluster: {signals}"))
-        .clone();
-    assert_eq!(device["buyers"], 2);
-    assert_eq!(device["refusing"], true);
+    let client = Client {
+        token,
+        key: shared.clone(),
+        admission: status["admission_token"].as_str().unwrap().to_string(),
+    };
+    let hold = held(&app, event, &client).await;
+    let path = format!("/v1/holds/{hold}/checkout");
+    let dpop = proof(&client.key, "POST", &path, now_s(&app));
+    let res = checkout(&app, &hold, &client.token, Some(dpop)).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(of("device")["buyers"], json!(3));
 }
