@@ -2,11 +2,13 @@
 
 use boxoffice_domain::possession::{PopMode, Thumbprint};
 use boxoffice_domain::token::TokenKind;
-use boxoffice_domain::{EventId, HoldId, HoldState, SaleStatus, SeatIndex};
+use boxoffice_domain::{EventId, HoldId, HoldState, Millis, SaleStatus, SeatIndex};
 
 use crate::buyers::BuyerSession;
 use crate::catalog::EventEntry;
-use crate::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
+use crate::ports::{
+    ArbiterError, Claimed, ClaimedHolds, HoldRequest, HoldView, ReplayClaim, SeatChoice,
+};
 use crate::verified::Verified;
 use crate::waiting::Refusal;
 use crate::waiting::limits::Key;
@@ -112,6 +114,43 @@ impl Engine {
         input: &HoldInput,
     ) -> Result<HoldView, EngineError> {
         let now = self.now();
+        let req = self.prepare_hold(admitted, input, now).await?;
+        let result = self.ports.arbiter.hold(&req, now).await;
+        self.finish_hold(&req, now, result).await
+    }
+
+    /// `hold` under an Idempotency-Key claim taken by `holds` in the same step as the
+    /// hold (one Redis script on a single Redis). `Err` is a refusal found before the
+    /// claim was asked for (the sale is not open, no such seat): the caller keeps it as
+    /// the key's answer the ordinary way. `Refused` is the claim's answer (replay,
+    /// mismatch, in flight, full): no hold was tried. `Ran` is the hold's outcome under
+    /// the caller's claim.
+    #[tracing::instrument(skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
+    pub async fn hold_claimed(
+        &self,
+        admitted: &Admitted,
+        input: &HoldInput,
+        holds: &dyn ClaimedHolds,
+        claim: &ReplayClaim<'_>,
+    ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
+        let now = self.now();
+        let req = self.prepare_hold(admitted, input, now).await?;
+        let result = match holds.hold(claim, &req, now).await? {
+            Claimed::Refused(begin) => return Ok(Claimed::Refused(begin)),
+            Claimed::Ran(result) => result,
+        };
+        Ok(Claimed::Ran(self.finish_hold(&req, now, result).await))
+    }
+
+    /// Everything a hold checks and does before the hot store's step: the sale is open,
+    /// the selection names seats of the event, and (with proof of possession) the new
+    /// hold's id is bound to the buyer's key, so a hold never exists unbound.
+    async fn prepare_hold(
+        &self,
+        admitted: &Admitted,
+        input: &HoldInput,
+        now: Millis,
+    ) -> Result<HoldRequest, EngineError> {
         let (event, who) = (admitted.event, &admitted.who);
         let mut entry = self.event(event).await?;
         if entry.event.status != SaleStatus::Open {
@@ -134,12 +173,23 @@ impl Engine {
             let lifetime = u64::from(sale.hold_ttl_s) + u64::from(sale.payment_grace_s);
             self.bind_hold(req.hold, key, lifetime).await?;
         }
-        let result = match self.ports.arbiter.hold(&req, now).await {
-            // The hot store lost the event (restart, flush): rebuild from the ledger,
-            // once across the nodes that notice at the same moment.
+        Ok(req)
+    }
+
+    /// After the hot store's step: an event the hot store lost is rebuilt from the
+    /// ledger (once across the nodes that notice at the same moment) and the hold
+    /// tried again; the outcome is counted.
+    async fn finish_hold(
+        &self,
+        req: &HoldRequest,
+        now: Millis,
+        result: Result<HoldView, ArbiterError>,
+    ) -> Result<HoldView, EngineError> {
+        let event = req.hold.event;
+        let result = match result {
             Err(ArbiterError::UnknownEvent) => {
                 self.rebuild_lost(event).await?;
-                self.ports.arbiter.hold(&req, now).await
+                self.ports.arbiter.hold(req, now).await
             }
             other => other,
         };

@@ -23,7 +23,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
-use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, StoredResponse};
+use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, ReplayClaim, StoredResponse};
 use futures::FutureExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -137,37 +137,143 @@ impl Replay {
                 &store.claimant,
             )
             .await;
-        match begun {
-            Err(e) => ApiError::from(EngineError::from(e)).into_response(),
-            Ok(Begin::Replay(r)) => respond(
-                StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK),
-                r.body,
-                true,
-            ),
-            Ok(Begin::Mismatch) => ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was already used for a different request",
-            )
-            .into_response(),
-            Ok(Begin::InFlight) => ApiError::new(
-                ErrorCode::RequestInProgress,
-                "a request with this Idempotency-Key is still running; retry shortly",
-            )
-            .into_response(),
-            Ok(Begin::Full) => ApiError::new(
-                ErrorCode::IdempotencyStoreFull,
-                "too many requests are running to remember another Idempotency-Key; retry shortly",
-            )
-            .into_response(),
+        let begin = match begun {
+            Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
             Ok(Begin::Proceed) => {
                 let claim = Claim {
                     replays: store.replays.clone(),
                     scope: scope.into_owned(),
                     key: self.key.0,
                 };
-                claim.run_detached(work).await
+                return claim.run_detached(work).await;
             }
+            Ok(other) => other,
+        };
+        refused(begin)
+    }
+
+    /// Runs a write whose step takes the key's claim itself, in the same call to the
+    /// store as the write (a hold: `ClaimedHolds`), so the claim costs no round trip of
+    /// its own. The answers are `run`'s: the step reports the claim's answer
+    /// (`Stepped::Refused`) or its work's (`Stepped::Ran`), which is kept as `run` keeps
+    /// it, except that the request does not wait for the store to confirm the keeping
+    /// (see `Claim::keep_unwaited`). A refusal found before the step asked for the
+    /// claim (`Stepped::Before`) is kept through an ordinary claim, as `run` would keep
+    /// it, so a retry replays it.
+    pub async fn run_claimed<F, Fut>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        step: F,
+    ) -> Response
+    where
+        F: FnOnce(ClaimArgs) -> Fut,
+        Fut: Future<Output = Stepped> + Send + 'static,
+    {
+        let fingerprint = self.fingerprint(body);
+        let args = ClaimArgs {
+            scope: scope.name().into_owned(),
+            key: self.key.0,
+            fingerprint,
+            now: store.now,
+            claimant: store.claimant,
+        };
+        let claim = Claim {
+            replays: store.replays.clone(),
+            scope: args.scope.clone(),
+            key: args.key.clone(),
+        };
+        let (now, claimant) = (args.now, args.claimant);
+        let work = step(args);
+        let task = async move {
+            let stepped = AssertUnwindSafe(work).catch_unwind().await;
+            // A panic may have come after the claim: free the key, as `run` does.
+            let stepped = stepped.unwrap_or_else(|_| {
+                Stepped::Ran(Err(ApiError::from(EngineError::Internal(
+                    "the request's work panicked".into(),
+                ))))
+            });
+            match stepped {
+                Stepped::Ran(reply) => claim.finish_unwaited(reply),
+                Stepped::Refused(begin) => refused(begin),
+                Stepped::Before(e) => {
+                    let begun = (claim.replays)
+                        .begin(&claim.scope, &claim.key, &fingerprint, now, &claimant)
+                        .await;
+                    match begun {
+                        Err(e) => ApiError::from(EngineError::from(e)).into_response(),
+                        Ok(Begin::Proceed) => claim.finish(Err(e)).await,
+                        Ok(other) => refused(other),
+                    }
+                }
+            }
+        };
+        Detached::new(Box::pin(task.in_current_span())).await
+    }
+}
+
+/// The claim a `run_claimed` step asks for, owned so the step may outlive the request.
+pub struct ClaimArgs {
+    pub scope: String,
+    pub key: String,
+    pub fingerprint: [u8; 32],
+    pub now: boxoffice_domain::Millis,
+    pub claimant: Claimant,
+}
+
+impl ClaimArgs {
+    pub fn claim(&self) -> ReplayClaim<'_> {
+        ReplayClaim {
+            scope: &self.scope,
+            key: &self.key,
+            fingerprint: &self.fingerprint,
+            now: self.now,
+            claimant: &self.claimant,
         }
+    }
+}
+
+/// What a `run_claimed` step answered.
+pub enum Stepped {
+    /// Refused before the claim was granted: a check before the step, or the step's
+    /// store failed (whether its claim was taken is unknown, so the ordinary claim
+    /// that keeps this refusal finds out: a claim taken by the failed call answers
+    /// "in flight" until its lease lapses, as after a failed `begin`).
+    Before(ApiError),
+    /// The claim was not granted (never `Begin::Proceed`): the step did not run.
+    Refused(Begin),
+    /// The claim was granted and the work answered this.
+    Ran(Reply),
+}
+
+/// The answer to a claim that was not granted (`Begin::Proceed` is never passed here).
+fn refused(begin: Begin) -> Response {
+    match begin {
+        Begin::Replay(r) => respond(
+            StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK),
+            r.body,
+            true,
+        ),
+        Begin::Mismatch => ApiError::new(
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was already used for a different request",
+        )
+        .into_response(),
+        Begin::InFlight => ApiError::new(
+            ErrorCode::RequestInProgress,
+            "a request with this Idempotency-Key is still running; retry shortly",
+        )
+        .into_response(),
+        Begin::Full => ApiError::new(
+            ErrorCode::IdempotencyStoreFull,
+            "too many requests are running to remember another Idempotency-Key; retry shortly",
+        )
+        .into_response(),
+        Begin::Proceed => ApiError::from(EngineError::Internal(
+            "a granted claim was answered as refused".into(),
+        ))
+        .into_response(),
     }
 }
 
@@ -209,6 +315,30 @@ impl Claim {
                 self.keep(e.status, e.body()).await;
                 e.into_response()
             }
+        }
+    }
+
+    /// As `finish`, but the request does not wait for the store to confirm: the
+    /// store's command is handed to its connection before the answer is sent (so a
+    /// retry through the same connection finds the answer kept), and its reply is read
+    /// by a task of its own. A failure is logged, as `finish` logs it.
+    fn finish_unwaited(self, reply: Reply) -> Response {
+        let (status, body, error) = match reply {
+            Ok((status, body)) => (status, body, None),
+            Err(e) => (e.status, e.body(), Some(e)),
+        };
+        let answer = match &error {
+            None => Some(body.clone()),
+            Some(_) => None,
+        };
+        let keeping = self.keep(status, body);
+        let mut keeping: Pin<Box<dyn Future<Output = Vec<u8>> + Send>> = Box::pin(keeping);
+        if keeping.as_mut().now_or_never().is_none() {
+            drop(tokio::spawn(keeping.in_current_span()));
+        }
+        match (error, answer) {
+            (Some(e), _) => e.into_response(),
+            (None, answer) => respond(status, answer.unwrap_or_default(), false),
         }
     }
 
@@ -407,6 +537,81 @@ mod tests {
         let (status, request_task, work_task) = request.await.unwrap();
         assert_eq!(status, StatusCode::CREATED);
         assert_eq!(work_task, Some(request_task), "no task of its own");
+    }
+
+    /// A `run_claimed` step that claims the key as a `ClaimedHolds` would, then answers
+    /// `answer`.
+    async fn send_claimed(replays: &Arc<dyn IdempotencyStore>, answer: Reply) -> Response {
+        let store = Store {
+            replays,
+            claimant: claimant(),
+            now: Millis(1_000),
+        };
+        let held = replays.clone();
+        let step = move |args: ClaimArgs| async move {
+            let c = args.claim();
+            let begun = (held.begin(c.scope, c.key, c.fingerprint, c.now, c.claimant)).await;
+            match begun.expect("the store answers") {
+                Begin::Proceed => Stepped::Ran(answer),
+                other => Stepped::Refused(other),
+            }
+        };
+        replay("k-1")
+            .await
+            .run_claimed(store, Scope::Operator, b"{}", step)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_claimed_writes_answer_is_handed_to_the_store_before_the_response() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let res = send_claimed(&replays, Ok((StatusCode::CREATED, b"{\"h\":1}".to_vec()))).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+        assert_eq!(body(res).await, b"{\"h\":1}");
+        // No waiting, no polling: the answer is there when the response is.
+        let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
+        assert_eq!(again.status(), StatusCode::CREATED);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(again).await, b"{\"h\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_claimed_writes_failure_of_ours_frees_the_key() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let failed = Err(ApiError::from(EngineError::Internal("a bug".into())));
+        let res = send_claimed(&replays, failed).await;
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
+        assert_eq!(again.status(), StatusCode::OK);
+        assert!(again.headers().get("idempotent-replayed").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_refusal_before_the_claim_is_kept_as_the_keys_answer() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let send = || {
+            let store = Store {
+                replays: &replays,
+                claimant: claimant(),
+                now: Millis(1_000),
+            };
+            async move {
+                let refused = |_: ClaimArgs| async {
+                    Stepped::Before(ApiError::new(ErrorCode::SaleNotOpen, "not open"))
+                };
+                (replay("k-1").await)
+                    .run_claimed(store, Scope::Operator, b"{}", refused)
+                    .await
+            }
+        };
+        let first = send().await;
+        let status = first.status();
+        assert!(status.is_client_error(), "{status}");
+        assert!(first.headers().get("idempotent-replayed").is_none());
+        let again = send().await;
+        assert_eq!(again.status(), status);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
     }
 
     #[tokio::test]

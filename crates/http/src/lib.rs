@@ -29,7 +29,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::MethodRouter;
 use boxoffice_engine::Engine;
-use boxoffice_engine::ports::{Claimant, IdempotencyStore};
+use boxoffice_engine::ports::{Claimant, ClaimedHolds, IdempotencyStore};
 
 pub use client_addr::ClientAddr;
 pub use code::ErrorCode;
@@ -69,8 +69,9 @@ pub struct Shared {
     pub engine: Arc<Engine>,
     /// Durable replays (checkout, event and queue writes).
     pub idempotency: Arc<dyn IdempotencyStore>,
-    /// Fast replays for holds, kept beside the hot store.
-    pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// Fast replays for holds, kept beside the hot store, with the hot store's holds
+    /// under their claims (the claim and the hold in one call where the store can).
+    pub hold_claims: Arc<dyn ClaimedHolds>,
     /// This process's claims on Idempotency-Keys: its incarnation and lease.
     pub claimant: Claimant,
     /// The operator's bearer key, compared in constant time.
@@ -94,7 +95,7 @@ impl AppState {
     /// The fast replay store of holds.
     pub(crate) fn hold_replays(&self) -> idempotency::Store<'_> {
         idempotency::Store {
-            replays: &self.hold_idempotency,
+            replays: self.hold_claims.replays(),
             claimant: self.claimant,
             now: self.engine.now(),
         }

@@ -159,11 +159,11 @@ impl Sample {
         self.started.elapsed().as_secs_f64() * 1000.0
     }
 
-    pub(crate) fn hold<T>(self, st: &AppState, result: &Result<T, EngineError>) {
+    pub(crate) fn hold(self, st: &AppState, error: Option<&EngineError>) {
         if self.class != RouteClass::Holds {
             return;
         }
-        if result.as_ref().err().is_none_or(is_ours) {
+        if error.is_none_or(is_ours) {
             st.engine.record_health(Signal::Hold { ms: self.ms() });
         }
     }

@@ -105,7 +105,7 @@ impl Application {
         let state = AppState::new(boxoffice_http::Shared {
             engine,
             idempotency: backends.idempotency,
-            hold_idempotency: backends.hold_idempotency,
+            hold_claims: backends.hold_claims,
             claimant,
             operator_key: operator_key.clone(),
             metrics: Some(crate::telemetry::metrics_render()),

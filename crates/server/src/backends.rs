@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use boxoffice_engine::Ports;
 use boxoffice_engine::ports::{
-    Clock, Exchange, IdempotencyStore, Ledger, Outbox, ProofMemory, Tickets, VelocityStore,
+    ClaimThenHold, ClaimedHolds, Clock, Exchange, IdempotencyStore, Ledger, Outbox, ProofMemory,
+    Tickets, VelocityStore,
 };
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{
@@ -16,7 +17,8 @@ use boxoffice_store_memory::{
 };
 use boxoffice_store_postgres::PostgresLedger;
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisConn, RedisIdempotency, RedisProofs, RedisQueue, RedisVelocity,
+    Prefix, RedisArbiter, RedisClaimedHolds, RedisConn, RedisIdempotency, RedisProofs, RedisQueue,
+    RedisVelocity,
 };
 use boxoffice_store_sqlite::SqliteLedger;
 
@@ -39,6 +41,8 @@ pub struct Backends {
     pub outbox: Arc<dyn Outbox>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
+    /// Holds under their claims in `hold_idempotency`: both in one call to Redis.
+    pub hold_claims: Arc<dyn ClaimedHolds>,
     /// Proof-of-possession memory (proof ids, hold keys), beside the hot store.
     pub proofs: Arc<dyn ProofMemory>,
     /// Tickets, gates and check-in, in the ledger's database.
@@ -61,6 +65,12 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
     let (ledger, idempotency, outbox, tickets, exchange) = open_ledger(config).await?;
     let (payments, fake) = payments::open(config, clock.clone()).await?;
     let (hot, hot_is_shared) = open_hot(config).await?;
+    let hold_claims = hot.claims.unwrap_or_else(|| {
+        Arc::new(ClaimThenHold::new(
+            hot.idempotency.clone(),
+            hot.arbiter.clone(),
+        ))
+    });
     let ports = Ports {
         arbiter: hot.arbiter,
         queue: hot.queue,
@@ -73,6 +83,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         idempotency,
         outbox,
         hold_idempotency: hot.idempotency,
+        hold_claims,
         proofs: hot.proofs,
         tickets,
         exchange,
@@ -131,6 +142,8 @@ struct Hot {
     idempotency: Arc<dyn IdempotencyStore>,
     velocity: Arc<dyn VelocityStore>,
     proofs: Arc<dyn ProofMemory>,
+    /// Holds under claims in one step, where the store can; else `ClaimThenHold`.
+    claims: Option<Arc<dyn ClaimedHolds>>,
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
@@ -157,6 +170,7 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
         proofs: Arc::new(MemoryProofs::new(
             usize::try_from(config.engine.proofs.max_remembered).unwrap_or(usize::MAX),
         )),
+        claims: None,
     })
 }
 
@@ -167,19 +181,28 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
         .await
         .context("connecting to Redis")?;
     let prefix = Prefix::new(config.redis_prefix.clone()).context("redis_prefix")?;
-    let arbiter = RedisArbiter::new(conn.clone(), prefix.clone(), config.redis.arbiter());
+    let arbiter = Arc::new(RedisArbiter::new(
+        conn.clone(),
+        prefix.clone(),
+        config.redis.arbiter(),
+    ));
+    let idempotency = Arc::new(
+        RedisIdempotency::new(conn.clone(), prefix.clone()).with_limits(
+            replays.max_records,
+            Duration::from_secs(replays.retention_s),
+        ),
+    );
+    let claims = RedisClaimedHolds::new(arbiter.clone(), idempotency.clone());
     Ok(Hot {
-        arbiter: Arc::new(arbiter),
+        arbiter,
         queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
         velocity: Arc::new(RedisVelocity::new(conn.clone(), prefix.clone())),
         proofs: Arc::new(
             RedisProofs::new(conn.clone(), prefix.clone())
                 .with_limit(config.engine.proofs.max_remembered),
         ),
-        idempotency: Arc::new(RedisIdempotency::new(conn, prefix).with_limits(
-            replays.max_records,
-            Duration::from_secs(replays.retention_s),
-        )),
+        idempotency,
+        claims: Some(Arc::new(claims)),
     })
 }
 

@@ -17,9 +17,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayClaim, StoreError, StoredResponse,
 };
 use futures::future::try_join_all;
+use redis::ScriptInvocation;
 
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{IDEM_SHARDS, Prefix, idem_shard, idempotency_record};
@@ -63,7 +64,28 @@ impl RedisIdempotency {
     }
 }
 
-fn answer(reply: Vec<Vec<u8>>) -> Result<Begin, StoreError> {
+impl RedisIdempotency {
+    /// The keys (record, shard index, shard heartbeats) and arguments of
+    /// `lua/idem_claim.lua` for `claim`, added to `inv`.
+    pub(crate) fn claim(&self, inv: &mut ScriptInvocation<'_>, claim: &ReplayClaim<'_>) {
+        let r = idempotency_record(&self.prefix, claim.scope, claim.key);
+        inv.key(&r.record)
+            .key(&r.shard.index)
+            .key(&r.shard.nodes)
+            .arg(&r.id)
+            .arg(claim.fingerprint.as_slice())
+            .arg(claim.now.0)
+            .arg(claim.claimant.lease_ms)
+            .arg(self.retention.as_millis() as u64)
+            .arg(claim.claimant.node.to_hex())
+            .arg(claim.claimant.dead_after_ms)
+            .arg(self.per_shard)
+            .arg(&r.shard.record_prefix);
+    }
+}
+
+/// `idem_claim.lua`'s reply as `begin` answers it.
+pub(crate) fn answer(reply: Vec<Vec<u8>>) -> Result<Begin, StoreError> {
     let mut parts = reply.into_iter();
     let code = parts.next().unwrap_or_default();
     Ok(match code.as_slice() {
@@ -101,20 +123,16 @@ impl IdempotencyStore for RedisIdempotency {
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let r = idempotency_record(&self.prefix, scope, key);
-        let reply: Vec<Vec<u8>> = IDEM_BEGIN
-            .key(&r.record)
-            .key(&r.shard.index)
-            .key(&r.shard.nodes)
-            .arg(&r.id)
-            .arg(fingerprint.as_slice())
-            .arg(now.0)
-            .arg(claimant.lease_ms)
-            .arg(self.retention.as_millis() as u64)
-            .arg(claimant.node.to_hex())
-            .arg(claimant.dead_after_ms)
-            .arg(self.per_shard)
-            .arg(&r.shard.record_prefix)
+        let claim = ReplayClaim {
+            scope,
+            key,
+            fingerprint,
+            now,
+            claimant,
+        };
+        let mut inv = IDEM_BEGIN.prepare_invoke();
+        self.claim(&mut inv, &claim);
+        let reply: Vec<Vec<u8>> = inv
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(store_err)?;

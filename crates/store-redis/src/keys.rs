@@ -4,6 +4,9 @@
 //! key name: an `Idempotency-Key` is hashed first, so it can neither pick a slot with
 //! braces nor make a key long.
 
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
 use boxoffice_domain::{EventId, HoldId};
 use boxoffice_engine::ports::StoreError;
 use sha2::{Digest, Sha256};
@@ -35,11 +38,51 @@ pub(crate) const EVENT_KEYS: [&str; 12] = [
     "claim",
 ];
 
-pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> Vec<String> {
-    EVENT_KEYS
-        .iter()
-        .map(|k| format!("{{{}:{}}}:{k}", prefix.0, event))
-        .collect()
+/// An event's arbiter key names, in `EVENT_KEYS` order.
+pub(crate) type EventKeys = Arc<[String; EVENT_KEYS.len()]>;
+
+pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> EventKeys {
+    Arc::new(EVENT_KEYS.map(|k| format!("{{{}:{}}}:{k}", prefix.0, event)))
+}
+
+/// Events whose key names are kept; beyond this the table starts again empty (event ids
+/// in a request, such as a hold id's, are the client's, so the table must not grow with
+/// them).
+const KEPT_EVENTS: usize = 4_096;
+
+/// The key names of the events in use, made once per event rather than twelve strings
+/// formatted per script call: every arbiter script names all of its event's keys.
+pub(crate) struct EventKeyTable {
+    prefix: Prefix,
+    kept: RwLock<HashMap<EventId, EventKeys>>,
+}
+
+impl EventKeyTable {
+    pub(crate) fn new(prefix: Prefix) -> Self {
+        EventKeyTable {
+            prefix,
+            kept: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn prefix(&self) -> &Prefix {
+        &self.prefix
+    }
+
+    pub(crate) fn get(&self, event: EventId) -> EventKeys {
+        let kept = self.kept.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(keys) = kept.get(&event) {
+            return keys.clone();
+        }
+        drop(kept);
+        let keys = event_keys(&self.prefix, event);
+        let mut kept = self.kept.write().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= KEPT_EVENTS {
+            kept.clear();
+        }
+        kept.insert(event, keys.clone());
+        keys
+    }
 }
 
 /// The lease of one sweep of an event (`SeatArbiter::sweep_lease`), under the event's
@@ -133,6 +176,21 @@ pub(crate) fn idempotency_record(prefix: &Prefix, scope: &str, key: &str) -> Ide
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_table_names_an_events_keys_as_made_afresh_and_stays_bounded() {
+        let p = Prefix::new("bo").unwrap();
+        let table = EventKeyTable::new(p.clone());
+        let (a, b) = (EventId(7), EventId(8));
+        assert_eq!(table.get(a), event_keys(&p, a));
+        assert_eq!(table.get(a)[0], "{bo:7}:meta");
+        assert!(Arc::ptr_eq(&table.get(a), &table.get(a)), "made once");
+        assert_eq!(table.get(b)[11], "{bo:8}:claim");
+        for e in 0..(KEPT_EVENTS as i64 * 2) {
+            table.get(EventId(100 + e));
+        }
+        assert!(table.kept.read().unwrap().len() <= KEPT_EVENTS);
+    }
 
     #[test]
     fn client_text_never_reaches_an_idempotency_key_name() {

@@ -10,6 +10,7 @@
 //! it is gone (P5).
 
 mod arbiter;
+mod claimed;
 mod conn;
 mod hold_states;
 mod idempotency;
@@ -23,6 +24,7 @@ mod tls;
 mod velocity;
 
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
+pub use claimed::RedisClaimedHolds;
 pub use conn::{ConnectConfig, RedisConn};
 pub use idempotency::{
     MAX_RECORDS as IDEMPOTENCY_MAX_RECORDS, RETENTION as IDEMPOTENCY_RETENTION, RedisIdempotency,

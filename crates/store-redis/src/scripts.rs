@@ -28,7 +28,9 @@ macro_rules! plain_script {
     };
 }
 
-pub(crate) static HOLD: LazyLock<Script> = arbiter_script!("best.lua", "hold.lua");
+pub(crate) static HOLD: LazyLock<Script> = arbiter_script!("best.lua", "hold.lua", "hold_run.lua");
+pub(crate) static HOLD_CLAIMED: LazyLock<Script> =
+    arbiter_script!("best.lua", "hold.lua", "idem_claim.lua", "hold_claimed.lua");
 pub(crate) static PIN: LazyLock<Script> = arbiter_script!("pin.lua");
 pub(crate) static RETAKE: LazyLock<Script> = arbiter_script!("retake.lua");
 pub(crate) static MOVE: LazyLock<Script> = arbiter_script!("move.lua");
@@ -52,7 +54,12 @@ pub(crate) static QUEUE_PLACE: LazyLock<Script> = plain_script!("queue_place.lua
 pub(crate) static QUEUE_FINISH: LazyLock<Script> = plain_script!("queue_finish.lua");
 pub(crate) static QUEUE_REMEMBER_CHECK: LazyLock<Script> =
     plain_script!("queue_remember_check.lua");
-pub(crate) static IDEM_BEGIN: LazyLock<Script> = plain_script!("idem_begin.lua");
+pub(crate) static IDEM_BEGIN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/idem_claim.lua"),
+        include_str!("lua/idem_begin.lua")
+    ))
+});
 pub(crate) static IDEM_FINISH: LazyLock<Script> = plain_script!("idem_finish.lua");
 pub(crate) static IDEM_ABANDON: LazyLock<Script> = plain_script!("idem_abandon.lua");
 pub(crate) static IDEM_PRUNE: LazyLock<Script> = plain_script!("idem_prune.lua");
@@ -63,7 +70,8 @@ pub(crate) static VELOCITY_LINK_ALL: LazyLock<Script> = plain_script!("velocity_
 pub(crate) static VELOCITY_TAKE: LazyLock<Script> = plain_script!("velocity_take.lua");
 pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first_use.lua");
 
-static HOLD_SOURCE: LazyLock<String> = LazyLock::new(|| arbiter_source!("best.lua", "hold.lua"));
+static HOLD_SOURCE: LazyLock<String> =
+    LazyLock::new(|| arbiter_source!("best.lua", "hold.lua", "hold_run.lua"));
 
 /// The hold script's source, for measuring it with `redis-benchmark` (benches/).
 pub fn hold_script_source() -> &'static str {

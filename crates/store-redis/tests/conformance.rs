@@ -1,5 +1,5 @@
-//! The SeatArbiter, QueueStore, IdempotencyStore, VelocityStore and ProofMemory
-//! conformance suites against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the
+//! The SeatArbiter, QueueStore, IdempotencyStore, ClaimedHolds, VelocityStore and
+//! ProofMemory conformance suites against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the
 //! machine's 127.0.0.1:6379), under a prefix unique to this run; every key is deleted
 //! when the run's last case ends.
 
@@ -11,9 +11,10 @@ use boxoffice_engine::ports::{
     IdempotencyStore, ProofMemory, QueueStore, SeatArbiter, VelocityStore,
 };
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisArbiterConfig, RedisIdempotency, RedisProofs, RedisQueue,
-    RedisVelocity,
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisClaimedHolds, RedisIdempotency, RedisProofs,
+    RedisQueue, RedisVelocity,
 };
+use boxoffice_testkit::claimed::ClaimedPorts;
 use common::{PREFIX, Tracked, connect, redis_url};
 
 fn prefix() -> Prefix {
@@ -57,6 +58,20 @@ async fn capped(cap: usize) -> Arc<dyn IdempotencyStore> {
     Arc::new(Tracked::new(store, &url))
 }
 
+/// The one-script holds under claims (a single Redis), on one connection.
+async fn claimed() -> ClaimedPorts {
+    let url = redis_url();
+    let conn = connect(&url).await;
+    let arbiter = || RedisArbiter::new(conn.clone(), prefix(), RedisArbiterConfig::default());
+    let replays = Arc::new(RedisIdempotency::new(conn.clone(), prefix()));
+    let holds = RedisClaimedHolds::new(Arc::new(arbiter()), replays);
+    ClaimedPorts {
+        holds: Arc::new(holds),
+        // The same arbiter, counted live for the run's cleanup.
+        arbiter: Arc::new(Tracked::new(arbiter(), &url)),
+    }
+}
+
 async fn proofs() -> Arc<dyn ProofMemory> {
     let url = redis_url();
     Arc::new(Tracked::new(
@@ -76,6 +91,7 @@ boxoffice_testkit::queue_conformance!(queue());
 boxoffice_testkit::idempotency_conformance!(idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(idempotency());
 boxoffice_testkit::bounded_idempotency_conformance!(capped);
+boxoffice_testkit::claimed_holds_conformance!(claimed());
 boxoffice_testkit::velocity_conformance!(velocity());
 boxoffice_testkit::proofs_conformance!(proofs());
 boxoffice_testkit::bounded_proofs_conformance!(capped_proofs);

@@ -5,6 +5,7 @@
 //! the test and a Stripe stand-in over HTTPS. With the `harness` feature, the harness of
 //! the integration tests (the `harness` module).
 
+pub mod claimed;
 pub mod exchange;
 pub mod idempotency;
 pub mod ledger;

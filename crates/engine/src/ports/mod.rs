@@ -4,6 +4,7 @@
 
 mod arbiter;
 mod cancellation;
+mod claimed;
 mod clock;
 mod exchange;
 mod human;
@@ -21,6 +22,7 @@ mod velocity;
 
 pub use arbiter::*;
 pub use cancellation::*;
+pub use claimed::*;
 pub use clock::*;
 pub use exchange::*;
 pub use human::*;

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
-use boxoffice_engine::ports::HoldView;
+use boxoffice_engine::ports::{Claimed, HoldView};
 use boxoffice_engine::{HoldInput, Origin, SeatSelection};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, Dpop, json};
-use crate::idempotency::{Replay, Scope, reply};
+use crate::idempotency::{Replay, Scope, Stepped, reply};
 use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -208,14 +208,32 @@ pub async fn create(
     {
         return ApiError::from(e).into_response();
     }
+    // The key's claim and the hold are one call to the hot store (`ClaimedHolds`).
     let scope = Scope::Buyer(admitted.who.buyer);
     let state = st.clone();
     replay
-        .run(st.hold_replays(), scope, &body, async move {
+        .run_claimed(st.hold_replays(), scope, &body, move |args| async move {
             let sample = feeds.start();
-            let hold = state.engine.hold(&admitted, &input).await;
-            sample.hold(&state, &hold);
-            reply(StatusCode::CREATED, &view(&state, hold?).await?)
+            let holds = state.hold_claims.clone();
+            let claimed = (state.engine)
+                .hold_claimed(&admitted, &input, &*holds, &args.claim())
+                .await;
+            let hold = match claimed {
+                Err(e) => {
+                    sample.hold(&state, Some(&e));
+                    return Stepped::Before(e.into());
+                }
+                Ok(Claimed::Refused(begin)) => return Stepped::Refused(begin),
+                Ok(Claimed::Ran(hold)) => hold,
+            };
+            sample.hold(&state, hold.as_ref().err());
+            Stepped::Ran(match hold {
+                Ok(hold) => match view(&state, hold).await {
+                    Ok(out) => reply(StatusCode::CREATED, &out),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e.into()),
+            })
         })
         .await
 }

@@ -13,6 +13,7 @@ mod nodes;
 mod operator_mistakes;
 mod order_events;
 mod possession;
+mod round_trips;
 mod sweeps;
 mod waiting;
 mod webhooks;

@@ -38,7 +38,7 @@ use redis::{FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
 use crate::hold_states;
-use crate::keys::{Prefix, event_keys, hold_field, sweep_lease_key};
+use crate::keys::{EventKeyTable, Prefix, hold_field, sweep_lease_key};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{
     CLAIM, EXPIRE_DUE, HOLD, LEASE, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
@@ -66,7 +66,8 @@ impl Default for RedisArbiterConfig {
 
 pub struct RedisArbiter {
     conn: RedisConn,
-    prefix: Prefix,
+    /// The key names of the events in use, with the prefix they start with.
+    keys: EventKeyTable,
     config: RedisArbiterConfig,
 }
 
@@ -88,21 +89,21 @@ impl RedisArbiter {
         };
         RedisArbiter {
             conn,
-            prefix,
+            keys: EventKeyTable::new(prefix),
             config,
         }
     }
 
     /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with the event's keys and the
     /// arguments `args` adds.
-    async fn eval<T: FromRedisValue>(
+    pub(crate) async fn eval<T: FromRedisValue>(
         &self,
         script: &Script,
         event: EventId,
         args: impl FnOnce(&mut ScriptInvocation<'_>),
     ) -> Result<T, StoreError> {
         let mut inv = script.prepare_invoke();
-        for key in event_keys(&self.prefix, event) {
+        for key in self.keys.get(event).iter() {
             inv.key(key);
         }
         args(&mut inv);
@@ -152,6 +153,37 @@ impl RedisArbiter {
     }
 }
 
+impl RedisArbiter {
+    /// The arguments of `lua/hold.lua`.
+    pub(crate) fn hold_args(&self, inv: &mut ScriptInvocation<'_>, req: &HoldRequest, now: Millis) {
+        inv.arg(hold_field(req.hold))
+            .arg(req.buyer.to_string())
+            .arg(req.expires_at.0)
+            .arg(now.0)
+            .arg(self.config.keep_finished);
+        match &req.choice {
+            SeatChoice::Named(seats) => {
+                inv.arg("N").arg(seats.as_slice());
+            }
+            SeatChoice::BestAvailable {
+                section,
+                quantity,
+                adjacent,
+            } => {
+                inv.arg("B")
+                    .arg(section)
+                    .arg(quantity)
+                    .arg(u8::from(*adjacent));
+            }
+        }
+    }
+
+    /// Whether this is one Redis, where a script may touch keys of several hash tags.
+    pub(crate) fn is_single(&self) -> bool {
+        matches!(self.conn, RedisConn::Single(_))
+    }
+}
+
 fn first(payload: Vec<Vec<u8>>) -> Vec<u8> {
     payload.into_iter().next().unwrap_or_default()
 }
@@ -188,7 +220,7 @@ impl SeatArbiter for RedisArbiter {
         ttl_ms: u64,
     ) -> Result<Option<u64>, StoreError> {
         let mut inv = LEASE.prepare_invoke();
-        inv.key(sweep_lease_key(&self.prefix, event, sweep))
+        inv.key(sweep_lease_key(self.keys.prefix(), event, sweep))
             .arg(node)
             .arg(ttl_ms.max(1));
         let left: i64 = inv
@@ -224,28 +256,7 @@ impl SeatArbiter for RedisArbiter {
     #[tracing::instrument(level = "debug", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
-            .eval(&HOLD, req.hold.event, |inv| {
-                inv.arg(hold_field(req.hold))
-                    .arg(req.buyer.to_string())
-                    .arg(req.expires_at.0)
-                    .arg(now.0)
-                    .arg(self.config.keep_finished);
-                match &req.choice {
-                    SeatChoice::Named(seats) => {
-                        inv.arg("N").arg(seats.as_slice());
-                    }
-                    SeatChoice::BestAvailable {
-                        section,
-                        quantity,
-                        adjacent,
-                    } => {
-                        inv.arg("B")
-                            .arg(section)
-                            .arg(quantity)
-                            .arg(u8::from(*adjacent));
-                    }
-                }
-            })
+            .eval(&HOLD, req.hold.event, |inv| self.hold_args(inv, req, now))
             .await?;
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }

@@ -95,14 +95,16 @@ local function sell_hold(nonce, h, keep)
   return rec
 end
 
--- Named seats from ARGV[first..] (hold and retake): the list, or nil and the refusal,
--- checked in the order the in-process arbiter's `check_named` checks them.
-local function named_seats(first, max, cap)
-  local n = #ARGV - first + 1
+-- Named seats from args[first..] (hold and retake; args is ARGV unless given): the
+-- list, or nil and the refusal, checked in the order the in-process arbiter's
+-- `check_named` checks them.
+local function named_seats(first, max, cap, args)
+  args = args or ARGV
+  local n = #args - first + 1
   if n <= 0 or n > max then return nil, { 'bad_quantity' } end
   local seats, seen = {}, {}
-  for i = first, #ARGV do
-    local s = tonumber(ARGV[i])
+  for i = first, #args do
+    local s = tonumber(args[i])
     if seen[s] then return nil, { 'bad_quantity' } end
     seen[s] = true
     seats[#seats + 1] = s

@@ -1,40 +1,43 @@
--- SeatArbiter::hold. ARGV: nonce, buyer, expires_at, now, keep, kind, then
---   kind 'N': the seat indices; kind 'B': section, quantity, adjacent (1|0).
--- Replies {'ok', record} or {error code, detail?}.
-local nonce, buyer, expires, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local keep, kind = tonumber(ARGV[5]), ARGV[6]
-if not loaded() then return { 'unknown_event' } end
-expire_due_unreported(now, keep)
+-- SeatArbiter::hold as a function of its arguments A (ARGV for hold_run.lua, the
+-- arguments after the claim's for hold_claimed.lua): nonce, buyer, expires_at, now,
+-- keep, kind, then kind 'N': the seat indices; kind 'B': section, quantity, adjacent
+-- (1|0). Replies {'ok', record} or {error code, detail?}.
+local function hold(A)
+  local nonce, buyer, expires, now = A[1], A[2], A[3], A[4]
+  local keep, kind = tonumber(A[5]), A[6]
+  if not loaded() then return { 'unknown_event' } end
+  expire_due_unreported(now, keep)
 
-local rec = redis.call('HGET', HOLDS, nonce)
-if rec then
-  -- The same hold id again is a retried request: answer as the first time.
-  local h = parse(rec)
-  if h.b == buyer then return { 'ok', rec } end
-  return { 'wrong_state', h.st }
+  local rec = redis.call('HGET', HOLDS, nonce)
+  if rec then
+    -- The same hold id again is a retried request: answer as the first time.
+    local h = parse(rec)
+    if h.b == buyer then return { 'ok', rec } end
+    return { 'wrong_state', h.st }
+  end
+
+  local max = tonumber(redis.call('HGET', META, 'max'))
+  local cap = tonumber(redis.call('HGET', META, 'cap'))
+
+  local seats, refused
+  if kind == 'N' then
+    seats, refused = named_seats(7, max, cap, A)
+    if not seats then return refused end
+    refused = over_limit(buyer, #seats, max) or not_free(seats)
+    if refused then return refused end
+  else
+    local section, q, adjacent = tonumber(A[7]), tonumber(A[8]), A[9] == '1'
+    if q == 0 or q > max then return { 'bad_quantity' } end
+    refused = over_limit(buyer, q, max)
+    if refused then return refused end
+    local flags = redis.call('HGET', META, 'seated')
+    if section >= #flags then return { 'no_such_section' } end
+    seats = pick(section, q, adjacent, string.sub(flags, section + 1, section + 1) == '1', cap)
+    if not seats then return { 'sold_out' } end
+  end
+
+  local names, prices = take_seats(nonce, buyer, seats, expires)
+  rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices })
+  redis.call('HSET', HOLDS, nonce, rec)
+  return { 'ok', rec }
 end
-
-local max = tonumber(redis.call('HGET', META, 'max'))
-local cap = tonumber(redis.call('HGET', META, 'cap'))
-
-local seats, refused
-if kind == 'N' then
-  seats, refused = named_seats(7, max, cap)
-  if not seats then return refused end
-  refused = over_limit(buyer, #seats, max) or not_free(seats)
-  if refused then return refused end
-else
-  local section, q, adjacent = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
-  if q == 0 or q > max then return { 'bad_quantity' } end
-  refused = over_limit(buyer, q, max)
-  if refused then return refused end
-  local flags = redis.call('HGET', META, 'seated')
-  if section >= #flags then return { 'no_such_section' } end
-  seats = pick(section, q, adjacent, string.sub(flags, section + 1, section + 1) == '1', cap)
-  if not seats then return { 'sold_out' } end
-end
-
-local names, prices = take_seats(nonce, buyer, seats, expires)
-rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices })
-redis.call('HSET', HOLDS, nonce, rec)
-return { 'ok', rec }

@@ -1,0 +1,260 @@
+//! What a hold costs the hot store: a node in cluster mode (PostgreSQL ledger, Redis of
+//! the test's own, so its command counts are this test's alone) takes holds over HTTP,
+//! and Redis says how many commands each hold sent it: `INFO commandstats` counts the
+//! scripts (it counts the commands a script calls as well, so it cannot tell those from
+//! commands sent by a client), and MONITOR, which marks a script's commands `lua`,
+//! shows that nothing else came from a client. A hold is one script that claims the
+//! Idempotency-Key and holds, and one more that keeps the answer for retries, handed to
+//! the connection without the request waiting for it: two commands, one round trip
+//! waited on. Before the claim and the hold became one script, a hold sent three and
+//! waited on all three.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use boxoffice_server::config::{HotChoice, LedgerChoice};
+use boxoffice_testkit::eventually;
+use boxoffice_testkit::harness::free_port;
+use boxoffice_testkit::harness::postgres::TestDatabase;
+use boxoffice_testkit::harness::redis::OwnRedis;
+use futures::future::join_all;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+use crate::common::{TestApp, spawn_with, spec, test_config, uuid};
+
+/// Holds measured.
+const HOLDS: usize = 40;
+/// Commands Redis serves per hold: the claim-and-hold script and the kept answer.
+const COMMANDS_PER_HOLD: u64 = 2;
+
+/// Calls per command since Redis started, from `INFO commandstats`, without the
+/// `INFO` calls that read them.
+async fn commandstats(redis: &mut redis::aio::MultiplexedConnection) -> BTreeMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(redis)
+        .await
+        .expect("INFO commandstats");
+    // cmdstat_evalsha:calls=12,usec=...
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .filter(|(name, _)| name != "info")
+        .collect()
+}
+
+/// The counts once Redis has served nothing new for a while: every command a finished
+/// request handed over (the kept answers are not waited for) has arrived.
+async fn settled(redis: &mut redis::aio::MultiplexedConnection) -> BTreeMap<String, u64> {
+    let mut last = commandstats(redis).await;
+    let every = Duration::from_millis(300);
+    eventually("Redis to go quiet", Duration::from_secs(60), every, || {
+        let mut redis = redis.clone();
+        let before = last.clone();
+        async move {
+            let now = commandstats(&mut redis).await;
+            if now == before { Ok(now) } else { Err(now) }
+        }
+    })
+    .await;
+    last = commandstats(redis).await;
+    last
+}
+
+/// MONITOR on `port` from now until the returned child is killed; its output comes
+/// from the handle.
+async fn monitor(port: u16) -> (tokio::process::Child, tokio::task::JoinHandle<String>) {
+    let mut child = tokio::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "monitor"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("redis-cli runs");
+    let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).await.expect("MONITOR answers");
+    assert_eq!(first.trim(), "OK", "MONITOR is on");
+    let reader = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = out.read_to_string(&mut text).await;
+        text
+    });
+    (child, reader)
+}
+
+/// The commands clients sent, as MONITOR shows them (`… [0 127.0.0.1:port] "evalsha" …`;
+/// a script's own are `[0 lua]`), without the `INFO` calls of this test: their names.
+fn sent_by_clients(monitored: &str) -> Vec<String> {
+    monitored
+        .lines()
+        .filter(|l| !l.contains(" lua] "))
+        .filter_map(|l| {
+            l.split_once("] \"")?
+                .1
+                .split('"')
+                .next()
+                .map(str::to_lowercase)
+        })
+        .filter(|name| name != "info")
+        .collect()
+}
+
+/// A node in cluster mode on `redis` and a fresh PostgreSQL database, its background
+/// workers idle (they run once at start, then not for an hour).
+async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let db = TestDatabase::create();
+    let prefix = format!("rt{}", &uuid()[..8]);
+    let configure = |c: &mut boxoffice_server::Config| {
+        let hour = 3_600_000;
+        c.ledger = LedgerChoice::Postgres(db.url.clone());
+        c.hot = HotChoice::Redis(url.clone());
+        c.redis_prefix = prefix.clone();
+        c.workers.heartbeat_interval_ms = hour;
+        c.workers.replay_prune_interval_ms = hour;
+        c.workers.relay_interval_ms = hour;
+        c.idempotency.node_dead_after_ms = 3 * hour as i64;
+    };
+    let dir = tempfile::tempdir().expect("a temp directory");
+    let mut config = test_config(dir.path());
+    configure(&mut config);
+    boxoffice_server::backends::migrate(&config)
+        .await
+        .expect("the ledger migrates");
+    (spawn_with(configure).await, db)
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
+    let own = OwnRedis::start(free_port()).await;
+    let url = format!("redis://127.0.0.1:{}", own.port);
+    let (app, _db) = node(&own).await;
+    let event = app.create_event(&spec(0, 0, 200, 4)).await;
+    let mut admitted = Vec::new();
+    for _ in 0..=HOLDS {
+        admitted.push(app.admitted_buyer(event).await.1);
+    }
+    let body = json!({"best_available": {"section": "GA", "quantity": 1}});
+    let path = format!("/v1/events/{event}/holds");
+    let hold = |admission: String| {
+        let (app, body, path) = (&app, body.clone(), path.clone());
+        async move {
+            let res = app.post(&path, &admission, &uuid(), body).await;
+            let status = res.status();
+            let v: Value = res.json().await.unwrap_or(Value::Null);
+            assert_eq!(status, StatusCode::CREATED, "{v}");
+        }
+    };
+    // The first hold loads the scripts into this Redis (EVALSHA, NOSCRIPT, load).
+    hold(admitted.pop().expect("a buyer")).await;
+    let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+    let mut redis = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis answers");
+    let before = settled(&mut redis).await;
+    let (mut watching, watched) = monitor(own.port).await;
+    for admission in admitted {
+        hold(admission).await;
+    }
+    let after = settled(&mut redis).await;
+    watching.kill().await.expect("MONITOR stops");
+    let sent = sent_by_clients(&watched.await.expect("the MONITOR reader"));
+    let scripts = |stats: &BTreeMap<String, u64>| stats.get("evalsha").copied().unwrap_or(0);
+    let delta: BTreeMap<&String, u64> = after
+        .iter()
+        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, d)| *d > 0)
+        .collect();
+    println!(
+        "{HOLDS} holds: {} scripts run (INFO commandstats, with the commands they called: \
+         {delta:?}); {} commands sent by the node (MONITOR)",
+        scripts(&after) - scripts(&before),
+        sent.len()
+    );
+    assert_eq!(
+        scripts(&after) - scripts(&before),
+        HOLDS as u64 * COMMANDS_PER_HOLD,
+        "scripts per hold: {delta:?}"
+    );
+    assert_eq!(
+        sent.len() as u64,
+        HOLDS as u64 * COMMANDS_PER_HOLD,
+        "commands per hold: {sent:?}"
+    );
+    assert!(
+        sent.iter().all(|c| c == "evalsha"),
+        "only scripts: {sent:?}"
+    );
+    app.stop().await;
+}
+
+/// The replays of a hold are those of every write, with the claim and the hold in one
+/// script: of a buyer's clicks sent at once with one key exactly one holds (the others
+/// are in flight or replay it), a later click replays the answer, and the key with
+/// another body is refused, changing nothing.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_holds_key_replays_its_answer_and_refuses_another_body_in_cluster_mode() {
+    let own = OwnRedis::start(free_port()).await;
+    let (app, _db) = node(&own).await;
+    let event = app.create_event(&spec(2, 10, 0, 4)).await;
+    let (_, admission) = app.admitted_buyer(event).await;
+    let key = uuid();
+    let body = json!({"best_available": {"section": "A", "quantity": 2}});
+    let path = format!("/v1/events/{event}/holds");
+    let clicks = (0..5).map(|_| app.post(&path, &admission, &key, body.clone()));
+    let mut hold_ids = Vec::new();
+    for res in join_all(clicks).await {
+        let status = res.status();
+        let v: Value = res.json().await.unwrap();
+        match status {
+            StatusCode::CREATED => hold_ids.push(v["hold_id"].as_str().unwrap().to_string()),
+            StatusCode::CONFLICT => assert_eq!(v["error"], "request_in_progress"),
+            other => panic!("unexpected {other}: {v}"),
+        }
+    }
+    hold_ids.dedup();
+    assert_eq!(hold_ids.len(), 1, "every success names the same hold");
+    let res = app.post(&path, &admission, &key, body.clone()).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(res.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["hold_id"],
+        json!(hold_ids[0])
+    );
+    let counts = app.counts(event).await;
+    assert_eq!(
+        (counts["active_holds"].clone(), counts["held"].clone()),
+        (json!(1), json!(2))
+    );
+    let other = json!({"best_available": {"section": "A", "quantity": 1}});
+    let res = app.post(&path, &admission, &key, other).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["error"],
+        "idempotency_key_reused"
+    );
+    // A refusal found before the store (no such section) is kept as the key's answer.
+    let missing = json!({"best_available": {"section": "NOPE", "quantity": 1}});
+    let refused_key = uuid();
+    let first = app
+        .post(&path, &admission, &refused_key, missing.clone())
+        .await;
+    assert_eq!(first.status(), StatusCode::NOT_FOUND);
+    let again = app.post(&path, &admission, &refused_key, missing).await;
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(app.counts(event).await["held"], json!(2));
+    app.stop().await;
+}
