@@ -140,21 +140,30 @@ async fn walk(
     let rec = &ctx.api.rec;
     let base = ctx.api.base(p.index).to_owned();
     let ip = client_ip(p.index);
+    if p.profile == Profile::Farm {
+        // A farm's accounts live on one device (one key proves possession for all) and
+        // join at once, as a script does.
+        let device = new_key();
+        let accounts = (0..ctx.sessions_each.max(1))
+            .map(|_| enter(ctx, &base, &ip, p.profile, Some(device.clone())));
+        let mut line = Vec::new();
+        for entered in futures::future::join_all(accounts).await {
+            line.extend(entered.map_err(stopped)?);
+        }
+        return farm(ctx, &base, p, line, r).await.map_err(stopped);
+    }
     let sessions = match p.profile {
-        Profile::ManySessions | Profile::Farm => ctx.sessions_each.max(1),
+        Profile::ManySessions => ctx.sessions_each.max(1),
         _ => 1,
     };
-    // A farm's accounts live on one device: one key proves possession for all.
-    let device = (p.profile == Profile::Farm).then(new_key);
     let mut line = Vec::new();
     for _ in 0..sessions {
-        let entered = enter(ctx, &base, &ip, p.profile, device.clone()).await;
-        if let Some(s) = entered.map_err(stopped)? {
+        if let Some(s) = enter(ctx, &base, &ip, p.profile, None)
+            .await
+            .map_err(stopped)?
+        {
             line.push(s);
         }
-    }
-    if p.profile == Profile::Farm {
-        return farm(ctx, &base, p, line, r).await.map_err(stopped);
     }
     let Some(first) = line.first() else {
         return Ok(Outcome::NotJoined);
