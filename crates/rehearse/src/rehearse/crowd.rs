@@ -259,12 +259,16 @@ mod tests {
         let adv = Adversaries {
             aggressive_pollers: 0.1,
             pow_bots: 0.05,
+            token_sharers: 0.03,
+            farms: 0.02,
             ..Adversaries::default()
         };
         let c = crowd(&a, &adv, 1);
         let share = |p| c.iter().filter(|b| b.profile == p).count() as f64 / 20_000.0;
         assert!((share(Profile::AggressivePoller) - 0.1).abs() < 0.01);
         assert!((share(Profile::PowBot) - 0.05).abs() < 0.01);
+        assert!((share(Profile::TokenSharer) - 0.03).abs() < 0.005);
+        assert!((share(Profile::Farm) - 0.02).abs() < 0.005);
         assert_eq!(share(Profile::ManySessions), 0.0);
     }
 }
