@@ -198,6 +198,23 @@ pub struct RehearseArgs {
     pub no_backoff: f64,
     #[arg(long, default_value_t = 0.02)]
     pub pow_bots: f64,
+    /// Share of line-sitters who hand their admission to other clients once let in.
+    #[arg(long, default_value_t = 0.0)]
+    pub token_sharers: f64,
+    /// Clients each line-sitter hands its admission to.
+    #[arg(long, default_value_t = 3)]
+    pub clients_each: u32,
+    /// Share of account farms: --sessions-each accounts on one device and one card.
+    #[arg(long, default_value_t = 0.0)]
+    pub farms: f64,
+    /// Velocity limits and buyer signals of the made event, as the event's
+    /// `sale.velocity` JSON (`{}`: every limit at its default). Off when not given.
+    #[arg(long, value_parser = velocity_rules)]
+    pub velocity: Option<boxoffice_domain::velocity::VelocityRules>,
+    /// Each honest buyer pays with a card of their own (the stand-in provider approves
+    /// any method it has no script for), so card signals see distinct cards.
+    #[arg(long)]
+    pub own_cards: bool,
     /// Weights of cards that approve, decline, ask for 3-D Secure, time out.
     #[arg(long, value_delimiter = ',', default_values_t = [0.8, 0.08, 0.07, 0.05])]
     pub cards: Vec<f64>,
@@ -267,6 +284,7 @@ impl RehearseArgs {
             admission_rate: self.admission_rate,
             pow_difficulty: self.pow_difficulty,
             proofs: self.proofs,
+            velocity: self.velocity.clone(),
             arrivals: Arrivals {
                 buyers: self.buyers,
                 rush_share: self.rush_share,
@@ -283,6 +301,7 @@ impl RehearseArgs {
                 decline: self.cards[1],
                 three_ds: self.cards[2],
                 timeout: self.cards[3],
+                own_cards: self.own_cards,
                 ..Mix::default()
             },
             adversaries: Adversaries {
@@ -291,6 +310,9 @@ impl RehearseArgs {
                 sessions_each: self.sessions_each,
                 no_backoff: self.no_backoff,
                 pow_bots: self.pow_bots,
+                token_sharers: self.token_sharers,
+                clients_each: self.clients_each,
+                farms: self.farms,
             },
             max_duration: Duration::from_secs(self.max_duration_s),
             max_requests: self.max_requests,
@@ -403,6 +425,13 @@ async fn find_rate(
         None => println!("no rate tried met the objectives ({})", path.display()),
     }
     Ok(found.rate.is_some())
+}
+
+fn velocity_rules(s: &str) -> Result<boxoffice_domain::velocity::VelocityRules, String> {
+    let rules: boxoffice_domain::velocity::VelocityRules =
+        serde_json::from_str(s).map_err(|e| format!("not velocity rules: {e}"))?;
+    rules.validate()?;
+    Ok(rules)
 }
 
 fn pop_mode(s: &str) -> Result<boxoffice_domain::possession::PopMode, String> {

@@ -147,6 +147,8 @@ impl Api {
         if !self.rec.admit_request(self.max_requests) {
             return Err(Stop::Budget);
         }
+        // Counted against the person whose journey sends it (none for the operator).
+        let _ = super::buyer::SPENT.try_with(|s| s.requests.set(s.requests.get() + 1));
         let req = self.request(base, &call);
         let start = Instant::now();
         let answer = tokio::select! {

@@ -1,8 +1,10 @@
 //! One person of the crowd through the public API, as the buyer app walks it: sign
 //! in, join (solving the proof of work when asked), wait for their turn polling at the
 //! pace the server suggests with jitter (at once when the line reaches them), then
-//! shop (see `shop`).
+//! shop (see `shop`). A line-sitter hands its admission to other clients once let in;
+//! an account farm waits and shops with every account it has.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +31,8 @@ pub struct Ctx {
     /// "Serving up to" as the observer last saw it.
     pub serving: watch::Receiver<u64>,
     pub sessions_each: u32,
+    /// Clients a line-sitter hands its admission to.
+    pub clients_each: u32,
     /// How long a buyer follows a payment that has not settled.
     pub settle: Duration,
     /// How long a buyer told "sold out" keeps an eye on the line (seats may come back
@@ -71,6 +75,22 @@ pub struct BuyerResult {
     pub pooled: bool,
     pub tickets: u32,
     pub outcome: Outcome,
+    /// Requests this person sent (every identity and client of theirs).
+    pub requests: u64,
+    /// CPU seconds this person spent solving proofs of work.
+    pub solve_cpu_s: f64,
+}
+
+/// What one person of the crowd spends, counted by `Api::send` and the solver within
+/// the person's task.
+#[derive(Default)]
+pub struct Spent {
+    pub requests: Cell<u64>,
+    pub solve_cpu_s: Cell<f64>,
+}
+
+tokio::task_local! {
+    pub static SPENT: Spent;
 }
 
 /// One identity in the line.
@@ -93,12 +113,20 @@ pub async fn journey(ctx: Arc<Ctx>, p: Planned) -> BuyerResult {
         pooled: false,
         tickets: 0,
         outcome: Outcome::Stopped,
+        requests: 0,
+        solve_cpu_s: 0.0,
     };
     Recorder::add(&ctx.api.rec.arrived, 1);
     let mut rng = StdRng::seed_from_u64(p.seed);
-    r.outcome = match walk(&ctx, &p, &mut rng, &mut r).await {
+    let walked = SPENT.scope(Spent::default(), async {
+        let o = walk(&ctx, &p, &mut rng, &mut r).await;
+        SPENT.with(|s| (o, s.requests.get(), s.solve_cpu_s.get()))
+    });
+    let (outcome, requests, solve_cpu_s) = walked.await;
+    r.outcome = match outcome {
         Ok(o) | Err(o) => o,
     };
+    (r.requests, r.solve_cpu_s) = (requests, solve_cpu_s);
     r
 }
 
@@ -112,13 +140,28 @@ async fn walk(
     let rec = &ctx.api.rec;
     let base = ctx.api.base(p.index).to_owned();
     let ip = client_ip(p.index);
+    if p.profile == Profile::Farm {
+        // A farm's accounts live on one device (one key proves possession for all) and
+        // join at once, as a script does.
+        let device = new_key();
+        let accounts = (0..ctx.sessions_each.max(1))
+            .map(|_| enter(ctx, &base, &ip, p.profile, Some(device.clone())));
+        let mut line = Vec::new();
+        for entered in futures::future::join_all(accounts).await {
+            line.extend(entered.map_err(stopped)?);
+        }
+        return farm(ctx, &base, p, line, r).await.map_err(stopped);
+    }
     let sessions = match p.profile {
         Profile::ManySessions => ctx.sessions_each.max(1),
         _ => 1,
     };
     let mut line = Vec::new();
     for _ in 0..sessions {
-        if let Some(s) = enter(ctx, &base, &ip, p.profile).await.map_err(stopped)? {
+        if let Some(s) = enter(ctx, &base, &ip, p.profile, None)
+            .await
+            .map_err(stopped)?
+        {
             line.push(s);
         }
     }
@@ -137,6 +180,12 @@ async fn walk(
     r.admitted_s = Some(rec.now_s());
     r.position = position;
     Recorder::add(&rec.admitted, 1);
+    if p.profile == Profile::TokenSharer {
+        let (token, admission) = (&line[session].token, admission.as_str());
+        return share(ctx, &base, p, token, admission, r)
+            .await
+            .map_err(stopped);
+    }
     let shopper = shop::Shopper {
         ctx,
         base: &base,
@@ -144,23 +193,159 @@ async fn walk(
         key: &line[session].key,
         admission: &admission,
         profile: p.profile,
+        card: None,
     };
     shopper.shop(rng, r).await.map_err(stopped)
+}
+
+/// A line-sitter let in hands its buyer token and admission token to its clients,
+/// who hold and pay with them at once, each client proving a key of its own (the
+/// sitter's key stays with the sitter, as a browser's non-extractable key would).
+async fn share(
+    ctx: &Ctx,
+    base: &str,
+    p: &Planned,
+    token: &str,
+    admission: &str,
+    r: &mut BuyerResult,
+) -> Result<Outcome, Stop> {
+    let clients = (0..ctx.clients_each.max(1)).map(|c| {
+        let index = p.index;
+        async move {
+            let key = new_key();
+            let card = format!("pm_card_visa_{index}_{c}");
+            let mut rng = StdRng::seed_from_u64(p.seed ^ u64::from(c + 1));
+            let mut mine = empty(index, p.profile);
+            let shopper = shop::Shopper {
+                ctx,
+                base,
+                token,
+                key: &key,
+                admission,
+                profile: p.profile,
+                card: Some(&card),
+            };
+            let outcome = shopper.shop(&mut rng, &mut mine).await?;
+            Ok::<_, Stop>((outcome, mine.tickets))
+        }
+    });
+    best_of(futures::future::join_all(clients).await, r)
+}
+
+/// An account farm waits with every account, and every account let in shops with the
+/// farm's one card and one key.
+async fn farm(
+    ctx: &Ctx,
+    base: &str,
+    p: &Planned,
+    line: Vec<Session>,
+    r: &mut BuyerResult,
+) -> Result<Outcome, Stop> {
+    let Some(first) = line.first() else {
+        return Ok(Outcome::NotJoined);
+    };
+    let rec = &ctx.api.rec;
+    r.joined_s = Some(rec.now_s());
+    r.pooled = first.position.is_none();
+    let card = format!("pm_card_visa_farm_{}", p.index);
+    let admitted_at = parking_lot::Mutex::new(None::<(f64, Option<u64>)>);
+    let accounts = line.into_iter().enumerate().map(|(a, session)| {
+        let (card, admitted_at) = (&card, &admitted_at);
+        async move {
+            let mut rng = StdRng::seed_from_u64(p.seed ^ (a as u64 + 1));
+            let mut one = [session];
+            Recorder::add(&rec.in_line, 1);
+            let waited = wait(ctx, base, &mut one, p.profile, &mut rng).await;
+            Recorder::add(&rec.in_line, -1);
+            let Some((_, admission, position)) = waited? else {
+                return Ok((Outcome::SoldOut, 0));
+            };
+            Recorder::add(&rec.admitted, 1);
+            admitted_at
+                .lock()
+                .get_or_insert_with(|| (rec.now_s(), position));
+            let mut mine = empty(p.index, p.profile);
+            let shopper = shop::Shopper {
+                ctx,
+                base,
+                token: &one[0].token,
+                key: &one[0].key,
+                admission: &admission,
+                profile: p.profile,
+                card: Some(card),
+            };
+            let outcome = shopper.shop(&mut rng, &mut mine).await?;
+            Ok::<_, Stop>((outcome, mine.tickets))
+        }
+    });
+    let results = futures::future::join_all(accounts).await;
+    if let Some((at, position)) = admitted_at.into_inner() {
+        r.admitted_s = Some(at);
+        r.position = position;
+    }
+    best_of(results, r)
+}
+
+/// The tickets of several clients or accounts of one person, summed, and how the
+/// person's journey ended: bought if any bought, else the first client's ending.
+fn best_of(
+    results: Vec<Result<(Outcome, u32), Stop>>,
+    r: &mut BuyerResult,
+) -> Result<Outcome, Stop> {
+    let mut outcome = None;
+    for result in results {
+        let (o, tickets) = result?;
+        r.tickets += tickets;
+        if tickets > 0 {
+            outcome = Some(Outcome::Bought);
+        }
+        outcome.get_or_insert(o);
+    }
+    Ok(outcome.unwrap_or(Outcome::NoHold))
+}
+
+fn empty(index: usize, profile: Profile) -> BuyerResult {
+    BuyerResult {
+        index,
+        profile,
+        joined_s: None,
+        admitted_s: None,
+        position: None,
+        pooled: false,
+        tickets: 0,
+        outcome: Outcome::Stopped,
+        requests: 0,
+        solve_cpu_s: 0.0,
+    }
 }
 
 fn stopped(_: Stop) -> Outcome {
     Outcome::Stopped
 }
 
-/// A client address of the buyer's own (10.0.0.0/8), sent as X-Forwarded-For.
+/// A client address of the buyer's own (10.0.0.0/8), sent as X-Forwarded-For: each of
+/// the first 65,535 buyers in a /24 network of their own, as buyers at home are (a
+/// velocity rule counts per network).
 pub fn client_ip(index: usize) -> String {
     let i = index as u32 + 1;
-    format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)
+    format!(
+        "10.{}.{}.{}",
+        (i >> 8) & 255,
+        i & 255,
+        1 + ((i >> 16) & 127)
+    )
 }
 
 /// A buyer identity from the operator (as an identity provider would mint it), then
-/// a join; `None` when the line would not take them.
-async fn enter(ctx: &Ctx, base: &str, ip: &str, profile: Profile) -> Result<Option<Session>, Stop> {
+/// a join proving `device` (a key of its own when none); `None` when the line would
+/// not take them.
+async fn enter(
+    ctx: &Ctx,
+    base: &str,
+    ip: &str,
+    profile: Profile,
+    device: Option<ProofKey>,
+) -> Result<Option<Session>, Stop> {
     let grant = json!({
         "buyer_id": uuid::Uuid::new_v4(),
         "verified": true,
@@ -174,7 +359,7 @@ async fn enter(ctx: &Ctx, base: &str, ip: &str, profile: Profile) -> Result<Opti
         note(&ctx.api, Step::SignIn, &a);
         return Ok(None);
     };
-    join(ctx, base, ip, token, profile).await
+    join(ctx, base, ip, token, profile, device).await
 }
 
 async fn join(
@@ -183,10 +368,11 @@ async fn join(
     ip: &str,
     token: String,
     profile: Profile,
+    device: Option<ProofKey>,
 ) -> Result<Option<Session>, Stop> {
     let path = format!("/v1/events/{}/queue", ctx.event);
     let key = uuid::Uuid::new_v4().to_string();
-    let proof_key = new_key();
+    let proof_key = device.unwrap_or_else(new_key);
     let mut body = json!({});
     for attempt in 0..6 {
         let call = Call::post(Step::Join, &path, body.clone(), &key)
@@ -241,10 +427,27 @@ async fn solve(ctx: &Ctx, base: &str, ip: &str, token: &str) -> Result<serde_jso
     let challenge = a.body["challenge"].as_str().unwrap_or_default().to_owned();
     let difficulty = a.body["difficulty"].as_u64().unwrap_or(0) as u8;
     let c = challenge.clone();
-    let nonce = tokio::task::spawn_blocking(move || boxoffice_domain::pow::solve(&c, difficulty))
-        .await
-        .unwrap_or_default();
+    let solved = tokio::task::spawn_blocking(move || {
+        let before = thread_cpu_s();
+        let nonce = boxoffice_domain::pow::solve(&c, difficulty);
+        (nonce, thread_cpu_s() - before)
+    });
+    let (nonce, cpu_s) = solved.await.unwrap_or_default();
+    let _ = SPENT.try_with(|s| s.solve_cpu_s.set(s.solve_cpu_s.get() + cpu_s));
     Ok(json!({ "challenge": challenge, "nonce": nonce }))
+}
+
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given; the clock id is valid.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0.0;
+    }
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 /// Waits for a turn: (which session was let in, its admission token, its place), or

@@ -1,7 +1,8 @@
 //! Who comes, when, and how they behave: a rush before the sale opens, then a
 //! decaying Poisson tail; honest buyers with a mix of choices and cards, and the
 //! adversaries (aggressive pollers, buyers with many sessions, clients that retry
-//! without backoff, bots that solve the proof of work).
+//! without backoff, bots that solve the proof of work, line-sitters who hand their
+//! admission to other clients, and account farms on one device and one card).
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -42,6 +43,11 @@ pub struct Mix {
     pub decline: f64,
     pub three_ds: f64,
     pub timeout: f64,
+    /// Each buyer whose card approves pays with a card of their own
+    /// (`pm_card_visa_<buyer>`, which the stand-in provider approves as it approves any
+    /// method it has no script for) rather than everyone with `pm_card_visa`: needed
+    /// when the event's buyer signals count distinct buyers per card.
+    pub own_cards: bool,
 }
 
 impl Default for Mix {
@@ -59,6 +65,7 @@ impl Default for Mix {
             decline: 0.08,
             three_ds: 0.07,
             timeout: 0.05,
+            own_cards: false,
         }
     }
 }
@@ -70,13 +77,22 @@ pub struct Adversaries {
     pub aggressive_pollers: f64,
     /// One person behind several buyer identities from one address.
     pub many_sessions: f64,
-    /// Sessions each of those opens.
+    /// Sessions each of those (and each account farm) opens.
     pub sessions_each: u32,
     /// Retry refusals (429, 503) at once, ignoring Retry-After.
     pub no_backoff: f64,
     /// Solve the proof of work at machine speed, join the instant they arrive, take
     /// the most tickets allowed and never think.
     pub pow_bots: f64,
+    /// A line-sitter: one identity waits in line, then hands its buyer token and
+    /// admission token (not its key: the customers' clients make their own, as the buyer
+    /// app does) to `clients_each` other clients, who hold and pay with it.
+    pub token_sharers: f64,
+    pub clients_each: u32,
+    /// An account farm: `sessions_each` buyer identities on one device (one key proving
+    /// possession), one client address and one card; every account that is let in
+    /// takes the most tickets allowed.
+    pub farms: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -87,15 +103,19 @@ pub enum Profile {
     ManySessions,
     NoBackoff,
     PowBot,
+    TokenSharer,
+    Farm,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 5] = [
+    pub const ALL: [Profile; 7] = [
         Profile::Honest,
         Profile::AggressivePoller,
         Profile::ManySessions,
         Profile::NoBackoff,
         Profile::PowBot,
+        Profile::TokenSharer,
+        Profile::Farm,
     ];
 
     pub fn adversary(self) -> bool {
@@ -109,7 +129,14 @@ impl Profile {
             Profile::ManySessions => "many sessions",
             Profile::NoBackoff => "no-backoff retries",
             Profile::PowBot => "proof-of-work bot",
+            Profile::TokenSharer => "token-sharing line-sitter",
+            Profile::Farm => "account farm",
         }
+    }
+
+    /// Takes the most tickets allowed, pays with the first card and never thinks.
+    pub fn greedy(self) -> bool {
+        matches!(self, Profile::PowBot | Profile::TokenSharer | Profile::Farm)
     }
 }
 
@@ -168,6 +195,8 @@ fn profile(u: f64, adv: &Adversaries) -> Profile {
         (adv.many_sessions, Profile::ManySessions),
         (adv.no_backoff, Profile::NoBackoff),
         (adv.pow_bots, Profile::PowBot),
+        (adv.token_sharers, Profile::TokenSharer),
+        (adv.farms, Profile::Farm),
     ] {
         edge += share;
         if u < edge {
@@ -230,12 +259,16 @@ mod tests {
         let adv = Adversaries {
             aggressive_pollers: 0.1,
             pow_bots: 0.05,
+            token_sharers: 0.03,
+            farms: 0.02,
             ..Adversaries::default()
         };
         let c = crowd(&a, &adv, 1);
         let share = |p| c.iter().filter(|b| b.profile == p).count() as f64 / 20_000.0;
         assert!((share(Profile::AggressivePoller) - 0.1).abs() < 0.01);
         assert!((share(Profile::PowBot) - 0.05).abs() < 0.01);
+        assert!((share(Profile::TokenSharer) - 0.03).abs() < 0.005);
+        assert!((share(Profile::Farm) - 0.02).abs() < 0.005);
         assert_eq!(share(Profile::ManySessions), 0.0);
     }
 }

@@ -221,18 +221,24 @@ fn fairness(h: &mut String, r: &Report) {
     );
     h.push_str(
         "<table><tr><th>profile</th><th>buyers</th><th>let in</th><th>bought</th>\
-         <th>tickets</th><th>mean wait s</th></tr>",
+         <th>tickets</th><th>mean wait s</th><th>requests each</th><th>places gained</th>\
+         <th>tickets ÷ honest</th></tr>",
     );
     for p in &f.profiles {
+        let gain = p.advantage.as_ref();
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{:.0}</td><td>{}</td><td>{}</td></tr>",
             p.name,
             p.buyers,
             p.admitted,
             p.bought,
             p.tickets,
-            opt(p.mean_wait_s, 2)
+            opt(p.mean_wait_s, 2),
+            p.requests_per_person,
+            opt(gain.map(|a| a.position_gain_pct), 1),
+            opt(gain.and_then(|a| a.ticket_ratio), 2),
         );
     }
     h.push_str("</table>");

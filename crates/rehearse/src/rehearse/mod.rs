@@ -56,6 +56,8 @@ pub struct Settings {
     /// Proofs of possession the made event asks for. Every buyer proves a key of its
     /// own whatever the event asks (as the buyer app does).
     pub proofs: boxoffice_domain::possession::PopMode,
+    /// Velocity limits and buyer signals of the made event (`None`: off).
+    pub velocity: Option<boxoffice_domain::velocity::VelocityRules>,
     pub arrivals: Arrivals,
     pub mix: Mix,
     pub adversaries: Adversaries,
@@ -85,6 +87,7 @@ impl Default for Settings {
             admission_rate: None,
             pow_difficulty: 0,
             proofs: boxoffice_domain::possession::PopMode::Off,
+            velocity: None,
             arrivals: Arrivals {
                 buyers: 10_000,
                 rush_share: 0.5,
@@ -99,6 +102,9 @@ impl Default for Settings {
                 sessions_each: 5,
                 no_backoff: 0.02,
                 pow_bots: 0.02,
+                token_sharers: 0.0,
+                clients_each: 3,
+                farms: 0.0,
             },
             max_duration: Duration::from_secs(600),
             max_requests: 5_000_000,
@@ -171,6 +177,7 @@ pub async fn run(
         max_per_buyer: prepared.max_per_buyer,
         serving,
         sessions_each: s.adversaries.sessions_each,
+        clients_each: s.adversaries.clients_each,
         settle: s.settle,
         linger: s.linger,
     });

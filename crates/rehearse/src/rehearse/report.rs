@@ -116,6 +116,12 @@ pub struct ProfileRow {
     pub bought: u64,
     pub tickets: u64,
     pub mean_wait_s: Option<f64>,
+    /// Requests sent per person of this profile (all their identities and clients).
+    pub requests_per_person: f64,
+    /// CPU seconds per person spent solving proofs of work.
+    pub solve_cpu_s_per_person: f64,
+    /// What this profile alone gained over honest buyers (none for the honest).
+    pub advantage: Option<BotAdvantage>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -265,17 +271,7 @@ pub fn fairness(buyers: &[BuyerResult]) -> Fairness {
             .unzip();
         fairness::spearman(&a, &b)
     };
-    let outcomes: Vec<fairness::Outcome> = buyers
-        .iter()
-        .filter_map(|b| {
-            Some(fairness::Outcome {
-                arrived: b.joined_s?,
-                admitted: b.admitted_s,
-                tickets: b.tickets,
-                adversary: b.profile.adversary(),
-            })
-        })
-        .collect();
+    let outcomes = outcomes(buyers, |_| true);
     Fairness {
         arrival_vs_admission: pairs(&after, &|b| b.admitted_s),
         arrival_vs_position: pairs(&after, &|b| b.position.map(|p| p as f64)),
@@ -284,6 +280,22 @@ pub fn fairness(buyers: &[BuyerResult]) -> Fairness {
         profiles: profiles(buyers),
         ranks: ranks(buyers),
     }
+}
+
+/// Buyers who joined, as fairness sees them, of the profiles `keep` keeps.
+fn outcomes(buyers: &[BuyerResult], keep: impl Fn(Profile) -> bool) -> Vec<fairness::Outcome> {
+    buyers
+        .iter()
+        .filter(|b| keep(b.profile))
+        .filter_map(|b| {
+            Some(fairness::Outcome {
+                arrived: b.joined_s?,
+                admitted: b.admitted_s,
+                tickets: b.tickets,
+                adversary: b.profile.adversary(),
+            })
+        })
+        .collect()
 }
 
 fn profiles(buyers: &[BuyerResult]) -> Vec<ProfileRow> {
@@ -298,7 +310,14 @@ fn profiles(buyers: &[BuyerResult]) -> Vec<ProfileRow> {
                 .iter()
                 .filter_map(|b| Some(b.admitted_s? - b.joined_s?))
                 .collect();
+            let people = mine.len() as f64;
+            let advantage = p.adversary().then(|| {
+                fairness::bot_advantage(&outcomes(buyers, |q| q == p || q == Profile::Honest))
+            });
             Some(ProfileRow {
+                requests_per_person: mine.iter().map(|b| b.requests as f64).sum::<f64>() / people,
+                solve_cpu_s_per_person: mine.iter().map(|b| b.solve_cpu_s).sum::<f64>() / people,
+                advantage,
                 profile: p,
                 name: p.name(),
                 buyers: mine.len() as u64,

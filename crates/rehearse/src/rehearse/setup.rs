@@ -1,6 +1,7 @@
 //! The event a rehearsal sells: a fresh one made with the operator key (scheduled, so
 //! the rush lands in the pre-opening pool, and opened when the rush is over), or one
-//! that exists already; its admission rate and proof of work set as asked.
+//! that exists already; its admission rate and proof of work set as asked, and the
+//! made event's proofs of possession and velocity rules.
 
 use std::time::Duration;
 
@@ -23,13 +24,10 @@ pub struct Prepared {
 }
 
 /// A fresh event of about `seats` units: six tenths seated (rows of ten), the rest
-/// standing.
-pub fn spec(
-    seats: u32,
-    hold_ttl_s: u32,
-    admission_rate_per_s: u32,
-    max_per_buyer: u32,
-) -> EventSpec {
+/// standing, sold under the run's limits and layers.
+pub fn spec(s: &super::Settings) -> EventSpec {
+    let (seats, hold_ttl_s) = (s.seats, s.hold_ttl_s);
+    let (admission_rate_per_s, max_per_buyer) = (s.event_rate_per_s, s.max_per_buyer);
     let rows = (seats * 6 / 10).div_ceil(10).max(1);
     let ga = seats.saturating_sub(rows * 10);
     let mut sections = vec![SectionSpec {
@@ -75,6 +73,8 @@ pub fn spec(
             honour_late_payments: false,
             buyer_refunds: None,
             transfers: None,
+            proof_of_possession: s.proofs,
+            velocity: s.velocity.clone(),
             ..SaleSettings::default()
         },
     }
@@ -111,7 +111,7 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
     let (event, to_open) = match s.event {
         Some(id) => (id, false),
         None => {
-            let spec = spec(s.seats, s.hold_ttl_s, s.event_rate_per_s, s.max_per_buyer);
+            let spec = spec(s);
             let k = idem();
             let body = serde_json::to_value(&spec)?;
             let e = operator(api, key, Call::post(Step::Observe, "/v1/events", body, &k)).await?;

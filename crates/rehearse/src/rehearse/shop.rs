@@ -61,6 +61,9 @@ pub struct Shopper<'a> {
     pub key: &'a ProofKey,
     pub admission: &'a str,
     pub profile: Profile,
+    /// The card this shopper pays with, whatever the mix would draw (a farm's one card,
+    /// a line-sitter's customer's own).
+    pub card: Option<&'a str>,
 }
 
 /// A hold that was granted.
@@ -78,7 +81,7 @@ enum HoldAnswer {
 
 impl Shopper<'_> {
     pub async fn shop(&self, rng: &mut StdRng, r: &mut BuyerResult) -> Result<Outcome, Stop> {
-        let bot = self.profile == Profile::PowBot;
+        let bot = self.profile.greedy();
         let mix = &self.ctx.mix;
         let quantity = if bot {
             self.ctx.max_per_buyer
@@ -116,11 +119,14 @@ impl Shopper<'_> {
             }
         }
         let cards = [mix.approve, mix.decline, mix.three_ds, mix.timeout];
-        let card = match if bot { 0 } else { pick(rng, &cards) } {
-            0 => "pm_card_visa",
-            1 => "pm_card_declined",
-            2 => "pm_card_threeDSecure",
-            _ => "pm_timeout_after_charge",
+        let own = format!("pm_card_visa_{}", r.index);
+        let card = match (self.card, if bot { 0 } else { pick(rng, &cards) }) {
+            (Some(card), _) => card,
+            (None, 0) if mix.own_cards => own.as_str(),
+            (None, 0) => "pm_card_visa",
+            (None, 1) => "pm_card_declined",
+            (None, 2) => "pm_card_threeDSecure",
+            (None, _) => "pm_timeout_after_charge",
         };
         let (outcome, tickets) = self.checkout(&held.id, card).await?;
         if tickets > 0 {
@@ -217,6 +223,9 @@ impl Shopper<'_> {
             }
             match a.code() {
                 "payment_declined" => return Ok((Outcome::Declined, 0)),
+                // The wait a velocity limit asks is the rest of its window: longer than
+                // a run, so the buyer stops here.
+                "payment_velocity" => return Ok((Outcome::Lost, 0)),
                 _ if retryable(&a) => backoff(&self.ctx.api, &a, self.profile, attempt).await?,
                 _ => return Ok((Outcome::Lost, 0)),
             }

@@ -1,14 +1,16 @@
 //! `boxoffice rehearse` against a real server: a small on-sale (1,000 buyers, 100
 //! seats, a few seconds) whose report agrees with the ledger, oversells nothing,
-//! leaves a clean audit and draws every chart; and `--find-rate` converging on a
+//! leaves a clean audit and draws every chart; `--find-rate` converging on a
 //! server whose capacity is held down on purpose (few requests in flight, a slow
-//! payment provider).
+//! payment provider); and anti-bot layers switched off then on, each against the
+//! adversary it is meant to meet, the layer removing what that adversary gained.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use boxoffice_rehearse::rehearse::crowd::{Adversaries, Arrivals, Mix};
+use boxoffice_rehearse::rehearse::crowd::{Adversaries, Arrivals, Mix, Profile};
 use boxoffice_rehearse::rehearse::find_rate::{self, Search};
+use boxoffice_rehearse::rehearse::report::{ProfileRow, Report};
 use boxoffice_rehearse::rehearse::{self, AuditHook, Settings, html};
 use boxoffice_testkit::harness::{path_str, uuid};
 
@@ -57,6 +59,7 @@ fn settings(base: String, buyers: u32) -> Settings {
             sessions_each: 3,
             no_backoff: 0.03,
             pow_bots: 0.03,
+            ..Adversaries::default()
         },
         max_duration: Duration::from_secs(120),
         max_requests: 200_000,
@@ -213,5 +216,182 @@ async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
     assert!(
         found.trials.iter().any(|t| !t.passed && t.rate > rate),
         "a faster rate was tried and failed"
+    );
+}
+
+/// A crowd of `buyers` with only the adversaries given, for more seats than it can buy
+/// (so what an adversary gets is what the layers let it have, not the luck of the
+/// line), whose cards all approve: each honest buyer's a card of their own.
+fn layer_settings(base: String, buyers: u32, adversaries: Adversaries) -> Settings {
+    Settings {
+        seats: buyers * 5,
+        mix: Mix {
+            think_min_ms: 0,
+            think_max_ms: 100,
+            abandon: 0.0,
+            release: 0.0,
+            approve: 1.0,
+            decline: 0.0,
+            three_ds: 0.0,
+            timeout: 0.0,
+            own_cards: true,
+            ..Mix::default()
+        },
+        adversaries,
+        linger: Duration::from_secs(2),
+        ..settings(base, buyers)
+    }
+}
+
+fn row(report: &Report, profile: Profile) -> &ProfileRow {
+    (report.fairness.profiles.iter())
+        .find(|p| p.profile == profile)
+        .unwrap_or_else(|| panic!("no {profile:?} in {:?}", report.fairness.profiles))
+}
+
+async fn layered_server(dir: &Path) -> (tokio::process::Child, String) {
+    let cfg = config(dir, "", "");
+    let argv = ["--data-dir", path_str(dir), "--config", path_str(&cfg)];
+    BOXOFFICE.start(&argv).await
+}
+
+/// A line-sitter waits once and hands its buyer token and admission token to three
+/// clients that make keys of their own: with proofs of possession off the clients buy
+/// on the sitter's place in line (the per-buyer limit, 4, for every sitter); with
+/// proofs required every hold of theirs is refused as made with another key, and the
+/// sitter's identity buys nothing, while honest buyers buy as before.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_shared_admission_buys_with_proofs_of_possession_off_and_nothing_with_them_required() {
+    use boxoffice_domain::possession::PopMode;
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, base) = layered_server(dir.path()).await;
+    let sharers = Adversaries {
+        token_sharers: 0.1,
+        clients_each: 3,
+        ..Adversaries::default()
+    };
+    let mut report = Vec::new();
+    for proofs in [PopMode::Off, PopMode::Required] {
+        let s = Settings {
+            proofs,
+            ..layer_settings(base.clone(), 200, sharers.clone())
+        };
+        let r = rehearse::run(&s, None, std::future::pending())
+            .await
+            .unwrap();
+        let (sitters, honest) = (row(&r, Profile::TokenSharer), row(&r, Profile::Honest));
+        eprintln!(
+            "{proofs:?}: sitters {sitters:?}, honest {honest:?}, outcomes {:?}, errors {:?}",
+            r.buyers, r.errors
+        );
+        assert_eq!(
+            r.stopped, None,
+            "{proofs:?}: the run finished within its bounds"
+        );
+        assert!(
+            sitters.buyers >= 5,
+            "{proofs:?}: too few sitters drawn: {sitters:?}"
+        );
+        assert_eq!(
+            sitters.admitted, sitters.buyers,
+            "{proofs:?}: every sitter let in"
+        );
+        assert!(honest.bought > honest.buyers / 2, "{proofs:?}: {honest:?}");
+        report.push(r);
+    }
+    let (off, on) = (&report[0], &report[1]);
+    let limit = u64::from(off.settings["max_per_buyer"].as_u64().unwrap());
+    let sitters = row(off, Profile::TokenSharer);
+    assert_eq!(
+        sitters.tickets,
+        sitters.buyers * limit,
+        "proofs off: each sitter's clients buy the limit on its one place in line"
+    );
+    let gain = sitters.advantage.as_ref().unwrap().ticket_ratio.unwrap();
+    assert!(
+        gain > 1.0,
+        "proofs off: the sitters out-buy honest buyers: {gain}"
+    );
+    let sitters = row(on, Profile::TokenSharer);
+    assert_eq!(
+        sitters.tickets, 0,
+        "proofs required: a client without the sitter's key buys nothing"
+    );
+    assert_eq!(
+        sitters.advantage.as_ref().unwrap().ticket_ratio,
+        Some(0.0),
+        "proofs required: the gain is gone"
+    );
+    let mismatches = on.errors.get("hold 401 proof_key_mismatch").copied();
+    assert!(
+        mismatches.is_some_and(|n| n >= sitters.buyers),
+        "every client's hold refused as another key's: {:?}",
+        on.errors
+    );
+}
+
+/// A farm of five accounts on one device and one card: without velocity rules every
+/// account buys the limit; with the default rules the card's cluster refuses the third
+/// account (two accounts' worth per farm) while no honest buyer, each with a card and a
+/// network of their own, is refused.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn an_account_farm_on_one_card_is_cut_to_two_accounts_by_the_default_buyer_signals() {
+    use boxoffice_domain::velocity::VelocityRules;
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, base) = layered_server(dir.path()).await;
+    let farms = Adversaries {
+        farms: 0.05,
+        sessions_each: 5,
+        ..Adversaries::default()
+    };
+    let mut report = Vec::new();
+    for velocity in [None, Some(VelocityRules::default())] {
+        let s = Settings {
+            velocity: velocity.clone(),
+            ..layer_settings(base.clone(), 200, farms.clone())
+        };
+        let r = rehearse::run(&s, None, std::future::pending())
+            .await
+            .unwrap();
+        let on = velocity.is_some();
+        assert_eq!(
+            r.stopped, None,
+            "velocity {on}: the run finished within its bounds"
+        );
+        let (farm, honest) = (row(&r, Profile::Farm), row(&r, Profile::Honest));
+        eprintln!(
+            "velocity {on}: farms {farm:?}, honest {honest:?}, errors {:?}",
+            r.errors
+        );
+        assert!(farm.buyers >= 3, "too few farms drawn: {farm:?}");
+        assert!(
+            honest.bought > honest.buyers / 2,
+            "velocity {on}: {honest:?}"
+        );
+        report.push(r);
+    }
+    let limit = 4;
+    let farm = row(&report[0], Profile::Farm);
+    assert_eq!(
+        farm.tickets,
+        farm.buyers * 5 * limit,
+        "velocity off: every account of every farm buys the limit"
+    );
+    let farm = row(&report[1], Profile::Farm);
+    assert_eq!(
+        farm.tickets,
+        farm.buyers * 2 * limit,
+        "velocity on: two accounts per card, the third refused"
+    );
+    // Exactly three refusals a farm: no honest buyer was refused.
+    let refused = report[1]
+        .errors
+        .get("checkout 403 too_many_buyers")
+        .copied();
+    assert_eq!(
+        refused,
+        Some(farm.buyers * 3),
+        "three accounts of each farm refused, nobody else: {:?}",
+        report[1].errors
     );
 }
