@@ -77,6 +77,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_journal",
         include_str!("../../../migrations/postgres/0013_line_journal.sql"),
     ),
+    (
+        15,
+        "line_positions_unique",
+        include_str!("../../../migrations/postgres/0015_line_positions_unique.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -73,6 +73,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_journal",
         include_str!("../../../migrations/sqlite/0012_line_journal.sql"),
     ),
+    (
+        14,
+        "line_positions_unique",
+        include_str!("../../../migrations/sqlite/0014_line_positions_unique.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need
