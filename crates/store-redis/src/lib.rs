@@ -11,6 +11,7 @@
 
 mod arbiter;
 mod conn;
+mod failover;
 mod hold_states;
 mod idempotency;
 mod keys;
@@ -24,6 +25,7 @@ mod velocity;
 
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
 pub use conn::{ConnectConfig, RedisConn};
+pub use failover::FailoverConn;
 pub use idempotency::{
     MAX_RECORDS as IDEMPOTENCY_MAX_RECORDS, RETENTION as IDEMPOTENCY_RETENTION, RedisIdempotency,
 };
