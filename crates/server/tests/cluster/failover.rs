@@ -65,8 +65,9 @@ async fn open_event(c: &reqwest::Client, node: &str) -> i64 {
     let mut spec = crate::common::spec((SEATS / 10) as u32, 10, 0, 4);
     spec.sale.hold_ttl_s = 20;
     let spec = serde_json::to_value(spec).unwrap();
-    let (_, e) = call(c, Method::POST, format!("{node}/v1/events"), OPERATOR, spec).await;
-    let event = e["event_id"].as_i64().expect("event created");
+    let (s, e) = call(c, Method::POST, format!("{node}/v1/events"), OPERATOR, spec).await;
+    let event = e["event_id"].as_i64();
+    let event = event.unwrap_or_else(|| panic!("the event was not created: {s} {e}"));
     let open = format!("{node}/v1/events/{event}/open");
     let (s, body) = call(c, Method::POST, open, OPERATOR, json!({})).await;
     assert_eq!(s, 200, "the event opens: {body}");
@@ -105,7 +106,8 @@ async fn a_redis_failover_mid_sale_loses_hot_writes_but_never_sells_a_seat_twice
     let nodes = join_all((0..2).map(|_| BOXOFFICE.start(&argv))).await;
     let urls: Vec<String> = nodes.iter().map(|(_, u)| u.clone()).collect();
     let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
+        // A debug node's first requests on a loaded machine take seconds.
+        .timeout(Duration::from_secs(30))
         .build()
         .unwrap();
     let event = open_event(&c, &urls[0]).await;

@@ -102,8 +102,9 @@ pub(crate) async fn start(
 
 pub(crate) async fn open_event(c: &reqwest::Client, node: &str, rows: u32) -> i64 {
     let spec = serde_json::to_value(crate::common::spec(rows, 10, 0, 4)).unwrap();
-    let (_, e) = call(c, Method::POST, format!("{node}/v1/events"), OPERATOR, spec).await;
-    let event = e["event_id"].as_i64().expect("event created");
+    let (s, e) = call(c, Method::POST, format!("{node}/v1/events"), OPERATOR, spec).await;
+    let event = e["event_id"].as_i64();
+    let event = event.unwrap_or_else(|| panic!("the event was not created: {s} {e}"));
     let open = format!("{node}/v1/events/{event}/open");
     let (s, body) = call(c, Method::POST, open, OPERATOR, json!({})).await;
     assert_eq!(s, 200, "the event opens: {body}");
