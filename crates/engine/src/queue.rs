@@ -193,7 +193,7 @@ impl Engine {
             key,
         } = pass;
         let place = if open {
-            self.join_line(event, buyer).await?
+            self.placed_in_line(event, buyer, now).await?
         } else {
             // The commitment must exist before the pool can be seen by anyone, and the
             // pool outlives the queue store: journaled before the join.
@@ -206,20 +206,16 @@ impl Engine {
                 pool: false,
             })
             .await?;
-            self.ports.queue.join(event, buyer, false).await?
+            let place = self.ports.queue.join(event, buyer, false).await?;
+            // The line opened meanwhile: a place, journaled as any other.
+            if let Some(position) = place.position
+                && !self.journal_place(event, buyer, position, now).await?
+            {
+                self.restore_line_behind(event).await?;
+                return Err(line_behind());
+            }
+            place
         };
-        // A place in line is journaled before its buyer hears it, so the line outlives
-        // the queue store (a retried join journals again: the first record stands).
-        if let Some(position) = place.position {
-            self.journal_join(JoinRecord {
-                event,
-                buyer,
-                at: now,
-                position: Some(position),
-                pool: false,
-            })
-            .await?;
-        }
         let doc = self.public_doc(event).await?;
         let ticket = Claims {
             event: Some(event),
@@ -240,6 +236,48 @@ impl Engine {
             estimated_wait_s: wait,
             poll_after_ms: self.poll_hint(),
         })
+    }
+
+    /// A place at the back of the open line, journaled before its buyer hears it, so
+    /// the line outlives the queue store (a retried join journals again: the first
+    /// record stands). A place the ledger refuses shows the queue store behind the
+    /// journal (the position is another buyer's, or this buyer was placed elsewhere):
+    /// the journaled line is put back and the buyer placed again, so nobody shares a
+    /// position and nobody loses theirs.
+    async fn placed_in_line(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<crate::ports::Place, EngineError> {
+        for _ in 0..2 {
+            let place = self.join_line(event, buyer).await?;
+            let Some(position) = place.position else {
+                return Ok(place);
+            };
+            if self.journal_place(event, buyer, position, now).await? {
+                return Ok(place);
+            }
+            self.restore_line_behind(event).await?;
+        }
+        Err(line_behind())
+    }
+
+    async fn journal_place(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        position: u64,
+        now: Millis,
+    ) -> Result<bool, EngineError> {
+        let join = JoinRecord {
+            event,
+            buyer,
+            at: now,
+            position: Some(position),
+            pool: false,
+        };
+        self.journal_join(join).await
     }
 
     /// A place at the back of an open line; a line the queue store has not opened
@@ -428,4 +466,9 @@ fn standing(position: Option<u64>, doc: &PublicDoc) -> (WaitStatus, Option<u64>)
         ),
         None => (WaitStatus::Waiting, None),
     }
+}
+
+/// Told to a joiner whose place the ledger refused twice while the line was put back.
+fn line_behind() -> EngineError {
+    EngineError::Unavailable("the line is being brought back; retry".into())
 }

@@ -152,7 +152,7 @@ pub(crate) async fn pool_joins(
 pub(crate) async fn record_joins(
     conn: &mut PgConnection,
     joins: &[JoinRecord],
-) -> Result<Step<()>, StoreError> {
+) -> Result<Step<Vec<bool>>, StoreError> {
     let (pool, line): (Vec<&JoinRecord>, Vec<&JoinRecord>) =
         joins.iter().partition(|j| j.position.is_none());
     if !pool.is_empty() {
@@ -171,26 +171,50 @@ pub(crate) async fn record_joins(
         .await
         .map_err(db)?;
     }
-    if !line.is_empty() {
-        sqlx::query(
-            "INSERT INTO line_places (event_id, buyer_id, position, pool, joined_at)
-             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bool[], $5::bigint[])
-             ON CONFLICT (event_id, buyer_id) DO NOTHING",
-        )
-        .bind(line.iter().map(|j| j.event.0).collect::<Vec<_>>())
-        .bind(line.iter().map(|j| j.buyer.to_string()).collect::<Vec<_>>())
-        .bind(
-            line.iter()
-                .map(|j| j.position.unwrap_or(0) as i64)
-                .collect::<Vec<_>>(),
-        )
-        .bind(line.iter().map(|j| j.pool).collect::<Vec<_>>())
-        .bind(line.iter().map(|j| j.at.0).collect::<Vec<_>>())
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+    if line.is_empty() {
+        return Ok(Step::Keep(vec![true; joins.len()]));
     }
-    Ok(Step::Keep(()))
+    let events: Vec<i64> = line.iter().map(|j| j.event.0).collect();
+    let buyers: Vec<String> = line.iter().map(|j| j.buyer.to_string()).collect();
+    let positions: Vec<i64> = line
+        .iter()
+        .map(|j| j.position.unwrap_or(0) as i64)
+        .collect();
+    // No conflict target: a buyer already placed and a position already taken are
+    // both left as they are. Rows are never changed once written, so what the second
+    // statement reads is what stands.
+    sqlx::query(
+        "INSERT INTO line_places (event_id, buyer_id, position, pool, joined_at)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bool[], $5::bigint[])
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&events)
+    .bind(&buyers)
+    .bind(&positions)
+    .bind(line.iter().map(|j| j.pool).collect::<Vec<_>>())
+    .bind(line.iter().map(|j| j.at.0).collect::<Vec<_>>())
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    let stood: Vec<bool> = sqlx::query_scalar(
+        "SELECT coalesce(l.position = j.position, false)
+         FROM unnest($1::bigint[], $2::text[], $3::bigint[]) WITH ORDINALITY
+           AS j(event_id, buyer_id, position, n)
+         LEFT JOIN line_places l ON l.event_id = j.event_id AND l.buyer_id = j.buyer_id
+         ORDER BY j.n",
+    )
+    .bind(&events)
+    .bind(&buyers)
+    .bind(&positions)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    let mut stood = stood.into_iter();
+    let answers = joins
+        .iter()
+        .map(|j| j.position.is_none() || stood.next().unwrap_or(false))
+        .collect();
+    Ok(Step::Keep(answers))
 }
 
 /// The event's journaled places in line, by position.

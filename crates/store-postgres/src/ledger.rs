@@ -169,7 +169,7 @@ impl Ledger for PostgresLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError> {
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<Vec<bool>, StoreError> {
         let joins = joins.to_vec();
         self.writer
             .submit(move |c| Box::pin(async move { events::record_joins(c, &joins).await }))

@@ -82,6 +82,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "ticket_standing",
         include_str!("../../../migrations/postgres/0014_ticket_standing.sql"),
     ),
+    (
+        15,
+        "line_positions_unique",
+        include_str!("../../../migrations/postgres/0015_line_positions_unique.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

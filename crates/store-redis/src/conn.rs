@@ -3,7 +3,8 @@
 //! (`ClusterConnection`, which follows slot moves). Both pipeline concurrent requests
 //! over few sockets, so no pool is needed. Scripts run through `Script::invoke_async`,
 //! which sends EVALSHA and loads the script on NOSCRIPT (after a restart or failover).
-//! `rediss://` URLs connect over TLS (see [`crate::tls`]).
+//! `rediss://` URLs connect over TLS (see [`crate::tls`]). With `failover`, several
+//! URLs name one primary and its replicas instead of a cluster ([`crate::failover`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,6 +14,8 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use crate::failover::FailoverConn;
 
 /// Timeouts and trust of a connection. Defaults (from [`crate::RedisOptions`]) suit a
 /// Redis on the same network.
@@ -24,6 +27,9 @@ pub struct ConnectConfig {
     pub response_timeout: Duration,
     /// For `rediss://`: a PEM file of CA certificates trusted besides the system's.
     pub ca_file: Option<PathBuf>,
+    /// Several URLs name a primary and its replicas (the node follows whichever is the
+    /// primary), not the nodes of a Redis Cluster.
+    pub failover: bool,
 }
 
 impl Default for ConnectConfig {
@@ -37,11 +43,13 @@ impl Default for ConnectConfig {
 pub enum RedisConn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Failover(FailoverConn),
 }
 
 impl RedisConn {
     /// `urls` is one `redis://` URL for a single node, or several separated by commas
-    /// for a cluster (any reachable node is enough to find the others).
+    /// for a cluster (any reachable node is enough to find the others), or with
+    /// `config.failover` for a primary and its replicas, tried in order.
     pub async fn connect(urls: &str) -> Result<Self, StoreError> {
         Self::connect_with(urls, ConnectConfig::default()).await
     }
@@ -56,23 +64,15 @@ impl RedisConn {
         match urls.as_slice() {
             [] => Err(StoreError("no Redis URL given".into())),
             [one] => Self::single(one, config).await,
+            many if config.failover => Ok(RedisConn::Failover(
+                FailoverConn::connect(many, config).await?,
+            )),
             many => Self::cluster(many, config).await,
         }
     }
 
     pub async fn single(url: &str, config: ConnectConfig) -> Result<Self, StoreError> {
-        let client = match &config.ca_file {
-            Some(ca) => redis::Client::build_with_tls(url, crate::tls::certificates(ca)?),
-            None => redis::Client::open(url),
-        }
-        .map_err(|e| fail(url, e))?;
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.response_timeout))
-            .set_number_of_retries(2);
-        let manager = ConnectionManager::new_with_config(client, manager_config)
-            .await
-            .map_err(|e| fail(url, e))?;
+        let manager = manager(url, &config).await.map_err(|e| fail(url, e))?;
         Ok(RedisConn::Single(manager))
     }
 
@@ -92,6 +92,26 @@ impl RedisConn {
     }
 }
 
+/// A reconnecting connection to the one Redis at `url`.
+pub(crate) async fn manager(
+    url: &str,
+    config: &ConnectConfig,
+) -> Result<ConnectionManager, redis::RedisError> {
+    let client = match &config.ca_file {
+        Some(ca) => {
+            let certs = crate::tls::certificates(ca)
+                .map_err(|e| redis::RedisError::from((redis::ErrorKind::Io, "CA file", e.0)))?;
+            redis::Client::build_with_tls(url, certs)
+        }
+        None => redis::Client::open(url),
+    }?;
+    let manager_config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_response_timeout(Some(config.response_timeout))
+        .set_number_of_retries(2);
+    ConnectionManager::new_with_config(client, manager_config).await
+}
+
 fn fail(url: &str, e: redis::RedisError) -> StoreError {
     StoreError(format!("cannot connect to Redis at {url}: {e}"))
 }
@@ -106,6 +126,7 @@ impl ConnectionLike for RedisConn {
         match self {
             RedisConn::Single(c) => c.req_packed_command(cmd),
             RedisConn::Cluster(c) => c.req_packed_command(cmd),
+            RedisConn::Failover(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -118,6 +139,7 @@ impl ConnectionLike for RedisConn {
         match self {
             RedisConn::Single(c) => c.req_packed_commands(cmd, offset, count),
             RedisConn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            RedisConn::Failover(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
@@ -125,6 +147,7 @@ impl ConnectionLike for RedisConn {
         match self {
             RedisConn::Single(c) => c.get_db(),
             RedisConn::Cluster(c) => c.get_db(),
+            RedisConn::Failover(c) => c.get_db(),
         }
     }
 }

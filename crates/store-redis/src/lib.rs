@@ -12,6 +12,7 @@
 mod arbiter;
 mod claimed;
 mod conn;
+mod failover;
 mod hold_states;
 mod idempotency;
 mod keys;
@@ -26,6 +27,7 @@ mod velocity;
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
 pub use claimed::RedisClaimedHolds;
 pub use conn::{ConnectConfig, RedisConn};
+pub use failover::FailoverConn;
 pub use idempotency::{
     MAX_RECORDS as IDEMPOTENCY_MAX_RECORDS, RETENTION as IDEMPOTENCY_RETENTION, RedisIdempotency,
 };

@@ -34,6 +34,12 @@ pub struct RedisOptions {
     /// nodes wait for that rebuild instead of starting their own; a node that died
     /// holding one delays the rebuild by at most this. Default 10 s.
     pub rebuild_claim_s: u64,
+    /// Several `hot` URLs name one primary and its replicas, tried in order: a node
+    /// writes only to the one that answers `ROLE` as the primary and looks for it again
+    /// when it fails, so it follows a failover (Sentinel's or an operator's
+    /// `REPLICAOF NO ONE`) by itself. Default false: several URLs name the nodes of a
+    /// Redis Cluster.
+    pub failover: bool,
 }
 
 impl Default for RedisOptions {
@@ -45,6 +51,7 @@ impl Default for RedisOptions {
             load_chunk: 1_000,
             load_ttl_s: 600,
             rebuild_claim_s: 10,
+            failover: false,
         }
     }
 }
@@ -57,6 +64,7 @@ impl RedisOptions {
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             response_timeout: Duration::from_millis(self.response_timeout_ms),
             ca_file,
+            failover: self.failover,
         }
     }
 

@@ -118,32 +118,43 @@ pub(crate) fn pool_joins(conn: &Connection, event: EventId) -> Result<Vec<BuyerI
         .collect()
 }
 
-/// Writer job: journals a batch of joins (the first record of each stands).
+/// Writer job: journals a batch of joins (the first record of each buyer stands, and
+/// the first buyer of each position); answers whether each one stands.
 pub(crate) fn record_joins(
     conn: &Connection,
     joins: &[JoinRecord],
-) -> Result<Step<()>, StoreError> {
+) -> Result<Step<Vec<bool>>, StoreError> {
+    let mut answers = Vec::with_capacity(joins.len());
     for j in joins {
         let buyer = j.buyer.to_string();
-        match j.position {
+        let stood = match j.position {
             None => conn
                 .prepare_cached(
                     "INSERT INTO pool_joins (event_id, buyer_id, joined_at) VALUES (?1, ?2, ?3)
                      ON CONFLICT (event_id, buyer_id) DO NOTHING",
                 )
-                .and_then(|mut s| s.execute(params![j.event.0, buyer, j.at.0])),
-            Some(position) => conn
-                .prepare_cached(
-                    "INSERT INTO line_places (event_id, buyer_id, position, pool, joined_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (event_id, buyer_id) DO NOTHING",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![j.event.0, buyer, position as i64, j.pool, j.at.0])
-                }),
-        }
-        .map_err(db)?;
+                .and_then(|mut s| s.execute(params![j.event.0, buyer, j.at.0]))
+                .map(|_| true),
+            Some(position) => place(conn, j, &buyer, position as i64),
+        };
+        answers.push(stood.map_err(db)?);
     }
-    Ok(Step::Keep(()))
+    Ok(Step::Keep(answers))
+}
+
+/// One place journaled (neither a placed buyer nor a taken position is changed):
+/// whether the ledger now holds this buyer at this position.
+fn place(conn: &Connection, j: &JoinRecord, buyer: &str, position: i64) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "INSERT INTO line_places (event_id, buyer_id, position, pool, joined_at)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![j.event.0, buyer, position, j.pool, j.at.0])?;
+    let kept: Option<i64> = conn
+        .prepare_cached("SELECT position FROM line_places WHERE event_id = ?1 AND buyer_id = ?2")?
+        .query_row(params![j.event.0, buyer], |r| r.get(0))
+        .optional()?;
+    Ok(kept == Some(position))
 }
 
 /// The event's journaled places in line, by position.

@@ -146,7 +146,7 @@ impl Ledger for SqliteLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError> {
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<Vec<bool>, StoreError> {
         let joins = joins.to_vec();
         self.writer
             .submit(move |c| events::record_joins(c, &joins))

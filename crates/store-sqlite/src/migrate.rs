@@ -78,6 +78,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "ticket_standing",
         include_str!("../../../migrations/sqlite/0013_ticket_standing.sql"),
     ),
+    (
+        14,
+        "line_positions_unique",
+        include_str!("../../../migrations/sqlite/0014_line_positions_unique.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -181,8 +181,12 @@ pub trait Ledger: Send + Sync {
 
     /// Journals joins, many at once (one write for the whole batch): pool entries as
     /// `record_pool_join` does, places in line so the line survives the loss of the
-    /// queue store. A buyer's first record of each kind stands.
-    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError>;
+    /// queue store. A buyer's first record of each kind stands, and a position belongs
+    /// to the first buyer journaled at it. Answers, for each join, whether it stands:
+    /// always for a pool entry; for a place, only if the ledger now holds this buyer at
+    /// this position (not when the buyer was journaled elsewhere, nor when another
+    /// buyer has the position: the queue store that handed it out is behind the ledger).
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<Vec<bool>, StoreError>;
 
     /// The event's journaled places in line, by position.
     async fn line_places(&self, event: EventId) -> Result<Vec<LinePlace>, StoreError>;

@@ -158,6 +158,8 @@ impl Engine {
             })
             .collect();
         for chunk in drawn.chunks(JOURNAL_CHUNK) {
+            // A drawn place is the first of its position (nothing was journaled before
+            // the draw) and a redraw draws the same: what stands is this draw.
             self.ports.ledger.record_joins(chunk).await?;
         }
         self.ports.queue.place_pool(event, &ordered).await?;
@@ -201,13 +203,33 @@ impl Engine {
         Ok(())
     }
 
-    /// Journals a join (batched with the other joins in flight on this node).
-    pub(crate) async fn journal_join(&self, join: JoinRecord) -> Result<(), EngineError> {
+    /// Journals a join (batched with the other joins in flight on this node); whether
+    /// its record stands.
+    pub(crate) async fn journal_join(&self, join: JoinRecord) -> Result<bool, EngineError> {
         Ok(self
             .waiting
             .journal
             .record(&self.ports.ledger, join)
             .await?)
+    }
+
+    /// The queue store handed out a place the ledger refused: its line is behind the
+    /// journal (it was restored while a join's journal write was in flight, or it is a
+    /// promoted replica that missed the last joins). One caller across the nodes puts
+    /// the journaled line back over it, the others wait for that, as for a lost line.
+    pub(crate) async fn restore_line_behind(&self, event: EventId) -> Result<(), EngineError> {
+        if !self.ports.queue.claim_line(event, LINE_CLAIM_MS).await? {
+            return self.await_line(event).await;
+        }
+        metrics::counter!("boxoffice_lines_behind_ledger_total").increment(1);
+        let restored = async {
+            let kept = self.ports.ledger.line_places(event).await?;
+            self.restore_line(event, kept).await
+        }
+        .await;
+        let released = self.ports.queue.release_line_claim(event).await;
+        restored?;
+        Ok(released?)
     }
 
     pub async fn fairness(

@@ -2,7 +2,8 @@
 //! place, so the pool and the line outlive the queue store. Joins are grouped like
 //! commits: one task per node takes whatever joins are queued (up to `MAX_BATCH`) and
 //! writes them in one ledger call, while the next batch gathers behind it; each caller
-//! is answered once its batch is durable.
+//! is answered once its batch is durable, with whether its record stands (a place the
+//! ledger gave someone else does not; see `Ledger::record_joins`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -15,7 +16,7 @@ const MAX_BATCH: usize = 1_024;
 /// Joins waiting for the writer before a join waits for room.
 const QUEUED: usize = 16_384;
 
-type Entry = (JoinRecord, oneshot::Sender<Result<(), StoreError>>);
+type Entry = (JoinRecord, oneshot::Sender<Result<bool, StoreError>>);
 
 #[derive(Default)]
 pub(crate) struct JoinJournal {
@@ -23,12 +24,13 @@ pub(crate) struct JoinJournal {
 }
 
 impl JoinJournal {
-    /// Journals one join; returns once the batch that carried it is in the ledger.
+    /// Journals one join; returns once the batch that carried it is in the ledger,
+    /// with whether the record stands.
     pub(crate) async fn record(
         &self,
         ledger: &Arc<dyn Ledger>,
         join: JoinRecord,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let tx = self.tx.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUED);
             tokio::spawn(write(ledger.clone(), rx));
@@ -48,9 +50,15 @@ async fn write(ledger: Arc<dyn Ledger>, mut rx: mpsc::Receiver<Entry>) {
         let (joins, replies): (Vec<JoinRecord>, Vec<_>) = batch.drain(..).unzip();
         metrics::histogram!("boxoffice_join_journal_batch").record(joins.len() as f64);
         let written = ledger.record_joins(&joins).await;
-        for reply in replies {
+        for (i, reply) in replies.into_iter().enumerate() {
+            let stood = match &written {
+                Ok(stood) => stood.get(i).copied().ok_or_else(|| {
+                    StoreError::new("the ledger answered for fewer joins than it was given")
+                }),
+                Err(e) => Err(e.clone()),
+            };
             // The joiner may have gone away (request cancelled); nothing to tell.
-            let _ = reply.send(written.clone());
+            let _ = reply.send(stood);
         }
     }
 }

@@ -15,7 +15,7 @@ use boxoffice_domain::{
     BuyerId, EventId, EventSpec, HoldId, HoldState, Millis, Money, OrderId, SaleSettings,
 };
 use boxoffice_engine::ports::{
-    HoldRequest, HoldView, Ledger, ManualClock, Order, PaymentGateway, SeatChoice,
+    HoldRequest, HoldView, Ledger, ManualClock, Order, PaymentGateway, QueueStore, SeatChoice,
 };
 use boxoffice_engine::{BuyerSession, CheckoutOutcome, Engine, EngineConfig, EngineError, Ports};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig};
@@ -65,11 +65,22 @@ pub fn node(d: &Durable, config: EngineConfig) -> Node {
 
 /// A node whose ledger is `ledger` (a wrapper around the durable one, for races).
 pub fn node_with_ledger(d: &Durable, config: EngineConfig, ledger: Arc<dyn Ledger>) -> Node {
+    node_sharing(d, config, ledger, Arc::new(InMemoryQueue::new()))
+}
+
+/// A node whose ledger is `ledger` and whose queue store is `queue`, which other nodes
+/// may share (as the nodes of a cluster share Redis).
+pub fn node_sharing(
+    d: &Durable,
+    config: EngineConfig,
+    ledger: Arc<dyn Ledger>,
+    queue: Arc<dyn QueueStore>,
+) -> Node {
     let arbiter = Arc::new(InMemoryArbiter::new());
     let payments = Arc::new(Watched::new(d.fake.clone() as Arc<dyn PaymentGateway>));
     let ports = Ports {
         arbiter: arbiter.clone(),
-        queue: Arc::new(InMemoryQueue::new()),
+        queue,
         ledger,
         payments: payments.clone(),
         clock: d.clock.clone(),

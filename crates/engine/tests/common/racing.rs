@@ -14,10 +14,13 @@ use boxoffice_engine::ports::{
     InsertOrder, JoinRecord, Ledger, LedgerError, LinePlace, Order, StoreError,
 };
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 pub struct Racing {
     inner: Arc<dyn Ledger>,
     trigger: Mutex<Option<(OrderId, OrderEvent)>>,
+    /// Armed by `hold_next_joins`: (told when the write is held, releases it).
+    joins_gate: Mutex<Option<(Arc<Notify>, Arc<Notify>)>>,
 }
 
 impl Racing {
@@ -25,7 +28,16 @@ impl Racing {
         Racing {
             inner,
             trigger: Mutex::new(None),
+            joins_gate: Mutex::new(None),
         }
+    }
+
+    /// The next `record_joins` waits, before it reaches the ledger, until `release` is
+    /// notified; `held` is notified once it waits.
+    pub fn hold_next_joins(&self) -> (Arc<Notify>, Arc<Notify>) {
+        let gate = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        *self.joins_gate.lock() = Some(gate.clone());
+        gate
     }
 
     /// The next `apply(order, event)` finds the order committed by someone else.
@@ -82,7 +94,12 @@ impl Ledger for Racing {
     async fn pool_joins(&self, event: EventId) -> Result<Vec<BuyerId>, StoreError> {
         self.inner.pool_joins(event).await
     }
-    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<(), StoreError> {
+    async fn record_joins(&self, joins: &[JoinRecord]) -> Result<Vec<bool>, StoreError> {
+        let gate = self.joins_gate.lock().take();
+        if let Some((held, release)) = gate {
+            held.notify_one();
+            release.notified().await;
+        }
         self.inner.record_joins(joins).await
     }
     async fn line_places(&self, event: EventId) -> Result<Vec<LinePlace>, StoreError> {

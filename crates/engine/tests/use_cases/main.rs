@@ -8,6 +8,7 @@ mod common;
 
 mod checkout;
 mod holds;
+mod line_restore;
 mod queue;
 
 use boxoffice_domain::EventId;

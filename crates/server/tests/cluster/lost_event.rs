@@ -22,13 +22,13 @@ use serde_json::{Value, json};
 use crate::common::BOXOFFICE;
 use crate::{Backing, argv};
 
-const OPERATOR: &str = "lost-event-test-operator-key-01";
+pub(crate) const OPERATOR: &str = "lost-event-test-operator-key-01";
 const SEATS: usize = 200;
 const SHOPPERS: usize = 24;
 
 /// One purchase of one seat through `node`: the checkout's status, or None when the
 /// buyer got no hold (sold out, or a fault's 503).
-async fn buy_one(c: &reqwest::Client, node: &str, event: i64) -> Option<u16> {
+pub(crate) async fn buy_one(c: &reqwest::Client, node: &str, event: i64) -> Option<u16> {
     let (_, b) = call(c, Method::POST, format!("{node}/v1/buyers"), "", json!({})).await;
     let token = b["token"].as_str()?.to_string();
     let queue = format!("{node}/v1/events/{event}/queue");
@@ -45,7 +45,7 @@ async fn buy_one(c: &reqwest::Client, node: &str, event: i64) -> Option<u16> {
 
 /// The admission token for `ticket`, or None if none came within 10 s (the line is told
 /// "sold out" while every seat is sold or held).
-async fn admitted(c: &reqwest::Client, node: &str, ticket: &str) -> Option<String> {
+pub(crate) async fn admitted(c: &reqwest::Client, node: &str, ticket: &str) -> Option<String> {
     let until = Instant::now() + Duration::from_secs(10);
     while Instant::now() < until {
         let url = format!("{node}/v1/queue/status");
@@ -84,12 +84,15 @@ pub(crate) async fn metric_sum(c: &reqwest::Client, nodes: &[String], name: &str
     sum
 }
 
-async fn stats(c: &reqwest::Client, node: &str, event: i64) -> Value {
+pub(crate) async fn stats(c: &reqwest::Client, node: &str, event: i64) -> Value {
     let url = format!("{node}/v1/events/{event}/stats");
     call(c, Method::GET, url, OPERATOR, Value::Null).await.1
 }
 
-async fn start(backing: &Backing, n: usize) -> (Vec<(tokio::process::Child, String)>, Vec<String>) {
+pub(crate) async fn start(
+    backing: &Backing,
+    n: usize,
+) -> (Vec<(tokio::process::Child, String)>, Vec<String>) {
     let args = backing.args();
     let argv = argv(&args);
     let nodes = join_all((0..n).map(|_| BOXOFFICE.start(&argv))).await;
@@ -97,10 +100,11 @@ async fn start(backing: &Backing, n: usize) -> (Vec<(tokio::process::Child, Stri
     (nodes, urls)
 }
 
-async fn open_event(c: &reqwest::Client, node: &str, rows: u32) -> i64 {
+pub(crate) async fn open_event(c: &reqwest::Client, node: &str, rows: u32) -> i64 {
     let spec = serde_json::to_value(crate::common::spec(rows, 10, 0, 4)).unwrap();
-    let (_, e) = call(c, Method::POST, format!("{node}/v1/events"), OPERATOR, spec).await;
-    let event = e["event_id"].as_i64().expect("event created");
+    let (s, e) = call(c, Method::POST, format!("{node}/v1/events"), OPERATOR, spec).await;
+    let event = e["event_id"].as_i64();
+    let event = event.unwrap_or_else(|| panic!("the event was not created: {s} {e}"));
     let open = format!("{node}/v1/events/{event}/open");
     let (s, body) = call(c, Method::POST, open, OPERATOR, json!({})).await;
     assert_eq!(s, 200, "the event opens: {body}");

@@ -6,6 +6,7 @@
 mod common;
 
 mod checkout_retry;
+mod failover;
 mod faults;
 mod line_restart;
 mod lost_event;

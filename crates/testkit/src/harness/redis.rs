@@ -95,9 +95,66 @@ pub struct OwnRedis {
 impl OwnRedis {
     /// Starts one on `port` (without persistence); returns once it answers PING.
     pub async fn start(port: u16) -> OwnRedis {
+        OwnRedis::spawn(port, &[]).await
+    }
+
+    /// Starts a replica of `primary` on `port`; returns once it has the primary's data
+    /// and follows its writes (`master_link_status:up`).
+    pub async fn replica_of(port: u16, primary: &OwnRedis) -> OwnRedis {
+        let of = primary.port.to_string();
+        let replica = OwnRedis::spawn(port, &["--replicaof", "127.0.0.1", &of]).await;
+        let what = format!("the replica on port {port} in step with its primary");
+        crate::eventually(
+            what,
+            Duration::from_secs(20),
+            Duration::from_millis(50),
+            || async {
+                let info = replica.cli(&["info", "replication"]).await;
+                match info.contains("master_link_status:up") {
+                    true => Ok(()),
+                    false => Err(info),
+                }
+            },
+        )
+        .await;
+        replica
+    }
+
+    /// Promotes this replica to a primary (`REPLICAOF NO ONE`, as Sentinel or an
+    /// operator does): from now on it takes writes, and whatever its old primary
+    /// acknowledges is no longer copied to it.
+    pub async fn promote(&self) {
+        assert_eq!(self.cli(&["replicaof", "no", "one"]).await, "OK");
+        assert_eq!(self.role().await, "master", "the replica was promoted");
+    }
+
+    /// The first line of `ROLE`: "master", "slave" (a replica), or "" if down.
+    pub async fn role(&self) -> String {
+        let role = self.cli(&["role"]).await;
+        role.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// Kills the server for good (a crashed primary).
+    pub async fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().await.expect("redis-server can be killed");
+        }
+    }
+
+    async fn spawn(port: u16, extra: &[&str]) -> OwnRedis {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            // A replica's copy goes over the socket, never through an RDB file left in
+            // the test's working directory.
+            .args([
+                "--repl-diskless-sync",
+                "yes",
+                "--repl-diskless-sync-delay",
+                "0",
+            ])
+            .args(["--repl-diskless-load", "on-empty-db"])
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -125,7 +182,7 @@ impl OwnRedis {
         if let Some(mut c) = self.child.take() {
             c.kill().await.expect("the old redis-server can be killed");
         }
-        *self = OwnRedis::start(self.port).await;
+        *self = OwnRedis::spawn(self.port, &[]).await;
         let after = self.run_id().await;
         assert_ne!(before, after, "Redis was not really restarted");
     }

@@ -115,7 +115,7 @@ pub async fn the_line_journal_keeps_every_place_and_admission(ledger: Arc<dyn Le
         position,
         pool,
     };
-    ledger
+    let stood = ledger
         .record_joins(&[
             join(b[2], None, false),
             join(b[0], None, false),
@@ -125,11 +125,17 @@ pub async fn the_line_journal_keeps_every_place_and_admission(ledger: Arc<dyn Le
         ])
         .await
         .unwrap();
-    // Retried: the first records stand.
-    ledger
-        .record_joins(&[join(b[1], Some(9), false), join(b[3], Some(4), false)])
+    assert_eq!(stood, vec![true; 5]);
+    // Retried: the first records stand; a retry at the same place stands too.
+    let stood = ledger
+        .record_joins(&[
+            join(b[1], Some(9), false),
+            join(b[3], Some(4), false),
+            join(b[1], Some(3), false),
+        ])
         .await
         .unwrap();
+    assert_eq!(stood, vec![false, true, true]);
     assert_eq!(ledger.pool_joins(e.id).await.unwrap(), vec![b[2], b[0]]);
     let place = |buyer, position, pool| LinePlace {
         buyer,
@@ -154,4 +160,60 @@ pub async fn the_line_journal_keeps_every_place_and_admission(ledger: Arc<dyn Le
         vec![(1, Millis(10)), (3, Millis(20))]
     );
     assert_eq!(ledger.admissions(other.id).await.unwrap(), vec![]);
+}
+
+/// A position in line is one buyer's: the first journaled at it keeps it, a later
+/// buyer's record for it does not stand (the queue store that handed it out is behind
+/// the ledger), and of many buyers journaled at one position at once, exactly one
+/// stands.
+pub async fn a_position_in_line_is_journaled_for_one_buyer_only(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 1, 4).await;
+    let b: Vec<BuyerId> = (0..3).map(|_| BuyerId::random()).collect();
+    let join = |buyer, position| JoinRecord {
+        event: e.id,
+        buyer,
+        at: Millis(5),
+        position: Some(position),
+        pool: false,
+    };
+    let stood = ledger
+        .record_joins(&[join(b[0], 1), join(b[1], 1), join(b[2], 2)])
+        .await
+        .unwrap();
+    assert_eq!(stood, vec![true, false, true]);
+    let stood = ledger.record_joins(&[join(b[1], 2)]).await.unwrap();
+    assert_eq!(stood, vec![false], "position 2 is taken");
+    let stood = ledger.record_joins(&[join(b[1], 3)]).await.unwrap();
+    assert_eq!(
+        stood,
+        vec![true],
+        "the refused buyer is placed further back"
+    );
+    let placed: Vec<(BuyerId, u64)> = ledger
+        .line_places(e.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.buyer, p.position))
+        .collect();
+    assert_eq!(placed, vec![(b[0], 1), (b[2], 2), (b[1], 3)]);
+
+    // Many buyers at one position, each in a write of its own: exactly one keeps it.
+    let racers: Vec<BuyerId> = (0..32).map(|_| BuyerId::random()).collect();
+    let writes = racers.iter().map(|&buyer| {
+        let ledger = ledger.clone();
+        async move { ledger.record_joins(&[join(buyer, 4)]).await.unwrap()[0] }
+    });
+    let stood = futures::future::join_all(writes).await;
+    assert_eq!(stood.iter().filter(|s| **s).count(), 1, "{stood:?}");
+    let at_four: Vec<LinePlace> = ledger
+        .line_places(e.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.position == 4)
+        .collect();
+    assert_eq!(at_four.len(), 1);
+    let winner = racers[stood.iter().position(|s| *s).unwrap()];
+    assert_eq!(at_four[0].buyer, winner);
 }

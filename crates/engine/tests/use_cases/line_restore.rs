@@ -1,0 +1,145 @@
+//! A join whose journal write is still in flight when another node puts the lost line
+//! back from the ledger (two engines sharing one queue store and one ledger, the first
+//! one's journal write held between its position draw and the ledger). Whichever
+//! write reaches the ledger first keeps the position; the other joiner is placed again
+//! behind it. Nobody shares a position and nobody loses theirs.
+
+use std::sync::Arc;
+
+use boxoffice_domain::EventId;
+use boxoffice_engine::ports::{Ledger, QueueStore};
+use boxoffice_engine::waiting::WaitingError;
+use boxoffice_engine::{Engine, EngineConfig, Identity, Joiner};
+use boxoffice_payment_fake::FakeGatewayConfig;
+use boxoffice_store_memory::InMemoryQueue;
+
+use super::buyer;
+use crate::common::racing::Racing;
+use crate::common::*;
+
+/// Two nodes on one queue store and one ledger, each ledger call able to be held; an
+/// open event with three buyers in line (positions 1 to 3).
+struct Line {
+    d: Durable,
+    queue: Arc<InMemoryQueue>,
+    a: Node,
+    b: Node,
+    gate_a: Arc<Racing>,
+    gate_b: Arc<Racing>,
+    event: EventId,
+}
+
+async fn line_of_three() -> Line {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let queue = Arc::new(InMemoryQueue::new());
+    let gate_a = Arc::new(Racing::new(d.ledger.clone()));
+    let gate_b = Arc::new(Racing::new(d.ledger.clone()));
+    let on = |gate: &Arc<Racing>| {
+        let (ledger, queue) = (gate.clone() as Arc<dyn Ledger>, queue.clone());
+        node_sharing(&d, EngineConfig::default(), ledger, queue)
+    };
+    let (a, b) = (on(&gate_a), on(&gate_b));
+    let event = open_event(&a.engine, 1, 4).await;
+    for expected in 1..=3 {
+        let who = buyer(&b.engine).await;
+        assert_eq!(place(&b.engine, event, &who).await.unwrap(), expected);
+    }
+    Line {
+        d,
+        queue,
+        a,
+        b,
+        gate_a,
+        gate_b,
+        event,
+    }
+}
+
+async fn place(engine: &Engine, event: EventId, who: &Identity) -> Result<u64, WaitingError> {
+    let joiner = Joiner {
+        who,
+        ip: None,
+        pow: None,
+        proof: None,
+        human_token: None,
+    };
+    let joined = engine.join_queue(event, joiner).await?;
+    Ok(joined.position.expect("an open line places at once"))
+}
+
+/// Starts `who`'s join through `node` and returns once it has drawn its position and
+/// its journal write is held.
+async fn held_join(
+    node: &Node,
+    gate: &Racing,
+    event: EventId,
+    who: Identity,
+) -> (
+    tokio::task::JoinHandle<Result<u64, WaitingError>>,
+    Arc<tokio::sync::Notify>,
+) {
+    let (held, release) = gate.hold_next_joins();
+    let engine = node.engine.clone();
+    let join = tokio::spawn(async move { place(&engine, event, &who).await });
+    held.notified().await;
+    (join, release)
+}
+
+/// Every buyer's journaled position, each position once.
+async fn journaled(line: &Line) -> Vec<u64> {
+    let places = line.d.ledger.line_places(line.event).await.unwrap();
+    let positions: Vec<u64> = places.iter().map(|p| p.position).collect();
+    let mut unique = positions.clone();
+    unique.dedup();
+    assert_eq!(unique, positions, "a position journaled twice: {places:?}");
+    positions
+}
+
+#[boxoffice_testkit::test]
+async fn a_join_journaled_after_its_line_was_restored_does_not_share_its_position() {
+    let line = line_of_three().await;
+    let (x, y) = (buyer(&line.a.engine).await, buyer(&line.b.engine).await);
+    let (first, release) = held_join(&line.a, &line.gate_a, line.event, x.clone()).await;
+    assert_eq!(line.queue.state(line.event).await.unwrap().queue_length, 4);
+
+    // The queue store loses the line; the other node puts it back from the ledger,
+    // which has not heard of position 4 yet, and places the next joiner.
+    line.queue.drop_event(line.event).await.unwrap();
+    let later = place(&line.b.engine, line.event, &y).await.unwrap();
+    assert_eq!(
+        later, 4,
+        "the restored line goes on after the journaled places"
+    );
+
+    release.notify_one();
+    let first = first.await.unwrap().expect("the held join ends");
+    assert_ne!(first, later, "two buyers told one position");
+    assert_eq!(first, 5, "placed again behind the later joiner");
+    assert_eq!(journaled(&line).await, vec![1, 2, 3, 4, 5]);
+
+    // Nobody lost theirs: joining again, through either node, finds the same place.
+    assert_eq!(place(&line.b.engine, line.event, &x).await.unwrap(), 5);
+    assert_eq!(place(&line.a.engine, line.event, &y).await.unwrap(), 4);
+}
+
+#[boxoffice_testkit::test]
+async fn a_later_joiner_handed_a_journaled_position_is_placed_again_behind_it() {
+    let line = line_of_three().await;
+    let (x, y) = (buyer(&line.a.engine).await, buyer(&line.b.engine).await);
+    let (first, release_first) = held_join(&line.a, &line.gate_a, line.event, x.clone()).await;
+    line.queue.drop_event(line.event).await.unwrap();
+    // The later joiner draws position 4 from the restored line; both writes in flight.
+    let (later, release_later) = held_join(&line.b, &line.gate_b, line.event, y.clone()).await;
+    assert_eq!(line.queue.state(line.event).await.unwrap().queue_length, 4);
+
+    release_first.notify_one();
+    let first = first.await.unwrap().expect("the first join ends");
+    assert_eq!(first, 4, "the first journaled keeps the position");
+    release_later.notify_one();
+    let later = later.await.unwrap().expect("the later join ends");
+    assert_eq!(later, 5, "placed again behind the first");
+    assert_eq!(journaled(&line).await, vec![1, 2, 3, 4, 5]);
+
+    assert_eq!(place(&line.a.engine, line.event, &y).await.unwrap(), 5);
+    assert_eq!(place(&line.b.engine, line.event, &x).await.unwrap(), 4);
+}
