@@ -9,7 +9,7 @@
 //! | `free` | bitmap | 1 = free, MSB first: `availability()` is this string as it is |
 //! | `sold` | bitmap | 1 = sold, for `sold_seats()` and reconciliation |
 //! | `freez` | sorted set | free seats, score `section·2²⁰ + place`: best N of a section is one range read |
-//! | `holds` | hash | hold id → record `state|deadline|buyer|order|seats|prices` |
+//! | `holds` | hash | hold id → record `state|deadline|buyer|order|seats|prices[|key]` |
 //! | `dl` | sorted set | live holds by deadline, for expiry |
 //! | `taken` | hash | buyer → seats held + sold (the per-buyer cap) |
 //! | `unrep`, `fin` | lists | expiries done inside hold/pin not yet reported; finished holds oldest first |
@@ -223,13 +223,19 @@ impl SeatArbiter for RedisArbiter {
 
     #[tracing::instrument(level = "debug", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
+        let key = req.key.as_ref().map_or("", |k| k.as_str());
+        // The record's fields are `|`-separated; a thumbprint is base64url.
+        if key.contains('|') {
+            return Err(StoreError("a hold key must be a base64url thumbprint".into()).into());
+        }
         let reply: Reply = self
             .eval(&HOLD, req.hold.event, |inv| {
                 inv.arg(hold_field(req.hold))
                     .arg(req.buyer.to_string())
                     .arg(req.expires_at.0)
                     .arg(now.0)
-                    .arg(self.config.keep_finished);
+                    .arg(self.config.keep_finished)
+                    .arg(key);
                 match &req.choice {
                     SeatChoice::Named(seats) => {
                         inv.arg("N").arg(seats.as_slice());

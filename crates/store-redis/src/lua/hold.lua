@@ -1,8 +1,8 @@
--- SeatArbiter::hold. ARGV: nonce, buyer, expires_at, now, keep, kind, then
---   kind 'N': the seat indices; kind 'B': section, quantity, adjacent (1|0).
+-- SeatArbiter::hold. ARGV: nonce, buyer, expires_at, now, keep, key ('' for none), kind,
+--   then kind 'N': the seat indices; kind 'B': section, quantity, adjacent (1|0).
 -- Replies {'ok', record} or {error code, detail?}.
 local nonce, buyer, expires, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local keep, kind = tonumber(ARGV[5]), ARGV[6]
+local keep, key, kind = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 if not loaded() then return { 'unknown_event' } end
 expire_due_unreported(now, keep)
 
@@ -19,12 +19,12 @@ local cap = tonumber(redis.call('HGET', META, 'cap'))
 
 local seats, refused
 if kind == 'N' then
-  seats, refused = named_seats(7, max, cap)
+  seats, refused = named_seats(8, max, cap)
   if not seats then return refused end
   refused = over_limit(buyer, #seats, max) or not_free(seats)
   if refused then return refused end
 else
-  local section, q, adjacent = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
+  local section, q, adjacent = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == '1'
   if q == 0 or q > max then return { 'bad_quantity' } end
   refused = over_limit(buyer, q, max)
   if refused then return refused end
@@ -35,6 +35,6 @@ else
 end
 
 local names, prices = take_seats(nonce, buyer, seats, expires)
-rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices })
+rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices, k = key })
 redis.call('HSET', HOLDS, nonce, rec)
 return { 'ok', rec }
