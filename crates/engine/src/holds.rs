@@ -164,15 +164,14 @@ impl Engine {
             buyer: who.buyer,
             choice: resolve(&entry, &input.selection)?,
             expires_at: now.plus_secs(entry.event.sale.hold_ttl_s as u64),
+            // The hold answers to the key its admission was proven with, for as long
+            // as the hot store keeps it: its checkout and release need that key.
+            key: match entry.event.sale.proof_of_possession {
+                PopMode::Off => None,
+                _ => admitted.key.clone(),
+            },
         };
         tracing::Span::current().record("hold", tracing::field::display(req.hold));
-        if let Some(key) = &admitted.key
-            && entry.event.sale.proof_of_possession != PopMode::Off
-        {
-            let sale = &entry.event.sale;
-            let lifetime = u64::from(sale.hold_ttl_s) + u64::from(sale.payment_grace_s);
-            self.bind_hold(req.hold, key, lifetime).await?;
-        }
         Ok(req)
     }
 

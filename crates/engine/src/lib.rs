@@ -158,12 +158,15 @@ pub struct Engine {
     /// Payment velocity counters and buyer clusters (`velocity`); without them the
     /// events' velocity rules are not enforced.
     velocity: Option<Arc<dyn ports::VelocityStore>>,
-    /// Proof ids and hold bindings of proof of possession (`possession`).
+    /// Proof ids of proof of possession (`possession`).
     proofs: Option<Arc<dyn ports::ProofMemory>>,
+    /// Proofs' public keys decoded, by thumbprint (`possession`).
+    proof_keys: boxoffice_domain::possession::KeyCache,
 }
 
 impl Engine {
     pub fn new(ports: Ports, keys: KeyRing, config: EngineConfig) -> Engine {
+        let proof_keys = boxoffice_domain::possession::KeyCache::new(config.proofs.key_cache);
         let jwks = bytes::Bytes::from(keys.jwks());
         let per_s = config
             .recovery_calls_per_s
@@ -194,6 +197,7 @@ impl Engine {
             exchange: None,
             velocity: None,
             proofs: None,
+            proof_keys,
         }
     }
 

@@ -5,10 +5,12 @@
 //! remembered for as long as the proof could be accepted, so each proof is used once.
 //!
 //! The key is bound at join (the queue ticket's `cnf.jkt`, which the admission token
-//! inherits) and, at each hold, to the hold, so that its checkout and release (made
-//! with the buyer token) need the same key. Every check runs before the request's
-//! replay record and before any store write, and only a proof that passed every check
-//! is remembered: a refusal changes nothing.
+//! inherits) and, at each hold, to the hold itself (its record in the hot store carries
+//! the thumbprint), so that its checkout and release (made with the buyer token) need
+//! the same key for exactly as long as the hold is kept. Every check runs before the
+//! request's replay record and before any store write, and only a proof that passed
+//! every check is remembered: a refusal changes nothing. Keys are decoded once per
+//! node and kept by thumbprint (`KeyCache`, `engine.proofs.key_cache` of them).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,10 @@ pub struct ProofConfig {
     /// Most proof ids remembered per event at once; beyond it a proof is answered 503
     /// (retry shortly) rather than accepted unremembered.
     pub max_remembered: u64,
+    /// Most decoded public keys kept by this node (about 6 KB for a P-256 key with
+    /// its precomputed multiples, 200 bytes for an Ed25519 one), so a buyer's key is
+    /// decoded once for its holds, checkouts and releases.
+    pub key_cache: usize,
 }
 
 impl Default for ProofConfig {
@@ -41,6 +47,7 @@ impl Default for ProofConfig {
             max_age_s: 60,
             skew_s: 5,
             max_remembered: 1_000_000,
+            key_cache: 10_000,
         }
     }
 }
@@ -102,7 +109,7 @@ pub struct ProofInput<'a> {
 }
 
 impl Engine {
-    /// Where proof ids and hold bindings are remembered (beside the hot store).
+    /// Where proof ids are remembered (beside the hot store).
     pub fn with_proof_memory(mut self, memory: Arc<dyn ProofMemory>) -> Engine {
         self.proofs = Some(memory);
         self
@@ -154,8 +161,12 @@ impl Engine {
     }
 
     /// The proof of a checkout or release of `hold`, against the key the hold was
-    /// taken with. Answers that key when the request proved it: the buyer's device,
-    /// for the velocity signals.
+    /// taken with, read from the hold itself. Answers that key when the request proved
+    /// it: the buyer's device, for the velocity signals.
+    ///
+    /// A hold the hot store no longer knows (forgotten after it ended) asks no proof:
+    /// the request can change nothing there, and a retry of a checkout or release that
+    /// completed must get its stored answer, which the replay record gives.
     pub async fn prove_for_hold(
         &self,
         hold: HoldId,
@@ -165,22 +176,12 @@ impl Engine {
         if mode == PopMode::Off {
             return Ok(None);
         }
-        let bound = self.proof_memory()?.hold_key(hold).await?;
-        self.prove(hold.event, mode, bound.as_ref(), Some(input))
+        let Some(view) = self.ports.arbiter.get(hold).await? else {
+            return Ok(None);
+        };
+        self.prove(hold.event, mode, view.key.as_ref(), Some(input))
             .await?;
-        Ok(bound)
-    }
-
-    /// Binds a hold about to be taken to the key its admission was proven with, for as
-    /// long as it can be paid for. Before the hold: a hold never exists unbound.
-    pub(crate) async fn bind_hold(
-        &self,
-        hold: HoldId,
-        key: &Thumbprint,
-        lifetime_s: u64,
-    ) -> Result<(), EngineError> {
-        let ttl = Duration::from_secs(lifetime_s.saturating_add(60));
-        Ok(self.proof_memory()?.bind_hold(hold, key, ttl).await?)
+        Ok(view.key)
     }
 
     /// Checks a proof and, last, remembers its id: only a proof that passed is kept.
@@ -196,8 +197,15 @@ impl Engine {
             path: input.path,
         };
         let proof = input.proof.unwrap_or_default();
-        let checked = possession::check(proof, request, cfg.window(), self.now())
-            .map_err(ProofRefusal::from)?;
+        let (window, now) = (cfg.window(), self.now());
+        // A join's key is decoded for it alone: the whole crowd joins, and its keys
+        // would push out of the cache the keys of the buyers admitted to hold and pay,
+        // whose requests (bound to a key) are the ones that use it.
+        let checked = match bound {
+            Some(_) => self.proof_keys.check(proof, request, window, now),
+            None => possession::check(proof, request, window, now),
+        }
+        .map_err(ProofRefusal::from)?;
         if bound.is_some_and(|b| *b != checked.jkt) {
             return Err(ProofRefusal::KeyMismatch.into());
         }

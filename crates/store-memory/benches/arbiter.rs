@@ -62,6 +62,7 @@ impl Load {
             buyer,
             choice,
             expires_at: T0.plus_secs(480),
+            key: None,
         }
     }
 }

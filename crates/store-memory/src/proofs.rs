@@ -1,29 +1,27 @@
 //! `MemoryProofs`: the proof-of-possession memory of the embedded mode (the port is
-//! `ProofMemory`): proof ids seen in the replay window and the key each hold was taken
-//! with, in this process, as the holds themselves are.
+//! `ProofMemory`): proof ids seen in the replay window, in this process.
 //!
-//! Bounded in count: each event remembers at most `max_per_event` proof ids and the
-//! process at most as many hold bindings. At the cap, lapsed entries are swept out
-//! first; if none has lapsed the call answers `Full` (an id) or an error (a binding),
-//! never forgetting an id still inside its window, which would let it be replayed.
+//! Bounded in count: each event remembers at most `max_per_event` proof ids. At the
+//! cap, lapsed entries are swept out first; if none has lapsed the call answers
+//! `Full`, never forgetting an id still inside its window, which would let it be
+//! replayed.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use boxoffice_domain::EventId;
 use boxoffice_domain::possession::Thumbprint;
-use boxoffice_domain::{EventId, HoldId};
 use boxoffice_engine::ports::{FirstUse, ProofMemory, StoreError};
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
-/// Most proof ids per event (and hold bindings) unless configured otherwise.
+/// Most proof ids per event unless configured otherwise.
 pub const MAX_REMEMBERED: usize = 1_000_000;
 
 pub struct MemoryProofs {
     /// Per event: a digest of (key, proof id) → when it may be forgotten.
     seen: Mutex<HashMap<EventId, HashMap<[u8; 16], Instant>>>,
-    holds: Mutex<HashMap<HoldId, (Thumbprint, Instant)>>,
     max: usize,
 }
 
@@ -37,7 +35,6 @@ impl MemoryProofs {
     pub fn new(max: usize) -> Self {
         MemoryProofs {
             seen: Mutex::default(),
-            holds: Mutex::default(),
             max: max.max(1),
         }
     }
@@ -79,32 +76,5 @@ impl ProofMemory for MemoryProofs {
         }
         ids.insert(id, now + ttl);
         Ok(FirstUse::Fresh)
-    }
-
-    async fn bind_hold(
-        &self,
-        hold: HoldId,
-        jkt: &Thumbprint,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        let now = Instant::now();
-        let mut holds = self.holds.lock();
-        if holds.len() >= self.max && !holds.contains_key(&hold) {
-            holds.retain(|_, (_, until)| *until > now);
-            if holds.len() >= self.max {
-                return Err(StoreError("the hold key memory is full".into()));
-            }
-        }
-        holds.insert(hold, (jkt.clone(), now + ttl));
-        Ok(())
-    }
-
-    async fn hold_key(&self, hold: HoldId) -> Result<Option<Thumbprint>, StoreError> {
-        let now = Instant::now();
-        let holds = self.holds.lock();
-        Ok(holds
-            .get(&hold)
-            .filter(|(_, until)| *until > now)
-            .map(|(jkt, _)| jkt.clone()))
     }
 }

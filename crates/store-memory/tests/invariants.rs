@@ -113,6 +113,7 @@ impl World {
                 buyer: self.buyers[buyer],
                 choice,
                 expires_at: self.at.plus_millis(10_000),
+                key: None,
             };
             if let Ok(v) = now(self.arb.hold(&req, self.at)) {
                 self.holds.push(v.hold);

@@ -75,6 +75,7 @@ fn a_loaded_50000_seat_event_fits_in_a_few_megabytes() {
             buyer: BuyerId::random(),
             choice: SeatChoice::Named(vec![2 * i, 2 * i + 1]),
             expires_at: Millis(1_000 + i64::from(i)),
+            key: None,
         };
         drop(now(arb.hold(&req, Millis(0))).expect("hold"));
     }

@@ -49,6 +49,7 @@ fn best(event: EventId) -> HoldRequest {
             adjacent: false,
         },
         expires_at: EXPIRES,
+        key: None,
     }
 }
 

@@ -17,7 +17,7 @@ use boxoffice_engine::ports::{
     IdempotencyStore, ReplayClaim, StoreError,
 };
 
-use crate::arbiter::RedisArbiter;
+use crate::arbiter::{RedisArbiter, hold_key};
 use crate::idempotency::{RedisIdempotency, answer};
 use crate::reply::{Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::HOLD_CLAIMED;
@@ -56,11 +56,12 @@ impl ClaimedHolds for RedisClaimedHolds {
             let (replays, arbiter) = (&*self.idempotency, &*self.arbiter);
             return ClaimThenHold::run(replays, arbiter, claim, req, now).await;
         }
+        let key = hold_key(req)?;
         let reply: Reply = self
             .arbiter
             .eval(&HOLD_CLAIMED, req.hold.event, |inv| {
                 self.idempotency.claim(inv, claim);
-                self.arbiter.hold_args(inv, req, now);
+                self.arbiter.hold_args(inv, req, key, now);
             })
             .await?;
         if reply.first().is_some_and(|code| code == b"claim") {

@@ -7,21 +7,20 @@
 //!   nodes that see one proof at once exactly one accepts it;
 //! - the count `{<prefix>:<event>}:popn` starts with a window and lapses with it: at
 //!   most `max_per_window` ids are remembered per window (at most twice that at once);
-//!   beyond it the answer is `Full` and nothing is remembered;
-//! - a hold's key is `{<prefix>:<event>}:hk:<hold nonce>`, holding the thumbprint for
-//!   as long as the hold can be paid for.
+//!   beyond it the answer is `Full` and nothing is remembered.
+//!
+//! A hold's key is on the hold's own record (the arbiter's), not here.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use boxoffice_domain::EventId;
 use boxoffice_domain::possession::Thumbprint;
-use boxoffice_domain::{EventId, HoldId};
 use boxoffice_engine::ports::{FirstUse, ProofMemory, StoreError};
-use redis::AsyncCommands;
 use sha2::{Digest, Sha256};
 
 use crate::conn::{RedisConn, store_err};
-use crate::keys::{Prefix, hold_field};
+use crate::keys::Prefix;
 use crate::scripts::PROOF_FIRST_USE;
 
 /// Most proof ids per event and window unless configured otherwise.
@@ -88,28 +87,5 @@ impl ProofMemory for RedisProofs {
             "full" => Ok(FirstUse::Full),
             other => Err(StoreError(format!("unexpected proof reply {other:?}"))),
         }
-    }
-
-    async fn bind_hold(
-        &self,
-        hold: HoldId,
-        jkt: &Thumbprint,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        let key = format!("{}:hk:{}", self.tag(hold.event), hold_field(hold));
-        let opts = redis::SetOptions::default().with_expiration(redis::SetExpiry::PX(millis(ttl)));
-        let _: () = self
-            .conn
-            .clone()
-            .set_options(key, jkt.as_str(), opts)
-            .await
-            .map_err(store_err)?;
-        Ok(())
-    }
-
-    async fn hold_key(&self, hold: HoldId) -> Result<Option<Thumbprint>, StoreError> {
-        let key = format!("{}:hk:{}", self.tag(hold.event), hold_field(hold));
-        let jkt: Option<String> = self.conn.clone().get(key).await.map_err(store_err)?;
-        Ok(jkt.map(Thumbprint))
     }
 }

@@ -2,6 +2,7 @@
 //! `['ok', ...]` or `[code, detail?]`; a hold record is the text
 //! `state|expires_at|buyer|order|seat,seat|price,price` (see `lua/common.lua`).
 
+use boxoffice_domain::possession::Thumbprint;
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money, OrderId, SeatIndex};
 use boxoffice_engine::ports::{ArbiterError, Expired, HoldView, StoreError};
 
@@ -61,8 +62,11 @@ fn list<T: std::str::FromStr>(what: &str, raw: &str) -> Result<Vec<T>, StoreErro
 pub(crate) fn hold_view(hold: HoldId, raw: &[u8]) -> Result<HoldView, StoreError> {
     let raw = text(raw)?;
     let f: Vec<&str> = raw.split('|').collect();
-    let [st, expires, buyer, order, seats, prices] = f.as_slice() else {
-        return Err(bad("hold record", raw));
+    // A hold bound to a proof-of-possession key has its thumbprint last.
+    let (st, expires, buyer, order, seats, prices, key) = match f.as_slice() {
+        [st, x, b, o, seats, prices] => (st, x, b, o, seats, prices, None),
+        [st, x, b, o, seats, prices, k] => (st, x, b, o, seats, prices, Some(*k)),
+        _ => return Err(bad("hold record", raw)),
     };
     let order = match *order {
         "-" => None,
@@ -79,6 +83,7 @@ pub(crate) fn hold_view(hold: HoldId, raw: &[u8]) -> Result<HoldView, StoreError
         state: state(st)?,
         expires_at: Millis(num("deadline", expires)?),
         order,
+        key: key.map(|k| Thumbprint(k.to_string())),
     })
 }
 

@@ -58,6 +58,7 @@ fn best(event: EventId, section: u16, quantity: u32) -> HoldRequest {
             adjacent: true,
         },
         expires_at: T0.plus_millis(TTL_MS),
+        key: None,
     }
 }
 

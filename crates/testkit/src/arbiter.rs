@@ -18,6 +18,7 @@
 mod basics;
 mod concurrent;
 mod fixtures;
+mod keys;
 mod lifecycle;
 mod limits;
 mod moves;
@@ -27,6 +28,7 @@ mod retake;
 pub use basics::*;
 pub use concurrent::*;
 pub use fixtures::*;
+pub use keys::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use moves::*;
@@ -99,6 +101,8 @@ macro_rules! __arbiter_cases {
                 releasing_returns_the_seats_and_a_second_release_changes_nothing,
                 moves_out_of_order_are_refused,
                 retried_moves_answer_with_the_hold_as_it_is,
+                a_hold_keeps_the_key_it_was_taken_with_through_every_move,
+                an_ended_hold_keeps_its_key_while_kept_and_a_retake_keeps_it,
                 an_expired_hold_retaken_for_its_order_gets_its_seats_back_and_can_be_sold,
                 a_retake_takes_nothing_when_any_seat_was_taken_meanwhile,
                 a_retake_is_refused_for_a_live_hold_and_allowed_for_a_forgotten_one,

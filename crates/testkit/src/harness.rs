@@ -20,17 +20,27 @@ pub fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// 32 random bytes (from two random UUIDs, enough for a test).
+fn seed() -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    seed[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    seed[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    seed
+}
+
 /// A fresh client key for proofs of possession (`DPoP`), as a non-browser client makes
-/// one: 32 random bytes (here from two random UUIDs, enough for a test) as an ES256 key.
+/// one: an ES256 (P-256) key.
 pub fn proof_key() -> boxoffice_domain::possession::ProofKey {
     loop {
-        let mut seed = [0u8; 32];
-        seed[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        seed[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        if let Some(key) = boxoffice_domain::possession::ProofKey::from_seed(&seed) {
+        if let Some(key) = boxoffice_domain::possession::ProofKey::from_seed(&seed()) {
             return key;
         }
     }
+}
+
+/// A fresh EdDSA (Ed25519) client key for proofs of possession.
+pub fn ed25519_proof_key() -> boxoffice_domain::possession::ProofKey {
+    boxoffice_domain::possession::ProofKey::ed25519_from_seed(&seed())
 }
 
 /// A proof of possession for one request made now (`now_s`, seconds since the epoch).

@@ -1,5 +1,5 @@
-//! The `ProofMemory` conformance suite (proof of possession: proof ids used once,
-//! holds bound to a key):
+//! The `ProofMemory` conformance suite (proof of possession: proof ids used once; the
+//! key a hold is bound to is the arbiter suite's, on the hold itself):
 //!
 //! ```ignore
 //! boxoffice_testkit::proofs_conformance!(async { fresh_memory() });
@@ -7,14 +7,14 @@
 //! boxoffice_testkit::bounded_proofs_conformance!(|cap| async move { capped(cap) });
 //! ```
 //!
-//! Every case uses events and holds of its own, so a shared backend passes too.
+//! Every case uses events of its own, so a shared backend passes too.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use boxoffice_domain::EventId;
 use boxoffice_domain::possession::Thumbprint;
-use boxoffice_domain::{EventId, HoldId};
 use boxoffice_engine::ports::{FirstUse, ProofMemory};
 
 /// Expands into `mod proofs { … }` with one timed tokio test per case.
@@ -29,7 +29,6 @@ macro_rules! proofs_conformance {
                 an_id_under_another_key_or_event_is_another_proof,
                 a_remembered_id_is_forgotten_after_its_window,
                 of_n_racing_first_uses_of_k_ids_exactly_k_are_fresh,
-                a_hold_keeps_its_key_for_its_lifetime,
             );
         }
     };
@@ -145,33 +144,6 @@ pub async fn of_n_racing_first_uses_of_k_ids_exactly_k_are_fresh(memory: Arc<dyn
         }
     }
     assert_eq!(fresh.len(), IDS);
-}
-
-pub async fn a_hold_keeps_its_key_for_its_lifetime(memory: Arc<dyn ProofMemory>) {
-    let (e, k) = (event(), key(1));
-    let (hold, other) = (HoldId::random(e), HoldId::random(e));
-    memory.bind_hold(hold, &k, WINDOW).await.unwrap();
-    assert_eq!(memory.hold_key(hold).await.unwrap(), Some(k.clone()));
-    assert_eq!(memory.hold_key(other).await.unwrap(), None);
-    let brief = HoldId::random(e);
-    memory
-        .bind_hold(brief, &k, Duration::from_millis(300))
-        .await
-        .unwrap();
-    assert_eq!(memory.hold_key(brief).await.unwrap(), Some(k.clone()));
-    crate::eventually(
-        "a hold's key to lapse with its lifetime",
-        Duration::from_secs(10),
-        Duration::from_millis(100),
-        || async {
-            match memory.hold_key(brief).await.unwrap() {
-                None => Ok(()),
-                Some(k) => Err(k),
-            }
-        },
-    )
-    .await;
-    assert_eq!(memory.hold_key(hold).await.unwrap(), Some(k));
 }
 
 pub async fn at_the_cap_a_new_id_is_refused_and_none_is_forgotten(

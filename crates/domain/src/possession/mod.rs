@@ -1,26 +1,32 @@
 //! Proof of possession (the DPoP scheme of RFC 9449): admission that cannot change
-//! hands. A buyer's client makes a key pair it cannot export (WebCrypto, ECDSA P-256)
-//! and shows its public half when it joins the line; the queue ticket and the admission
+//! hands. A buyer's client makes a key pair it cannot export (WebCrypto: Ed25519 where
+//! the browser has it, ECDSA P-256 elsewhere) and shows its public half when it joins
+//! the line; the queue ticket and the admission
 //! token then carry the key's RFC 7638 thumbprint (`cnf.jkt`). Every hold, checkout and
-//! release carries a fresh proof: a compact JWS with `typ: dpop+jwt`, `alg: ES256` and
-//! the public key in its header, over the request's method (`htm`), path (`htu`), time
+//! release carries a fresh proof: a compact JWS with `typ: dpop+jwt`, `alg: EdDSA` or `ES256`
+//! and the public key in its header, over the request's method (`htm`), path (`htu`), time
 //! (`iat`) and a unique id (`jti`). A token copied to another client is useless there,
 //! since that client cannot sign with the key the token names.
 //!
 //! This module checks one proof against one request; the replay memory (a `jti` seen
-//! before) and the binding to a token are the engine's. `ProofKey` is the client's half
-//! of the recipe, for the rehearsal's crowd and the tests.
+//! before) and the binding to a token are the engine's. A node checks with a
+//! `KeyCache`, so each buyer's key is decoded once (`keys`). `ProofKey` is the client's
+//! half of the recipe, for the rehearsal's crowd and the tests (`client`).
+
+mod client;
+mod es256;
+mod keys;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use p256::ecdsa::signature::{Signer as _, Verifier as _};
-use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::time::Millis;
+pub use client::ProofKey;
+pub use keys::KeyCache;
+use keys::{Alg, Jwk, KeyMembers};
 
-/// Longest proof accepted: an ES256 proof with its key is about 600 bytes.
+/// Longest proof accepted: a proof with its key is about 600 bytes (ES256) or 500 (EdDSA).
 pub const MAX_PROOF: usize = 2_048;
 /// Longest `jti` accepted (a UUID is 36 characters).
 pub const MAX_JTI: usize = 128;
@@ -87,7 +93,7 @@ pub struct CheckedProof {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProofError {
-    #[error("the proof is not a well-formed ES256 dpop+jwt with its public key")]
+    #[error("the proof is not a well-formed ES256 or EdDSA dpop+jwt with its public key")]
     Malformed,
     #[error("the proof's signature does not verify with the key in its header")]
     BadSignature,
@@ -95,23 +101,6 @@ pub enum ProofError {
     WrongRequest,
     #[error("the proof's iat is outside the accepted window")]
     Stale,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Jwk {
-    kty: String,
-    crv: String,
-    x: String,
-    y: String,
-    #[serde(default, rename = "alg")]
-    _alg: Option<String>,
-    #[serde(default, rename = "use")]
-    _use: Option<String>,
-    #[serde(default, rename = "key_ops")]
-    _key_ops: Option<Vec<String>>,
-    #[serde(default, rename = "ext")]
-    _ext: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -132,39 +121,6 @@ struct ProofClaims {
     jti: String,
 }
 
-/// A P-256 public key from its JWK form, with its thumbprint.
-fn public_key(jwk: &Jwk) -> Result<(VerifyingKey, Thumbprint), ProofError> {
-    if jwk.kty != "EC" || jwk.crv != "P-256" {
-        return Err(ProofError::Malformed);
-    }
-    let x = coordinate(&jwk.x)?;
-    let y = coordinate(&jwk.y)?;
-    let point = p256::EncodedPoint::from_affine_coordinates(&x.into(), &y.into(), false);
-    let key = VerifyingKey::from_encoded_point(&point).map_err(|_| ProofError::Malformed)?;
-    Ok((key, thumbprint(&x, &y)))
-}
-
-fn coordinate(b64: &str) -> Result<[u8; 32], ProofError> {
-    let mut out = [0u8; 32];
-    if b64.len() != 43 {
-        return Err(ProofError::Malformed);
-    }
-    match B64.decode_slice(b64, &mut out) {
-        Ok(32) => Ok(out),
-        _ => Err(ProofError::Malformed),
-    }
-}
-
-/// RFC 7638: the required members in lexicographic order, no whitespace.
-fn thumbprint(x: &[u8; 32], y: &[u8; 32]) -> Thumbprint {
-    let canonical = format!(
-        r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
-        B64.encode(x),
-        B64.encode(y)
-    );
-    Thumbprint(B64.encode(Sha256::digest(canonical.as_bytes())))
-}
-
 /// The path an `htu` names: an absolute URI's path, or the path itself, without query
 /// or fragment. Only the path is compared: behind a proxy or a CDN a node cannot know
 /// the origin the client used.
@@ -180,7 +136,31 @@ fn htu_path(htu: &str) -> &str {
 }
 
 /// Checks a proof's form, signature, request and age. `now` is the server's clock.
+/// The key is decoded for this proof alone; a node checks with `KeyCache::check`.
 pub fn check(
+    proof: &str,
+    request: ProofRequest<'_>,
+    window: ProofWindow,
+    now: Millis,
+) -> Result<CheckedProof, ProofError> {
+    check_with(None, proof, request, window, now)
+}
+
+impl KeyCache {
+    /// `check`, with the proof's key decoded once and kept by its thumbprint.
+    pub fn check(
+        &self,
+        proof: &str,
+        request: ProofRequest<'_>,
+        window: ProofWindow,
+        now: Millis,
+    ) -> Result<CheckedProof, ProofError> {
+        check_with(Some(self), proof, request, window, now)
+    }
+}
+
+fn check_with(
+    cache: Option<&KeyCache>,
     proof: &str,
     request: ProofRequest<'_>,
     window: ProofWindow,
@@ -192,17 +172,20 @@ pub fn check(
     let (signed, signature) = proof.rsplit_once('.').ok_or(ProofError::Malformed)?;
     let (header, payload) = signed.split_once('.').ok_or(ProofError::Malformed)?;
     let header: Header = decode_json(header)?;
-    if header.typ != "dpop+jwt" || header.alg != "ES256" || header.crit.is_some() {
+    let alg = Alg::from_header(&header.alg).ok_or(ProofError::Malformed)?;
+    if header.typ != "dpop+jwt" || header.crit.is_some() {
         return Err(ProofError::Malformed);
     }
-    let (key, jkt) = public_key(&header.jwk)?;
+    let members = KeyMembers::read(alg, &header.jwk)?;
+    let key = match cache {
+        Some(cache) => cache.key(&members)?,
+        None => members.decode()?,
+    };
     let mut sig = [0u8; 64];
     if signature.len() != 86 || !matches!(B64.decode_slice(signature, &mut sig), Ok(64)) {
         return Err(ProofError::BadSignature);
     }
-    let sig = Signature::from_slice(&sig).map_err(|_| ProofError::BadSignature)?;
-    key.verify(signed.as_bytes(), &sig)
-        .map_err(|_| ProofError::BadSignature)?;
+    key.verify(signed.as_bytes(), &sig)?;
     let claims: ProofClaims = decode_json(payload)?;
     if claims.jti.is_empty()
         || claims.jti.len() > MAX_JTI
@@ -220,7 +203,7 @@ pub fn check(
         return Err(ProofError::Stale);
     }
     Ok(CheckedProof {
-        jkt,
+        jkt: members.thumbprint(),
         jti: claims.jti,
         iat: claims.iat,
     })
@@ -229,52 +212,6 @@ pub fn check(
 fn decode_json<T: serde::de::DeserializeOwned>(b64: &str) -> Result<T, ProofError> {
     let bytes = B64.decode(b64).map_err(|_| ProofError::Malformed)?;
     serde_json::from_slice(&bytes).map_err(|_| ProofError::Malformed)
-}
-
-/// A client's key and the proofs it signs: the recipe for clients that are not a
-/// browser (the rehearsal's crowd, the tests). A browser makes the same proofs with
-/// WebCrypto (`web/app/pop.js`).
-#[derive(Clone)]
-pub struct ProofKey {
-    signing: SigningKey,
-    /// The encoded protected header, the same for every proof.
-    header: String,
-    jkt: Thumbprint,
-}
-
-impl ProofKey {
-    /// A key from 32 random bytes (the caller draws them: no I/O here). None for the
-    /// rare seed that is not a valid P-256 scalar.
-    pub fn from_seed(seed: &[u8; 32]) -> Option<ProofKey> {
-        let signing = SigningKey::from_slice(seed).ok()?;
-        let point = signing.verifying_key().to_encoded_point(false);
-        let x: [u8; 32] = point.x()?.as_slice().try_into().ok()?;
-        let y: [u8; 32] = point.y()?.as_slice().try_into().ok()?;
-        let jwk = serde_json::json!({
-            "kty": "EC", "crv": "P-256", "x": B64.encode(x), "y": B64.encode(y),
-        });
-        let header = serde_json::json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": jwk});
-        Some(ProofKey {
-            signing,
-            header: B64.encode(header.to_string()),
-            jkt: thumbprint(&x, &y),
-        })
-    }
-
-    pub fn thumbprint(&self) -> &Thumbprint {
-        &self.jkt
-    }
-
-    /// A proof for one request: `iat` in seconds since the epoch, `jti` unique per
-    /// proof (a UUID).
-    pub fn proof(&self, method: &str, path: &str, iat: i64, jti: &str) -> String {
-        let claims = serde_json::json!({"htm": method, "htu": path, "iat": iat, "jti": jti});
-        let mut out = format!("{}.{}", self.header, B64.encode(claims.to_string()));
-        let sig: Signature = self.signing.sign(out.as_bytes());
-        out.push('.');
-        out.push_str(&B64.encode(sig.to_bytes()));
-        out
-    }
 }
 
 #[cfg(test)]

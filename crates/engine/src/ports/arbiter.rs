@@ -1,4 +1,5 @@
 use async_trait::async_trait;
+use boxoffice_domain::possession::Thumbprint;
 use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis, Money, OrderId, SeatIndex};
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +56,10 @@ pub struct HoldRequest {
     pub buyer: BuyerId,
     pub choice: SeatChoice,
     pub expires_at: Millis,
+    /// The proof-of-possession key the hold answers to (RFC 7638 thumbprint), kept on
+    /// the hold for as long as the hold is kept: its checkout and release must be
+    /// proven with it.
+    pub key: Option<Thumbprint>,
 }
 
 /// A late payment an event honours: the order's exact seats, to be taken again under
@@ -79,6 +84,9 @@ pub struct HoldView {
     pub state: HoldState,
     pub expires_at: Millis,
     pub order: Option<OrderId>,
+    /// The key the hold was taken with (`HoldRequest::key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<Thumbprint>,
 }
 
 impl HoldView {

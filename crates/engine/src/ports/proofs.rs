@@ -1,14 +1,14 @@
 //! What proof-of-possession checks remember (docs/ARCHITECTURE.md, "Admission that
-//! cannot change hands"): the ids of proofs already used, for the replay window, and
-//! the key each hold was taken with, for as long as the hold can be paid for or
-//! released. Kept beside the hot store (in process, or in Redis shared by the nodes):
-//! holds live there, and so does what binds them.
+//! cannot change hands"): the ids of proofs already used, for the replay window. Kept
+//! beside the hot store (in process, or in Redis shared by the nodes). The key a hold
+//! answers to is not here: it is on the hold itself (`HoldRequest::key`), so it lives
+//! exactly as long as the hold.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use boxoffice_domain::EventId;
 use boxoffice_domain::possession::Thumbprint;
-use boxoffice_domain::{EventId, HoldId};
 
 use super::StoreError;
 
@@ -34,15 +34,4 @@ pub trait ProofMemory: Send + Sync {
         jti: &str,
         ttl: Duration,
     ) -> Result<FirstUse, StoreError>;
-
-    /// Records that `hold` was taken with key `jkt`, for `ttl`.
-    async fn bind_hold(
-        &self,
-        hold: HoldId,
-        jkt: &Thumbprint,
-        ttl: Duration,
-    ) -> Result<(), StoreError>;
-
-    /// The key `hold` was taken with, if it was bound and the binding has not lapsed.
-    async fn hold_key(&self, hold: HoldId) -> Result<Option<Thumbprint>, StoreError>;
 }

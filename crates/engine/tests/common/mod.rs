@@ -158,6 +158,7 @@ pub async fn hold_for(
         buyer: who.buyer,
         choice: SeatChoice::Named(seats),
         expires_at: now.plus_secs(600),
+        key: None,
     };
     engine.ports().arbiter.hold(&req, now).await
 }

@@ -59,6 +59,7 @@ impl Boxoffice {
                 adjacent: false,
             },
             expires_at: now.plus_secs(600),
+            key: None,
         };
         let hold = match self.arbiter.hold(&request, now).await {
             Ok(h) => h,

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use boxoffice_domain::possession::Thumbprint;
 use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatChoice, SeatCounts, SoldSeat,
@@ -17,6 +18,8 @@ pub(crate) struct HoldRec {
     pub state: HoldState,
     pub expires_at: Millis,
     pub order: Option<OrderId>,
+    /// The proof-of-possession key the hold answers to, for as long as it is kept.
+    pub key: Option<Thumbprint>,
 }
 
 pub(crate) struct EventState {
@@ -105,6 +108,7 @@ impl EventState {
             state: HoldState::Held,
             expires_at: req.expires_at,
             order: None,
+            key: req.key.clone(),
         };
         Ok(self.take(req.hold, rec))
     }
@@ -175,6 +179,7 @@ impl EventState {
             state: rec.state,
             expires_at: rec.expires_at,
             order: rec.order,
+            key: rec.key.clone(),
         }
     }
 

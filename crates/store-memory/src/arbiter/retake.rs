@@ -26,7 +26,10 @@ impl EventState {
         // Live again: the trimming of finished holds must not forget it. Rare enough
         // (a late payment) for a linear scan.
         self.finished.retain(|&id| id != req.hold);
+        // A hold still remembered keeps the key it was taken with.
+        let key = self.holds.get(&req.hold).and_then(|r| r.key.clone());
         let rec = HoldRec {
+            key,
             buyer: req.buyer,
             seats: req.seats.as_slice().into(),
             // Where `HoldMove::Retake` leads, also for a hold already forgotten.

@@ -9,7 +9,7 @@
 //! | `free` | bitmap | 1 = free, MSB first: `availability()` is this string as it is |
 //! | `sold` | bitmap | 1 = sold, for `sold_seats()` and reconciliation |
 //! | `freez` | sorted set | free seats, score `section·2²⁰ + place`: best N of a section is one range read |
-//! | `holds` | hash | hold id → record `state|deadline|buyer|order|seats|prices` |
+//! | `holds` | hash | hold id → record `state|deadline|buyer|order|seats|prices[|key]` |
 //! | `dl` | sorted set | live holds by deadline, for expiry |
 //! | `taken` | hash | buyer → seats held + sold (the per-buyer cap) |
 //! | `unrep`, `fin` | lists | expiries done inside hold/pin not yet reported; finished holds oldest first |
@@ -155,12 +155,20 @@ impl RedisArbiter {
 
 impl RedisArbiter {
     /// The arguments of `lua/hold.lua`.
-    pub(crate) fn hold_args(&self, inv: &mut ScriptInvocation<'_>, req: &HoldRequest, now: Millis) {
+    /// The hold script's arguments after its keys; `key` is the hold's [`hold_key`].
+    pub(crate) fn hold_args(
+        &self,
+        inv: &mut ScriptInvocation<'_>,
+        req: &HoldRequest,
+        key: &str,
+        now: Millis,
+    ) {
         inv.arg(hold_field(req.hold))
             .arg(req.buyer.to_string())
             .arg(req.expires_at.0)
             .arg(now.0)
-            .arg(self.config.keep_finished);
+            .arg(self.config.keep_finished)
+            .arg(key);
         match &req.choice {
             SeatChoice::Named(seats) => {
                 inv.arg("N").arg(seats.as_slice());
@@ -182,6 +190,16 @@ impl RedisArbiter {
     pub(crate) fn is_single(&self) -> bool {
         matches!(self.conn, RedisConn::Single(_))
     }
+}
+
+/// The key a hold answers to as the hold script takes it: `""` for none. The record's
+/// fields are `|`-separated; a thumbprint is base64url.
+pub(crate) fn hold_key(req: &HoldRequest) -> Result<&str, StoreError> {
+    let key = req.key.as_ref().map_or("", |k| k.as_str());
+    if key.contains('|') {
+        return Err(StoreError("a hold key must be a base64url thumbprint".into()));
+    }
+    Ok(key)
 }
 
 fn first(payload: Vec<Vec<u8>>) -> Vec<u8> {
@@ -255,8 +273,9 @@ impl SeatArbiter for RedisArbiter {
 
     #[tracing::instrument(level = "debug", skip_all, fields(hold = %req.hold))]
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
+        let key = hold_key(req)?;
         let reply: Reply = self
-            .eval(&HOLD, req.hold.event, |inv| self.hold_args(inv, req, now))
+            .eval(&HOLD, req.hold.event, |inv| self.hold_args(inv, req, key, now))
             .await?;
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }

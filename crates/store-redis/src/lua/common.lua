@@ -25,14 +25,18 @@ end
 
 -- A hold record: state|expires_at|buyer|order|seat,seat|price,price, the state one
 -- letter (H held, C checking out, P payment pending, S sold, R released, E expired).
+-- A record is `state|deadline|buyer|order|seats|prices`, then `|key` when the hold is
+-- bound to a proof-of-possession key (k is '' when it is not).
 local function parse(rec)
-  local st, x, b, o, seats, prices =
-    string.match(rec, '^(%a)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
-  return { st = st, x = x, b = b, o = o, seats = seats, prices = prices }
+  local st, x, b, o, seats, prices, k =
+    string.match(rec, '^(%a)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|?(.*)$')
+  return { st = st, x = x, b = b, o = o, seats = seats, prices = prices, k = k }
 end
 
 local function format(h)
-  return table.concat({ h.st, h.x, h.b, h.o, h.seats, h.prices }, '|')
+  local rec = table.concat({ h.st, h.x, h.b, h.o, h.seats, h.prices }, '|')
+  if h.k and h.k ~= '' then rec = rec .. '|' .. h.k end
+  return rec
 end
 
 local function seat_list(h)

@@ -1,10 +1,10 @@
 -- SeatArbiter::hold as a function of its arguments A (ARGV for hold_run.lua, the
 -- arguments after the claim's for hold_claimed.lua): nonce, buyer, expires_at, now,
--- keep, kind, then kind 'N': the seat indices; kind 'B': section, quantity, adjacent
+-- keep, key ('' for none), kind, then kind 'N': the seat indices; kind 'B': section, quantity, adjacent
 -- (1|0). Replies {'ok', record} or {error code, detail?}.
 local function hold(A)
   local nonce, buyer, expires, now = A[1], A[2], A[3], A[4]
-  local keep, kind = tonumber(A[5]), A[6]
+  local keep, key, kind = tonumber(A[5]), A[6], A[7]
   if not loaded() then return { 'unknown_event' } end
   expire_due_unreported(now, keep)
 
@@ -21,12 +21,12 @@ local function hold(A)
 
   local seats, refused
   if kind == 'N' then
-    seats, refused = named_seats(7, max, cap, A)
+    seats, refused = named_seats(8, max, cap, A)
     if not seats then return refused end
     refused = over_limit(buyer, #seats, max) or not_free(seats)
     if refused then return refused end
   else
-    local section, q, adjacent = tonumber(A[7]), tonumber(A[8]), A[9] == '1'
+    local section, q, adjacent = tonumber(A[8]), tonumber(A[9]), A[10] == '1'
     if q == 0 or q > max then return { 'bad_quantity' } end
     refused = over_limit(buyer, q, max)
     if refused then return refused end
@@ -37,7 +37,7 @@ local function hold(A)
   end
 
   local names, prices = take_seats(nonce, buyer, seats, expires)
-  rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices })
+  rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices, k = key })
   redis.call('HSET', HOLDS, nonce, rec)
   return { 'ok', rec }
 end

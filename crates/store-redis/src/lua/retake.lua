@@ -7,8 +7,11 @@ if not loaded() then return { 'unknown_event' } end
 expire_due_unreported(now, keep)
 
 local rec = redis.call('HGET', HOLDS, nonce)
+-- A hold still remembered keeps the key it was taken with.
+local key = ''
 if rec then
   local h = parse(rec)
+  key = h.k
   if not MOVES.retake[h.st] then
     -- Still live or sold for this order: a retry answers with the hold as it is.
     if h.st ~= 'H' and h.o == order then return { 'ok', rec } end
@@ -27,6 +30,6 @@ local names, prices = take_seats(nonce, buyer, seats, pinned)
 -- Live again: the trimming of finished holds must not forget it.
 redis.call('LREM', FIN, 0, nonce)
 -- A retaken hold is checking out for its order (MOVES.retake).
-rec = format({ st = 'C', x = pinned, b = buyer, o = order, seats = names, prices = prices })
+rec = format({ st = 'C', x = pinned, b = buyer, o = order, seats = names, prices = prices, k = key })
 redis.call('HSET', HOLDS, nonce, rec)
 return { 'ok', rec }

@@ -310,18 +310,4 @@ impl<T: ProofMemory> ProofMemory for Tracked<T> {
     ) -> Result<FirstUse, StoreError> {
         self.inner.first_use(event, jkt, jti, ttl).await
     }
-    async fn bind_hold(
-        &self,
-        hold: HoldId,
-        jkt: &boxoffice_domain::possession::Thumbprint,
-        ttl: std::time::Duration,
-    ) -> Result<(), StoreError> {
-        self.inner.bind_hold(hold, jkt, ttl).await
-    }
-    async fn hold_key(
-        &self,
-        hold: HoldId,
-    ) -> Result<Option<boxoffice_domain::possession::Thumbprint>, StoreError> {
-        self.inner.hold_key(hold).await
-    }
 }

@@ -153,6 +153,7 @@ impl Fixture {
             buyer,
             choice,
             expires_at: T0.plus_millis(TTL_MS),
+            key: None,
         }
     }
 

@@ -260,6 +260,8 @@ impl Model {
             state,
             expires_at,
             order,
+            // The model's requests bind no key (the arbiter cases pin keys).
+            key: None,
         };
         self.holds.insert(id, view.clone());
         view

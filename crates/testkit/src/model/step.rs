@@ -163,6 +163,7 @@ impl World {
             buyer: self.buyers[*buyer],
             choice,
             expires_at: self.now.plus_millis(*ttl_ms),
+            key: None,
         };
         let want = self.model.hold(&req, self.now);
         same(self.arb.hold(&req, self.now).await, want, at, "hold")

@@ -5,7 +5,9 @@
 //! that changes nothing; the race of many buyers for few seats holds with proofs
 //! required (`race.rs`).
 
+mod ed25519;
 mod race;
+mod retry;
 
 use boxoffice_domain::EventSpec;
 use boxoffice_domain::possession::{PopMode, ProofKey};

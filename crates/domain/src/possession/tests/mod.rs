@@ -1,5 +1,8 @@
 use super::*;
 
+mod ed25519;
+mod es256;
+
 const NOW: Millis = Millis(1_800_000_000_000);
 const WINDOW: ProofWindow = ProofWindow {
     max_age_s: 60,
@@ -34,13 +37,15 @@ fn the_thumbprint_is_rfc_7638_of_the_key_in_rfc_9449s_example() {
         kty: "EC".into(),
         crv: "P-256".into(),
         x: "l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs".into(),
-        y: "9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA".into(),
+        y: Some("9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA".into()),
         _alg: None,
         _use: None,
         _key_ops: None,
         _ext: None,
     };
-    let (_, jkt) = public_key(&jwk).expect("a point on the curve");
+    let members = KeyMembers::read(Alg::Es256, &jwk).expect("well formed");
+    assert!(members.decode().is_ok(), "a point on the curve");
+    let jkt = members.thumbprint();
     assert_eq!(jkt.as_str(), "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I");
 }
 
