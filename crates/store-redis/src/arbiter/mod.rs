@@ -197,7 +197,9 @@ impl RedisArbiter {
 pub(crate) fn hold_key(req: &HoldRequest) -> Result<&str, StoreError> {
     let key = req.key.as_ref().map_or("", |k| k.as_str());
     if key.contains('|') {
-        return Err(StoreError("a hold key must be a base64url thumbprint".into()));
+        return Err(StoreError(
+            "a hold key must be a base64url thumbprint".into(),
+        ));
     }
     Ok(key)
 }
@@ -275,7 +277,9 @@ impl SeatArbiter for RedisArbiter {
     async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
         let key = hold_key(req)?;
         let reply: Reply = self
-            .eval(&HOLD, req.hold.event, |inv| self.hold_args(inv, req, key, now))
+            .eval(&HOLD, req.hold.event, |inv| {
+                self.hold_args(inv, req, key, now)
+            })
             .await?;
         one_hold(req.hold, ok_or_arbiter_error(reply)?)
     }
