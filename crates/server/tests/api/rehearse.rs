@@ -300,7 +300,7 @@ async fn a_shared_admission_buys_with_proofs_of_possession_off_and_nothing_with_
         report.push(r);
     }
     let (off, on) = (&report[0], &report[1]);
-    let limit = u64::from(off.settings["max_per_buyer"].as_u64().unwrap());
+    let limit = off.settings["max_per_buyer"].as_u64().unwrap();
     let sitters = row(off, Profile::TokenSharer);
     assert_eq!(
         sitters.tickets,
