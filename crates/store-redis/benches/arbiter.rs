@@ -134,7 +134,8 @@ fn through_redis_benchmark(url: &str, prefix: &str, sha: &str, ops: usize) -> f6
     .args(["EVALSHA", sha, "11"])
     .args(&keys)
     .args(["__rand_int__", "b__rand_int__", &EXPIRES.0.to_string()])
-    .args([&NOW.0.to_string(), "100000", "B", "0", "1", "0"]);
+    // keep, then the hold's proof-of-possession key ("" for none), then the choice.
+    .args([&NOW.0.to_string(), "100000", "", "B", "0", "1", "0"]);
     let shown: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into()).collect();
     println!("$ redis-benchmark {}", shown.join(" "));
     let out = cmd.output().expect("redis-benchmark must be installed");
