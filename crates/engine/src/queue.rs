@@ -207,14 +207,15 @@ impl Engine {
             })
             .await?;
             let place = self.ports.queue.join(event, buyer, false).await?;
-            // The line opened meanwhile: a place, journaled as any other.
-            if let Some(position) = place.position
-                && !self.journal_place(event, buyer, position, now).await?
-            {
-                self.restore_line_behind(event).await?;
-                return Err(line_behind());
+            // The line opened meanwhile: a place, journaled as any other; one the ledger
+            // refuses is placed again behind the line put back.
+            match place.position {
+                Some(position) if !self.journal_place(event, buyer, position, now).await? => {
+                    self.restore_line_behind(event).await?;
+                    self.placed_in_line(event, buyer, now).await?
+                }
+                _ => place,
             }
-            place
         };
         let doc = self.public_doc(event).await?;
         let ticket = Claims {
@@ -250,7 +251,7 @@ impl Engine {
         buyer: BuyerId,
         now: Millis,
     ) -> Result<crate::ports::Place, EngineError> {
-        for _ in 0..2 {
+        for _ in 0..3 {
             let place = self.join_line(event, buyer).await?;
             let Some(position) = place.position else {
                 return Ok(place);
@@ -468,7 +469,7 @@ fn standing(position: Option<u64>, doc: &PublicDoc) -> (WaitStatus, Option<u64>)
     }
 }
 
-/// Told to a joiner whose place the ledger refused twice while the line was put back.
+/// Told to a joiner whose place the ledger refused three times while the line was put back.
 fn line_behind() -> EngineError {
     EngineError::Unavailable("the line is being brought back; retry".into())
 }

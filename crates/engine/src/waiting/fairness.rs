@@ -223,6 +223,8 @@ impl Engine {
         }
         metrics::counter!("boxoffice_lines_behind_ledger_total").increment(1);
         let restored = async {
+            // This node's places still in flight to the ledger must be in what is put back.
+            self.waiting.journal.settled().await;
             let kept = self.ports.ledger.line_places(event).await?;
             self.restore_line(event, kept).await
         }

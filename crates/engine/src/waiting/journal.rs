@@ -5,9 +5,11 @@
 //! is answered once its batch is durable, with whether its record stands (a place the
 //! ledger gave someone else does not; see `Ledger::record_joins`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::ports::{JoinRecord, Ledger, StoreError};
 
@@ -18,9 +20,24 @@ const QUEUED: usize = 16_384;
 
 type Entry = (JoinRecord, oneshot::Sender<Result<bool, StoreError>>);
 
-#[derive(Default)]
+/// The longest a line put back waits for this node's joins in flight.
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
+
 pub(crate) struct JoinJournal {
     tx: OnceLock<mpsc::Sender<Entry>>,
+    /// Joins handed to the journal, and joins it has answered (written or failed).
+    issued: AtomicU64,
+    answered: Arc<watch::Sender<u64>>,
+}
+
+impl Default for JoinJournal {
+    fn default() -> Self {
+        JoinJournal {
+            tx: OnceLock::new(),
+            issued: AtomicU64::new(0),
+            answered: Arc::new(watch::channel(0).0),
+        }
+    }
 }
 
 impl JoinJournal {
@@ -33,18 +50,36 @@ impl JoinJournal {
     ) -> Result<bool, StoreError> {
         let tx = self.tx.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUED);
-            tokio::spawn(write(ledger.clone(), rx));
+            tokio::spawn(write(ledger.clone(), rx, self.answered.clone()));
             tx
         });
         let stopped = || StoreError::new("the join journal stopped");
         let (done, answer) = oneshot::channel();
-        tx.send((join, done)).await.map_err(|_| stopped())?;
+        self.issued.fetch_add(1, Ordering::SeqCst);
+        if tx.send((join, done)).await.is_err() {
+            self.answered.send_modify(|n| *n += 1);
+            return Err(stopped());
+        }
         answer.await.map_err(|_| stopped())?
+    }
+
+    /// Waits (at most `SETTLE_WAIT`) until every join this node handed to the journal
+    /// before the call has its answer: a line put back from the ledger then holds every
+    /// place this node gave out, rather than dropping the ones still in flight (which
+    /// would hand their positions out again and put the line back once more).
+    pub(crate) async fn settled(&self) {
+        let target = self.issued.load(Ordering::SeqCst);
+        let mut answered = self.answered.subscribe();
+        let _ = tokio::time::timeout(SETTLE_WAIT, answered.wait_for(|n| *n >= target)).await;
     }
 }
 
 /// The writer task: one batch in flight at a time; it ends with the last sender.
-async fn write(ledger: Arc<dyn Ledger>, mut rx: mpsc::Receiver<Entry>) {
+async fn write(
+    ledger: Arc<dyn Ledger>,
+    mut rx: mpsc::Receiver<Entry>,
+    answered: Arc<watch::Sender<u64>>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let (joins, replies): (Vec<JoinRecord>, Vec<_>) = batch.drain(..).unzip();
@@ -60,5 +95,6 @@ async fn write(ledger: Arc<dyn Ledger>, mut rx: mpsc::Receiver<Entry>) {
             // The joiner may have gone away (request cancelled); nothing to tell.
             let _ = reply.send(stood);
         }
+        answered.send_modify(|n| *n += joins.len() as u64);
     }
 }
