@@ -20,17 +20,27 @@ impl LocalStripe {
         );
         let ok = Command::new("sh").arg(setup).status().expect("sh runs");
         assert!(ok.success(), "localstripe could not be installed");
-        let port = super::free_port();
-        let code = format!(
-            "from aiohttp import web; import localstripe.server as s; \
-             web.run_app(s.app, host='127.0.0.1', port={port}, print=None)"
-        );
-        let child = Command::new("python3")
-            .args(["-c", &code])
-            .stdout(Stdio::null())
+        // Python binds the port itself and says which: a port picked here and handed over
+        // could be taken meanwhile by another test's server, which would then answer
+        // this test's calls until it stopped.
+        let code = "import socket; from aiohttp import web; import localstripe.server as s; \
+             sock = socket.socket(); sock.bind(('127.0.0.1', 0)); \
+             print(sock.getsockname()[1], flush=True); \
+             web.run_app(s.app, sock=sock, print=None)";
+        let mut child = Command::new("python3")
+            .args(["-c", code])
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 starts");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("a piped stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+            .expect("localstripe says its port");
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("localstripe did not say its port: {line:?}"));
         wait_for_port(port);
         LocalStripe {
             base: format!("http://127.0.0.1:{port}"),
