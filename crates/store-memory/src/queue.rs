@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, EventId, Millis};
@@ -40,6 +41,8 @@ struct Line {
     admissions: Vec<(u64, Millis)>,
     /// Human-check token digest → (the buyer it let in, remembered until).
     checks: HashMap<[u8; 32], (BuyerId, Millis)>,
+    /// Until when one caller holds the right to open or put back this line.
+    claimed_until: Option<Instant>,
 }
 
 impl Line {
@@ -144,6 +147,27 @@ impl QueueStore for InMemoryQueue {
         let position = line.state.queue_length;
         line.positions.insert(buyer, position);
         Ok(Some(place_of(position, true)))
+    }
+
+    /// Exclusive within the process: the admission ticker, a join and a status read can
+    /// all find the line unopened at once, and two of them opening it together would
+    /// each draw or put back a line the other is still writing.
+    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+        let line = self.line(event);
+        let mut line = line.lock();
+        let now = Instant::now();
+        if line.claimed_until.is_some_and(|until| until > now) {
+            return Ok(false);
+        }
+        line.claimed_until = Some(now + Duration::from_millis(ttl_ms.max(1)));
+        Ok(true)
+    }
+
+    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
+        if let Some(line) = self.existing(event) {
+            line.lock().claimed_until = None;
+        }
+        Ok(())
     }
 
     async fn restore_line(

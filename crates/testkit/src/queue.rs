@@ -56,6 +56,34 @@ pub async fn concurrent_joins_get_unique_dense_positions(q: Arc<dyn QueueStore>)
     q.drop_event(event).await.expect("drop");
 }
 
+/// The admission ticker, joins and status reads can all find an unopened line at once
+/// (in one process as across nodes): exactly one of them may open or put it back, and
+/// once it lets go, or its claim lapses, the claim can be taken again.
+pub async fn of_the_callers_that_find_a_line_unopened_exactly_one_claims_it(
+    q: Arc<dyn QueueStore>,
+) {
+    let event = unique_event();
+    let claims: Vec<_> = (0..30)
+        .map(|_| {
+            let q = q.clone();
+            tokio::spawn(async move { q.claim_line(event, 5_000).await })
+        })
+        .collect();
+    let mut won = 0;
+    for c in claims {
+        won += usize::from(c.await.expect("claim task").expect("claim"));
+    }
+    assert_eq!(won, 1, "exactly one claim of thirty");
+    assert_eq!(q.claim_line(event, 5_000).await, Ok(false), "still held");
+    q.release_line_claim(event).await.expect("release");
+    assert_eq!(q.claim_line(event, 100).await, Ok(true), "released");
+    assert_eq!(q.claim_line(event, 100).await, Ok(false), "held again");
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    assert_eq!(q.claim_line(event, 100).await, Ok(true), "lapsed");
+    q.release_line_claim(event).await.expect("release");
+    q.drop_event(event).await.expect("drop");
+}
+
 pub async fn a_buyer_who_joins_again_keeps_their_place(q: Arc<dyn QueueStore>) {
     let (event, a, b) = (unique_event(), BuyerId::random(), BuyerId::random());
     assert_eq!(
@@ -309,6 +337,7 @@ macro_rules! __queue_cases {
                 a_human_check_is_remembered_for_its_first_owner_only,
                 a_remembered_check_lapses_at_its_end,
                 concurrent_uses_of_one_check_have_exactly_one_owner,
+                of_the_callers_that_find_a_line_unopened_exactly_one_claims_it,
         );
     };
 }

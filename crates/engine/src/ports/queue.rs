@@ -73,16 +73,11 @@ pub trait QueueStore: Send + Sync {
     /// never hands out a position it had already given someone else.
     async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError>;
     /// Takes the right to open or bring back an event's line, for one caller across
-    /// every node sharing the store until `release_line_claim` or `ttl_ms` passes.
-    /// A store only one process uses has nobody to share it with.
-    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
-        let _ = (event, ttl_ms);
-        Ok(true)
-    }
-    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
-        let _ = event;
-        Ok(())
-    }
+    /// every task and every node sharing the store until `release_line_claim` or
+    /// `ttl_ms` passes. A store only one process uses still has many callers: the
+    /// admission ticker, joins and status reads all find an unopened line at once.
+    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError>;
+    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError>;
     /// Replaces the event's line (positions, pool, batches; the settings stay) with
     /// `line`, opened and placed, `serving_up_to` at the last batch (capped at the
     /// line), `finished` back at zero. Until it returns, `join_line` answers `None`.

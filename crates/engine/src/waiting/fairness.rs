@@ -10,7 +10,7 @@ use boxoffice_domain::{BuyerId, EventId, SaleStatus};
 use serde::Serialize;
 
 use super::settings::SEED;
-use crate::ports::{JoinRecord, LinePlace, RestoredLine};
+use crate::ports::{JoinRecord, LinePlace, QueueState, RestoredLine};
 use crate::{Engine, EngineError};
 
 /// How long one node may hold the right to open or restore a line; the others wait
@@ -133,7 +133,7 @@ impl Engine {
         }
         let kept = self.ports.ledger.line_places(event).await?;
         if !kept.is_empty() {
-            return self.restore_line(event, kept).await;
+            return self.finish_and_restore(event, state, kept).await;
         }
         if !state.opened && state.pool_size == 0 {
             // A queue store that lost the pool before opening gets it back first.
@@ -142,9 +142,52 @@ impl Engine {
             }
         }
         let pool = self.ports.queue.seal_pool(event).await?;
+        let ordered = self.journal_draw(event, &pool).await?;
+        self.ports.queue.place_pool(event, &ordered).await?;
+        tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
+        Ok(())
+    }
+
+    /// Places are journaled but the queue store has no placed line. Either the store
+    /// lost it, or an opening stopped after sealing the pool (later arrivals already
+    /// took, and journaled, the places behind it) and before its draw was journaled
+    /// whole. The draw is journaled first (again: the seed and so the order are the
+    /// same, and a place journaled twice stands once), from the sealed pool if the
+    /// store still holds it, else from the ledger's pool joins that have no place; then
+    /// the line is put back from the ledger, so no pool member loses their place.
+    async fn finish_and_restore(
+        &self,
+        event: EventId,
+        state: QueueState,
+        kept: Vec<LinePlace>,
+    ) -> Result<(), EngineError> {
+        let pool = if state.opened && state.pool_size > 0 {
+            self.ports.queue.seal_pool(event).await?
+        } else if kept.iter().any(|p| p.pool) {
+            Vec::new()
+        } else {
+            let placed: HashSet<BuyerId> = kept.iter().map(|p| p.buyer).collect();
+            let joins = self.ports.ledger.pool_joins(event).await?;
+            joins.into_iter().filter(|b| !placed.contains(b)).collect()
+        };
+        if pool.is_empty() {
+            return self.restore_line(event, kept).await;
+        }
+        self.journal_draw(event, &pool).await?;
+        tracing::warn!(event = %event, pool = pool.len(), "an opening that stopped before its draw was journaled is finished");
+        let kept = self.ports.ledger.line_places(event).await?;
+        self.restore_line(event, kept).await
+    }
+
+    /// Orders the pool by the event's seed and journals the drawn places (positions
+    /// 1..=pool) before any buyer can see them; returns the order.
+    async fn journal_draw(
+        &self,
+        event: EventId,
+        pool: &[BuyerId],
+    ) -> Result<Vec<BuyerId>, EngineError> {
         let seed = self.fairness_seed(event).await?;
-        let ordered = order_pool(&seed, &pool);
-        // The drawn places are journaled before any buyer can see them.
+        let ordered = order_pool(&seed, pool);
         let at = self.now();
         let drawn: Vec<JoinRecord> = ordered
             .iter()
@@ -158,13 +201,11 @@ impl Engine {
             })
             .collect();
         for chunk in drawn.chunks(JOURNAL_CHUNK) {
-            // A drawn place is the first of its position (nothing was journaled before
-            // the draw) and a redraw draws the same: what stands is this draw.
+            // Arrivals after the seal are placed behind the sealed pool, so a drawn
+            // place is the first of its position, and a redraw draws the same.
             self.ports.ledger.record_joins(chunk).await?;
         }
-        self.ports.queue.place_pool(event, &ordered).await?;
-        tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
-        Ok(())
+        Ok(ordered)
     }
 
     /// Puts the journaled line back into a queue store that lost it: the same places

@@ -95,6 +95,13 @@ pub fn node_sharing(
 
 /// An event of `rows` rows of ten seats in section `A` (labels `A-<row>-<n>`), open.
 pub async fn open_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> EventId {
+    let id = scheduled_event(engine, rows, max_per_buyer).await;
+    engine.open_sale(id).await.expect("opened");
+    id
+}
+
+/// As [`open_event`], not open yet.
+pub async fn scheduled_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> EventId {
     let spec = EventSpec {
         venue: None,
         opens_at: None,
@@ -126,9 +133,7 @@ pub async fn open_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> Event
             ..SaleSettings::default()
         },
     };
-    let id = engine.create_event(&spec).await.expect("created").event.id;
-    engine.open_sale(id).await.expect("opened");
-    id
+    engine.create_event(&spec).await.expect("created").event.id
 }
 
 /// A new buyer holding the named seats: (who, hold).

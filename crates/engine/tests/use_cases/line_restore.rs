@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use boxoffice_domain::EventId;
+use boxoffice_domain::fairness::{Seed, order_pool};
 use boxoffice_engine::ports::{Ledger, QueueStore};
 use boxoffice_engine::waiting::WaitingError;
 use boxoffice_engine::{Engine, EngineConfig, Identity, Joiner};
@@ -142,4 +143,57 @@ async fn a_later_joiner_handed_a_journaled_position_is_placed_again_behind_it() 
 
     assert_eq!(place(&line.a.engine, line.event, &y).await.unwrap(), 5);
     assert_eq!(place(&line.b.engine, line.event, &x).await.unwrap(), 4);
+}
+
+/// An opening that stopped after sealing the pool (a later arrival already placed and
+/// journaled behind it) and before its draw reached the ledger: whoever opens the line
+/// next journals the same draw and puts the line back, every pool member in their
+/// drawn place and the later arrival in theirs.
+#[boxoffice_testkit::test]
+async fn an_opening_stopped_before_its_draw_was_journaled_keeps_the_pool() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let queue = Arc::new(InMemoryQueue::new());
+    let node = node_sharing(&d, EngineConfig::default(), d.ledger.clone(), queue.clone());
+    let engine = &node.engine;
+    let event = scheduled_event(engine, 1, 4).await;
+    let mut pool = Vec::new();
+    for _ in 0..3 {
+        let who = buyer(engine).await;
+        let joiner = Joiner {
+            who: &who,
+            ip: None,
+            pow: None,
+            proof: None,
+            human_token: None,
+        };
+        let joined = engine.join_queue(event, joiner).await.expect("a pool join");
+        assert_eq!(joined.position, None, "the pool waits for the draw");
+        pool.push(who.buyer);
+    }
+    // The opening that stops: the pool sealed, nothing drawn, the sale open.
+    assert_eq!(queue.seal_pool(event).await.expect("sealed").len(), 3);
+    engine.open_sale(event).await.expect("opened");
+    let later = buyer(engine).await;
+    assert_eq!(
+        place(engine, event, &later).await.unwrap(),
+        4,
+        "behind the pool"
+    );
+
+    engine.admit_batch(event).await.expect("the next opener");
+
+    let view = engine.fairness(event, 0, 10).await.expect("the proof");
+    let seed = Seed::from_hex(view.seed.as_deref().expect("the seed, once placed")).unwrap();
+    let drawn = order_pool(&seed, &pool);
+    for (i, b) in drawn.iter().enumerate() {
+        let place = queue.place(event, *b).await.expect("read");
+        assert_eq!(place.and_then(|p| p.position), Some(i as u64 + 1), "{b}");
+    }
+    let kept = queue.place(event, later.buyer).await.expect("read");
+    assert_eq!(kept.and_then(|p| p.position), Some(4));
+    let journaled: Vec<(u64, bool)> = (d.ledger.line_places(event).await.expect("journal"))
+        .iter()
+        .map(|p| (p.position, p.pool))
+        .collect();
+    assert_eq!(journaled, vec![(1, true), (2, true), (3, true), (4, false)]);
 }

@@ -81,7 +81,7 @@ async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_e
         path_str(&cfg).to_owned(),
     ];
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (_server, base) = BOXOFFICE.start(&argv).await;
+    let (_server, base, said) = BOXOFFICE.start_said(&argv).await;
     let audit_args = args.clone();
     let hook: AuditHook = Box::new(move || {
         Box::pin(async move {
@@ -133,7 +133,8 @@ async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_e
         .collect();
     assert!(
         failed.is_empty(),
-        "answers no buyer should meet: {failed:?}"
+        "answers no buyer should meet: {failed:?}; the server said:\n{}",
+        said.lock()
     );
 
     let page = std::fs::read_to_string(html_file).unwrap();
