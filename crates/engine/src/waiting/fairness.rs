@@ -131,9 +131,8 @@ impl Engine {
         if state.placed {
             return Ok(());
         }
-        let kept = self.ports.ledger.line_places(event).await?;
-        if !kept.is_empty() {
-            return self.finish_and_restore(event, state, kept).await;
+        if !self.ports.ledger.line_places(event).await?.is_empty() {
+            return self.finish_and_restore(event, state).await;
         }
         if !state.opened && state.pool_size == 0 {
             // A queue store that lost the pool before opening gets it back first.
@@ -159,8 +158,12 @@ impl Engine {
         &self,
         event: EventId,
         state: QueueState,
-        kept: Vec<LinePlace>,
     ) -> Result<(), EngineError> {
+        // This node's places still in flight to the ledger must be in what is put back,
+        // or their positions are handed out again (seen under a rush: a restore right
+        // after the opening, then one more for each place it had dropped).
+        self.waiting.journal.settled().await;
+        let kept = self.ports.ledger.line_places(event).await?;
         let pool = if state.opened && state.pool_size > 0 {
             self.ports.queue.seal_pool(event).await?
         } else if kept.iter().any(|p| p.pool) {

@@ -23,27 +23,40 @@ pub struct Prepared {
     pub to_open: bool,
 }
 
-/// A fresh event of about `seats` units: six tenths seated (rows of ten), the rest
-/// standing, sold under the run's limits and layers.
+/// Rows per seated section (the catalog takes at most 999 a section).
+const ROWS_PER_SECTION: u32 = 500;
+
+/// A fresh event of about `seats` units: six tenths seated (rows of ten, in stands of at
+/// most 500 rows: A, B, ...), the rest standing, sold under the run's limits and layers.
 pub fn spec(s: &super::Settings) -> EventSpec {
     let (seats, hold_ttl_s) = (s.seats, s.hold_ttl_s);
     let (admission_rate_per_s, max_per_buyer) = (s.event_rate_per_s, s.max_per_buyer);
     let rows = (seats * 6 / 10).div_ceil(10).max(1);
     let ga = seats.saturating_sub(rows * 10);
-    let mut sections = vec![SectionSpec {
-        key: "A".into(),
-        name: "Stand A".into(),
-        tier: "STD".into(),
-        quality: 1,
-        rows: (1..=rows)
-            .map(|r| RowSpec {
-                label: r.to_string(),
-                seats: 10,
-                tier: None,
-            })
-            .collect(),
-        ga_capacity: None,
-    }];
+    let mut sections: Vec<SectionSpec> = (0..rows.div_ceil(ROWS_PER_SECTION))
+        .map(|i| {
+            let key = match u8::try_from(i) {
+                Ok(n) if n < 26 => char::from(b'A' + n).to_string(),
+                _ => format!("S{}", i + 1),
+            };
+            let first = i * ROWS_PER_SECTION + 1;
+            let last = ((i + 1) * ROWS_PER_SECTION).min(rows);
+            SectionSpec {
+                name: format!("Stand {key}"),
+                key,
+                tier: "STD".into(),
+                quality: 1,
+                rows: (first..=last)
+                    .map(|r| RowSpec {
+                        label: r.to_string(),
+                        seats: 10,
+                        tier: None,
+                    })
+                    .collect(),
+                ga_capacity: None,
+            }
+        })
+        .collect();
     if ga > 0 {
         sections.push(SectionSpec {
             key: "GA".into(),
@@ -177,4 +190,27 @@ pub async fn set_admission(api: &Api, key: &str, event: i64, rate: u32) -> anyho
     };
     operator(api, key, call).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use boxoffice_domain::{EventId, Millis};
+
+    use super::*;
+
+    /// The demo stadium's size (and past it) makes a valid event: the seated share in
+    /// stands the catalog accepts, every unit counted once.
+    #[test]
+    fn a_stadium_sized_rehearsal_event_is_one_the_catalog_accepts() {
+        for seats in [100, 51_000, 250_000] {
+            let settings = super::super::Settings {
+                seats,
+                ..super::super::Settings::default()
+            };
+            let event = spec(&settings)
+                .build(EventId(1), Millis(0))
+                .unwrap_or_else(|e| panic!("{seats} units: {e:?}"));
+            assert_eq!(event.capacity(), seats, "{seats} units");
+        }
+    }
 }
