@@ -141,20 +141,30 @@ fn with_order(e: RawEvent) -> Result<OutboxEvent, StoreError> {
 
 /// Writer job: the oldest due deliveries whose order has nothing earlier waiting for
 /// the same sink, each leased to the claimant.
-pub(crate) fn claim(
-    conn: &Connection,
-    q: &ClaimDeliveries<'_>,
-) -> Result<Step<Vec<Delivery>>, StoreError> {
-    let sql = format!(
+/// The due deliveries that are the first undelivered event of their order for their
+/// sink. The earlier-event check names its index: without table statistics the planner
+/// took the primary key (every earlier delivery of the sink) for it, which made a claim
+/// cost the whole backlog and draining a backlog quadratic (measured: 2,000 orders'
+/// events relayed at 54 a second).
+fn claim_sql() -> String {
+    format!(
         "SELECT d.sink, d.attempts, {EVENT_COLUMNS} FROM outbox_deliveries d
          JOIN outbox o ON o.id = d.outbox_id
          WHERE d.dead_at IS NULL AND d.next_attempt_at <= ?1 AND d.lease_until <= ?1
            AND (?3 OR d.sink <> ?4)
            AND NOT EXISTS (SELECT 1 FROM outbox_deliveries e
+                           INDEXED BY outbox_deliveries_by_order
                            WHERE e.sink = d.sink AND e.order_id = d.order_id
                              AND e.outbox_id < d.outbox_id AND e.dead_at IS NULL)
          ORDER BY d.outbox_id LIMIT ?2"
-    );
+    )
+}
+
+pub(crate) fn claim(
+    conn: &Connection,
+    q: &ClaimDeliveries<'_>,
+) -> Result<Step<Vec<Delivery>>, StoreError> {
+    let sql = claim_sql();
     let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
     let found = {
         let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
@@ -383,5 +393,32 @@ mod port {
                 .submit(move |c| super::replay_dead(c, &sink, now))
                 .await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The claim's check for an earlier undelivered event of the same order looks up
+    /// that order's deliveries, not every earlier delivery of the sink.
+    #[test]
+    fn a_claim_looks_up_earlier_events_by_order() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::migrate::run(&conn).unwrap();
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::claim_sql()))
+            .unwrap();
+        let plan: Vec<String> = stmt
+            .query_map(rusqlite::params![0, 100, true, "nats"], |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains(
+                "SEARCH e USING INDEX outbox_deliveries_by_order (sink=? AND order_id=?"
+            )),
+            "{plan:#?}"
+        );
     }
 }
