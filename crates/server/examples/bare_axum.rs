@@ -32,6 +32,9 @@ async fn main() {
         "listening on http://{}",
         listener.local_addr().expect("a bound address")
     );
-    let app = Router::new().route("/v1/events/{id}/holds", post(hold));
+    // The door's bench posts scans: the same baseline answers them.
+    let app = Router::new()
+        .route("/v1/events/{id}/holds", post(hold))
+        .route("/v1/events/{id}/scans", post(hold));
     axum::serve(listener, app).await.expect("serve");
 }

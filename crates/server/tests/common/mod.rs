@@ -26,6 +26,16 @@ pub use boxoffice_testkit::harness::{spec, uuid};
 /// The server binary this crate builds, for tests that start real processes.
 pub const BOXOFFICE: Boxoffice = Boxoffice(env!("CARGO_BIN_EXE_boxoffice"));
 
+/// The server a benchmark runs: `BOXOFFICE_BENCH_BIN` names another build (a release
+/// one, say), else the one this crate builds.
+#[allow(dead_code)] // Not every test binary has a benchmark.
+pub fn bench_boxoffice() -> Boxoffice {
+    match std::env::var("BOXOFFICE_BENCH_BIN") {
+        Ok(bin) => Boxoffice(Box::leak(bin.into_boxed_str())),
+        Err(_) => BOXOFFICE,
+    }
+}
+
 pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,

@@ -20,13 +20,12 @@ use std::time::{Duration, Instant};
 
 use boxoffice_testkit::harness::buyers::{checkout, holders};
 use boxoffice_testkit::harness::path_str;
-use boxoffice_testkit::harness::process::Boxoffice;
 use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::{NATS_URL, history_ids, orders_of};
-use crate::common::{BOXOFFICE, uuid};
+use crate::common::{bench_boxoffice, uuid};
 
 const OPERATOR: &str = "order-events-bench-operator-key";
 
@@ -35,13 +34,6 @@ fn setting(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn boxoffice() -> Boxoffice {
-    match std::env::var("BOXOFFICE_BENCH_BIN") {
-        Ok(bin) => Boxoffice(Box::leak(bin.into_boxed_str())),
-        Err(_) => BOXOFFICE,
-    }
 }
 
 fn config(dir: &Path, prefix: &str, stream: &str, relay_ms: u64) -> PathBuf {
@@ -230,7 +222,7 @@ async fn relay_throughput_and_lag() {
         "--config",
         path_str(&file),
     ];
-    let (server, base) = boxoffice().start(&args).await;
+    let (server, base) = bench_boxoffice().start(&args).await;
     let receiver = Receiver::start().await;
     add_endpoint(&c, &base, &receiver).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
@@ -267,7 +259,7 @@ async fn relay_throughput_and_lag() {
         "--config",
         path_str(&file),
     ];
-    let (server, base) = boxoffice().start(&args).await;
+    let (server, base) = bench_boxoffice().start(&args).await;
     let receiver = Receiver::start().await;
     add_endpoint(&c, &base, &receiver).await;
     receiver.set_down(true);
@@ -278,7 +270,7 @@ async fn relay_throughput_and_lag() {
     std::fs::write(&file, text).unwrap();
     create_stream(&js, &stream, &prefix).await;
     receiver.set_down(false);
-    let (_server, _) = boxoffice().start(&args).await;
+    let (_server, _) = bench_boxoffice().start(&args).await;
     wait_for(&receiver, &expected).await;
     let jet = read_stream(&js, &stream, &expected).await;
     eprintln!("backlog of {} events", expected.len());

@@ -6,13 +6,16 @@
 //! `engine.recovery_calls_per_s` (200 for the stand-in) as configured: both defaults.
 //! A benchmark, not a test: run it on a quiet machine with
 //! `cargo test -p boxoffice --test api refunds::bench -- --ignored --nocapture`
-//! (`BOXOFFICE_REFUND_BENCH_ORDERS`, default 2,000).
+//! (`BOXOFFICE_REFUND_BENCH_ORDERS`, default 2,000; `BOXOFFICE_BENCH_BIN` runs another
+//! build of the server, e.g. `target/release/boxoffice`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::crash::{OPERATOR, finished, post, seed, start};
-use crate::common::uuid;
+use boxoffice_testkit::harness::path_str;
+
+use super::crash::{OPERATOR, finished, post, seed};
+use crate::common::{bench_boxoffice, uuid};
 
 #[ignore = "a benchmark: cargo test -p boxoffice --test api refunds::bench -- --ignored --nocapture"]
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 1800)]
@@ -25,7 +28,13 @@ async fn refunds_per_second_of_an_event_cancellation() {
         let dir = tempfile::tempdir().unwrap();
         let config = config(dir.path(), latency_ms);
         let (event, _) = seed(dir.path(), n).await;
-        let (_server, base) = start(dir.path(), &config).await;
+        let args = [
+            "--data-dir",
+            path_str(dir.path()),
+            "--config",
+            path_str(&config),
+        ];
+        let (_server, base) = bench_boxoffice().start(&args).await;
         let started = Instant::now();
         let (status, job) = post(&format!("{base}/v1/events/{event}/cancel")).await;
         assert_eq!(status, 202, "{job}");
