@@ -26,7 +26,7 @@ cluster=(--ledger "postgres://postgres@127.0.0.1:5432/$db" --hot redis://127.0.0
 
 start() { # name args... -> base URL
   local name=$1; shift
-  BOXOFFICE_LOG=warn target/release/boxoffice serve --listen 127.0.0.1:0 --config "$work/boxoffice.toml" "$@" > "$work/$name.out" 2>/dev/null &
+  BOXOFFICE_LOG=warn "${CARGO_TARGET_DIR:-target}/release/boxoffice" serve --listen 127.0.0.1:0 --config "$work/boxoffice.toml" "$@" > "$work/$name.out" 2>/dev/null &
   echo $! > "$work/$name.pid"
   for _ in $(seq 200); do
     addr=$(grep -o 'listening on http://[0-9.:]*' "$work/$name.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true

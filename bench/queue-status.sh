@@ -25,9 +25,9 @@ start() { # log file, command... -> prints base URL
   done
   echo "server did not start" >&2; exit 1
 }
-start "$work/box.log" env BOXOFFICE_LOG=warn target/release/boxoffice serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml" > /dev/null
+start "$work/box.log" env BOXOFFICE_LOG=warn "${CARGO_TARGET_DIR:-target}/release/boxoffice" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml" > /dev/null
 BOX=$(grep -o 'listening on http://[0-9.:]*' "$work/box.log" | head -1 | cut -d' ' -f3)
-start "$work/bare.log" target/release/examples/bare_status 127.0.0.1:0 > /dev/null
+start "$work/bare.log" "${CARGO_TARGET_DIR:-target}/release/examples/bare_status" 127.0.0.1:0 > /dev/null
 BARE=$(grep -o 'listening on http://[0-9.:]*' "$work/bare.log" | head -1 | cut -d' ' -f3)
 read -r event ticket < <(python3 bench/queue_prepare.py "$BOX" "$key" 2000)
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
