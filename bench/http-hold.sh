@@ -2,7 +2,7 @@
 # The HTTP hold path under wrk, as a ratio to a bare axum JSON endpoint measured in the
 # same run, at 256 and 2,000 connections, with each server's CPU time per request (user +
 # system, from /proc). Usage: bench/http-hold.sh [seconds]; CONNS="256" picks the
-# connection counts; BOX_BIN=path runs another
+# connection counts and BUYERS the admitted buyers (6,000); BOX_BIN=path runs another
 # boxoffice binary (e.g. one built from an earlier commit) against the same bare baseline.
 # EDGE_ALGORITHM=eddsa signs the admission tokens with Ed25519 instead of HS256 (the
 # `[tokens] edge_algorithm` setting), to measure the hold path with EdDSA tokens.
@@ -49,7 +49,7 @@ BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); admission tokens: $edge; proofs of possession: $([ "$proofs" = 1 ] && echo required || echo off)"
 for conns in ${CONNS:-256 2000}; do
   keys=$([ "$proofs" = 1 ] && echo "$work/keys" || echo "")
-  event=$(python3 bench/prepare.py "$BOX" "$key" 250000 6000 "$work/tokens" $keys)
+  event=$(python3 bench/prepare.py "$BOX" "$key" 250000 "${BUYERS:-6000}" "$work/tokens" $keys)
   for target in bare boxoffice; do
     url=$([ $target = bare ] && echo "$BARE" || echo "$BOX")
     proof_file=""
