@@ -1,7 +1,12 @@
 -- wrk script for the hold path: each request holds one unit with the next admitted
 -- buyer's token (round robin) and a fresh Idempotency-Key.
 -- Env: TOKENS (file, one admission token per line), EVENT, SECTION, SALT (optional).
+-- With PROOFS (a file of "token<TAB>DPoP proof" lines, bench/prepare.py proofs) and
+-- THREADS (wrk's -t), each request takes the next line of its thread's share instead:
+-- its own token and a proof used once (a thread that runs out starts its share again,
+-- and the server refuses those replays: they show as status errors).
 local tokens = {}
+local proofs = nil
 local counter = 0
 local thread_id = 0
 -- Distinguishes the keys of concurrent wrk processes sharing one idempotency store.
@@ -14,10 +19,24 @@ function setup(thread)
 end
 
 function init(args)
-  for line in io.lines(os.getenv("TOKENS")) do
-    tokens[#tokens + 1] = line
-  end
   thread_id = id
+  local proof_file = os.getenv("PROOFS")
+  if proof_file and proof_file ~= "" then
+    proofs = {}
+    local threads_n = tonumber(os.getenv("THREADS") or "2")
+    local n = 0
+    for line in io.lines(proof_file) do
+      if n % threads_n == thread_id then
+        local tab = line:find("\t", 1, true)
+        proofs[#proofs + 1] = { line:sub(1, tab - 1), line:sub(tab + 1) }
+      end
+      n = n + 1
+    end
+  else
+    for line in io.lines(os.getenv("TOKENS")) do
+      tokens[#tokens + 1] = line
+    end
+  end
   wrk.method = "POST"
   wrk.path = "/v1/events/" .. os.getenv("EVENT") .. "/holds"
   wrk.body = '{"best_available":{"section":"' .. os.getenv("SECTION") .. '","quantity":1}}'
@@ -25,12 +44,17 @@ end
 
 function request()
   counter = counter + 1
-  local token = tokens[(counter * 7 + thread_id) % #tokens + 1]
   local headers = {
     ["Content-Type"] = "application/json",
-    ["Authorization"] = "Bearer " .. token,
     ["Idempotency-Key"] = "k-" .. salt .. "-" .. thread_id .. "-" .. counter,
   }
+  if proofs then
+    local p = proofs[(counter - 1) % #proofs + 1]
+    headers["Authorization"] = "Bearer " .. p[1]
+    headers["DPoP"] = p[2]
+  else
+    headers["Authorization"] = "Bearer " .. tokens[(counter * 7 + thread_id) % #tokens + 1]
+  end
   return wrk.format(nil, nil, headers)
 end
 

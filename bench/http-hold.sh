@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The HTTP hold path under wrk, as a ratio to a bare axum JSON endpoint measured in the
 # same run, at 256 and 2,000 connections, with each server's CPU time per request (user +
-# system, from /proc). Usage: bench/http-hold.sh [seconds]; BOX_BIN=path runs another
+# system, from /proc). Usage: bench/http-hold.sh [seconds]; CONNS="256" picks the
+# connection counts and BUYERS the admitted buyers (6,000); BOX_BIN=path runs another
 # boxoffice binary (e.g. one built from an earlier commit) against the same bare baseline.
 # EDGE_ALGORITHM=eddsa signs the admission tokens with Ed25519 instead of HS256 (the
 # `[tokens] edge_algorithm` setting), to measure the hold path with EdDSA tokens.
+# PROOFS=1 makes the event require proofs of possession (docs/ARCHITECTURE.md §14): every
+# hold carries a fresh Ed25519 DPoP proof, signed ahead by bench/prepare.py (python's
+# `cryptography` package; wrk cannot sign) right before the boxoffice run, one per
+# request (PROOFS_PER_S × seconds of them, default 40,000 a second), each used once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-5}"
-cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
-bin="${CARGO_TARGET_DIR:-target}/release"
+# NO_BUILD=1 with BIN_DIR=dir uses binaries built before (boxoffice and examples/bare_axum).
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
+bin="${BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}"
 boxbin="${BOX_BIN:-$bin/boxoffice}"
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$(cat "$work/$1.pid")/stat"; } # user+system ticks
@@ -17,6 +23,10 @@ work=$(mktemp -d)
 trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 edge="${EDGE_ALGORITHM:-hs256}"
+proofs="${PROOFS:-0}"
+if [ "$proofs" = 1 ]; then
+  python3 -c 'import cryptography' 2>/dev/null || { echo "PROOFS=1 needs python3's cryptography package" >&2; exit 1; }
+fi
 # Self sign-up without a rate: prepare.py makes thousands of buyers from one address.
 # Holds without a per-buyer rate: each prepared buyer holds again and again, and refusals
 # (cheap) would otherwise fill the run and flatter the faster server.
@@ -36,13 +46,20 @@ start() { # name command... -> prints base URL; the server runs in the backgroun
 
 BOX=$(BOXOFFICE_LOG=warn start boxoffice "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); admission tokens: $edge"
-for conns in 256 2000; do
-  event=$(python3 bench/prepare.py "$BOX" "$key" 250000 6000 "$work/tokens")
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); admission tokens: $edge; proofs of possession: $([ "$proofs" = 1 ] && echo required || echo off)"
+for conns in ${CONNS:-256 2000}; do
+  keys=$([ "$proofs" = 1 ] && echo "$work/keys" || echo "")
+  event=$(python3 bench/prepare.py "$BOX" "$key" 250000 "${BUYERS:-6000}" "$work/tokens" $keys)
   for target in bare boxoffice; do
     url=$([ $target = bare ] && echo "$BARE" || echo "$BOX")
+    proof_file=""
+    if [ "$proofs" = 1 ] && [ $target = boxoffice ]; then
+      # Signed now, so every proof is fresh (iat within the server's 60 s) for the run.
+      proof_file="$work/proofs"
+      python3 bench/prepare.py proofs "$keys" "$event" $(( ${PROOFS_PER_S:-40000} * secs )) "$proof_file"
+    fi
     before=$(cpu "$target")
-    out=$(TOKENS="$work/tokens" EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
+    out=$(TOKENS="$work/tokens" PROOFS="$proof_file" THREADS=2 EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
     used=$(( $(cpu "$target") - before ))
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     tail=$(echo "$out" | grep '^p50')

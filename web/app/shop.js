@@ -278,11 +278,16 @@ export class Shop {
       this.map.setListings(this.listings);
       this.renderExchange();
       const settled = data.state === 'done' || data.state === 'moved';
+      // 3-D Secure: the seat is kept for the buyer while they confirm at their bank.
+      const bank = data.next_action?.type === 'redirect_to_url' && data.next_action.url;
+      const waiting = bank
+        ? h('span', {}, 'Your bank asks you to confirm this payment: ', h('a', { href: bank, target: '_blank', rel: 'noopener' }, 'confirm at your bank (opens a new tab)'), '. The ticket is yours once you do.')
+        : 'The payment is being settled; the ticket is yours once it is.';
       fill(
         this.msg,
         notice(
           'ok',
-          h('p', {}, h('strong', {}, settled ? `Seat ${listing.seat_id} is yours. ` : `Seat ${listing.seat_id} is reserved for you. `), settled ? `You paid ${money(data.price, this.ev.currency)}; the ticket is in your tickets.` : 'The payment is being settled; the ticket is yours once it is.'),
+          h('p', {}, h('strong', {}, settled ? `Seat ${listing.seat_id} is yours. ` : `Seat ${listing.seat_id} is reserved for you. `), settled ? `You paid ${money(data.price, this.ev.currency)}; the ticket is in your tickets.` : waiting),
           h('p', {}, h('a', { href: '#/orders' }, 'See my tickets')),
         ),
       );

@@ -194,6 +194,8 @@ impl SwapState {
             (self, to),
             (S::Reserved, S::Charged)
                 | (S::Reserved, S::Undone)
+                // A payment waiting for the buyer (3-D Secure): its reference recorded.
+                | (S::Reserved, S::Reserved)
                 | (S::Charged, S::Moved)
                 | (S::Charged, S::Refunding)
                 | (S::Moved, S::Done)

@@ -5,6 +5,7 @@
 //! (retried after an exponential backoff with jitter) or, past `max_attempts` or
 //! `max_age_s`, dead (kept for the operator to read and replay).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -39,6 +40,10 @@ pub struct RelayConfig {
     pub max_age_s: u64,
     /// How long a webhook endpoint has to answer one delivery. Default 10,000 ms.
     pub webhook_timeout_ms: u64,
+    /// Whether attendee names (events with names on tickets) go out with the events:
+    /// `order.seats[].attendee` and a rename's `detail.attendee`. Default false: personal
+    /// data stays in the ledger unless the operator's systems downstream need it.
+    pub attendee_names: bool,
 }
 
 impl Default for RelayConfig {
@@ -52,6 +57,7 @@ impl Default for RelayConfig {
             max_attempts: 20,
             max_age_s: 259_200,
             webhook_timeout_ms: 10_000,
+            attendee_names: false,
         }
     }
 }
@@ -148,8 +154,15 @@ impl Relay {
     }
 
     async fn deliver(&self, sinks: &HashMap<String, Sink>, d: Delivery) -> Result<(), EngineError> {
+        let event = match outgoing(&d.event.payload, self.config.attendee_names) {
+            Cow::Borrowed(_) => Cow::Borrowed(&d.event),
+            Cow::Owned(payload) => Cow::Owned(crate::ports::OutboxEvent {
+                payload,
+                ..d.event.clone()
+            }),
+        };
         let sent = match sinks.get(&d.sink) {
-            Some(sink) => self.publisher.publish(sink, &d.event).await,
+            Some(sink) => self.publisher.publish(sink, &event).await,
             None => Err(crate::ports::PublishError("the sink was removed".into())),
         };
         match sent {
@@ -180,6 +193,30 @@ impl Relay {
         };
         Ok(self.outbox.failed(&d.sink, d.event.row, &f).await?)
     }
+}
+
+/// An event's document as the sinks receive it: without attendee names unless
+/// `names` (the operator's `relay.attendee_names`). The stored document keeps them (the
+/// order's history, read by its buyer and the operator, shows them).
+fn outgoing(payload: &str, names: bool) -> Cow<'_, str> {
+    if names || !payload.contains("\"attendee\"") {
+        return Cow::Borrowed(payload);
+    }
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(payload) else {
+        return Cow::Borrowed(payload);
+    };
+    let seats = doc
+        .pointer_mut("/order/seats")
+        .and_then(|s| s.as_array_mut());
+    for seat in seats.into_iter().flatten() {
+        if let Some(seat) = seat.as_object_mut() {
+            seat.remove("attendee");
+        }
+    }
+    if let Some(detail) = doc.get_mut("detail").and_then(|d| d.as_object_mut()) {
+        detail.remove("attendee");
+    }
+    Cow::Owned(doc.to_string())
 }
 
 /// A wait drawn between half of `ms` and all of it, so retries of many deliveries that
@@ -216,6 +253,19 @@ mod tests {
         let waits: Vec<u64> = (1..=6).map(|a| c.backoff_ms(a)).collect();
         assert_eq!(waits, [1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
         assert_eq!(c.backoff_ms(u32::MAX), 10_000);
+    }
+
+    #[test]
+    fn attendee_names_go_out_only_when_the_operator_sends_them() {
+        let named = r#"{"id":"o.2","type":"order.renamed","detail":{"ticket_id":"t","attendee":"Ada Lovelace","version":2},"order":{"seats":[{"seat_id":"A-1-1","price":5000,"attendee":"Zoë Núñez"},{"seat_id":"A-1-2","price":5000}],"total":10000}}"#;
+        let out: serde_json::Value = serde_json::from_str(&outgoing(named, false)).unwrap();
+        assert!(!out.to_string().contains("attendee"), "{out}");
+        assert_eq!(out["detail"]["version"], 2);
+        assert_eq!(out["order"]["seats"][0]["seat_id"], "A-1-1");
+        assert_eq!(out["order"]["total"], 10_000);
+        assert!(matches!(outgoing(named, true), Cow::Borrowed(_)));
+        let plain = r#"{"id":"o.1","order":{"seats":[{"seat_id":"A-1-1"}]}}"#;
+        assert!(matches!(outgoing(plain, false), Cow::Borrowed(_)));
     }
 
     #[test]

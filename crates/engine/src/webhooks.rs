@@ -9,9 +9,10 @@
 //! provider's retry is handled in full; one whose node died lapses after
 //! `recovery_after_s`.
 
-use boxoffice_domain::{Millis, OrderId, OrderState};
+use boxoffice_domain::exchange::SwapState;
+use boxoffice_domain::{Millis, OrderId, OrderState, SwapId};
 
-use crate::ports::{Order, WebhookError};
+use crate::ports::{Order, WebhookError, WebhookEvent};
 use crate::{Engine, EngineError};
 
 /// What a delivered webhook led to.
@@ -22,6 +23,13 @@ pub enum WebhookReceipt {
     Settled {
         order: OrderId,
         status: OrderState,
+        duplicate: bool,
+    },
+    /// A face-value exchange purchase's charge (3-D Secure finished at the bank): the
+    /// swap it names, in the state it is in after driving it on.
+    Swap {
+        swap: SwapId,
+        state: SwapState,
         duplicate: bool,
     },
     /// A payment that is not one of our orders; acknowledged so the provider stops.
@@ -60,18 +68,9 @@ impl Engine {
             .await
             .map_err(EngineError::from)?
         else {
-            tracing::info!(event = %event.id, order = %id, "webhook for an unknown order");
-            return Ok(WebhookReceipt::Ignored);
+            return self.swap_webhook_event(&event, id).await;
         };
-        let now = self.now();
-        let stale_before = Millis(now.0 - self.config.recovery_after_s as i64 * 1000);
-        let claimed = self
-            .ports
-            .ledger
-            .claim_webhook(&event.id, self.incarnation, now, stale_before)
-            .await
-            .map_err(EngineError::from)?;
-        if !claimed {
+        if !self.claim_webhook(&event).await? {
             metrics::counter!("boxoffice_payment_webhooks_duplicate_total").increment(1);
             return Ok(WebhookReceipt::Settled {
                 order: id,
@@ -95,6 +94,59 @@ impl Engine {
         Ok(WebhookReceipt::Settled {
             order: id,
             status: current.state,
+            duplicate: false,
+        })
+    }
+
+    /// Claims the event id in the ledger: `false` when it was handled before.
+    async fn claim_webhook(&self, event: &WebhookEvent) -> Result<bool, EngineError> {
+        let now = self.now();
+        let stale_before = Millis(now.0 - self.config.recovery_after_s as i64 * 1000);
+        Ok(self
+            .ports
+            .ledger
+            .claim_webhook(&event.id, self.incarnation, now, stale_before)
+            .await?)
+    }
+
+    /// A webhook naming no order: a swap's charge (an exchange purchase whose buyer
+    /// finished 3-D Secure), driven on as the sweep would, or a payment not ours.
+    async fn swap_webhook_event(
+        &self,
+        event: &WebhookEvent,
+        charge: OrderId,
+    ) -> Result<WebhookReceipt, WebhookRejected> {
+        let found = match self.exchange.as_ref() {
+            Some(port) => port
+                .swap_by_charge(charge)
+                .await
+                .map_err(EngineError::from)?,
+            None => None,
+        };
+        let Some(swap) = found else {
+            tracing::info!(event = %event.id, order = %charge, "webhook for an unknown order");
+            return Ok(WebhookReceipt::Ignored);
+        };
+        if !self.claim_webhook(event).await? {
+            metrics::counter!("boxoffice_payment_webhooks_duplicate_total").increment(1);
+            return Ok(WebhookReceipt::Swap {
+                swap: swap.id,
+                state: swap.state,
+                duplicate: true,
+            });
+        }
+        tracing::debug!(event = %event.id, kind = %event.kind, swap = %swap.id, "payment webhook");
+        let driven = self.swap_webhook(swap).await;
+        if let Err(e) = (self.ports.ledger)
+            .finish_webhook(&event.id, driven.is_ok())
+            .await
+        {
+            tracing::warn!(event = %event.id, error = %e, "could not end the webhook's claim; it lapses");
+        }
+        let swap = driven?;
+        Ok(WebhookReceipt::Swap {
+            swap: swap.id,
+            state: swap.state,
             duplicate: false,
         })
     }

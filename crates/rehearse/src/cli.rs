@@ -207,6 +207,21 @@ pub struct RehearseArgs {
     /// Share of account farms: --sessions-each accounts on one device and one card.
     #[arg(long, default_value_t = 0.0)]
     pub farms: f64,
+    /// Share of reselling scalpers: they take the most tickets allowed, then move them
+    /// to another identity, rename them and list them above face value.
+    #[arg(long, default_value_t = 0.0)]
+    pub scalpers: f64,
+    /// Names on the made event's tickets: off, at_checkout (every buyer names each
+    /// seat) or before_doors.
+    #[arg(long, default_value = "off", value_parser = attendee_names)]
+    pub names: boxoffice_domain::attendees::AttendeeNames,
+    /// The made event's transfer policy: free, name_change_only, none or exchange_only.
+    /// Not transferable when not given.
+    #[arg(long, value_parser = transfer_policy)]
+    pub transfers: Option<boxoffice_domain::transfers::TransferPolicy>,
+    /// The made event has a face-value exchange (no fee).
+    #[arg(long)]
+    pub exchange: bool,
     /// Velocity limits and buyer signals of the made event, as the event's
     /// `sale.velocity` JSON (`{}`: every limit at its default). Off when not given.
     #[arg(long, value_parser = velocity_rules)]
@@ -285,6 +300,9 @@ impl RehearseArgs {
             pow_difficulty: self.pow_difficulty,
             proofs: self.proofs,
             velocity: self.velocity.clone(),
+            names: self.names,
+            transfers: self.transfers,
+            exchange: self.exchange,
             arrivals: Arrivals {
                 buyers: self.buyers,
                 rush_share: self.rush_share,
@@ -313,6 +331,7 @@ impl RehearseArgs {
                 token_sharers: self.token_sharers,
                 clients_each: self.clients_each,
                 farms: self.farms,
+                scalpers: self.scalpers,
             },
             max_duration: Duration::from_secs(self.max_duration_s),
             max_requests: self.max_requests,
@@ -432,6 +451,16 @@ fn velocity_rules(s: &str) -> Result<boxoffice_domain::velocity::VelocityRules, 
         serde_json::from_str(s).map_err(|e| format!("not velocity rules: {e}"))?;
     rules.validate()?;
     Ok(rules)
+}
+
+fn attendee_names(s: &str) -> Result<boxoffice_domain::attendees::AttendeeNames, String> {
+    serde_json::from_value(serde_json::Value::String(s.into()))
+        .map_err(|_| format!("{s:?} is not one of off, at_checkout, before_doors"))
+}
+
+fn transfer_policy(s: &str) -> Result<boxoffice_domain::transfers::TransferPolicy, String> {
+    serde_json::from_value(serde_json::Value::String(s.into()))
+        .map_err(|_| format!("{s:?} is not one of free, name_change_only, none, exchange_only"))
 }
 
 fn pop_mode(s: &str) -> Result<boxoffice_domain::possession::PopMode, String> {

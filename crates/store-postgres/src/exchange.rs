@@ -111,6 +111,15 @@ impl Exchange for PostgresLedger {
         rows::read_swap(&mut conn, id).await
     }
 
+    async fn swap_by_charge(&self, charge: OrderId) -> Result<Option<Swap>, StoreError> {
+        let row = sqlx::query(concat!(swap_sql!(), "WHERE charge = $1"))
+            .bind(charge.to_string())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+        row.as_ref().map(swap_of).transpose()
+    }
+
     async fn unfinished_swaps(&self, before: Millis, limit: u32) -> Result<Vec<Swap>, StoreError> {
         let sql = concat!(
             swap_sql!(),

@@ -87,6 +87,12 @@ impl Exchange for SqliteLedger {
         self.readers.read(move |c| rows::swap(c, id)).await
     }
 
+    async fn swap_by_charge(&self, charge: OrderId) -> Result<Option<Swap>, StoreError> {
+        self.readers
+            .read(move |c| rows::swap_by_charge(c, charge))
+            .await
+    }
+
     async fn unfinished_swaps(&self, before: Millis, limit: u32) -> Result<Vec<Swap>, StoreError> {
         self.readers
             .read(move |c| rows::unfinished(c, before, limit))

@@ -88,6 +88,15 @@ pub(crate) fn swap(conn: &Connection, id: SwapId) -> Result<Option<Swap>, StoreE
         .map_err(db)
 }
 
+pub(crate) fn swap_by_charge(
+    conn: &Connection,
+    charge: OrderId,
+) -> Result<Option<Swap>, StoreError> {
+    conn.prepare_cached(&format!("{SWAP} WHERE charge = ?1"))
+        .and_then(|mut s| s.query_row([charge.to_string()], swap_of).optional())
+        .map_err(db)
+}
+
 /// Open listings whose ticket is still the seller's at the listed version, unscanned,
 /// its order confirmed.
 pub(crate) fn open_listings(

@@ -47,6 +47,7 @@ macro_rules! exchange_conformance {
                 a_finished_swap_moves_the_ticket_its_seat_and_both_counts_once,
                 refused_listings_and_reservations_write_nothing,
                 a_swap_that_cannot_move_its_ticket_goes_to_refunding_and_undone_reopens,
+                a_swap_waiting_for_the_buyer_is_found_by_its_charge_and_undone_reopens,
                 n_buyers_racing_for_one_listing_exactly_one_wins,
                 k_listings_and_n_buyers_make_exactly_k_swaps,
                 revoking_the_sellers_order_revoked_the_ticket_its_swap_buyer_paid_for,

@@ -5,7 +5,10 @@
 //!
 //! 1. **charge** (`reserved → charged`): authorize and capture the buyer's payment,
 //!    keyed by the swap's charge id. Declined or never made: `reserved → undone`, the
-//!    listing open again.
+//!    listing open again. A payment that needs the buyer at their bank (3-D Secure)
+//!    leaves the swap `reserved` with the charge's reference recorded: the provider's
+//!    webhook (or the sweep, asking) charges it once approved, and undoes it when
+//!    declined or still waiting after the event's `payment_grace_s` (voided first).
 //! 2. **move** (`charged → moved`): the ledger gives the ticket to the buyer at a new
 //!    version in one transaction (old barcode refused at the door); a ticket that can
 //!    no longer move (scanned, its order cancelled, the buyer at their limit) sends the
@@ -25,8 +28,8 @@ use serde::Serialize;
 use super::{ExchangeRefusal, refused};
 use crate::holds::Admitted;
 use crate::ports::{
-    AuthorizeOutcome, AuthorizeRequest, Inquiry, Moved, PaymentGateway, ProviderState, Reserve,
-    Swap,
+    AuthorizeOutcome, AuthorizeRequest, Inquiry, Moved, NextAction, PaymentGateway, ProviderState,
+    Reserve, Swap,
 };
 use crate::worker::Outcome;
 use crate::{Engine, EngineError, Resource};
@@ -48,6 +51,10 @@ pub struct SwapView {
     pub payout: Money,
     pub created_at: Millis,
     pub updated_at: Millis,
+    /// Only while `reserved` waiting for the buyer at their bank (3-D Secure): where to
+    /// send them. The provider's webhook then finishes the swap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<NextAction>,
 }
 
 impl SwapView {
@@ -61,16 +68,32 @@ impl SwapView {
             payout: s.payout,
             created_at: s.created_at,
             updated_at: s.updated_at,
+            next_action: None,
         }
     }
 }
 
 /// Who drives a swap: the buyer's own request (which made the charge's first call and
-/// knows its answer) or the sweep (which asks the provider what happened).
+/// knows its answer), the sweep (which asks the provider what happened, through the
+/// paced door) or the provider's webhook (which asks too, directly, and leaves to the
+/// sweep a charge the provider does not show yet: the buyer's first call may still be
+/// on its way).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Driver {
     Buyer,
     Sweep,
+    Webhook,
+}
+
+/// What the charge step came to.
+enum Charge {
+    /// The swap moved (to `charged`, or `undone` with no reason to give).
+    Moved,
+    /// Declined: the swap is `undone`, for this reason.
+    Declined(String),
+    /// Nothing to do now: the buyer is at their bank (with where to send them, for the
+    /// buyer's own request), or the provider has not said yet.
+    Waiting(Option<NextAction>),
 }
 
 impl Engine {
@@ -123,7 +146,7 @@ impl Engine {
             return Err(refused(no, limit));
         }
         tracing::Span::current().record("swap", tracing::field::display(swap.id));
-        let ended = self.drive(swap, Driver::Buyer).await?;
+        let (ended, next_action) = self.drive(swap, Driver::Buyer).await?;
         match ended.state {
             SwapState::Done => {
                 metrics::counter!("boxoffice_exchange_swaps_total", "outcome" => "done")
@@ -135,7 +158,19 @@ impl Engine {
             }
             _ => {}
         }
-        Ok(SwapView::of(&ended))
+        Ok(SwapView {
+            next_action,
+            ..SwapView::of(&ended)
+        })
+    }
+
+    /// A provider's webhook about a swap's charge: drives the swap from what the
+    /// provider says now.
+    pub(crate) async fn swap_webhook(&self, swap: Swap) -> Result<Swap, EngineError> {
+        if swap.state.is_final() {
+            return Ok(swap);
+        }
+        Ok(self.drive(swap, Driver::Webhook).await?.0)
     }
 
     /// The exchange worker's step: drives every swap idle for `recovery_after_s`.
@@ -161,7 +196,7 @@ impl Engine {
             for swap in page {
                 let id = swap.id;
                 match self.drive(swap, Driver::Sweep).await {
-                    Ok(s) if s.state.is_final() => moved += 1,
+                    Ok((s, _)) if s.state.is_final() => moved += 1,
                     Ok(_) => {}
                     Err(e) => tracing::warn!(swap = %id, error = %e, "swap not finished yet"),
                 }
@@ -178,22 +213,34 @@ impl Engine {
     /// Drives one swap as the sweep does (through the paced door, asking the provider
     /// what an earlier call did): the event's cancellation refunding a swap's buyer.
     pub(crate) async fn drive_swap(&self, swap: Swap) -> Result<Swap, EngineError> {
-        self.drive(swap, Driver::Sweep).await
+        Ok(self.drive(swap, Driver::Sweep).await?.0)
     }
 
     /// Runs the swap's steps until it ends, or a step cannot be made now (the provider
-    /// did not answer): the swap then stays where it is for the sweep.
-    async fn drive(&self, mut swap: Swap, by: Driver) -> Result<Swap, EngineError> {
+    /// did not answer, the buyer is at their bank): the swap then stays where it is for
+    /// the webhook or the sweep, and the answer says where to send a waiting buyer.
+    async fn drive(
+        &self,
+        mut swap: Swap,
+        by: Driver,
+    ) -> Result<(Swap, Option<NextAction>), EngineError> {
         let port = self.exchange_port()?;
         let pay: &dyn PaymentGateway = match by {
-            Driver::Buyer => &*self.ports.payments,
+            Driver::Buyer | Driver::Webhook => &*self.ports.payments,
             Driver::Sweep => &*self.recovery_payments,
         };
         let mut declined = None;
         while !swap.state.is_final() {
             let now = self.now();
             match swap.state {
-                SwapState::Reserved => declined = self.charge(&swap, pay, by, now).await?,
+                SwapState::Reserved => match self.charge(&swap, pay, by, now).await? {
+                    Charge::Moved => {}
+                    Charge::Declined(reason) => declined = Some(reason),
+                    Charge::Waiting(next) => {
+                        let swap = port.swap(swap.id).await?.unwrap_or(swap);
+                        return Ok((swap, next));
+                    }
+                },
                 SwapState::Charged => {
                     let limit = self
                         .event(swap.event)
@@ -225,19 +272,26 @@ impl Engine {
             Some(reason) if swap.state == SwapState::Undone => {
                 Err(EngineError::PaymentDeclined(reason))
             }
-            _ => Ok(swap),
+            _ => Ok((swap, None)),
         }
     }
 
-    /// `reserved → charged` (or `undone`). The buyer's request authorizes; the sweep
-    /// asks the provider what the first call did. Returns a decline's reason.
+    /// Whether a swap whose payment waits for the buyer (3-D Secure) may wait on: for
+    /// the event's `payment_grace_s` from its reservation, as a checkout's pin does.
+    async fn may_wait(&self, swap: &Swap, now: Millis) -> Result<bool, EngineError> {
+        let grace = self.event(swap.event).await?.event.sale.payment_grace_s;
+        Ok(now < swap.created_at.plus_secs(u64::from(grace)))
+    }
+
+    /// `reserved → charged` (or `undone`). The buyer's request authorizes; the sweep and
+    /// the webhook ask the provider what the first call did.
     async fn charge(
         &self,
         swap: &Swap,
         pay: &dyn PaymentGateway,
         by: Driver,
         now: Millis,
-    ) -> Result<Option<String>, EngineError> {
+    ) -> Result<Charge, EngineError> {
         let port = self.exchange_port()?;
         let found = match by {
             Driver::Buyer => {
@@ -251,23 +305,36 @@ impl Engine {
                     AuthorizeOutcome::Approved { reference } => {
                         Some((reference, ProviderState::Authorized))
                     }
-                    AuthorizeOutcome::ActionRequired { reference, .. } => {
-                        Some((reference, ProviderState::RequiresAction))
+                    AuthorizeOutcome::ActionRequired {
+                        reference,
+                        next_action,
+                    } => {
+                        // The buyer goes to their bank; the webhook finishes the swap.
+                        // The reference is recorded, so the provider is read by it.
+                        let r = Some(reference.as_str());
+                        port.advance(swap.id, SwapState::Reserved, SwapState::Reserved, r, now)
+                            .await?;
+                        return Ok(Charge::Waiting(Some(next_action)));
                     }
                     AuthorizeOutcome::Declined { reason } => {
                         port.advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
                             .await?;
-                        return Ok(Some(reason));
+                        return Ok(Charge::Declined(reason));
                     }
                 }
             }
-            Driver::Sweep => {
+            Driver::Sweep | Driver::Webhook => {
                 let inquiry = Inquiry {
                     order: swap.charge,
                     reference: swap.charge_ref.clone(),
                     created_at: swap.created_at,
                 };
                 let p = pay.inquire(&inquiry).await.map_err(unavailable)?;
+                // Only the sweep, which waited `recovery_after_s`, takes "nothing" as
+                // never charged: a webhook may come before the buyer's first call lands.
+                if p.is_none() && by == Driver::Webhook {
+                    return Ok(Charge::Waiting(None));
+                }
                 p.map(|p| (p.reference, p.state))
             }
         };
@@ -278,7 +345,12 @@ impl Engine {
             }
             Some((r, ProviderState::Captured)) => Some(r),
             Some((r, ProviderState::RequiresAction)) => {
-                // The exchange takes only payments that need no step from the buyer.
+                // The buyer is at their bank: they have the grace period, then the
+                // payment is cancelled (its approval can come no more) and the swap
+                // undone.
+                if self.may_wait(swap, now).await? {
+                    return Ok(Charge::Waiting(None));
+                }
                 pay.void(swap.charge, &r).await.map_err(unavailable)?;
                 None
             }
@@ -294,13 +366,12 @@ impl Engine {
                     now,
                 )
                 .await?;
-                Ok(None)
+                Ok(Charge::Moved)
             }
             None => {
                 port.advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
                     .await?;
-                Ok((by == Driver::Buyer)
-                    .then(|| "the payment needs a step the exchange does not take".to_owned()))
+                Ok(Charge::Moved)
             }
         }
     }

@@ -137,7 +137,8 @@ pub trait Exchange: Send + Sync {
     async fn reserve(&self, reserve: &Reserve) -> Result<Result<(), ListingRefusal>, StoreError>;
     /// Moves a swap from `from` to `to` (a move `SwapState::can_move_to` allows),
     /// recording the charge's reference when given; `false` when the swap was not in
-    /// `from`. Moving to `undone` from `reserved` reopens the listing.
+    /// `from`. Moving to `undone` from `reserved` reopens the listing; `reserved` to
+    /// `reserved` only records the reference (a payment waiting for the buyer).
     async fn advance(
         &self,
         id: SwapId,
@@ -154,6 +155,9 @@ pub trait Exchange: Send + Sync {
         now: Millis,
     ) -> Result<Moved, StoreError>;
     async fn swap(&self, id: SwapId) -> Result<Option<Swap>, StoreError>;
+    /// The swap whose buyer's charge is `charge` (a provider's webhook names the
+    /// charge, not the swap).
+    async fn swap_by_charge(&self, charge: OrderId) -> Result<Option<Swap>, StoreError>;
     /// Unfinished swaps last moved before `before`, oldest first, at most `limit`.
     async fn unfinished_swaps(&self, before: Millis, limit: u32) -> Result<Vec<Swap>, StoreError>;
     /// Every swap's charge and state, for the audit's reconciliation with the provider.

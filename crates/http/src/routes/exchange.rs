@@ -200,7 +200,10 @@ struct BuyBody {
 pub(crate) const BUY_DOC: Doc = Doc {
     op: "buyListing",
     body: Some(Schema::of::<BuyBody>()),
-    ok: &[(StatusCode::CREATED, Schema::of::<SwapView>())],
+    ok: &[
+        (StatusCode::CREATED, Schema::of::<SwapView>()),
+        (StatusCode::ACCEPTED, Schema::of::<SwapView>()),
+    ],
     refuses: {
         use ErrorCode as C;
         &[
@@ -237,7 +240,8 @@ pub(crate) const BUY_DOC: Doc = Doc {
 /// POST /v1/listings/{id}/purchase (the admission token of the listing's event, as
 /// for a hold). Answers the swap: `done` (the ticket is the caller's), or `reserved` /
 /// `charged` / `moved` when the provider did not answer in time (the exchange worker
-/// finishes it).
+/// finishes it); 202 with `next_action` when the buyer must finish 3-D Secure at their
+/// bank (the provider's webhook finishes the swap).
 pub async fn buy(
     State(st): State<AppState>,
     token: BearerToken,
@@ -276,7 +280,11 @@ pub async fn buy(
                 let swap = engine
                     .buy_listing(&admitted, id, &input.payment_method)
                     .await?;
-                reply(StatusCode::CREATED, &swap)
+                let status = match swap.next_action {
+                    Some(_) => StatusCode::ACCEPTED,
+                    None => StatusCode::CREATED,
+                };
+                reply(status, &swap)
             },
         )
         .await

@@ -8,7 +8,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use boxoffice_domain::{OrderId, OrderState};
+use boxoffice_domain::exchange::SwapState;
+use boxoffice_domain::{OrderId, OrderState, SwapId};
 use boxoffice_engine::ports::WebhookError;
 use boxoffice_engine::{WebhookReceipt, WebhookRejected};
 use serde::Serialize;
@@ -22,7 +23,8 @@ use crate::openapi::{Doc, Schema};
 const SIGNATURE_HEADER: &str = "stripe-signature";
 
 /// Acknowledged. `order_id`, `status` (after settling) and `duplicate` when the payment
-/// is one of our orders.
+/// is one of our orders; `swap_id`, `swap_state` and `duplicate` when it is the charge
+/// of an exchange purchase.
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = WebhookReceipt)]
 pub struct Receipt {
@@ -32,6 +34,11 @@ pub struct Receipt {
     /// The order's state after settling.
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<OrderState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swap_id: Option<SwapId>,
+    /// The swap's state after driving it on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swap_state: Option<SwapState>,
     /// True when this event id was already handled: the order's current state is
     /// reported and the provider is not asked again.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,6 +77,21 @@ pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes
             received: true,
             order_id: Some(order),
             status: Some(status),
+            swap_id: None,
+            swap_state: None,
+            duplicate: Some(duplicate),
+        })
+        .into_response(),
+        Ok(WebhookReceipt::Swap {
+            swap,
+            state,
+            duplicate,
+        }) => Json(Receipt {
+            received: true,
+            order_id: None,
+            status: None,
+            swap_id: Some(swap),
+            swap_state: Some(state),
             duplicate: Some(duplicate),
         })
         .into_response(),
@@ -77,6 +99,8 @@ pub async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes
             received: true,
             order_id: None,
             status: None,
+            swap_id: None,
+            swap_state: None,
             duplicate: None,
         })
         .into_response(),

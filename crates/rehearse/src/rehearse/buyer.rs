@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use super::api::{Answer, Api, Call, Stop};
 use super::crowd::{Mix, Planned, Profile};
 use super::record::{Recorder, Step};
+use super::resell::{Resale, resell};
 use super::shop;
 
 /// What a run shares with every buyer.
@@ -38,6 +39,8 @@ pub struct Ctx {
     /// How long a buyer told "sold out" keeps an eye on the line (seats may come back
     /// from expired or released holds), asking every two seconds.
     pub linger: Duration,
+    /// The event takes attendee names at checkout: every buyer gives one per seat.
+    pub names: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -79,6 +82,8 @@ pub struct BuyerResult {
     pub requests: u64,
     /// CPU seconds this person spent solving proofs of work.
     pub solve_cpu_s: f64,
+    /// A reselling scalper's attempts to sell on what it bought.
+    pub resale: Option<Resale>,
 }
 
 /// What one person of the crowd spends, counted by `Api::send` and the solver within
@@ -115,6 +120,7 @@ pub async fn journey(ctx: Arc<Ctx>, p: Planned) -> BuyerResult {
         outcome: Outcome::Stopped,
         requests: 0,
         solve_cpu_s: 0.0,
+        resale: None,
     };
     Recorder::add(&ctx.api.rec.arrived, 1);
     let mut rng = StdRng::seed_from_u64(p.seed);
@@ -195,7 +201,12 @@ async fn walk(
         profile: p.profile,
         card: None,
     };
-    shopper.shop(rng, r).await.map_err(stopped)
+    let outcome = shopper.shop(rng, r).await.map_err(stopped)?;
+    if p.profile == Profile::Scalper && r.tickets > 0 {
+        let token = &line[session].token;
+        r.resale = Some(resell(ctx, &base, token).await.map_err(stopped)?);
+    }
+    Ok(outcome)
 }
 
 /// A line-sitter let in hands its buyer token and admission token to its clients,
@@ -316,6 +327,7 @@ fn empty(index: usize, profile: Profile) -> BuyerResult {
         outcome: Outcome::Stopped,
         requests: 0,
         solve_cpu_s: 0.0,
+        resale: None,
     }
 }
 

@@ -93,6 +93,10 @@ pub struct Adversaries {
     /// possession), one client address and one card; every account that is let in
     /// takes the most tickets allowed.
     pub farms: f64,
+    /// A reselling scalper: takes the most tickets allowed, then tries to sell them on
+    /// (moves them to another identity of its own, renames them, lists them above face
+    /// value on the exchange; see `resell`).
+    pub scalpers: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -105,10 +109,11 @@ pub enum Profile {
     PowBot,
     TokenSharer,
     Farm,
+    Scalper,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 7] = [
+    pub const ALL: [Profile; 8] = [
         Profile::Honest,
         Profile::AggressivePoller,
         Profile::ManySessions,
@@ -116,6 +121,7 @@ impl Profile {
         Profile::PowBot,
         Profile::TokenSharer,
         Profile::Farm,
+        Profile::Scalper,
     ];
 
     pub fn adversary(self) -> bool {
@@ -131,12 +137,16 @@ impl Profile {
             Profile::PowBot => "proof-of-work bot",
             Profile::TokenSharer => "token-sharing line-sitter",
             Profile::Farm => "account farm",
+            Profile::Scalper => "reselling scalper",
         }
     }
 
     /// Takes the most tickets allowed, pays with the first card and never thinks.
     pub fn greedy(self) -> bool {
-        matches!(self, Profile::PowBot | Profile::TokenSharer | Profile::Farm)
+        matches!(
+            self,
+            Profile::PowBot | Profile::TokenSharer | Profile::Farm | Profile::Scalper
+        )
     }
 }
 
@@ -197,6 +207,7 @@ fn profile(u: f64, adv: &Adversaries) -> Profile {
         (adv.pow_bots, Profile::PowBot),
         (adv.token_sharers, Profile::TokenSharer),
         (adv.farms, Profile::Farm),
+        (adv.scalpers, Profile::Scalper),
     ] {
         edge += share;
         if u < edge {
@@ -261,6 +272,7 @@ mod tests {
             pow_bots: 0.05,
             token_sharers: 0.03,
             farms: 0.02,
+            scalpers: 0.02,
             ..Adversaries::default()
         };
         let c = crowd(&a, &adv, 1);
@@ -269,6 +281,7 @@ mod tests {
         assert!((share(Profile::PowBot) - 0.05).abs() < 0.01);
         assert!((share(Profile::TokenSharer) - 0.03).abs() < 0.005);
         assert!((share(Profile::Farm) - 0.02).abs() < 0.005);
+        assert!((share(Profile::Scalper) - 0.02).abs() < 0.005);
         assert_eq!(share(Profile::ManySessions), 0.0);
     }
 }

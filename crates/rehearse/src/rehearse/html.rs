@@ -242,4 +242,29 @@ fn fairness(h: &mut String, r: &Report) {
         );
     }
     h.push_str("</table>");
+    for p in &f.profiles {
+        let Some(r) = &p.resale else { continue };
+        let refused: Vec<String> = (r.refused.iter())
+            .map(|(k, v)| format!("{k} × {v}"))
+            .collect();
+        let _ = write!(
+            h,
+            "<h3>{}: reselling</h3><table>\
+             <tr><th>tickets bought to sell on</th><td>{}</td></tr>\
+             <tr><th>moved to another identity</th><td>{}</td></tr>\
+             <tr><th>renamed</th><td>{}</td></tr>\
+             <tr><th>listed above face value</th><td>{}</td></tr>\
+             <tr><th>listed at face value</th><td>{}</td></tr>\
+             <tr><th>markup asked over face value</th><td>{}</td></tr>\
+             <tr><th>refused</th><td>{}</td></tr></table>",
+            p.name,
+            r.tickets,
+            r.transferred,
+            r.renamed,
+            r.listed_above_face,
+            r.listed_at_face,
+            r.markup,
+            esc(&refused.join(", ")),
+        );
+    }
 }

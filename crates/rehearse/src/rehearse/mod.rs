@@ -13,6 +13,7 @@ pub mod observe;
 pub mod progress;
 pub mod record;
 pub mod report;
+pub mod resell;
 pub mod setup;
 pub mod shop;
 pub mod svg;
@@ -58,6 +59,13 @@ pub struct Settings {
     pub proofs: boxoffice_domain::possession::PopMode,
     /// Velocity limits and buyer signals of the made event (`None`: off).
     pub velocity: Option<boxoffice_domain::velocity::VelocityRules>,
+    /// Names on the made event's tickets; when taken at checkout, every buyer gives
+    /// one per seat.
+    pub names: boxoffice_domain::attendees::AttendeeNames,
+    /// The made event's transfer policy (`None`: not transferable).
+    pub transfers: Option<boxoffice_domain::transfers::TransferPolicy>,
+    /// Whether the made event has a face-value exchange (no fee).
+    pub exchange: bool,
     pub arrivals: Arrivals,
     pub mix: Mix,
     pub adversaries: Adversaries,
@@ -88,6 +96,9 @@ impl Default for Settings {
             pow_difficulty: 0,
             proofs: boxoffice_domain::possession::PopMode::Off,
             velocity: None,
+            names: boxoffice_domain::attendees::AttendeeNames::Off,
+            transfers: None,
+            exchange: false,
             arrivals: Arrivals {
                 buyers: 10_000,
                 rush_share: 0.5,
@@ -105,6 +116,7 @@ impl Default for Settings {
                 token_sharers: 0.0,
                 clients_each: 3,
                 farms: 0.0,
+                scalpers: 0.0,
             },
             max_duration: Duration::from_secs(600),
             max_requests: 5_000_000,
@@ -180,6 +192,7 @@ pub async fn run(
         clients_each: s.adversaries.clients_each,
         settle: s.settle,
         linger: s.linger,
+        names: s.names == boxoffice_domain::attendees::AttendeeNames::AtCheckout,
     });
     let cpu_before = cpu_seconds();
     let mut crowd = tokio::spawn(dispatch(

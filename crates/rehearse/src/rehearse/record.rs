@@ -22,10 +22,12 @@ pub enum Step {
     Bank,
     Order,
     Observe,
+    /// A scalper's moves after its purchase (transfers, renames, listings).
+    Resell,
 }
 
 impl Step {
-    pub const ALL: [Step; 10] = [
+    pub const ALL: [Step; 11] = [
         Step::SignIn,
         Step::Challenge,
         Step::Join,
@@ -36,6 +38,7 @@ impl Step {
         Step::Bank,
         Step::Order,
         Step::Observe,
+        Step::Resell,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +53,7 @@ impl Step {
             Step::Bank => "3-D Secure",
             Step::Order => "order",
             Step::Observe => "observe",
+            Step::Resell => "resell",
         }
     }
 }

@@ -11,6 +11,7 @@ use super::buyer::{BuyerResult, Outcome};
 use super::crowd::Profile;
 use super::observe::Point;
 use super::record::{Sample, Step};
+use super::resell::Resale;
 use crate::fairness::{self, BotAdvantage};
 use crate::plan::NodeFigures;
 
@@ -122,6 +123,8 @@ pub struct ProfileRow {
     pub solve_cpu_s_per_person: f64,
     /// What this profile alone gained over honest buyers (none for the honest).
     pub advantage: Option<BotAdvantage>,
+    /// What its people got out of reselling, summed (reselling scalpers only).
+    pub resale: Option<Resale>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -314,7 +317,16 @@ fn profiles(buyers: &[BuyerResult]) -> Vec<ProfileRow> {
             let advantage = p.adversary().then(|| {
                 fairness::bot_advantage(&outcomes(buyers, |q| q == p || q == Profile::Honest))
             });
+            let resale =
+                mine.iter()
+                    .filter_map(|b| b.resale.as_ref())
+                    .fold(None::<Resale>, |sum, r| {
+                        let mut sum = sum.unwrap_or_default();
+                        sum.add(r);
+                        Some(sum)
+                    });
             Some(ProfileRow {
+                resale,
                 requests_per_person: mine.iter().map(|b| b.requests as f64).sum::<f64>() / people,
                 solve_cpu_s_per_person: mine.iter().map(|b| b.solve_cpu_s).sum::<f64>() / people,
                 advantage,

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
-use boxoffice_domain::{EventSpec, Money, SaleSettings};
+use boxoffice_domain::exchange::ExchangeRules;
+use boxoffice_domain::transfers::TransferRules;
+use boxoffice_domain::{EventSpec, Millis, Money, SaleSettings};
 use serde_json::{Value, json};
 
 use super::api::{Answer, Api, Call};
@@ -67,6 +69,11 @@ pub fn spec(s: &super::Settings) -> EventSpec {
             ga_capacity: Some(ga),
         });
     }
+    // Doors a month away: transfers and the exchange stay open through the run.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let doors_at = Millis(now_ms).plus_secs(30 * 86_400);
     EventSpec {
         name: format!("Rehearsal {}", uuid::Uuid::new_v4()),
         venue: None,
@@ -83,9 +90,20 @@ pub fn spec(s: &super::Settings) -> EventSpec {
             hold_ttl_s,
             payment_grace_s: 120,
             admission_rate_per_s,
-            honour_late_payments: false,
-            buyer_refunds: None,
-            transfers: None,
+            transfers: s.transfers.map(|policy| TransferRules {
+                doors_at,
+                closes_before_doors_s: 3_600,
+                offer_ttl_s: 600,
+                policy,
+                max_name_changes: 1,
+            }),
+            exchange: s.exchange.then_some(ExchangeRules {
+                doors_at,
+                closes_before_doors_s: 3_600,
+                fee_bps: 0,
+                fee_fixed: Money(0),
+            }),
+            attendee_names: s.names,
             proof_of_possession: s.proofs,
             velocity: s.velocity.clone(),
             ..SaleSettings::default()

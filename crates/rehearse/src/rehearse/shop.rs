@@ -16,6 +16,7 @@ use super::api::{Answer, Call, Stop};
 use super::buyer::{BuyerResult, Ctx, Outcome, backoff, note, retryable};
 use super::crowd::{Profile, pick};
 use super::record::{Recorder, Step};
+use super::resell::letters;
 
 /// The event's sections as buyers choose from them.
 #[derive(Clone, Debug, Default)]
@@ -69,6 +70,8 @@ pub struct Shopper<'a> {
 /// A hold that was granted.
 struct Held {
     id: String,
+    /// How many seats it holds.
+    seats: usize,
 }
 
 enum HoldAnswer {
@@ -128,7 +131,7 @@ impl Shopper<'_> {
             (None, 2) => "pm_card_threeDSecure",
             (None, _) => "pm_timeout_after_charge",
         };
-        let (outcome, tickets) = self.checkout(&held.id, card).await?;
+        let (outcome, tickets) = self.checkout(held, card, r.index).await?;
         if tickets > 0 {
             r.tickets = tickets;
             Recorder::add(&self.ctx.api.rec.sold, i64::from(tickets));
@@ -177,7 +180,8 @@ impl Shopper<'_> {
             let a = self.ctx.api.send(self.base, call).await?;
             if a.status == 201 {
                 let id = a.body["hold_id"].as_str().unwrap_or_default().to_owned();
-                return Ok(HoldAnswer::Held(Held { id }));
+                let seats = a.body["seat_ids"].as_array().map_or(0, Vec::len);
+                return Ok(HoldAnswer::Held(Held { id, seats }));
             }
             note(&self.ctx.api, Step::Hold, &a);
             match a.code() {
@@ -207,10 +211,17 @@ impl Shopper<'_> {
     }
 
     /// Checks out; (how it ended, tickets bought).
-    async fn checkout(&self, hold: &str, card: &str) -> Result<(Outcome, u32), Stop> {
-        let path = format!("/v1/holds/{hold}/checkout");
+    async fn checkout(&self, held: &Held, card: &str, who: usize) -> Result<(Outcome, u32), Stop> {
+        let path = format!("/v1/holds/{}/checkout", held.id);
         let key = uuid::Uuid::new_v4().to_string();
-        let body = json!({ "payment_method": card });
+        let mut body = json!({ "payment_method": card });
+        if self.ctx.names {
+            // One name per seat: the buyer's and their party's, in letters.
+            let names: Vec<String> = (0..held.seats)
+                .map(|seat| format!("Fan {} {}", letters(who), letters(seat)))
+                .collect();
+            body["attendees"] = json!(names);
+        }
         for attempt in 0..6 {
             let call = Call::post(Step::Checkout, &path, body.clone(), &key)
                 .token(self.token)

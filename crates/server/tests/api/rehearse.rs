@@ -396,3 +396,96 @@ async fn an_account_farm_on_one_card_is_cut_to_two_accounts_by_the_default_buyer
         report[1].errors
     );
 }
+
+/// A reselling scalper buys the limit, then tries to sell it on: moves each ticket to
+/// another identity of its own, renames it, and lists it above face value. With free
+/// transfers and no exchange every ticket moves (a sale off the platform goes
+/// through); with names at checkout, transfers only through the exchange and the
+/// exchange's face-value cap, none moves, none is renamed, none is listed above face
+/// value and no markup is asked: all it can do is sell at what it paid.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_reselling_scalper_moves_its_tickets_under_free_transfers_and_gains_no_markup_under_the_rules()
+ {
+    use boxoffice_domain::attendees::AttendeeNames;
+    use boxoffice_domain::transfers::TransferPolicy;
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, base) = layered_server(dir.path()).await;
+    let scalpers = Adversaries {
+        scalpers: 0.1,
+        ..Adversaries::default()
+    };
+    let mut report = Vec::new();
+    for (names, transfers, exchange) in [
+        (AttendeeNames::Off, TransferPolicy::Free, false),
+        (
+            AttendeeNames::AtCheckout,
+            TransferPolicy::ExchangeOnly,
+            true,
+        ),
+    ] {
+        let s = Settings {
+            names,
+            transfers: Some(transfers),
+            exchange,
+            ..layer_settings(base.clone(), 100, scalpers.clone())
+        };
+        let r = rehearse::run(&s, None, std::future::pending())
+            .await
+            .unwrap();
+        let (scalper, honest) = (row(&r, Profile::Scalper), row(&r, Profile::Honest));
+        eprintln!(
+            "{transfers:?}: scalpers {scalper:?}, honest {honest:?}, errors {:?}",
+            r.errors
+        );
+        assert_eq!(r.stopped, None, "{transfers:?}: within its bounds");
+        assert!(scalper.buyers >= 3, "too few scalpers drawn: {scalper:?}");
+        assert!(
+            honest.bought > honest.buyers / 2,
+            "{transfers:?}: {honest:?}"
+        );
+        let resale = scalper.resale.clone().expect("the scalpers' resale line");
+        assert_eq!(u64::from(resale.tickets), scalper.tickets, "{resale:?}");
+        assert!(resale.tickets > 0, "the scalpers bought: {resale:?}");
+        assert!(
+            row(&r, Profile::Honest).resale.is_none(),
+            "only scalpers resell"
+        );
+        report.push(resale);
+    }
+    let (free, rules) = (&report[0], &report[1]);
+    assert_eq!(
+        free.transferred, free.tickets,
+        "free transfers: every ticket moved to the other identity: {free:?}"
+    );
+    assert_eq!((free.listed_above_face, free.markup), (0, 0), "{free:?}");
+    assert_eq!(
+        free.refused.get("list above face exchange_not_available"),
+        Some(&free.tickets),
+        "{free:?}"
+    );
+    assert_eq!(
+        (
+            rules.transferred,
+            rules.renamed,
+            rules.listed_above_face,
+            rules.markup
+        ),
+        (0, 0, 0, 0),
+        "the rules leave no move, no new name and no markup: {rules:?}"
+    );
+    for code in [
+        "transfer transfers_exchange_only",
+        "rename name_changes_not_allowed",
+        "list above face listing_above_face_value",
+    ] {
+        assert_eq!(
+            rules.refused.get(code),
+            Some(&rules.tickets),
+            "{code} for every ticket: {rules:?}"
+        );
+    }
+    assert_eq!(
+        rules.listed_at_face, rules.tickets,
+        "at face value it may resell: {rules:?}"
+    );
+}

@@ -310,3 +310,59 @@ pub async fn a_swap_that_cannot_move_its_ticket_goes_to_refunding_and_undone_reo
     audit_is_clean(&s, &e).await;
     audit_is_clean(&s, &e2).await;
 }
+
+/// A swap whose payment waits for the buyer (3-D Secure) stays `reserved` with its
+/// charge's reference recorded, the listing kept for it; the provider's webhook finds
+/// it by its charge; declined at the bank, it ends `undone` and the listing reopens.
+pub async fn a_swap_waiting_for_the_buyer_is_found_by_its_charge_and_undone_reopens(
+    s: ExchangeStores,
+) {
+    let (e, o, rows) = sold(&s, 1).await;
+    let l = listing_of(&rows[0]);
+    assert_eq!(s.exchange.list(&l).await.unwrap(), Ok(()));
+    let r = reserve_of(&l, &o, BuyerId::random(), 2);
+    assert_eq!(s.exchange.reserve(&r).await.unwrap(), Ok(()));
+    let by_charge = s.exchange.swap_by_charge(r.swap.charge).await.unwrap();
+    assert_eq!(by_charge.map(|w| w.id), Some(r.swap.id));
+    let waits = s.exchange.advance(
+        r.swap.id,
+        SwapState::Reserved,
+        SwapState::Reserved,
+        Some("pi_3ds"),
+        NOW.plus_secs(1),
+    );
+    assert!(waits.await.unwrap());
+    let found = s.exchange.swap_by_charge(r.swap.charge).await.unwrap();
+    let found = found.expect("the swap, by its charge");
+    assert_eq!(found.id, r.swap.id);
+    assert_eq!(
+        (found.state, found.charge_ref.as_deref(), found.updated_at),
+        (SwapState::Reserved, Some("pi_3ds"), NOW.plus_secs(1))
+    );
+    let other = s
+        .exchange
+        .swap_by_charge(boxoffice_domain::OrderId::random());
+    assert_eq!(other.await.unwrap(), None);
+    let listing = s.exchange.listing(l.id).await.unwrap().unwrap();
+    assert_eq!(listing.state, ListingState::Reserved, "kept for the buyer");
+    assert!(
+        s.exchange
+            .open_listings(e.id, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let undone = s.exchange.advance(
+        r.swap.id,
+        SwapState::Reserved,
+        SwapState::Undone,
+        None,
+        NOW.plus_secs(2),
+    );
+    assert!(undone.await.unwrap());
+    let open = s.exchange.open_listings(e.id, None, 10).await.unwrap();
+    assert_eq!(open.iter().map(|x| x.id).collect::<Vec<_>>(), vec![l.id]);
+    let swap = s.exchange.swap(r.swap.id).await.unwrap().unwrap();
+    assert_eq!(swap.state, SwapState::Undone);
+    audit_is_clean(&s, &e).await;
+}

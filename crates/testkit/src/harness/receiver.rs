@@ -24,6 +24,8 @@ pub struct Received {
     pub occurred_at: u64,
     /// When this delivery arrived here (ms since the epoch).
     pub received_at: u64,
+    /// The whole document, as signed.
+    pub doc: Value,
 }
 
 #[derive(Default)]
@@ -77,6 +79,7 @@ async fn deliver(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
         kind: field("type"),
         occurred_at: doc["occurred_at"].as_u64().unwrap_or(0),
         received_at: now_ms(),
+        doc: doc.clone(),
     });
     StatusCode::NO_CONTENT
 }

@@ -9,6 +9,7 @@ mod bench;
 mod crash;
 mod history;
 mod jetstream;
+mod names;
 mod webhooks;
 
 use std::collections::HashSet;

@@ -4,6 +4,7 @@
 
 mod door;
 mod exchange;
+mod exchange_3ds;
 mod exchange_crash;
 mod gate_cli;
 mod names;
