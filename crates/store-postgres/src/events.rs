@@ -325,6 +325,25 @@ pub(crate) async fn finish_webhook(
     Ok(Step::Keep(()))
 }
 
+/// Writer job: forgets webhook ids claimed before `before`, `limit` at most (see
+/// `Ledger::prune_webhooks`).
+pub(crate) async fn prune_webhooks(
+    conn: &mut PgConnection,
+    before: Millis,
+    limit: u32,
+) -> Result<Step<u64>, StoreError> {
+    let gone = sqlx::query(
+        "DELETE FROM processed_webhooks WHERE id IN
+           (SELECT id FROM processed_webhooks WHERE claimed_at < $1 LIMIT $2)",
+    )
+    .bind(before.0)
+    .bind(i64::from(limit))
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(gone.rows_affected()))
+}
+
 /// The stored event with its current sale status (the column is the truth; the JSON
 /// body keeps the status it was built with).
 pub(crate) async fn read<'e>(

@@ -223,6 +223,15 @@ impl Ledger for PostgresLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.writer
+            .submit(move |c| {
+                Box::pin(async move { events::prune_webhooks(c, before, limit).await })
+            })
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         let order = order.clone();
         self.writer

@@ -258,6 +258,23 @@ pub(crate) fn finish_webhook(
     Ok(Step::Keep(()))
 }
 
+/// Writer job: forgets webhook ids claimed before `before`, `limit` at most (see
+/// `Ledger::prune_webhooks`).
+pub(crate) fn prune_webhooks(
+    conn: &Connection,
+    before: Millis,
+    limit: u32,
+) -> Result<Step<u64>, StoreError> {
+    let gone = conn
+        .prepare_cached(
+            "DELETE FROM processed_webhooks WHERE id IN
+               (SELECT id FROM processed_webhooks WHERE claimed_at < ?1 LIMIT ?2)",
+        )
+        .and_then(|mut s| s.execute(params![before.0, limit]))
+        .map_err(db)?;
+    Ok(Step::Keep(gone as u64))
+}
+
 pub(crate) fn create_buyer(
     conn: &Connection,
     buyer: BuyerId,

@@ -202,6 +202,13 @@ impl Ledger for SqliteLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.writer
+            .submit(move |c| events::prune_webhooks(c, before, limit))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         let order = order.clone();
         self.writer.submit(move |c| moves::insert(c, &order)).await

@@ -83,6 +83,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_positions_unique",
         include_str!("../../../migrations/sqlite/0014_line_positions_unique.sql"),
     ),
+    (
+        15,
+        "processed_webhooks_pruned",
+        include_str!("../../../migrations/sqlite/0015_processed_webhooks_pruned.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -220,6 +220,12 @@ pub trait Ledger: Send + Sync {
     /// so the provider's retry is handled in full.
     async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError>;
 
+    /// Forgets up to `limit` webhook ids claimed before `before` (handled, or claims
+    /// that never finished), so the table does not grow with every payment for ever;
+    /// answers how many went. A duplicate delivered after its id was forgotten is
+    /// handled again, so `before` must lie further back than the provider retries.
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
+
     /// Writes the order as `pending_payment` before the provider is called. One order
     /// per hold: a second insert for the same hold returns the first. An order naming a
     /// seat the ledger has sold is refused (`SeatSold`) and nothing is written.

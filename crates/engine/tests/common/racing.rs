@@ -128,6 +128,9 @@ impl Ledger for Racing {
     async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
         self.inner.finish_webhook(id, handled).await
     }
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune_webhooks(before, limit).await
+    }
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         self.inner.insert_order(order).await
     }
