@@ -281,6 +281,38 @@ pub(crate) async fn admissions(
         .collect())
 }
 
+/// Writer job: keeps an operator's waiting-room setting (the last write wins).
+pub(crate) async fn keep_line_setting(
+    conn: &mut PgConnection,
+    event: EventId,
+    name: &str,
+    value: &str,
+) -> Result<Step<()>, StoreError> {
+    sqlx::query(
+        "INSERT INTO line_settings (event_id, name, value) VALUES ($1, $2, $3)
+         ON CONFLICT (event_id, name) DO UPDATE SET value = EXCLUDED.value",
+    )
+    .bind(event.0)
+    .bind(name)
+    .bind(value)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The event's kept waiting-room settings, by name.
+pub(crate) async fn line_settings(
+    conn: impl PgExecutor<'_>,
+    event: EventId,
+) -> Result<Vec<(String, String)>, StoreError> {
+    sqlx::query_as("SELECT name, value FROM line_settings WHERE event_id = $1 ORDER BY name")
+        .bind(event.0)
+        .fetch_all(conn)
+        .await
+        .map_err(db)
+}
+
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
 /// Several nodes share the database, so another incarnation's unfinished claim may be
 /// alive: it is taken over only once it is older than the lease.

@@ -203,6 +203,19 @@ pub trait Ledger: Send + Sync {
     /// The event's admission batches, (serving_up_to, when), ascending.
     async fn admissions(&self, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError>;
 
+    /// Keeps an operator's waiting-room setting of the event (the admission override,
+    /// the rules: `name` and its value as the queue store keeps them), so it comes back
+    /// with a line the queue store lost. The last write of a name wins.
+    async fn keep_line_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError>;
+
+    /// The event's kept waiting-room settings, (name, value), by name.
+    async fn line_settings(&self, event: EventId) -> Result<Vec<(String, String)>, StoreError>;
+
     /// Claims a payment webhook's event id for handling, for every node and across
     /// restarts (P4): `true` when `by` is to handle it (the first delivery, or a claim
     /// that never finished and is dead: taken before `stale_before`, or, in a ledger one

@@ -285,3 +285,36 @@ pub async fn processed_webhook_ids_are_forgotten_after_their_lifetime(ledger: Ar
             .unwrap()
     );
 }
+
+/// An event's waiting-room settings are kept by name, the last write winning, apart
+/// from every other event's.
+pub async fn the_operators_line_settings_are_kept_last_write_first(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 1, 4).await;
+    let other = event(&ledger, 1, 4).await;
+    assert_eq!(ledger.line_settings(e.id).await.unwrap(), vec![]);
+    ledger
+        .keep_line_setting(e.id, "admission", r#"{"rate_per_s":5}"#)
+        .await
+        .unwrap();
+    ledger.keep_line_setting(e.id, "rules", "{}").await.unwrap();
+    ledger
+        .keep_line_setting(e.id, "admission", r#"{"rate_per_s":7}"#)
+        .await
+        .unwrap();
+    ledger
+        .keep_line_setting(other.id, "admission", "{}")
+        .await
+        .unwrap();
+    let kept = |name: &str, value: &str| (name.to_string(), value.to_string());
+    assert_eq!(
+        ledger.line_settings(e.id).await.unwrap(),
+        vec![
+            kept("admission", r#"{"rate_per_s":7}"#),
+            kept("rules", "{}")
+        ]
+    );
+    assert_eq!(
+        ledger.line_settings(other.id).await.unwrap(),
+        vec![kept("admission", "{}")]
+    );
+}
