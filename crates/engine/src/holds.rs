@@ -2,12 +2,13 @@
 
 use boxoffice_domain::possession::{PopMode, Thumbprint};
 use boxoffice_domain::token::TokenKind;
-use boxoffice_domain::{EventId, HoldId, HoldState, Millis, SaleStatus, SeatIndex};
+use boxoffice_domain::{EventId, HoldId, Millis, SaleStatus, SeatIndex};
 
 use crate::buyers::BuyerSession;
 use crate::catalog::EventEntry;
 use crate::ports::{
-    ArbiterError, Claimed, ClaimedHolds, HoldRequest, HoldView, ReplayClaim, SeatChoice,
+    ArbiterError, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView, Released,
+    ReplayClaim, SeatChoice,
 };
 use crate::verified::Verified;
 use crate::waiting::Refusal;
@@ -217,20 +218,47 @@ impl Engine {
         who: &BuyerSession,
         hold: HoldId,
     ) -> Result<HoldView, EngineError> {
-        let view = self.get_hold(who, hold).await?;
-        match view.state {
-            HoldState::Held => {
-                let released = self.ports.arbiter.release(hold).await?;
-                // Best effort: a lost count only delays the next batch until the
-                // admission token's lifetime ends.
-                if let Err(e) = self.shopper_finished(hold.event, who.buyer).await {
-                    tracing::warn!(error = %e, "could not count a finished shopper");
-                }
-                Ok(released)
+        let released = ClaimThenHold::release_checked(&*self.ports.arbiter, hold, who.buyer).await;
+        self.after_release(hold, who, released).await
+    }
+
+    /// `release_hold` under an Idempotency-Key claim taken by `holds` in the same step as
+    /// the release (one Redis script on a single Redis, which also counts the buyer's
+    /// shopping finished). `Err` is the store's failure (whether the claim was taken is
+    /// unknown); `Refused` is the claim's answer (replay, mismatch, in flight, full):
+    /// nothing was released. `Ran` is the release's outcome under the caller's claim.
+    #[tracing::instrument(skip_all, fields(hold = %hold))]
+    pub async fn release_hold_claimed(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+        holds: &dyn ClaimedHolds,
+        claim: &ReplayClaim<'_>,
+    ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
+        let released = match holds.release(claim, hold, who.buyer).await? {
+            Claimed::Refused(begin) => return Ok(Claimed::Refused(begin)),
+            Claimed::Ran(released) => released,
+        };
+        Ok(Claimed::Ran(self.after_release(hold, who, released).await))
+    }
+
+    /// After a release: a buyer who gave seats back has finished shopping, counted in
+    /// the waiting room unless the release's step counted them already.
+    async fn after_release(
+        &self,
+        hold: HoldId,
+        who: &BuyerSession,
+        released: Result<Released, ArbiterError>,
+    ) -> Result<HoldView, EngineError> {
+        let released = released?;
+        if released.now && !released.finish_counted {
+            // Best effort: a lost count only delays the next batch until the
+            // admission token's lifetime ends.
+            if let Err(e) = self.shopper_finished(hold.event, who.buyer).await {
+                tracing::warn!(error = %e, "could not count a finished shopper");
             }
-            HoldState::Released | HoldState::Expired => Ok(view),
-            other => Err(EngineError::HoldNotActive(other)),
         }
+        Ok(released.hold)
     }
 
     pub fn seat_labels(&self, entry: &EventEntry, seats: &[SeatIndex]) -> Vec<String> {

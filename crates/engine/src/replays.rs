@@ -1,12 +1,14 @@
 //! Upkeep of the idempotency stores, as worker steps: heartbeats, so that nodes sharing
 //! a store can tell this one is alive (and take over its claims at once when it stops),
 //! and pruning records whose retention is over, one small batch per store and step so
-//! no write holds the ledger for long.
+//! no write holds the ledger for long. Processed payment webhook ids (kept in the
+//! ledger, shared by every node) are pruned by the same step, after a lifetime of their
+//! own.
 
 use std::sync::Arc;
 
 use crate::EngineError;
-use crate::ports::{Clock, IdempotencyStore, Incarnation};
+use crate::ports::{Clock, IdempotencyStore, Incarnation, Ledger};
 use crate::worker::Outcome;
 
 pub struct ReplayUpkeep {
@@ -15,6 +17,8 @@ pub struct ReplayUpkeep {
     clock: Arc<dyn Clock>,
     retention_ms: i64,
     batch: u32,
+    /// The ledger whose processed webhook ids are forgotten this long after their claim.
+    webhooks: Option<(Arc<dyn Ledger>, i64)>,
 }
 
 impl ReplayUpkeep {
@@ -33,6 +37,16 @@ impl ReplayUpkeep {
             clock,
             retention_ms,
             batch,
+            webhooks: None,
+        }
+    }
+
+    /// Also forgets `ledger`'s processed webhook ids `kept_ms` after their claim, a
+    /// batch per step.
+    pub fn with_webhooks(self, ledger: Arc<dyn Ledger>, kept_ms: i64) -> ReplayUpkeep {
+        ReplayUpkeep {
+            webhooks: Some((ledger, kept_ms)),
+            ..self
         }
     }
 
@@ -55,6 +69,14 @@ impl ReplayUpkeep {
         }
         if done > 0 {
             metrics::counter!("boxoffice_idempotency_pruned_total").increment(done);
+        }
+        if let Some((ledger, kept_ms)) = &self.webhooks {
+            let before = self.clock.now().plus_millis(-kept_ms);
+            let forgotten = ledger.prune_webhooks(before, self.batch).await?;
+            if forgotten > 0 {
+                metrics::counter!("boxoffice_webhook_ids_pruned_total").increment(forgotten);
+            }
+            done += forgotten;
         }
         Ok(Outcome {
             done: done as usize,

@@ -239,7 +239,12 @@ async fn replay_upkeep(
         backends.idempotency.clone(),
         backends.hold_idempotency.clone(),
     ];
-    let upkeep = Arc::new(config.idempotency.upkeep(stores, claimant.node, clock));
+    let ledger = backends.ports.ledger.clone();
+    let upkeep = Arc::new(
+        config
+            .idempotency
+            .upkeep(stores, ledger, claimant.node, clock),
+    );
     upkeep
         .heartbeat_step()
         .await

@@ -41,7 +41,8 @@ pub struct Backends {
     pub outbox: Arc<dyn Outbox>,
     /// Fast replays for holds, beside the hot store.
     pub hold_idempotency: Arc<dyn IdempotencyStore>,
-    /// Holds under their claims in `hold_idempotency`: both in one call to Redis.
+    /// Holds and releases under their claims in `hold_idempotency`: both in one call
+    /// to Redis.
     pub hold_claims: Arc<dyn ClaimedHolds>,
     /// Proof-of-possession memory (proof ids, hold keys), beside the hot store.
     pub proofs: Arc<dyn ProofMemory>,
@@ -192,10 +193,12 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
             Duration::from_secs(replays.retention_s),
         ),
     );
-    let claims = RedisClaimedHolds::new(arbiter.clone(), idempotency.clone());
+    let queue = RedisQueue::new(conn.clone(), prefix.clone());
+    let claims =
+        RedisClaimedHolds::new(arbiter.clone(), idempotency.clone()).counting_finished_in(&queue);
     Ok(Hot {
         arbiter,
-        queue: Arc::new(RedisQueue::new(conn.clone(), prefix.clone())),
+        queue: Arc::new(queue),
         velocity: Arc::new(RedisVelocity::new(conn.clone(), prefix.clone())),
         proofs: Arc::new(
             RedisProofs::new(conn.clone(), prefix.clone())

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use boxoffice_engine::ports::{Claimant, Clock, IdempotencyStore, Incarnation};
+use boxoffice_engine::ports::{Claimant, Clock, IdempotencyStore, Incarnation, Ledger};
 use boxoffice_engine::replays::ReplayUpkeep;
 use boxoffice_engine::worker::run_every;
 use serde::Deserialize;
@@ -31,6 +31,12 @@ pub struct IdempotencyConfig {
     /// Records deleted per statement while pruning, so the ledger is never held long.
     /// Default 1000.
     pub prune_batch: u32,
+    /// How long a processed payment webhook id is kept in the ledger after its claim,
+    /// so that a duplicate delivery is recognised; afterwards it is forgotten (pruned
+    /// with the replays). Must outlast the provider's retries of one event (Stripe
+    /// retries a webhook for up to three days): a duplicate delivered after its id was
+    /// forgotten is handled again. Default 604800 (seven days).
+    pub webhook_ids_kept_s: u64,
 }
 
 impl Default for IdempotencyConfig {
@@ -41,6 +47,7 @@ impl Default for IdempotencyConfig {
             max_records: 500_000,
             node_dead_after_ms: 10_000,
             prune_batch: 1_000,
+            webhook_ids_kept_s: 7 * 86_400,
         }
     }
 }
@@ -56,6 +63,11 @@ impl IdempotencyConfig {
         anyhow::ensure!(
             self.prune_batch > 0,
             "idempotency.prune_batch must be positive"
+        );
+        anyhow::ensure!(
+            self.webhook_ids_kept_s >= 86_400,
+            "idempotency.webhook_ids_kept_s must be at least a day: a duplicate webhook \
+             delivered after its id is forgotten is handled again"
         );
         Ok(())
     }
@@ -73,13 +85,18 @@ impl IdempotencyConfig {
         }
     }
 
+    /// The upkeep of `stores`, and of `ledger`'s processed webhook ids.
     pub fn upkeep(
         &self,
         stores: Vec<Arc<dyn IdempotencyStore>>,
+        ledger: Arc<dyn Ledger>,
         node: Incarnation,
         clock: Arc<dyn Clock>,
     ) -> ReplayUpkeep {
+        let kept_ms =
+            i64::try_from(self.webhook_ids_kept_s.saturating_mul(1000)).unwrap_or(i64::MAX);
         ReplayUpkeep::new(stores, node, clock, self.retention_ms(), self.prune_batch)
+            .with_webhooks(ledger, kept_ms)
     }
 }
 

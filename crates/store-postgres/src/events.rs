@@ -281,6 +281,38 @@ pub(crate) async fn admissions(
         .collect())
 }
 
+/// Writer job: keeps an operator's waiting-room setting (the last write wins).
+pub(crate) async fn keep_line_setting(
+    conn: &mut PgConnection,
+    event: EventId,
+    name: &str,
+    value: &str,
+) -> Result<Step<()>, StoreError> {
+    sqlx::query(
+        "INSERT INTO line_settings (event_id, name, value) VALUES ($1, $2, $3)
+         ON CONFLICT (event_id, name) DO UPDATE SET value = EXCLUDED.value",
+    )
+    .bind(event.0)
+    .bind(name)
+    .bind(value)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The event's kept waiting-room settings, by name.
+pub(crate) async fn line_settings(
+    conn: impl PgExecutor<'_>,
+    event: EventId,
+) -> Result<Vec<(String, String)>, StoreError> {
+    sqlx::query_as("SELECT name, value FROM line_settings WHERE event_id = $1 ORDER BY name")
+        .bind(event.0)
+        .fetch_all(conn)
+        .await
+        .map_err(db)
+}
+
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
 /// Several nodes share the database, so another incarnation's unfinished claim may be
 /// alive: it is taken over only once it is older than the lease.
@@ -323,6 +355,25 @@ pub(crate) async fn finish_webhook(
         .await
         .map_err(db)?;
     Ok(Step::Keep(()))
+}
+
+/// Writer job: forgets webhook ids claimed before `before`, `limit` at most (see
+/// `Ledger::prune_webhooks`).
+pub(crate) async fn prune_webhooks(
+    conn: &mut PgConnection,
+    before: Millis,
+    limit: u32,
+) -> Result<Step<u64>, StoreError> {
+    let gone = sqlx::query(
+        "DELETE FROM processed_webhooks WHERE id IN
+           (SELECT id FROM processed_webhooks WHERE claimed_at < $1 LIMIT $2)",
+    )
+    .bind(before.0)
+    .bind(i64::from(limit))
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(gone.rows_affected()))
 }
 
 /// The stored event with its current sale status (the column is the truth; the JSON

@@ -199,6 +199,26 @@ impl Ledger for PostgresLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn keep_line_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        let (name, value) = (name.to_string(), value.to_string());
+        self.writer
+            .submit(move |c| {
+                Box::pin(async move { events::keep_line_setting(c, event, &name, &value).await })
+            })
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn line_settings(&self, event: EventId) -> Result<Vec<(String, String)>, StoreError> {
+        events::line_settings(&self.pool, event).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn claim_webhook(
         &self,
         id: &str,
@@ -219,6 +239,15 @@ impl Ledger for PostgresLedger {
         let id = id.to_string();
         self.writer
             .submit(move |c| Box::pin(async move { events::finish_webhook(c, &id, handled).await }))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.writer
+            .submit(move |c| {
+                Box::pin(async move { events::prune_webhooks(c, before, limit).await })
+            })
             .await
     }
 

@@ -87,6 +87,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_positions_unique",
         include_str!("../../../migrations/postgres/0015_line_positions_unique.sql"),
     ),
+    (
+        16,
+        "processed_webhooks_pruned",
+        include_str!("../../../migrations/postgres/0016_processed_webhooks_pruned.sql"),
+    ),
+    (
+        17,
+        "line_settings",
+        include_str!("../../../migrations/postgres/0017_line_settings.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -1,9 +1,12 @@
-//! `RedisClaimedHolds`: a hold and its Idempotency-Key claim in one round trip.
+//! `RedisClaimedHolds`: a hold, or a release, and its Idempotency-Key claim in one round
+//! trip.
 //!
 //! On a single Redis, `lua/hold_claimed.lua` takes the claim (as `begin` does) and,
 //! when it is granted, holds (as `hold` does), in one EVALSHA: the event's keys and the
 //! replay record's keys have different hash tags, which only a Redis Cluster forbids a
-//! script to mix. On a Redis Cluster the claim and the hold are two calls
+//! script to mix. `lua/release_claimed.lua` does the same for a buyer's release, and
+//! counts the buyer's shopping finished in the waiting room's keys (a third tag) in the
+//! same script. On a Redis Cluster the claim and the hold are two calls
 //! (`ClaimThenHold`): the record's slot is chosen by a hash of (scope, key), the
 //! event's by the event, and a buyer's key must be one record whatever event it was
 //! sent for (a key reused for another event is refused as a different request).
@@ -11,21 +14,26 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::Millis;
+use boxoffice_domain::{BuyerId, HoldId, Millis};
 use boxoffice_engine::ports::{
     ArbiterError, Begin, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView,
-    IdempotencyStore, ReplayClaim, StoreError,
+    IdempotencyStore, Released, ReplayClaim, StoreError,
 };
 
 use crate::arbiter::{RedisArbiter, hold_key};
 use crate::idempotency::{RedisIdempotency, answer};
+use crate::keys::{Prefix, hold_field, line_finish_keys};
+use crate::queue::RedisQueue;
 use crate::reply::{Reply, ok_or_arbiter_error, one_hold};
-use crate::scripts::HOLD_CLAIMED;
+use crate::scripts::{HOLD_CLAIMED, RELEASE_CLAIMED};
 
 pub struct RedisClaimedHolds {
     arbiter: Arc<RedisArbiter>,
     idempotency: Arc<RedisIdempotency>,
     replays: Arc<dyn IdempotencyStore>,
+    /// The waiting room whose finished shoppers a release counts, when it is on the
+    /// same Redis (its key prefix).
+    line: Option<Prefix>,
 }
 
 impl RedisClaimedHolds {
@@ -35,8 +43,32 @@ impl RedisClaimedHolds {
             replays: idempotency.clone(),
             arbiter,
             idempotency,
+            line: None,
         }
     }
+
+    /// A release also counts the buyer's shopping finished in `queue` (on the same
+    /// Redis), in the same script: without it the engine counts them with a call of
+    /// its own.
+    pub fn counting_finished_in(self, queue: &RedisQueue) -> Self {
+        RedisClaimedHolds {
+            line: Some(queue.prefix().clone()),
+            ..self
+        }
+    }
+}
+
+/// `release_claimed.lua`'s `ok` payload: record, released now, counted.
+fn released(hold: HoldId, payload: Vec<Vec<u8>>) -> Result<Released, ArbiterError> {
+    let mut parts = payload.into_iter();
+    let record = parts.next().unwrap_or_default();
+    let flag = |raw: Option<Vec<u8>>| raw.is_some_and(|f| f == b"1");
+    let (now, counted) = (flag(parts.next()), flag(parts.next()));
+    Ok(Released {
+        hold: one_hold(hold, vec![record])?,
+        now,
+        finish_counted: counted,
+    })
 }
 
 #[async_trait]
@@ -74,6 +106,44 @@ impl ClaimedHolds for RedisClaimedHolds {
         }
         Ok(Claimed::Ran(
             ok_or_arbiter_error(reply).and_then(|payload| one_hold(req.hold, payload)),
+        ))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
+    async fn release(
+        &self,
+        claim: &ReplayClaim<'_>,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Released, ArbiterError>>, StoreError> {
+        if !self.arbiter.is_single() {
+            let (replays, arbiter) = (&*self.idempotency, &*self.arbiter);
+            return ClaimThenHold::run_release(replays, arbiter, claim, hold, buyer).await;
+        }
+        let line = self.line.as_ref().map(|p| line_finish_keys(p, hold.event));
+        let reply: Reply = self
+            .arbiter
+            .eval(&RELEASE_CLAIMED, hold.event, |inv| {
+                self.idempotency.claim(inv, claim);
+                if let Some([finished, state]) = &line {
+                    inv.key(finished).key(state);
+                }
+                inv.arg(hold_field(hold))
+                    .arg(buyer.to_string())
+                    .arg(self.arbiter.keep_finished())
+                    .arg(buyer.0.as_bytes().as_slice());
+            })
+            .await?;
+        if reply.first().is_some_and(|code| code == b"claim") {
+            return Ok(match answer(reply.into_iter().skip(1).collect())? {
+                Begin::Proceed => {
+                    return Err(StoreError("a granted claim came back refused".into()));
+                }
+                other => Claimed::Refused(other),
+            });
+        }
+        Ok(Claimed::Ran(
+            ok_or_arbiter_error(reply).and_then(|payload| released(hold, payload)),
         ))
     }
 }

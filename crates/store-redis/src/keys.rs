@@ -104,6 +104,13 @@ pub(crate) fn queue_keys(prefix: &Prefix, event: EventId) -> [String; 6] {
     ["pos", "state", "pool", "fin", "settings", "adm"].map(|k| format!("{tag}:{k}"))
 }
 
+/// The waiting room's keys a release counts a finished shopper in: `[finished,
+/// state]`, as `queue_keys` names them.
+pub(crate) fn line_finish_keys(prefix: &Prefix, event: EventId) -> [String; 2] {
+    let tag = format!("{{{}:q:{}}}", prefix.0, event);
+    [format!("{tag}:fin"), format!("{tag}:state")]
+}
+
 /// Held by the one node opening or restoring an event's line (`QueueStore::claim_line`).
 pub(crate) fn line_claim_key(prefix: &Prefix, event: EventId) -> String {
     format!("{{{}:q:{}}}:claim", prefix.0, event)

@@ -101,6 +101,11 @@ impl RedisQueue {
             .map_err(store_err)
     }
 
+    /// The key prefix of this waiting room.
+    pub(crate) fn prefix(&self) -> &Prefix {
+        &self.prefix
+    }
+
     fn keys(&self, event: EventId) -> [String; 6] {
         queue_keys(&self.prefix, event)
     }

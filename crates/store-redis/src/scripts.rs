@@ -31,6 +31,8 @@ macro_rules! plain_script {
 pub(crate) static HOLD: LazyLock<Script> = arbiter_script!("best.lua", "hold.lua", "hold_run.lua");
 pub(crate) static HOLD_CLAIMED: LazyLock<Script> =
     arbiter_script!("best.lua", "hold.lua", "idem_claim.lua", "hold_claimed.lua");
+pub(crate) static RELEASE_CLAIMED: LazyLock<Script> =
+    arbiter_script!("idem_claim.lua", "release_claimed.lua");
 pub(crate) static PIN: LazyLock<Script> = arbiter_script!("pin.lua");
 pub(crate) static RETAKE: LazyLock<Script> = arbiter_script!("retake.lua");
 pub(crate) static MOVE: LazyLock<Script> = arbiter_script!("move.lua");

@@ -219,6 +219,35 @@ pub(crate) fn admissions(
         .collect())
 }
 
+/// Writer job: keeps an operator's waiting-room setting (the last write wins).
+pub(crate) fn keep_line_setting(
+    conn: &Connection,
+    event: EventId,
+    name: &str,
+    value: &str,
+) -> Result<Step<()>, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO line_settings (event_id, name, value) VALUES (?1, ?2, ?3)
+         ON CONFLICT (event_id, name) DO UPDATE SET value = excluded.value",
+    )
+    .and_then(|mut s| s.execute(params![event.0, name, value]))
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
+/// The event's kept waiting-room settings, by name.
+pub(crate) fn line_settings(
+    conn: &Connection,
+    event: EventId,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT name, value FROM line_settings WHERE event_id = ?1 ORDER BY name")
+        .map_err(db)?;
+    stmt.query_map(params![event.0], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(db)
+}
+
 /// Writer job: claims a webhook id (see `Ledger::claim_webhook`).
 /// One process opens the file at a time, so an unfinished claim of another incarnation
 /// is an earlier life's, dead: it is taken over at once.
@@ -256,6 +285,23 @@ pub(crate) fn finish_webhook(
         .and_then(|mut s| s.execute(params![id]))
         .map_err(db)?;
     Ok(Step::Keep(()))
+}
+
+/// Writer job: forgets webhook ids claimed before `before`, `limit` at most (see
+/// `Ledger::prune_webhooks`).
+pub(crate) fn prune_webhooks(
+    conn: &Connection,
+    before: Millis,
+    limit: u32,
+) -> Result<Step<u64>, StoreError> {
+    let gone = conn
+        .prepare_cached(
+            "DELETE FROM processed_webhooks WHERE id IN
+               (SELECT id FROM processed_webhooks WHERE claimed_at < ?1 LIMIT ?2)",
+        )
+        .and_then(|mut s| s.execute(params![before.0, limit]))
+        .map_err(db)?;
+    Ok(Step::Keep(gone as u64))
 }
 
 pub(crate) fn create_buyer(

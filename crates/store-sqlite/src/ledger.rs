@@ -180,6 +180,26 @@ impl Ledger for SqliteLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn keep_line_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        let (name, value) = (name.to_string(), value.to_string());
+        self.writer
+            .submit(move |c| events::keep_line_setting(c, event, &name, &value))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn line_settings(&self, event: EventId) -> Result<Vec<(String, String)>, StoreError> {
+        self.readers
+            .read(move |c| events::line_settings(c, event))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn claim_webhook(
         &self,
         id: &str,
@@ -198,6 +218,13 @@ impl Ledger for SqliteLedger {
         let id = id.to_string();
         self.writer
             .submit(move |c| events::finish_webhook(c, &id, handled))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.writer
+            .submit(move |c| events::prune_webhooks(c, before, limit))
             .await
     }
 

@@ -83,6 +83,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_positions_unique",
         include_str!("../../../migrations/sqlite/0014_line_positions_unique.sql"),
     ),
+    (
+        15,
+        "processed_webhooks_pruned",
+        include_str!("../../../migrations/sqlite/0015_processed_webhooks_pruned.sql"),
+    ),
+    (
+        16,
+        "line_settings",
+        include_str!("../../../migrations/sqlite/0016_line_settings.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

@@ -1,6 +1,8 @@
 //! The `ClaimedHolds` conformance suite: a hold under an Idempotency-Key claim answers
 //! as `IdempotencyStore::begin` followed (when the claim is granted) by
-//! `SeatArbiter::hold`, whether the adapter does both in one step or in two.
+//! `SeatArbiter::hold`, and a release as `begin` followed by
+//! `ClaimThenHold::release_checked`, whether the adapter does both in one step or in
+//! two.
 //!
 //! ```ignore
 //! boxoffice_testkit::claimed_holds_conformance!(async { ClaimedPorts { holds, arbiter } });
@@ -11,14 +13,14 @@
 
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, SeatIndex};
+use boxoffice_domain::{BuyerId, HoldId, HoldState, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
-    ArbiterError, Begin, Claimant, Claimed, ClaimedHolds, HoldRequest, HoldView, ReplayClaim,
-    SeatArbiter, SeatChoice, StoredResponse,
+    ArbiterError, Begin, Claimant, Claimed, ClaimedHolds, HoldRequest, HoldView, Released,
+    ReplayClaim, SeatArbiter, SeatChoice, StoredResponse,
 };
 use futures::future::join_all;
 
-use crate::arbiter::{Fixture, T0};
+use crate::arbiter::{DEADLINE, Fixture, T0};
 use crate::idempotency::claimant;
 
 /// What a case runs on: the holds under claims and the arbiter they hold on.
@@ -53,6 +55,10 @@ macro_rules! __claimed_holds_cases {
             a_claim_on_an_event_the_store_lost_is_taken_and_the_hold_is_unknown_event,
             an_abandoned_claim_holds_again,
             many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_once,
+            a_replayed_release_answers_the_stored_answer_and_releases_nothing_twice,
+            a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refuses,
+            a_release_racing_another_release_of_the_same_hold_exactly_one_releases,
+            many_releases_racing_with_duplicates_release_each_hold_once,
         );
     };
 }
@@ -318,5 +324,187 @@ pub async fn many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_
     assert_eq!((won, sold_out), (UNITS, BUYERS - UNITS));
     let c = fx.arb.counts(fx.event).await.unwrap();
     assert_eq!(c.active_holds as usize, UNITS);
+    fx.done().await;
+}
+
+type ReleaseOutcome = Claimed<Result<Released, ArbiterError>>;
+
+async fn release(p: &ClaimedPorts, key: &Key, hold: HoldId, buyer: BuyerId) -> ReleaseOutcome {
+    p.holds
+        .release(&key.claim(), hold, buyer)
+        .await
+        .expect("the store answers")
+}
+
+/// The state of `hold` in the arbiter.
+async fn state_of(fx: &Fixture, hold: HoldId) -> HoldState {
+    let view = fx.arb.get(hold).await.expect("the store answers");
+    view.expect("the hold is there").state
+}
+
+pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_twice(
+    p: ClaimedPorts,
+) {
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let buyer = BuyerId::random();
+    let held = fx.named(buyer, &[0, 1]).await.expect("the seats are held");
+    let key = Key::new(buyer, claimant());
+    match release(&p, &key, held.hold, buyer).await {
+        Claimed::Ran(Ok(r)) => {
+            assert!(r.now, "the first release releases: {r:?}");
+            assert_eq!(
+                (r.hold.hold, r.hold.state, r.hold.seats),
+                (held.hold, HoldState::Released, vec![0, 1])
+            );
+        }
+        other => panic!("the first release runs: {other:?}"),
+    }
+    assert_eq!(fx.free(&[0, 1]).await, [true, true]);
+    // Until its answer is kept, the key is in flight: the duplicate releases nothing.
+    assert_eq!(
+        release(&p, &key, held.hold, buyer).await,
+        Claimed::Refused(Begin::InFlight)
+    );
+    finish(&p, &key).await;
+    // Another buyer takes the seats; the replayed release (on this node and another)
+    // answers the kept answer and gives back nothing of theirs.
+    let other = BuyerId::random();
+    fx.named(other, &[0, 1])
+        .await
+        .expect("the seats are held again");
+    let elsewhere = Key {
+        scope: key.scope.clone(),
+        key: key.key.clone(),
+        fingerprint: FP,
+        claimant: claimant(),
+    };
+    for k in [&key, &elsewhere] {
+        assert_eq!(
+            release(&p, k, held.hold, buyer).await,
+            Claimed::Refused(Begin::Replay(kept()))
+        );
+    }
+    // The same release under a new key runs, finds the hold ended, and moves nothing.
+    match release(&p, &Key::new(buyer, claimant()), held.hold, buyer).await {
+        Claimed::Ran(Ok(r)) => assert_eq!((r.now, r.hold.state), (false, HoldState::Released)),
+        other => panic!("a release of a released hold answers it: {other:?}"),
+    }
+    assert_eq!(fx.free(&[0, 1]).await, [false, false]);
+    let c = fx.arb.counts(fx.event).await.unwrap();
+    assert_eq!((c.held, c.active_holds), (2, 1));
+    fx.done().await;
+}
+
+pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refuses(
+    p: ClaimedPorts,
+) {
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let (owner, stranger) = (BuyerId::random(), BuyerId::random());
+    let held = fx.named(owner, &[0]).await.expect("held");
+    // Another buyer's hold is not found, and a hold that does not exist neither.
+    let key = Key::new(stranger, claimant());
+    assert_eq!(
+        release(&p, &key, held.hold, stranger).await,
+        Claimed::Ran(Err(ArbiterError::UnknownHold))
+    );
+    let missing = HoldId::random(fx.event);
+    let key = Key::new(owner, claimant());
+    assert_eq!(
+        release(&p, &key, missing, owner).await,
+        Claimed::Ran(Err(ArbiterError::UnknownHold))
+    );
+    assert_eq!(state_of(&fx, held.hold).await, HoldState::Held);
+    // A hold at checkout is not the buyer's to release.
+    let pinned = fx.named(owner, &[1]).await.expect("held");
+    let until = DEADLINE.plus_millis(60_000);
+    (fx.arb.pin(pinned.hold, OrderId::random(), until, T0))
+        .await
+        .expect("pinned");
+    let key = Key::new(owner, claimant());
+    assert_eq!(
+        release(&p, &key, pinned.hold, owner).await,
+        Claimed::Ran(Err(ArbiterError::WrongState(HoldState::CheckingOut)))
+    );
+    assert_eq!(state_of(&fx, pinned.hold).await, HoldState::CheckingOut);
+    // An expired hold is answered as it is.
+    let gone = fx.named(owner, &[2]).await.expect("held");
+    let expired = fx.arb.expire_due(fx.event, DEADLINE, 100).await.unwrap();
+    assert!(expired.iter().any(|e| e.hold == gone.hold), "{expired:?}");
+    let key = Key::new(owner, claimant());
+    match release(&p, &key, gone.hold, owner).await {
+        Claimed::Ran(Ok(r)) => assert_eq!((r.now, r.hold.state), (false, HoldState::Expired)),
+        other => panic!("an expired hold is answered as it is: {other:?}"),
+    }
+    assert_eq!(fx.free(&[0, 1, 2]).await, [true, false, true]);
+    fx.done().await;
+}
+
+pub async fn a_release_racing_another_release_of_the_same_hold_exactly_one_releases(
+    p: ClaimedPorts,
+) {
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let buyer = BuyerId::random();
+    let held = fx.named(buyer, &[0, 1]).await.expect("held");
+    // Two tabs, each with its own key, release the same hold at once.
+    let keys = [Key::new(buyer, claimant()), Key::new(buyer, claimant())];
+    let outcomes = join_all(keys.iter().map(|k| release(&p, k, held.hold, buyer))).await;
+    let mut now = 0;
+    for o in &outcomes {
+        match o {
+            Claimed::Ran(Ok(r)) => {
+                assert_eq!(r.hold.state, HoldState::Released);
+                now += usize::from(r.now);
+            }
+            other => panic!("each key runs: {other:?}"),
+        }
+    }
+    assert_eq!(now, 1, "exactly one releases: {outcomes:?}");
+    let c = fx.arb.counts(fx.event).await.unwrap();
+    assert_eq!((c.held, c.active_holds), (0, 0));
+    fx.done().await;
+}
+
+/// Ten buyers hold a GA unit each; every hold is released by 3 keys at once, each key
+/// sent twice at once (60 releases): per key exactly one runs, per hold exactly one run
+/// releases, and every unit is free again once.
+pub async fn many_releases_racing_with_duplicates_release_each_hold_once(p: ClaimedPorts) {
+    const HOLDS: usize = 10;
+    const KEYS_PER_HOLD: usize = 3;
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let me = claimant();
+    let mut holds = Vec::new();
+    for _ in 0..HOLDS {
+        let buyer = BuyerId::random();
+        let h = (fx.best(buyer, crate::arbiter::FLOOR, 1, false).await).expect("a unit");
+        let keys: Vec<Key> = (0..KEYS_PER_HOLD).map(|_| Key::new(buyer, me)).collect();
+        holds.push((h.hold, buyer, keys));
+    }
+    let p = &p;
+    let attempts = holds.iter().flat_map(|(hold, buyer, keys)| {
+        keys.iter()
+            .flat_map(move |key| [0, 1].map(move |_| release(p, key, *hold, *buyer)))
+    });
+    let outcomes = join_all(attempts).await;
+    for per_hold in outcomes.chunks(2 * KEYS_PER_HOLD) {
+        let mut now = 0;
+        for pair in per_hold.chunks(2) {
+            let ran: Vec<&ReleaseOutcome> = pair
+                .iter()
+                .filter(|o| matches!(o, Claimed::Ran(_)))
+                .collect();
+            assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
+            assert!(
+                pair.contains(&Claimed::Refused(Begin::InFlight)),
+                "the duplicate is in flight: {pair:?}"
+            );
+            match ran[0] {
+                Claimed::Ran(Ok(r)) => now += usize::from(r.now),
+                other => panic!("a release answers the hold: {other:?}"),
+            }
+        }
+        assert_eq!(now, 1, "each hold is released once: {per_hold:?}");
+    }
+    let c = fx.arb.counts(fx.event).await.unwrap();
+    assert_eq!((c.held, c.active_holds), (0, 0));
     fx.done().await;
 }

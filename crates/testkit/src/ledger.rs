@@ -47,6 +47,8 @@ macro_rules! ledger_conformance {
                 the_fairness_seed_and_the_pool_are_kept_first_writer_first,
                 the_line_journal_keeps_every_place_and_admission,
                 a_position_in_line_is_journaled_for_one_buyer_only,
+                processed_webhook_ids_are_forgotten_after_their_lifetime,
+                the_operators_line_settings_are_kept_last_write_first,
                 orders_read_back_by_id_hold_and_buyer,
                 legal_moves_advance_the_order_and_record_the_payment_ref,
                 an_illegal_move_is_a_conflict_holding_the_actual_state,

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::Millis;
+use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis};
 
 use super::{
     ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, SeatArbiter, StoreError,
@@ -28,11 +28,26 @@ pub enum Claimed<T> {
     Ran(T),
 }
 
-/// Holds under an Idempotency-Key: the claim of the key in the hold replay store and,
-/// when it is granted, the hold, as one step where the hot store can do both at once
-/// (one script on a single Redis) and as `begin` then `hold` elsewhere. Either way the
-/// answers are those of `IdempotencyStore::begin` followed by `SeatArbiter::hold`: the
-/// conformance suite (`testkit::claimed`) runs the same cases on every adapter.
+/// What a buyer's release under a claim did (`ClaimedHolds::release`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Released {
+    /// The hold as it is now: released, or ended before (released or expired).
+    pub hold: HoldView,
+    /// Whether this call released it; `false`: it had ended already and nothing moved.
+    pub now: bool,
+    /// Whether the same step also counted the buyer as a finished shopper in the
+    /// waiting room (`QueueStore::finish`); when it released and did not, the caller
+    /// counts them.
+    pub finish_counted: bool,
+}
+
+/// Holds and releases under an Idempotency-Key: the claim of the key in the hold replay
+/// store and, when it is granted, the hold (or the buyer's release), as one step where
+/// the hot store can do both at once (one script on a single Redis) and as `begin` then
+/// the arbiter's calls elsewhere. Either way the answers are those of
+/// `IdempotencyStore::begin` followed by `SeatArbiter::hold` (or by
+/// [`ClaimThenHold::release_checked`]): the conformance suite (`testkit::claimed`) runs
+/// the same cases on every adapter.
 #[async_trait]
 pub trait ClaimedHolds: Send + Sync {
     /// The replay store the claims live in: `finish` and `abandon` go there.
@@ -46,6 +61,18 @@ pub trait ClaimedHolds: Send + Sync {
         req: &HoldRequest,
         now: Millis,
     ) -> Result<Claimed<Result<HoldView, ArbiterError>>, StoreError>;
+
+    /// Claims `claim` and, when granted, releases `hold` for `buyer` as
+    /// [`ClaimThenHold::release_checked`] does: another buyer's hold, or one the store
+    /// does not have, is `UnknownHold`; a hold past held (checking out, paid for) is
+    /// `WrongState`; one already released or expired is answered as it is, nothing
+    /// moved. A `StoreError` says nothing about whether the claim was taken.
+    async fn release(
+        &self,
+        claim: &ReplayClaim<'_>,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Released, ArbiterError>>, StoreError>;
 }
 
 /// `ClaimedHolds` as two steps: `begin`, then `hold` when the claim is granted. For
@@ -83,6 +110,56 @@ impl ClaimThenHold {
             other => Claimed::Refused(other),
         })
     }
+
+    /// The claim, then the release: for adapters that fall back to two steps.
+    pub async fn run_release(
+        replays: &dyn IdempotencyStore,
+        arbiter: &dyn SeatArbiter,
+        claim: &ReplayClaim<'_>,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Released, ArbiterError>>, StoreError> {
+        let begun = replays
+            .begin(
+                claim.scope,
+                claim.key,
+                claim.fingerprint,
+                claim.now,
+                claim.claimant,
+            )
+            .await?;
+        Ok(match begun {
+            Begin::Proceed => Claimed::Ran(Self::release_checked(arbiter, hold, buyer).await),
+            other => Claimed::Refused(other),
+        })
+    }
+
+    /// A buyer's release of their hold, in the arbiter's calls: the hold is read, then
+    /// released if it is the buyer's and held. The buyer is not counted as a finished
+    /// shopper (`finish_counted` is false).
+    pub async fn release_checked(
+        arbiter: &dyn SeatArbiter,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<Released, ArbiterError> {
+        let view = match arbiter.get(hold).await? {
+            Some(view) if view.buyer == buyer => view,
+            _ => return Err(ArbiterError::UnknownHold),
+        };
+        match view.state {
+            HoldState::Held => Ok(Released {
+                hold: arbiter.release(hold).await?,
+                now: true,
+                finish_counted: false,
+            }),
+            HoldState::Released | HoldState::Expired => Ok(Released {
+                hold: view,
+                now: false,
+                finish_counted: false,
+            }),
+            other => Err(ArbiterError::WrongState(other)),
+        }
+    }
 }
 
 #[async_trait]
@@ -98,5 +175,14 @@ impl ClaimedHolds for ClaimThenHold {
         now: Millis,
     ) -> Result<Claimed<Result<HoldView, ArbiterError>>, StoreError> {
         Self::run(&*self.replays, &*self.arbiter, claim, req, now).await
+    }
+
+    async fn release(
+        &self,
+        claim: &ReplayClaim<'_>,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Released, ArbiterError>>, StoreError> {
+        Self::run_release(&*self.replays, &*self.arbiter, claim, hold, buyer).await
     }
 }

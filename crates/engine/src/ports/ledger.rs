@@ -203,6 +203,19 @@ pub trait Ledger: Send + Sync {
     /// The event's admission batches, (serving_up_to, when), ascending.
     async fn admissions(&self, event: EventId) -> Result<Vec<(u64, Millis)>, StoreError>;
 
+    /// Keeps an operator's waiting-room setting of the event (the admission override,
+    /// the rules: `name` and its value as the queue store keeps them), so it comes back
+    /// with a line the queue store lost. The last write of a name wins.
+    async fn keep_line_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError>;
+
+    /// The event's kept waiting-room settings, (name, value), by name.
+    async fn line_settings(&self, event: EventId) -> Result<Vec<(String, String)>, StoreError>;
+
     /// Claims a payment webhook's event id for handling, for every node and across
     /// restarts (P4): `true` when `by` is to handle it (the first delivery, or a claim
     /// that never finished and is dead: taken before `stale_before`, or, in a ledger one
@@ -219,6 +232,12 @@ pub trait Ledger: Send + Sync {
     /// Ends a claim: `handled` keeps the id for good; otherwise the claim is given back,
     /// so the provider's retry is handled in full.
     async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError>;
+
+    /// Forgets up to `limit` webhook ids claimed before `before` (handled, or claims
+    /// that never finished), so the table does not grow with every payment for ever;
+    /// answers how many went. A duplicate delivered after its id was forgotten is
+    /// handled again, so `before` must lie further back than the provider retries.
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
 
     /// Writes the order as `pending_payment` before the provider is called. One order
     /// per hold: a second insert for the same hold returns the first. An order naming a

@@ -144,6 +144,20 @@ impl Engine {
         let ordered = self.journal_draw(event, &pool).await?;
         self.ports.queue.place_pool(event, &ordered).await?;
         tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
+        // A queue store that lost an open event before anyone joined lost its settings too.
+        self.restore_line_settings(event).await
+    }
+
+    /// The operator's waiting-room settings (admission override, rules) kept in the
+    /// ledger come back into a queue store that lost them with the line; a setting the
+    /// store still has (or was given since) stays as it is.
+    async fn restore_line_settings(&self, event: EventId) -> Result<(), EngineError> {
+        for (name, value) in self.ports.ledger.line_settings(event).await? {
+            self.ports
+                .queue
+                .set_setting(event, &name, &value, true)
+                .await?;
+        }
         Ok(())
     }
 
@@ -235,8 +249,10 @@ impl Engine {
             batches: self.ports.ledger.admissions(event).await?,
         };
         self.ports.queue.restore_line(event, &line).await?;
-        // The queue store's copy of the seed went with the line; the ledger's comes back.
+        // The queue store's copy of the seed went with the line; the ledger's comes back,
+        // and so do the operator's settings.
         self.fairness_seed(event).await?;
+        self.restore_line_settings(event).await?;
         metrics::counter!("boxoffice_lines_restored_total").increment(1);
         tracing::warn!(
             event = %event,

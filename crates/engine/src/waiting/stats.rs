@@ -42,6 +42,11 @@ impl Engine {
         }
         let json =
             serde_json::to_string(&control).map_err(|e| EngineError::Internal(e.to_string()))?;
+        // Kept in the ledger first, so a queue store that loses the line gets it back.
+        self.ports
+            .ledger
+            .keep_line_setting(event, CONTROL, &json)
+            .await?;
         self.ports
             .queue
             .set_setting(event, CONTROL, &json, false)
@@ -61,6 +66,10 @@ impl Engine {
         self.check_verifier_for(&rules)?;
         let json =
             serde_json::to_string(&rules).map_err(|e| EngineError::Internal(e.to_string()))?;
+        self.ports
+            .ledger
+            .keep_line_setting(event, RULES, &json)
+            .await?;
         self.ports
             .queue
             .set_setting(event, RULES, &json, false)

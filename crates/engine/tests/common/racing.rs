@@ -128,6 +128,20 @@ impl Ledger for Racing {
     async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
         self.inner.finish_webhook(id, handled).await
     }
+    async fn keep_line_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.keep_line_setting(event, name, value).await
+    }
+    async fn line_settings(&self, event: EventId) -> Result<Vec<(String, String)>, StoreError> {
+        self.inner.line_settings(event).await
+    }
+    async fn prune_webhooks(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune_webhooks(before, limit).await
+    }
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         self.inner.insert_order(order).await
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use boxoffice_domain::EventId;
 use boxoffice_domain::fairness::{Seed, order_pool};
 use boxoffice_engine::ports::{Ledger, QueueStore};
-use boxoffice_engine::waiting::WaitingError;
+use boxoffice_engine::waiting::{AdmissionControl, WaitingError};
 use boxoffice_engine::{Engine, EngineConfig, Identity, Joiner};
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_store_memory::InMemoryQueue;
@@ -196,4 +196,43 @@ async fn an_opening_stopped_before_its_draw_was_journaled_keeps_the_pool() {
         .map(|p| (p.position, p.pool))
         .collect();
     assert_eq!(journaled, vec![(1, true), (2, true), (3, true), (4, false)]);
+}
+
+/// The operator's admission override outlives a queue store that lost the line: it is
+/// kept in the ledger where the line is journaled and comes back with the line (a node
+/// on an empty queue store restores it at its first join).
+#[boxoffice_testkit::test]
+async fn the_operators_admission_override_comes_back_with_a_lost_line() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let ledger: Arc<dyn Ledger> = d.ledger.clone();
+    let on = |queue: Arc<InMemoryQueue>| {
+        node_sharing(&d, EngineConfig::default(), ledger.clone(), queue)
+    };
+    let before = on(Arc::new(InMemoryQueue::new()));
+    let event = open_event(&before.engine, 1, 4).await;
+    let first = buyer(&before.engine).await;
+    assert_eq!(place(&before.engine, event, &first).await.unwrap(), 1);
+    let control = AdmissionControl {
+        rate_per_s: Some(7),
+        ..AdmissionControl::default()
+    };
+    (before.engine.set_admission(event, control))
+        .await
+        .expect("the override is set");
+
+    // The queue store loses everything: a node on an empty one.
+    let after = on(Arc::new(InMemoryQueue::new()));
+    let lost = after.engine.waiting_stats(event).await.expect("stats");
+    assert_eq!(
+        lost.control,
+        AdmissionControl::default(),
+        "lost with the line"
+    );
+    let next = buyer(&after.engine).await;
+    assert_eq!(place(&after.engine, event, &next).await.unwrap(), 2);
+    let back = after.engine.waiting_stats(event).await.expect("stats");
+    assert_eq!(
+        back.control, control,
+        "the override came back with the line"
+    );
 }

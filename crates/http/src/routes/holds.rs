@@ -285,12 +285,26 @@ pub async fn release(
     if let Err(e) = st.engine.prove_for_hold(hold, dpop.input()).await {
         return ApiError::from(e).into_response();
     }
+    // The key's claim and the release are one call to the hot store (`ClaimedHolds`).
     let scope = Scope::Buyer(who.buyer);
     let state = st.clone();
     replay
-        .run(st.hold_replays(), scope, b"", async move {
-            let released = state.engine.release_hold(&who, hold).await?;
-            reply(StatusCode::OK, &view(&state, released).await?)
+        .run_claimed(st.hold_replays(), scope, b"", move |args| async move {
+            let holds = state.hold_claims.clone();
+            let claimed = (state.engine)
+                .release_hold_claimed(&who, hold, &*holds, &args.claim())
+                .await;
+            match claimed {
+                Err(e) => Stepped::Before(e.into()),
+                Ok(Claimed::Refused(begin)) => Stepped::Refused(begin),
+                Ok(Claimed::Ran(Err(e))) => Stepped::Ran(Err(e.into())),
+                Ok(Claimed::Ran(Ok(released))) => {
+                    Stepped::Ran(match view(&state, released).await {
+                        Ok(out) => reply(StatusCode::OK, &out),
+                        Err(e) => Err(e),
+                    })
+                }
+            }
         })
         .await
 }

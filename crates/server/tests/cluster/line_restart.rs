@@ -2,8 +2,8 @@
 //! test's own): buyers join before and after opening, the pool is drawn, some buyers
 //! are admitted; Redis is killed and started again empty. Every buyer keeps their
 //! place (a join again answers the same position), whoever was admitted is admitted
-//! again, the published draw is unchanged, a newcomer goes after everyone, and
-//! admission goes on to the end of the line.
+//! again, the published draw is unchanged, the operator's admission override is back, a
+//! newcomer goes after everyone, and admission goes on to the end of the line.
 
 use crate::common::BOXOFFICE;
 use crate::{Backing, argv};
@@ -171,6 +171,12 @@ async fn a_redis_restart_mid_line_keeps_every_place_and_every_admission() {
     let drawn = fairness(&c, &urls[1], event).await;
     assert_eq!(drawn["commitment"], commitment);
     assert_eq!(drawn["placed"], json!(true));
+    // The operator's admission override (the event's own rate, so admission goes on as
+    // before), kept where the line is journaled.
+    let url = format!("{}/v1/events/{event}/admission", urls[0]);
+    let body = json!({"rate_per_s": RATE_PER_S});
+    let (s, b) = call(&c, Method::PUT, url, OPERATOR, body).await;
+    assert_eq!(s, 200, "{b}");
 
     // Some admitted, not everyone: then Redis goes.
     let what = "part of the line admitted";
@@ -219,6 +225,15 @@ async fn a_redis_restart_mid_line_keeps_every_place_and_every_admission() {
     };
     assert_eq!(members(&after), members(&drawn), "the same pool published");
     assert_eq!(after["pool_size"], json!(POOL));
+    // The override came back with the line.
+    let url = format!("{}/v1/events/{event}/stats", urls[1]);
+    let (s, stats) = call(&c, Method::GET, url, OPERATOR, Value::Null).await;
+    assert_eq!(s, 200, "{stats}");
+    assert_eq!(
+        stats["waiting_room"]["control"]["rate_per_s"],
+        json!(RATE_PER_S),
+        "the operator's override survived the restart: {stats}"
+    );
 
     // Whoever was admitted is admitted again, with the same position.
     let now = admitted(&c, &urls, &buyers).await;

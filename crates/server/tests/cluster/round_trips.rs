@@ -7,7 +7,10 @@
 //! Idempotency-Key and holds, and one more that keeps the answer for retries, handed to
 //! the connection without the request waiting for it: two commands, one round trip
 //! waited on. Before the claim and the hold became one script, a hold sent three and
-//! waited on all three.
+//! waited on all three. A buyer's release is the same: one script claims the key,
+//! releases and counts the buyer's shopping finished, one more keeps the answer; it
+//! sent five before (`begin`, a read of the hold, the release, the waiting room's
+//! count, the kept answer), all waited on.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,6 +31,8 @@ use crate::common::{TestApp, spawn_with, spec, test_config, uuid};
 const HOLDS: usize = 40;
 /// Commands Redis serves per hold: the claim-and-hold script and the kept answer.
 const COMMANDS_PER_HOLD: u64 = 2;
+/// Commands Redis serves per release: the claim-and-release script and the kept answer.
+const COMMANDS_PER_RELEASE: u64 = 2;
 
 /// Calls per command since Redis started, from `INFO commandstats`, without the
 /// `INFO` calls that read them.
@@ -113,6 +118,12 @@ fn sent_by_clients(monitored: &str) -> Vec<String> {
 /// A node in cluster mode on `redis` and a fresh PostgreSQL database, its background
 /// workers idle (they run once at start, then not for an hour).
 async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
+    let (app, db, _) = node_with_prefix(redis).await;
+    (app, db)
+}
+
+/// `node`, and the Redis key prefix it runs under.
+async fn node_with_prefix(redis: &OwnRedis) -> (TestApp, TestDatabase, String) {
     let url = format!("redis://127.0.0.1:{}", redis.port);
     let db = TestDatabase::create();
     let prefix = format!("rt{}", &uuid()[..8]);
@@ -132,7 +143,7 @@ async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
     boxoffice_server::backends::migrate(&config)
         .await
         .expect("the ledger migrates");
-    (spawn_with(configure).await, db)
+    (spawn_with(configure).await, db, prefix)
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
@@ -196,6 +207,183 @@ async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
     assert!(
         sent.iter().all(|c| c == "evalsha"),
         "only scripts: {sent:?}"
+    );
+    app.stop().await;
+}
+
+/// A buyer's DELETE of their hold under `key`.
+async fn release(app: &TestApp, token: &str, hold: &str, key: &str) -> reqwest::Response {
+    app.client
+        .delete(app.url(&format!("/v1/holds/{hold}")))
+        .bearer_auth(token)
+        .header("Idempotency-Key", key)
+        .send()
+        .await
+        .expect("the node answers")
+}
+
+/// Holds one GA unit for each of `n` new buyers: their buyer tokens and hold ids.
+async fn held(app: &TestApp, event: boxoffice_domain::EventId, n: usize) -> Vec<(String, String)> {
+    let body = json!({"best_available": {"section": "GA", "quantity": 1}});
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (token, admission) = app.admitted_buyer(event).await;
+        let res = app.hold(event, &admission, body.clone()).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let v: Value = res.json().await.expect("a hold");
+        out.push((token, v["hold_id"].as_str().expect("an id").to_string()));
+    }
+    out
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_release_costs_the_hot_store_one_script_and_one_unwaited_command() {
+    let own = OwnRedis::start(free_port()).await;
+    let url = format!("redis://127.0.0.1:{}", own.port);
+    let (app, _db, prefix) = node_with_prefix(&own).await;
+    let event = app.create_event(&spec(0, 0, 200, 4)).await;
+    let mut holds = held(&app, event, HOLDS + 1).await;
+    // The first release loads its script into this Redis (EVALSHA, NOSCRIPT, load).
+    let (token, hold) = holds.pop().expect("a hold");
+    assert_eq!(
+        release(&app, &token, &hold, &uuid()).await.status(),
+        StatusCode::OK
+    );
+    let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+    let mut redis = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis answers");
+    let before = settled(&mut redis).await;
+    let (mut watching, watched) = monitor(own.port).await;
+    for (token, hold) in &holds {
+        let res = release(&app, token, hold, &uuid()).await;
+        let status = res.status();
+        let v: Value = res.json().await.unwrap_or(Value::Null);
+        assert_eq!(
+            (status, &v["status"]),
+            (StatusCode::OK, &json!("released")),
+            "{v}"
+        );
+    }
+    let after = settled(&mut redis).await;
+    watching.kill().await.expect("MONITOR stops");
+    let sent = sent_by_clients(&watched.await.expect("the MONITOR reader"));
+    let scripts = |stats: &BTreeMap<String, u64>| stats.get("evalsha").copied().unwrap_or(0);
+    let delta: BTreeMap<&String, u64> = after
+        .iter()
+        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, d)| *d > 0)
+        .collect();
+    println!(
+        "{HOLDS} releases: {} scripts run (INFO commandstats, with the commands they \
+         called: {delta:?}); {} commands sent by the node (MONITOR)",
+        scripts(&after) - scripts(&before),
+        sent.len()
+    );
+    assert_eq!(
+        scripts(&after) - scripts(&before),
+        HOLDS as u64 * COMMANDS_PER_RELEASE,
+        "scripts per release: {delta:?}"
+    );
+    assert_eq!(
+        sent.len() as u64,
+        HOLDS as u64 * COMMANDS_PER_RELEASE,
+        "commands per release: {sent:?}"
+    );
+    assert!(
+        sent.iter().all(|c| c == "evalsha"),
+        "only scripts: {sent:?}"
+    );
+    let counts = app.counts(event).await;
+    assert_eq!(
+        (counts["held"].clone(), counts["active_holds"].clone()),
+        (json!(0), json!(0))
+    );
+    // Each release counted its buyer's shopping finished, in the same script.
+    let finished: u64 = redis::cmd("HGET")
+        .arg(format!("{{{prefix}:q:{event}}}:state"))
+        .arg("finished")
+        .query_async(&mut redis)
+        .await
+        .expect("the line's state");
+    assert_eq!(finished, HOLDS as u64 + 1, "every release counted once");
+    app.stop().await;
+}
+
+/// A release's key replays its answer in cluster mode: of a buyer's clicks sent at once
+/// with one key exactly one runs (the others are in flight or replay it), a retry after
+/// another buyer took the seats replays the answer and gives back nothing of theirs,
+/// two keys racing on one hold both answer it released with the seats given back once,
+/// and another buyer's release is not found, changing nothing.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_releases_key_replays_its_answer_and_releases_nothing_twice_in_cluster_mode() {
+    let own = OwnRedis::start(free_port()).await;
+    let (app, _db) = node(&own).await;
+    let event = app.create_event(&spec(0, 0, 2, 4)).await;
+    let hold_both = |admission: String| {
+        let app = &app;
+        async move {
+            let body = json!({"best_available": {"section": "GA", "quantity": 2}});
+            let res = app.hold(event, &admission, body).await;
+            assert_eq!(res.status(), StatusCode::CREATED);
+            let v: Value = res.json().await.expect("a hold");
+            v["hold_id"].as_str().expect("an id").to_string()
+        }
+    };
+    let (token, admission) = app.admitted_buyer(event).await;
+    let hold = hold_both(admission).await;
+    let key = uuid();
+    let clicks = (0..5).map(|_| release(&app, &token, &hold, &key));
+    let mut released = 0;
+    for res in join_all(clicks).await {
+        let status = res.status();
+        let v: Value = res.json().await.unwrap();
+        match status {
+            StatusCode::OK => {
+                assert_eq!(v["status"], "released", "{v}");
+                released += 1;
+            }
+            StatusCode::CONFLICT => assert_eq!(v["error"], "request_in_progress"),
+            other => panic!("unexpected {other}: {v}"),
+        }
+    }
+    assert!(released >= 1, "one click released");
+    assert_eq!(app.counts(event).await["held"], json!(0));
+    // Another buyer takes both seats; the retry replays and leaves them held.
+    let (other_token, other_admission) = app.admitted_buyer(event).await;
+    let theirs = hold_both(other_admission).await;
+    let again = release(&app, &token, &hold, &key).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(again.json::<Value>().await.unwrap()["hold_id"], json!(hold));
+    assert_eq!(app.counts(event).await["held"], json!(2));
+    // Someone else's hold is not found, and stays held.
+    let stranger = release(&app, &token, &theirs, &uuid()).await;
+    assert_eq!(stranger.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        stranger.json::<Value>().await.unwrap()["error"],
+        "hold_not_found"
+    );
+    assert_eq!(app.counts(event).await["held"], json!(2));
+    // Two keys race on one hold: both answer it released, its seats come back once.
+    let (k1, k2) = (uuid(), uuid());
+    let (a, b) = tokio::join!(
+        release(&app, &other_token, &theirs, &k1),
+        release(&app, &other_token, &theirs, &k2)
+    );
+    for res in [a, b] {
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.json::<Value>().await.unwrap()["status"], "released");
+    }
+    let counts = app.counts(event).await;
+    assert_eq!(
+        (
+            counts["held"].clone(),
+            counts["free"].clone(),
+            counts["active_holds"].clone()
+        ),
+        (json!(0), json!(2), json!(0))
     );
     app.stop().await;
 }

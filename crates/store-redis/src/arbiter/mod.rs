@@ -186,6 +186,11 @@ impl RedisArbiter {
         }
     }
 
+    /// Finished holds kept per event (the `keep` argument of the scripts that end one).
+    pub(crate) fn keep_finished(&self) -> usize {
+        self.config.keep_finished
+    }
+
     /// Whether this is one Redis, where a script may touch keys of several hash tags.
     pub(crate) fn is_single(&self) -> bool {
         matches!(self.conn, RedisConn::Single(_))

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
-use boxoffice_engine::ports::{JoinRecord, Ledger, LinePlace};
+use boxoffice_engine::ports::{Incarnation, JoinRecord, Ledger, LinePlace};
 
 use super::fixtures::{T0, event, spec};
 
@@ -216,4 +216,105 @@ pub async fn a_position_in_line_is_journaled_for_one_buyer_only(ledger: Arc<dyn 
     assert_eq!(at_four.len(), 1);
     let winner = racers[stood.iter().position(|s| *s).unwrap()];
     assert_eq!(at_four[0].buyer, winner);
+}
+
+/// Processed webhook ids are forgotten once their lifetime is over, a batch at a time,
+/// and only those: an id claimed before the cut-off is handled again if it is
+/// delivered again; one claimed after is still a duplicate.
+pub async fn processed_webhook_ids_are_forgotten_after_their_lifetime(ledger: Arc<dyn Ledger>) {
+    let id = |name: &str| format!("evt_{name}_{}", uuid::Uuid::new_v4().simple());
+    let (old, unfinished, recent) = (id("old"), id("unfinished"), id("recent"));
+    let (a, b) = (Incarnation::random(), Incarnation::random());
+    let never = Millis(0);
+    assert!(
+        ledger
+            .claim_webhook(&old, a, Millis(1_000), never)
+            .await
+            .unwrap()
+    );
+    ledger.finish_webhook(&old, true).await.unwrap();
+    assert!(
+        ledger
+            .claim_webhook(&unfinished, a, Millis(2_000), never)
+            .await
+            .unwrap()
+    );
+    assert!(
+        ledger
+            .claim_webhook(&recent, a, Millis(50_000), never)
+            .await
+            .unwrap()
+    );
+    ledger.finish_webhook(&recent, true).await.unwrap();
+    // Until pruned, the handled id is a duplicate for every node.
+    assert!(
+        !ledger
+            .claim_webhook(&old, b, Millis(60_000), never)
+            .await
+            .unwrap()
+    );
+    let cut = Millis(10_000);
+    let mut forgotten = 0;
+    loop {
+        let gone = ledger.prune_webhooks(cut, 1).await.unwrap();
+        assert!(gone <= 1, "a batch at most: {gone}");
+        if gone == 0 {
+            break;
+        }
+        forgotten += gone;
+        assert!(forgotten <= 2, "only ids claimed before the cut-off");
+    }
+    assert_eq!(forgotten, 2);
+    // The old ids are handled again when delivered again; the recent one is remembered.
+    assert!(
+        ledger
+            .claim_webhook(&old, b, Millis(60_000), never)
+            .await
+            .unwrap()
+    );
+    assert!(
+        ledger
+            .claim_webhook(&unfinished, b, Millis(60_000), never)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !ledger
+            .claim_webhook(&recent, b, Millis(60_000), never)
+            .await
+            .unwrap()
+    );
+}
+
+/// An event's waiting-room settings are kept by name, the last write winning, apart
+/// from every other event's.
+pub async fn the_operators_line_settings_are_kept_last_write_first(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 1, 4).await;
+    let other = event(&ledger, 1, 4).await;
+    assert_eq!(ledger.line_settings(e.id).await.unwrap(), vec![]);
+    ledger
+        .keep_line_setting(e.id, "admission", r#"{"rate_per_s":5}"#)
+        .await
+        .unwrap();
+    ledger.keep_line_setting(e.id, "rules", "{}").await.unwrap();
+    ledger
+        .keep_line_setting(e.id, "admission", r#"{"rate_per_s":7}"#)
+        .await
+        .unwrap();
+    ledger
+        .keep_line_setting(other.id, "admission", "{}")
+        .await
+        .unwrap();
+    let kept = |name: &str, value: &str| (name.to_string(), value.to_string());
+    assert_eq!(
+        ledger.line_settings(e.id).await.unwrap(),
+        vec![
+            kept("admission", r#"{"rate_per_s":7}"#),
+            kept("rules", "{}")
+        ]
+    );
+    assert_eq!(
+        ledger.line_settings(other.id).await.unwrap(),
+        vec![kept("admission", "{}")]
+    );
 }
