@@ -12,7 +12,7 @@ use boxoffice_engine::ports::{Clock, PaymentGateway, ProviderState};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use super::{audit_clean, undo, undo_with_key};
+use super::{audit_clean, order_of, selling, undo, undo_with_key};
 use crate::common::{TestApp, spawn, spec, uuid};
 use crate::payments::provider;
 use crate::tickets::{barcode, bundle, buy, gate, scan};
@@ -26,24 +26,13 @@ async fn parts_of(app: &TestApp, order: OrderId) -> HashMap<String, i64> {
         .collect()
 }
 
-async fn order_of(app: &TestApp, token: &str) -> (OrderId, i64) {
-    let mine: Value = app.get("/v1/me/orders", token).await.json().await.unwrap();
-    let o = &mine["orders"][0];
-    (
-        o["order_id"].as_str().unwrap().parse().unwrap(),
-        o["total"].as_i64().unwrap(),
-    )
-}
-
 /// Requests racing per ticket.
 const RACERS: usize = 12;
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_order_only_the_rest()
 {
-    let app = spawn().await;
-    let book = provider(&app);
-    let event = app.create_event(&spec(1, 5, 0, 4)).await;
+    let (app, book, event) = selling(&spec(1, 5, 0, 4)).await;
     let (token, tickets) = buy(&app, event, 4).await;
     let (order, total) = order_of(&app, &token).await;
     let price = total / 4;
