@@ -4,29 +4,14 @@
 use async_trait::async_trait;
 use boxoffice_domain::exchange::SwapState;
 use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, Money, OrderId, SwapId};
-use boxoffice_engine::ports::{
-    Exchange, Listing, ListingRefusal, Moved, Reserve, StoreError, Swap,
-};
-use sqlx::{Postgres, Row, Transaction};
+use boxoffice_engine::ports::{Exchange, Listing, Moved, Reserve, StoreError, Swap};
+use sqlx::Row;
 
 use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
 use crate::exchange_rows::{self as rows, Answer, listing_of, listing_sql, swap_of, swap_sql};
+use crate::handover::settle;
 use crate::standing;
-
-/// Commits the transaction when `answer` is a success; rolls it back otherwise.
-async fn settle<T>(tx: Transaction<'_, Postgres>, answer: Result<T, ListingRefusal>) -> Answer<T> {
-    match answer {
-        Ok(v) => {
-            tx.commit().await.map_err(db)?;
-            Ok(Ok(v))
-        }
-        Err(no) => {
-            tx.rollback().await.map_err(db)?;
-            Ok(Err(no))
-        }
-    }
-}
 
 #[async_trait]
 impl Exchange for PostgresLedger {

@@ -6,16 +6,16 @@
 
 use boxoffice_domain::exchange::{ListingState, SwapState};
 use boxoffice_domain::ticket::TicketId;
-use boxoffice_domain::{
-    BuyerId, EventId, ListingId, Millis, Money, OrderEvent, OrderId, OrderState, SwapId,
+use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, Money, OrderEvent, SwapId};
+use boxoffice_engine::ports::{
+    Listing, ListingRefusal, Moved, Reserve, StoreError, Swap, TicketFacts,
 };
-use boxoffice_engine::ports::{Listing, ListingRefusal, Moved, Reserve, StoreError, Swap};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use crate::conn::{corrupt, db};
+use crate::handover::{self, Handover, count_move, history_line, locked_ticket};
 use crate::ticket_rows::version;
-use crate::transfers::{count_move, locked_ticket};
 
 pub(crate) type Answer<T> = Result<Result<T, ListingRefusal>, StoreError>;
 
@@ -109,19 +109,10 @@ async fn movable(
     id: TicketId,
     seller: BuyerId,
     v: u32,
-) -> Answer<OrderId> {
-    let Some(f) = locked_ticket(conn, id).await? else {
-        return Ok(Err(ListingRefusal::NotFound));
-    };
-    Ok(if f.ticket.holder != seller || f.ticket.version != v {
-        Err(ListingRefusal::Superseded)
-    } else if f.checked_in.is_some() {
-        Err(ListingRefusal::CheckedIn)
-    } else if f.order_state != OrderState::Confirmed {
-        Err(ListingRefusal::NotPaid(f.order_state))
-    } else {
-        Ok(f.ticket.order)
-    })
+) -> Answer<TicketFacts> {
+    Ok(handover::movable(conn, id, seller, v)
+        .await?
+        .map_err(Into::into))
 }
 
 pub(crate) async fn list(conn: &mut PgConnection, l: &Listing) -> Answer<()> {
@@ -407,31 +398,18 @@ async fn hand_over(
     max: u32,
     now: Millis,
 ) -> Result<(), StoreError> {
-    let moved = sqlx::query(
-        "WITH ticket AS (
-             UPDATE tickets SET holder_id = $3, version = version + 1, attendee = NULL,
-                 issued_at = $4, own_state = 'confirmed'
-             WHERE id = $1 AND version = $2 RETURNING id
-         ), seat AS (
-             UPDATE sold_seats SET buyer_id = $3
-             WHERE event_id = $5 AND seat_id = $6 AND order_id = $7 AND buyer_id = $8
-             RETURNING seat_id
-         ) SELECT (SELECT count(*) FROM ticket), (SELECT count(*) FROM seat)",
-    )
-    .bind(s.ticket.to_string())
-    .bind(version(l.version))
-    .bind(s.buyer.to_string())
-    .bind(now.0)
-    .bind(s.event.0)
-    .bind(&l.seat)
-    .bind(s.seller_order.to_string())
-    .bind(s.seller.to_string())
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db)?;
-    let (tickets, seats): (i64, i64) =
-        (moved.try_get(0).map_err(db)?, moved.try_get(1).map_err(db)?);
-    if tickets != 1 || seats != 1 {
+    let handed = Handover {
+        ticket: s.ticket,
+        version: l.version,
+        event: s.event,
+        seat: &l.seat,
+        order: s.seller_order,
+        from: s.seller,
+        to: s.buyer,
+        now,
+        stands_apart: true,
+    };
+    if !handover::hand_over(conn, &handed).await? {
         return Err(StoreError::new(
             "postgres: the exchanged ticket changed under its lock",
         ));
@@ -451,17 +429,5 @@ async fn hand_over(
         "price": s.price,
         "payout": s.payout,
     });
-    sqlx::query(
-        "INSERT INTO order_events (order_id, from_state, to_state, event, at, detail)
-         VALUES ($1, $2, $2, $3, $4, $5::jsonb)",
-    )
-    .bind(s.seller_order.to_string())
-    .bind(OrderState::Confirmed.as_str())
-    .bind(OrderEvent::EXCHANGED)
-    .bind(now.0)
-    .bind(detail.to_string())
-    .execute(&mut *conn)
-    .await
-    .map(drop)
-    .map_err(db)
+    history_line(conn, s.seller_order, OrderEvent::EXCHANGED, &detail, now).await
 }

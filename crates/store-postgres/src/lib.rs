@@ -18,6 +18,7 @@ mod event_cancel;
 mod events;
 mod exchange;
 mod exchange_rows;
+mod handover;
 mod idempotency;
 mod ledger;
 mod migrate;

@@ -4,30 +4,22 @@
 //! saw and, for a counted change, on the count being under the limit. A refusal rolls
 //! the transaction back: nothing is written.
 
-use boxoffice_domain::{Millis, OrderEvent, OrderState};
+use boxoffice_domain::{Millis, OrderEvent};
 use boxoffice_engine::ports::{Rename, RenameRefusal, StoreError, TicketRow};
 use sqlx::PgConnection;
 
 use crate::PostgresLedger;
 use crate::conn::db;
+use crate::handover::{history_line, locked_ticket, settle};
 use crate::ticket_rows::version;
-use crate::transfers::locked_ticket;
 
 type Answer = Result<Result<TicketRow, RenameRefusal>, StoreError>;
 
 impl PostgresLedger {
     pub(crate) async fn rename_ticket_tx(&self, r: &Rename) -> Answer {
         let mut tx = self.pool().begin().await.map_err(db)?;
-        match rename(&mut tx, r).await? {
-            Ok(row) => {
-                tx.commit().await.map_err(db)?;
-                Ok(Ok(row))
-            }
-            Err(no) => {
-                tx.rollback().await.map_err(db)?;
-                Ok(Err(no))
-            }
-        }
+        let answer = rename(&mut tx, r).await?;
+        settle(tx, answer).await
     }
 }
 
@@ -81,17 +73,5 @@ async fn history(
         "version": r.version + 1,
         "attendee": r.attendee.as_str(),
     });
-    sqlx::query(
-        "INSERT INTO order_events (order_id, from_state, to_state, event, at, detail)
-         VALUES ($1, $2, $2, $3, $4, $5::jsonb)",
-    )
-    .bind(t.order.to_string())
-    .bind(OrderState::Confirmed.as_str())
-    .bind(OrderEvent::RENAMED)
-    .bind(now.0)
-    .bind(detail.to_string())
-    .execute(&mut *conn)
-    .await
-    .map(drop)
-    .map_err(db)
+    history_line(conn, t.order, OrderEvent::RENAMED, &detail, now).await
 }

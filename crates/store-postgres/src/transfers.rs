@@ -5,16 +5,17 @@
 //! racing offers in. A refusal rolls the transaction back: nothing is written.
 
 use boxoffice_domain::ticket::TicketId;
-use boxoffice_domain::{BuyerId, EventId, Millis, OrderEvent, OrderState, TransferId};
+use boxoffice_domain::{BuyerId, EventId, Millis, OrderEvent, TransferId};
 use boxoffice_engine::ports::{
     Accept, Accepted, StoreError, TicketFacts, TransferOffer, TransferRefusal, TransferState,
 };
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Postgres, Row, Transaction};
+use sqlx::{PgConnection, Row};
 
 use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
-use crate::ticket_rows::{facts, facts_sql, version};
+use crate::handover::{self, Handover, count_move, hand_over, history_line, locked_ticket, settle};
+use crate::ticket_rows::version;
 
 type Answer<T> = Result<Result<T, TransferRefusal>, StoreError>;
 
@@ -56,28 +57,6 @@ async fn read_offer(
     row.as_ref().map(offer_of).transpose()
 }
 
-/// Locks the ticket's row, then reads it with its order and check-in in a statement of
-/// its own (which, under read committed, sees whatever the lock's last holder wrote).
-pub(crate) async fn locked_ticket(
-    conn: &mut PgConnection,
-    id: TicketId,
-) -> Result<Option<TicketFacts>, StoreError> {
-    let locked = sqlx::query("SELECT 1 FROM tickets WHERE id = $1 FOR UPDATE")
-        .bind(id.to_string())
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db)?;
-    if locked.is_none() {
-        return Ok(None);
-    }
-    let row = sqlx::query(concat!(facts_sql!(), "WHERE t.id = $1"))
-        .bind(id.to_string())
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db)?;
-    facts(&row).map(Some)
-}
-
 /// The ticket, locked, if `from` holds it at `version`, unscanned, its order paid for.
 async fn movable(
     conn: &mut PgConnection,
@@ -85,18 +64,9 @@ async fn movable(
     from: BuyerId,
     v: u32,
 ) -> Answer<TicketFacts> {
-    let Some(f) = locked_ticket(conn, id).await? else {
-        return Ok(Err(TransferRefusal::NotFound));
-    };
-    Ok(if f.ticket.holder != from || f.ticket.version != v {
-        Err(TransferRefusal::Superseded)
-    } else if f.checked_in.is_some() {
-        Err(TransferRefusal::CheckedIn)
-    } else if f.order_state != OrderState::Confirmed {
-        Err(TransferRefusal::NotPaid(f.order_state))
-    } else {
-        Ok(f)
-    })
+    Ok(handover::movable(conn, id, from, v)
+        .await?
+        .map_err(Into::into))
 }
 
 /// The offer, if `party` may act on it and it is still open at `now`.
@@ -111,20 +81,6 @@ fn still_open(
             ended => Err(TransferRefusal::Ended(ended)),
         },
         _ => Err(TransferRefusal::NotFound),
-    }
-}
-
-/// Commits the transaction when `answer` is a success; rolls it back otherwise.
-async fn settle<T>(tx: Transaction<'_, Postgres>, answer: Result<T, TransferRefusal>) -> Answer<T> {
-    match answer {
-        Ok(v) => {
-            tx.commit().await.map_err(db)?;
-            Ok(Ok(v))
-        }
-        Err(no) => {
-            tx.rollback().await.map_err(db)?;
-            Ok(Err(no))
-        }
     }
 }
 
@@ -243,31 +199,18 @@ async fn accept(conn: &mut PgConnection, a: &Accept) -> Answer<Accepted> {
     };
     end(conn, &offer, TransferState::Accepted, a.now).await?;
     let t = &facts.ticket;
-    let moved = sqlx::query(
-        "WITH ticket AS (
-             UPDATE tickets SET holder_id = $3, version = version + 1, attendee = NULL,
-                 issued_at = $4
-             WHERE id = $1 AND version = $2 RETURNING id
-         ), seat AS (
-             UPDATE sold_seats SET buyer_id = $3
-             WHERE event_id = $5 AND seat_id = $6 AND order_id = $7 AND buyer_id = $8
-             RETURNING seat_id
-         ) SELECT (SELECT count(*) FROM ticket), (SELECT count(*) FROM seat)",
-    )
-    .bind(t.id.to_string())
-    .bind(version(t.version))
-    .bind(a.by.to_string())
-    .bind(a.now.0)
-    .bind(t.event.0)
-    .bind(t.seat.as_str())
-    .bind(t.order.to_string())
-    .bind(offer.from.to_string())
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db)?;
-    let (tickets, seats): (i64, i64) =
-        (moved.try_get(0).map_err(db)?, moved.try_get(1).map_err(db)?);
-    if tickets != 1 || seats != 1 {
+    let handed = Handover {
+        ticket: t.id,
+        version: t.version,
+        event: t.event,
+        seat: t.seat.as_str(),
+        order: t.order,
+        from: offer.from,
+        to: a.by,
+        now: a.now,
+        stands_apart: false,
+    };
+    if !hand_over(conn, &handed).await? {
         return Ok(Err(TransferRefusal::Superseded));
     }
     if !count_move(conn, t.event, offer.from, a.by, a.max_per_buyer).await? {
@@ -328,46 +271,6 @@ async fn end(
     Ok(())
 }
 
-/// One ticket off the sender's count and onto the recipient's; `false` when the
-/// recipient's would pass the limit (the `buyer_within_limit` CHECK, P6). The two
-/// rows are written in buyer order, so two transfers the opposite way never deadlock.
-pub(crate) async fn count_move(
-    conn: &mut PgConnection,
-    event: EventId,
-    from: BuyerId,
-    to: BuyerId,
-    max: u32,
-) -> Result<bool, StoreError> {
-    let (from, to) = (from.to_string(), to.to_string());
-    let lower =
-        "UPDATE buyer_tickets SET tickets = tickets - 1 WHERE event_id = $1 AND buyer_id = $2";
-    let raise = "INSERT INTO buyer_tickets (event_id, buyer_id, tickets, max_tickets)
-        VALUES ($1, $2, 1, $3) ON CONFLICT (event_id, buyer_id)
-        DO UPDATE SET tickets = buyer_tickets.tickets + 1, max_tickets = excluded.max_tickets";
-    let max = i32::try_from(max).unwrap_or(i32::MAX);
-    let steps = if from < to {
-        [(lower, &from), (raise, &to)]
-    } else {
-        [(raise, &to), (lower, &from)]
-    };
-    for (sql, buyer) in steps {
-        let mut q = sqlx::query(sql).bind(event.0).bind(buyer);
-        if sql == raise {
-            q = q.bind(max);
-        }
-        match q.execute(&mut *conn).await {
-            Ok(_) => {}
-            Err(e) if constraint(&e) == Some("buyer_within_limit") => return Ok(false),
-            Err(e) => return Err(db(e)),
-        }
-    }
-    Ok(true)
-}
-
-fn constraint(e: &sqlx::Error) -> Option<&str> {
-    e.as_database_error().and_then(|d| d.constraint())
-}
-
 /// The `transferred` line of the order's history, which the outbox trigger announces.
 async fn history(
     conn: &mut PgConnection,
@@ -382,20 +285,8 @@ async fn history(
         "to_buyer_id": offer.to,
         "version": offer.version + 1,
     });
-    let confirmed = OrderState::Confirmed.as_str();
-    sqlx::query(
-        "INSERT INTO order_events (order_id, from_state, to_state, event, at, detail)
-         VALUES ($1, $2, $2, $3, $4, $5::jsonb)",
-    )
-    .bind(facts.ticket.order.to_string())
-    .bind(confirmed)
-    .bind(OrderEvent::TRANSFERRED)
-    .bind(now.0)
-    .bind(detail.to_string())
-    .execute(&mut *conn)
-    .await
-    .map(drop)
-    .map_err(db)
+    let order = facts.ticket.order;
+    history_line(conn, order, OrderEvent::TRANSFERRED, &detail, now).await
 }
 
 /// Whether the ticket has a live listing (open, or reserved by a swap).

@@ -124,11 +124,6 @@ impl Engine {
         self
     }
 
-    /// The after-sale record, if the node keeps one (tools and tests).
-    pub fn tickets(&self) -> Option<&Arc<dyn Tickets>> {
-        self.tickets.as_ref()
-    }
-
     pub(crate) fn tickets_port(&self) -> Result<&Arc<dyn Tickets>, EngineError> {
         self.tickets
             .as_ref()

@@ -18,10 +18,11 @@ use super::route;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, QueryParams, json};
+use crate::extract::{BearerToken, BuyerSessionHeader, QueryParams, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
+use crate::routes::holder_write::{HolderWrite, SHARED};
 use crate::routes::waiting::refused;
 use crate::routes::{RouteClass, RouteDef};
 
@@ -48,13 +49,6 @@ pub(crate) fn refusal_code(r: &ExchangeRefusal) -> ErrorCode {
         ExchangeRefusal::OwnListing => C::OwnListing,
     }
 }
-
-/// What every seller's write may answer besides its own refusals.
-const SELLER_SHARED: &[&[ErrorCode]] = &[
-    &[ErrorCode::RateLimited],
-    crate::idempotency::REFUSES,
-    crate::extract::BUYER_REFUSES,
-];
 
 /// The asking price.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -85,14 +79,13 @@ pub(crate) const LIST_DOC: Doc = Doc {
             C::PayloadTooLarge,
         ]
     },
-    shared: SELLER_SHARED,
+    shared: SHARED,
 };
 
 /// POST /v1/tickets/{id}/listings (buyer token, the ticket's holder).
 pub async fn list(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
-    replay: Replay,
+    write: HolderWrite,
     Id(ticket): Id<TicketId>,
     body: Bytes,
 ) -> Response {
@@ -104,15 +97,14 @@ pub async fn list(
         let e = ApiError::new(ErrorCode::InvalidBody, "price must not be negative");
         return e.into_response();
     }
-    if let Err(r) = st.engine.limit_transfer(&who) {
-        return refused(r.into());
-    }
-    let engine = st.engine.clone();
-    replay
-        .run(st.replays(), Scope::Buyer(who.buyer), &body, async move {
-            let view = engine.list_ticket(&who, ticket, input.price).await?;
-            reply(StatusCode::CREATED, &view)
-        })
+    let price = input.price;
+    write
+        .run(
+            &st,
+            &body,
+            StatusCode::CREATED,
+            move |engine, who| async move { engine.list_ticket(&who, ticket, price).await },
+        )
         .await
 }
 
@@ -121,24 +113,18 @@ pub(crate) const WITHDRAW_DOC: Doc = Doc {
     body: None,
     ok: &[(StatusCode::OK, Schema::of::<ListingView>())],
     refuses: &[ErrorCode::ListingNotFound, ErrorCode::ListingNotOpen],
-    shared: SELLER_SHARED,
+    shared: SHARED,
 };
 
 /// DELETE /v1/listings/{id} (buyer token, the seller). No body.
 pub async fn withdraw(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
-    replay: Replay,
+    write: HolderWrite,
     Id(id): Id<ListingId>,
 ) -> Response {
-    if let Err(r) = st.engine.limit_transfer(&who) {
-        return refused(r.into());
-    }
-    let engine = st.engine.clone();
-    replay
-        .run(st.replays(), Scope::Buyer(who.buyer), b"", async move {
-            let ended = engine.withdraw_listing(&who, id).await?;
-            reply(StatusCode::OK, &ended)
+    write
+        .run(&st, b"", StatusCode::OK, move |engine, who| async move {
+            engine.withdraw_listing(&who, id).await
         })
         .await
 }

@@ -8,6 +8,7 @@ pub mod console;
 pub mod events;
 pub mod exchange;
 pub mod gates;
+pub mod holder_write;
 pub mod holds;
 pub mod names;
 pub mod ops;

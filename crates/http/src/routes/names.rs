@@ -16,11 +16,10 @@ use super::route;
 use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{Buyer, json};
-use crate::idempotency::{Replay, Scope, reply};
+use crate::extract::json;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
-use crate::routes::waiting::refused;
+use crate::routes::holder_write::{HolderWrite, SHARED};
 use crate::routes::{RouteClass, RouteDef};
 
 pub(super) fn routes() -> Vec<RouteDef> {
@@ -68,11 +67,7 @@ pub(crate) const SET_DOC: Doc = Doc {
             C::PayloadTooLarge,
         ]
     },
-    shared: &[
-        &[ErrorCode::RateLimited],
-        crate::idempotency::REFUSES,
-        crate::extract::BUYER_REFUSES,
-    ],
+    shared: SHARED,
 };
 
 fn name_of(body: &Bytes) -> Result<AttendeeName, ApiError> {
@@ -90,8 +85,7 @@ fn name_of(body: &Bytes) -> Result<AttendeeName, ApiError> {
 /// PUT /v1/tickets/{id}/attendee (buyer token, the ticket's holder).
 pub async fn set(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
-    replay: Replay,
+    write: HolderWrite,
     Id(ticket): Id<TicketId>,
     body: Bytes,
 ) -> Response {
@@ -99,14 +93,9 @@ pub async fn set(
         Ok(n) => n,
         Err(e) => return e.into_response(),
     };
-    if let Err(r) = st.engine.limit_transfer(&who) {
-        return refused(r.into());
-    }
-    let engine = st.engine.clone();
-    replay
-        .run(st.replays(), Scope::Buyer(who.buyer), &body, async move {
-            let view = engine.set_attendee(&who, ticket, name).await?;
-            reply(StatusCode::OK, &view)
+    write
+        .run(&st, &body, StatusCode::OK, move |engine, who| async move {
+            engine.set_attendee(&who, ticket, name).await
         })
         .await
 }

@@ -19,10 +19,9 @@ use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, json};
-use crate::idempotency::{Replay, Scope, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
-use crate::routes::waiting::refused;
+use crate::routes::holder_write::{HolderWrite, SHARED};
 use crate::routes::{RouteClass, RouteDef};
 
 pub(super) fn routes() -> Vec<RouteDef> {
@@ -47,13 +46,6 @@ pub(super) fn routes() -> Vec<RouteDef> {
         route(M::GET, "/v1/me/transfers", Api, mine, &MINE_DOC),
     ]
 }
-
-/// What every transfer write may answer besides its own refusals.
-const WRITE_SHARED: &[&[ErrorCode]] = &[
-    &[ErrorCode::RateLimited],
-    crate::idempotency::REFUSES,
-    crate::extract::BUYER_REFUSES,
-];
 
 /// Whom to offer the ticket to.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -84,14 +76,13 @@ pub(crate) const OFFER_DOC: Doc = Doc {
             C::PayloadTooLarge,
         ]
     },
-    shared: WRITE_SHARED,
+    shared: SHARED,
 };
 
 /// POST /v1/tickets/{id}/transfers (buyer token, the ticket's holder).
 pub async fn offer(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
-    replay: Replay,
+    write: HolderWrite,
     Id(ticket): Id<TicketId>,
     body: Bytes,
 ) -> Response {
@@ -99,17 +90,14 @@ pub async fn offer(
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    if let Err(r) = st.engine.limit_transfer(&who) {
-        return refused(r.into());
-    }
-    let engine = st.engine.clone();
-    replay
-        .run(st.replays(), Scope::Buyer(who.buyer), &body, async move {
-            let view = engine
-                .offer_transfer(&who, ticket, input.to_buyer_id)
-                .await?;
-            reply(StatusCode::CREATED, &view)
-        })
+    let to = input.to_buyer_id;
+    write
+        .run(
+            &st,
+            &body,
+            StatusCode::CREATED,
+            move |engine, who| async move { engine.offer_transfer(&who, ticket, to).await },
+        )
         .await
 }
 
@@ -130,24 +118,18 @@ pub(crate) const ACCEPT_DOC: Doc = Doc {
             C::LimitExceeded,
         ]
     },
-    shared: WRITE_SHARED,
+    shared: SHARED,
 };
 
 /// POST /v1/transfers/{id}/accept (buyer token, the offer's recipient). No body.
 pub async fn accept(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
-    replay: Replay,
+    write: HolderWrite,
     Id(id): Id<TransferId>,
 ) -> Response {
-    if let Err(r) = st.engine.limit_transfer(&who) {
-        return refused(r.into());
-    }
-    let engine = st.engine.clone();
-    replay
-        .run(st.replays(), Scope::Buyer(who.buyer), b"", async move {
-            let accepted = engine.accept_transfer(&who, id).await?;
-            reply(StatusCode::OK, &accepted)
+    write
+        .run(&st, b"", StatusCode::OK, move |engine, who| async move {
+            engine.accept_transfer(&who, id).await
         })
         .await
 }
@@ -157,24 +139,18 @@ pub(crate) const CANCEL_DOC: Doc = Doc {
     body: None,
     ok: &[(StatusCode::OK, Schema::of::<TransferView>())],
     refuses: &[ErrorCode::TransferNotFound, ErrorCode::TransferNotOpen],
-    shared: WRITE_SHARED,
+    shared: SHARED,
 };
 
 /// DELETE /v1/transfers/{id} (buyer token, the offer's sender). No body.
 pub async fn cancel(
     State(st): State<AppState>,
-    Buyer(who): Buyer,
-    replay: Replay,
+    write: HolderWrite,
     Id(id): Id<TransferId>,
 ) -> Response {
-    if let Err(r) = st.engine.limit_transfer(&who) {
-        return refused(r.into());
-    }
-    let engine = st.engine.clone();
-    replay
-        .run(st.replays(), Scope::Buyer(who.buyer), b"", async move {
-            let ended = engine.cancel_transfer(&who, id).await?;
-            reply(StatusCode::OK, &ended)
+    write
+        .run(&st, b"", StatusCode::OK, move |engine, who| async move {
+            engine.cancel_transfer(&who, id).await
         })
         .await
 }

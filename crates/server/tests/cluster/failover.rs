@@ -7,8 +7,6 @@
 //! twice (P1), the reconcile worker brings the hot store back in step with the ledger,
 //! and the audit comes back clean.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use boxoffice_domain::EventId;
@@ -23,41 +21,14 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::BOXOFFICE;
-use crate::lost_event::{OPERATOR, admitted, metric_sum, stats};
-use crate::{Backing, argv};
+use crate::lost_event::{OPERATOR, metric_sum, stats};
+use crate::{Backing, argv, shoppers};
 
 const SEATS: usize = 200;
 const SHOPPERS: usize = 16;
 /// Confirmed purchases before the promotion, and before the old primary dies.
 const PROMOTE_AT: usize = 50;
 const KILL_AT: usize = 90;
-
-/// One purchase of one seat through `node`, the checkout tried again on a 5xx (the
-/// node may be between primaries): its last status, or None without a hold.
-async fn buy_one(c: &reqwest::Client, node: &str, event: i64) -> Option<u16> {
-    let (_, b) = call(c, Method::POST, format!("{node}/v1/buyers"), "", json!({})).await;
-    let token = b["token"].as_str()?.to_string();
-    let queue = format!("{node}/v1/events/{event}/queue");
-    let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
-    let admission = admitted(c, node, j["queue_ticket"].as_str()?).await?;
-    let body = json!({"best_available": {"section": "A", "quantity": 1}});
-    let holds = format!("{node}/v1/events/{event}/holds");
-    let (_, h) = call(c, Method::POST, holds, &admission, body).await;
-    let hold = h["hold_id"].as_str()?;
-    let checkout = format!("{node}/v1/holds/{hold}/checkout");
-    let pay = json!({"payment_method": "pm_card_visa"});
-    let mut status = 0;
-    for _ in 0..5 {
-        status = call(c, Method::POST, checkout.clone(), &token, pay.clone())
-            .await
-            .0;
-        if (200..500).contains(&status) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Some(status)
-}
 
 /// An open event of `SEATS` seats whose holds live 20 s, so a hold its buyer gave up
 /// on during the switch does not keep its seat from the sale for long.
@@ -112,50 +83,14 @@ async fn a_redis_failover_mid_sale_loses_hot_writes_but_never_sells_a_seat_twice
         .unwrap();
     let event = open_event(&c, &urls[0]).await;
 
-    let confirmed = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let shoppers: Vec<_> = (0..SHOPPERS)
-        .map(|w| {
-            let (c, urls) = (c.clone(), urls.clone());
-            let (confirmed, stop) = (confirmed.clone(), stop.clone());
-            tokio::spawn(async move {
-                let mut n = w;
-                while !stop.load(Ordering::Relaxed) {
-                    match buy_one(&c, &urls[n % urls.len()], event).await {
-                        Some(201) => {
-                            confirmed.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Some(_) => {}
-                        None => tokio::time::sleep(Duration::from_millis(50)).await,
-                    }
-                    n += 1;
-                }
-            })
-        })
-        .collect();
-    let reach = |at: usize| {
-        let confirmed = confirmed.clone();
-        async move {
-            let what = format!("{at} confirmed purchases");
-            eventually(
-                what,
-                Duration::from_secs(120),
-                Duration::from_millis(20),
-                || async {
-                    let n = confirmed.load(Ordering::Relaxed);
-                    if n >= at { Ok(()) } else { Err(n) }
-                },
-            )
-            .await;
-        }
-    };
+    let shoppers = shoppers(&c, &urls, event, SHOPPERS, 5);
 
-    reach(PROMOTE_AT).await;
+    shoppers.reach(PROMOTE_AT).await;
     replica.promote().await;
     // From here the old primary's writes are its own: what the new one has is all it
     // will ever have of them.
     let promoted_with = hot_sold(&replica_url, &backing.redis.prefix, event).await;
-    reach(KILL_AT).await;
+    shoppers.reach(KILL_AT).await;
     primary.kill().await;
     let sold_at_kill = ledger_sold(&backing);
     eprintln!(
@@ -178,10 +113,7 @@ async fn a_redis_failover_mid_sale_loses_hot_writes_but_never_sells_a_seat_twice
         },
     )
     .await;
-    stop.store(true, Ordering::Relaxed);
-    for s in shoppers {
-        s.await.expect("a shopper ends");
-    }
+    shoppers.stop().await;
     assert_eq!(replica.role().await, "master");
 
     // P1 in the ledger: no seat in two confirmed orders, no more sold than there are.

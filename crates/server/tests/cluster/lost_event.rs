@@ -6,8 +6,6 @@
 //! count exactly what the ledger sold, and the audit is clean. Then drift made by hand
 //! (a sold seat freed in Redis) is repaired within one reconcile period.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use boxoffice_domain::{BuyerId, EventId};
@@ -20,43 +18,11 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::BOXOFFICE;
-use crate::{Backing, argv};
+use crate::{Backing, argv, buy_one, shoppers};
 
 pub(crate) const OPERATOR: &str = "lost-event-test-operator-key-01";
 const SEATS: usize = 200;
 const SHOPPERS: usize = 24;
-
-/// One purchase of one seat through `node`: the checkout's status, or None when the
-/// buyer got no hold (sold out, or a fault's 503).
-pub(crate) async fn buy_one(c: &reqwest::Client, node: &str, event: i64) -> Option<u16> {
-    let (_, b) = call(c, Method::POST, format!("{node}/v1/buyers"), "", json!({})).await;
-    let token = b["token"].as_str()?.to_string();
-    let queue = format!("{node}/v1/events/{event}/queue");
-    let (_, j) = call(c, Method::POST, queue, &token, json!({})).await;
-    let admission = admitted(c, node, j["queue_ticket"].as_str()?).await?;
-    let body = json!({"best_available": {"section": "A", "quantity": 1}});
-    let holds = format!("{node}/v1/events/{event}/holds");
-    let (_, h) = call(c, Method::POST, holds, &admission, body).await;
-    let hold = h["hold_id"].as_str()?;
-    let checkout = format!("{node}/v1/holds/{hold}/checkout");
-    let pay = json!({"payment_method": "pm_card_visa"});
-    Some(call(c, Method::POST, checkout, &token, pay).await.0)
-}
-
-/// The admission token for `ticket`, or None if none came within 10 s (the line is told
-/// "sold out" while every seat is sold or held).
-pub(crate) async fn admitted(c: &reqwest::Client, node: &str, ticket: &str) -> Option<String> {
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let url = format!("{node}/v1/queue/status");
-        let (_, st) = call(c, Method::GET, url, ticket, Value::Null).await;
-        if let Some(a) = st["admission_token"].as_str() {
-            return Some(a.to_string());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    None
-}
 
 /// The sum over `nodes` of a counter at their /metrics (0 where it is absent).
 pub(crate) async fn metric_sum(c: &reqwest::Client, nodes: &[String], name: &str) -> f64 {
@@ -125,38 +91,12 @@ async fn an_event_lost_mid_sale_is_rebuilt_once_and_no_seat_the_ledger_sold_is_s
         .unwrap();
     let event = open_event(&c, &urls[0], (SEATS / 10) as u32).await;
 
-    let confirmed = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let shoppers: Vec<_> = (0..SHOPPERS)
-        .map(|w| {
-            let (c, urls) = (c.clone(), urls.clone());
-            let (confirmed, stop) = (confirmed.clone(), stop.clone());
-            tokio::spawn(async move {
-                let mut n = w;
-                while !stop.load(Ordering::Relaxed) {
-                    match buy_one(&c, &urls[n % urls.len()], event).await {
-                        Some(201) => {
-                            confirmed.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Some(_) => {}
-                        None => tokio::time::sleep(Duration::from_millis(50)).await,
-                    }
-                    n += 1;
-                }
-            })
-        })
-        .collect();
+    let shoppers = shoppers(&c, &urls, event, SHOPPERS, 1);
 
     // Two losses, each with checkouts in flight: after 60 and after 130 purchases.
     let mut losses = 0;
     for at in [60, 130] {
-        let what = format!("{at} confirmed purchases");
-        let every = Duration::from_millis(20);
-        eventually(what, Duration::from_secs(120), every, || async {
-            let n = confirmed.load(Ordering::Relaxed);
-            if n >= at { Ok(()) } else { Err(n) }
-        })
-        .await;
+        shoppers.reach(at).await;
         assert!(
             backing.redis.delete_keys() > 0,
             "the event's keys were there"
@@ -175,10 +115,7 @@ async fn an_event_lost_mid_sale_is_rebuilt_once_and_no_seat_the_ledger_sold_is_s
         },
     )
     .await;
-    stop.store(true, Ordering::Relaxed);
-    for s in shoppers {
-        s.await.expect("a shopper ends");
-    }
+    shoppers.stop().await;
 
     // No seat lost at commit twice: after one loss the ledger refuses new orders for it.
     let lost_per_seat = backing.db.texts(
@@ -246,7 +183,7 @@ async fn drift_injected_in_redis_is_repaired_within_one_reconcile_period() {
     let c = reqwest::Client::new();
     let event = open_event(&c, &urls[0], 2).await;
     assert_eq!(
-        buy_one(&c, &urls[1], event).await,
+        buy_one(&c, &urls[1], event, 1).await,
         Some(201),
         "one seat sold"
     );

@@ -11,10 +11,15 @@ use boxoffice_engine::ports::{Inquiry, Ledger, PaymentGateway, ProviderState};
 use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig};
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
+/// The ledger in `dir`, opened beside the server as a second process would.
+pub fn ledger(dir: &Path) -> SqliteLedger {
+    SqliteLedger::open(dir.join("ledger.db"), SqliteOptions::default())
+        .expect("the ledger in the data directory opens")
+}
+
 /// Every order of the ledger in `dir`, with its state.
 pub async fn ledger_orders(dir: &Path) -> BTreeMap<OrderId, OrderState> {
-    let ledger = SqliteLedger::open(dir.join("ledger.db"), SqliteOptions::default())
-        .expect("the ledger in the data directory opens");
+    let ledger = ledger(dir);
     let facts = ledger.audit_facts().await.expect("the ledger's orders");
     facts.orders.into_iter().map(|(id, s, _)| (id, s)).collect()
 }

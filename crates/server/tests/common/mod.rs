@@ -1,11 +1,12 @@
 //! What the server's tests share: the real application in-process on port 0 with a
 //! fresh data directory, a client and the steps of a purchase as helpers (each test gets
-//! its own app), the `boxoffice` binary for tests of real processes, and the books an
-//! embedded node keeps. The rest of the harness (databases, Redis, buyers over HTTP) is
-//! `boxoffice_testkit::harness`.
+//! its own app), the `boxoffice` binary for tests of real processes, the books an
+//! embedded node keeps, and what the tests that kill one start it again on. The rest of
+//! the harness (databases, Redis, buyers over HTTP) is `boxoffice_testkit::harness`.
 #![allow(dead_code)]
 
 pub mod books;
+pub mod on_disk;
 
 use std::sync::Arc;
 

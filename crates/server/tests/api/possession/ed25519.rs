@@ -8,9 +8,7 @@ use super::*;
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ed25519_key_pays_for_its_hold_and_no_other_key_can() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let owner = admitted(&app, event, Some(&ed25519_proof_key())).await;
+    let (app, event, owner) = admitted_with(ed25519_proof_key()).await;
     let before = counts(&app, event).await;
     for thief in [ed25519_proof_key(), proof_key()] {
         let stolen = proof(&thief, "POST", &holds_path(event), now_s(&app));
@@ -42,9 +40,7 @@ async fn an_ed25519_key_pays_for_its_hold_and_no_other_key_can() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_or_stale_ed25519_proof_is_refused() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let client = admitted(&app, event, Some(&ed25519_proof_key())).await;
+    let (app, event, client) = admitted_with(ed25519_proof_key()).await;
     let path = holds_path(event);
     let once = proof(&client.key, "POST", &path, now_s(&app));
     let res = hold(&app, event, &client.admission, Some(once.clone())).await;
@@ -52,20 +48,14 @@ async fn a_replayed_or_stale_ed25519_proof_is_refused() {
     let before = counts(&app, event).await;
     let again = refusal(hold(&app, event, &client.admission, Some(once)).await).await;
     assert_eq!(again, (StatusCode::UNAUTHORIZED, "proof_replayed".into()));
-    for iat in [now_s(&app) - 61, now_s(&app) + 6] {
-        let p = client.key.proof("POST", &path, iat, &uuid());
-        let refused = refusal(hold(&app, event, &client.admission, Some(p)).await).await;
-        assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_stale".into()));
-    }
+    refuses_stale_proofs(&app, event, &client).await;
     assert_eq!(counts(&app, event).await, before);
     app.stop().await;
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ed25519_proof_for_another_path_or_method_is_refused() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let client = admitted(&app, event, Some(&ed25519_proof_key())).await;
+    let (app, event, client) = admitted_with(ed25519_proof_key()).await;
     let before = counts(&app, event).await;
     let wrong = [
         proof(

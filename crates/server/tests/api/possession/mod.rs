@@ -102,6 +102,26 @@ async fn admitted(app: &TestApp, event: EventId, key: Option<&ProofKey>) -> Clie
     }
 }
 
+/// A fresh app with an event that requires proofs, and a client admitted to it with
+/// `key` bound at its join: the set-up of the tests of each algorithm's proofs.
+async fn admitted_with(key: ProofKey) -> (TestApp, EventId, Client) {
+    let app = spawn().await;
+    let event = app.create_event(&event_spec(PopMode::Required)).await;
+    let client = admitted(&app, event, Some(&key)).await;
+    (app, event, client)
+}
+
+/// `client`'s proofs for a hold made 61 s ago (the window is 60 s,
+/// engine.proofs.max_age_s) or 6 s ahead (5 s of skew allowed) are refused as stale.
+async fn refuses_stale_proofs(app: &TestApp, event: EventId, client: &Client) {
+    let path = holds_path(event);
+    for iat in [now_s(app) - 61, now_s(app) + 6] {
+        let p = client.key.proof("POST", &path, iat, &uuid());
+        let refused = refusal(hold(app, event, &client.admission, Some(p)).await).await;
+        assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_stale".into()));
+    }
+}
+
 fn holds_path(event: EventId) -> String {
     format!("/v1/events/{event}/holds")
 }
@@ -136,9 +156,7 @@ async fn counts(app: &TestApp, event: EventId) -> (Value, Value) {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_copied_to_a_client_with_another_key_is_refused() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let owner = admitted(&app, event, Some(&proof_key())).await;
+    let (app, event, owner) = admitted_with(proof_key()).await;
     let thief = proof_key();
     let before = counts(&app, event).await;
     // The copied admission token, with the thief's own proof or with none.
@@ -189,9 +207,7 @@ async fn a_token_copied_to_a_client_with_another_key_is_refused() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_proof_is_refused_and_changes_nothing() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let client = admitted(&app, event, Some(&proof_key())).await;
+    let (app, event, client) = admitted_with(proof_key()).await;
     let once = proof(&client.key, "POST", &holds_path(event), now_s(&app));
     let res = hold(&app, event, &client.admission, Some(once.clone())).await;
     assert_eq!(res.status(), StatusCode::CREATED);
@@ -220,17 +236,10 @@ async fn a_replayed_proof_is_refused_and_changes_nothing() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proof_older_than_the_window_or_ahead_of_the_clock_is_stale() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let client = admitted(&app, event, Some(&proof_key())).await;
+    let (app, event, client) = admitted_with(proof_key()).await;
     let path = holds_path(event);
     let before = counts(&app, event).await;
-    // The window is 60 s (engine.proofs.max_age_s), 5 s of skew ahead.
-    for iat in [now_s(&app) - 61, now_s(&app) + 6] {
-        let p = client.key.proof("POST", &path, iat, &uuid());
-        let refused = refusal(hold(&app, event, &client.admission, Some(p)).await).await;
-        assert_eq!(refused, (StatusCode::UNAUTHORIZED, "proof_stale".into()));
-    }
+    refuses_stale_proofs(&app, event, &client).await;
     assert_eq!(counts(&app, event).await, before);
     // A proof made now goes stale while it waits: the clock moves past the window.
     let p = proof(&client.key, "POST", &path, now_s(&app));
@@ -245,9 +254,7 @@ async fn a_proof_older_than_the_window_or_ahead_of_the_clock_is_stale() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proof_for_another_path_or_method_is_refused() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let client = admitted(&app, event, Some(&proof_key())).await;
+    let (app, event, client) = admitted_with(proof_key()).await;
     let before = counts(&app, event).await;
     let other_event = format!("/v1/events/{}/holds", event.0 + 1);
     let wrong = [

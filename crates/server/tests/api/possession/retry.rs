@@ -24,9 +24,7 @@ async fn checkout_keyed(
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_checkout_after_its_holds_binding_lapsed_gets_its_stored_answer() {
-    let app = spawn().await;
-    let event = app.create_event(&event_spec(PopMode::Required)).await;
-    let client = admitted(&app, event, Some(&proof_key())).await;
+    let (app, event, client) = admitted_with(proof_key()).await;
     let hold_id = held(&app, event, &client).await;
     let key = uuid();
     let first = checkout_keyed(&app, &hold_id, &client, &key).await;

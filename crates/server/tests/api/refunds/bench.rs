@@ -15,7 +15,8 @@ use std::time::Instant;
 use boxoffice_testkit::harness::path_str;
 
 use super::crash::{OPERATOR, finished, post, seed};
-use crate::common::{bench_boxoffice, uuid};
+use crate::common::bench_boxoffice;
+use crate::common::on_disk;
 
 #[ignore = "a benchmark: cargo test -p boxoffice --test api refunds::bench -- --ignored --nocapture"]
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 1800)]
@@ -54,12 +55,9 @@ async fn refunds_per_second_of_an_event_cancellation() {
 }
 
 fn config(dir: &Path, latency_ms: u64) -> PathBuf {
-    let file = dir.join(format!("boxoffice-{}.toml", uuid()));
-    let text = format!(
-        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
-         [workers]\nevent_cancel_interval_ms = 50\n\
+    let extra = format!(
+        "[workers]\nevent_cancel_interval_ms = 50\n\
          [fake_payments]\nlatency_ms = {latency_ms}\n"
     );
-    std::fs::write(&file, text).unwrap();
-    file
+    on_disk::config(dir, OPERATOR, &extra)
 }

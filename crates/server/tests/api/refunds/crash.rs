@@ -14,23 +14,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boxoffice_domain::{BuyerId, EventId, Millis, OrderEvent, OrderId, OrderState, SaleStatus};
-use boxoffice_engine::ports::{
-    AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, InsertOrder, Ledger, PaymentGateway,
-    ProviderState,
-};
-use boxoffice_payment_fake::{FakeGateway, methods};
-use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+use boxoffice_domain::{EventId, OrderId, OrderState};
+use boxoffice_engine::ports::{Ledger, PaymentGateway, ProviderState};
 use boxoffice_testkit::harness::http;
-use boxoffice_testkit::harness::path_str;
-use boxoffice_testkit::ledger::fixtures;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::process::Child;
 
 use super::refunds_made;
-use crate::common::books::{by_state, ledger_orders, provider_book};
-use crate::common::{BOXOFFICE, spec, uuid};
+use crate::common::books::{by_state, ledger, ledger_orders, provider_book};
+use crate::common::on_disk::{self, clean_audit, open_event, sell, start, wall_clock};
+use crate::common::spec;
 
 pub(super) const OPERATOR: &str = "refunds-crash-operator-key-01";
 
@@ -98,38 +92,25 @@ async fn cancelled_event_killed_twice(n: usize) {
     assert_eq!(made.len(), n, "no refund for anything else");
     let payments = book.all_payments().await.unwrap();
     assert!(payments.iter().all(|p| p.state == ProviderState::Refunded));
-    let ledger =
-        SqliteLedger::open(dir.path().join("ledger.db"), SqliteOptions::default()).unwrap();
     assert!(
-        ledger.sold_seats(event).await.unwrap().is_empty(),
+        ledger(dir.path())
+            .sold_seats(event)
+            .await
+            .unwrap()
+            .is_empty(),
         "every seat is back"
     );
-    let args = [
-        "--data-dir",
-        path_str(dir.path()),
-        "--config",
-        path_str(&config),
-    ];
-    let (clean, report) = BOXOFFICE.settled_audit(&args).await;
-    assert!(clean, "audit: {report}");
+    let report = clean_audit(dir.path(), &config).await;
     assert_eq!(report["seats_sold"], json!(0));
 }
 
 fn config(dir: &Path) -> PathBuf {
-    let file = dir.join(format!("boxoffice-{}.toml", uuid()));
-    let text = format!(
-        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
-         [engine]\nrecovery_after_s = 1\nrecovery_page = 100\nrecovery_calls_per_s = 0\n\
-         [workers]\nrecovery_interval_ms = 200\nevent_cancel_interval_ms = 50\n"
-    );
-    std::fs::write(&file, text).unwrap();
-    file
-}
-
-pub(super) async fn start(dir: &Path, config: &Path) -> (Child, String) {
-    BOXOFFICE
-        .start(&["--data-dir", path_str(dir), "--config", path_str(config)])
-        .await
+    on_disk::config(
+        dir,
+        OPERATOR,
+        "[engine]\nrecovery_after_s = 1\nrecovery_page = 100\nrecovery_calls_per_s = 0\n\
+         [workers]\nrecovery_interval_ms = 200\nevent_cancel_interval_ms = 50\n",
+    )
 }
 
 pub(super) async fn post(url: &str) -> (u16, Value) {
@@ -199,77 +180,18 @@ pub(super) async fn finished(base: &str, event: EventId, n: usize) -> Value {
 /// `n` buyers who bought one seat each, written as a checkout writes them: the order
 /// row, the provider's authorization, the ledger's commit, the capture.
 pub(super) async fn seed(dir: &Path, n: usize) -> (EventId, Vec<OrderId>) {
-    let ledger: Arc<dyn Ledger> =
-        Arc::new(SqliteLedger::open(dir.join("ledger.db"), SqliteOptions::default()).unwrap());
+    let ledger: Arc<dyn Ledger> = Arc::new(ledger(dir));
     let book = Arc::new(provider_book(dir));
     let now = wall_clock();
     let rows = u32::try_from(n.div_ceil(50)).unwrap();
-    let event = Arc::new(
-        ledger
-            .create_event(&spec(rows, 50, 0, 4), now)
-            .await
-            .unwrap(),
-    );
-    ledger
-        .set_sale_status(event.id, SaleStatus::Open)
-        .await
-        .unwrap();
+    let event = Arc::new(open_event(&*ledger, &spec(rows, 50, 0, 4), now).await);
     let ids: Vec<OrderId> = futures::stream::iter(0..n)
         .map(|i| {
             let (ledger, book, event) = (ledger.clone(), book.clone(), event.clone());
-            async move { sell(&*ledger, &book, &event, i, now).await }
+            async move { sell(&*ledger, &book, &event, &[i], now).await }
         })
         .buffer_unordered(64)
         .collect()
         .await;
     (event.id, ids)
-}
-
-async fn sell(
-    ledger: &dyn Ledger,
-    book: &FakeGateway,
-    event: &boxoffice_domain::Event,
-    seat: usize,
-    now: Millis,
-) -> OrderId {
-    let order = fixtures::order(event, BuyerId::random(), &[seat], now);
-    assert_eq!(
-        ledger.insert_order(&order).await.unwrap(),
-        InsertOrder::Inserted
-    );
-    let req = AuthorizeRequest {
-        order: order.id,
-        amount: order.total,
-        currency: order.currency.clone(),
-        payment_method: methods::VISA.into(),
-    };
-    let AuthorizeOutcome::Approved { reference } = book.authorize(&req).await.unwrap() else {
-        panic!("the stand-in approves a visa card");
-    };
-    ledger
-        .apply(order.id, OrderEvent::Authorized, Some(&reference), now)
-        .await
-        .unwrap();
-    let commit = Commit {
-        order: order.id,
-        max_per_buyer: 4,
-        now,
-    };
-    assert_eq!(
-        ledger.commit(&commit).await.unwrap(),
-        CommitOutcome::Committed
-    );
-    book.capture(order.id, &reference).await.unwrap();
-    ledger
-        .apply(order.id, OrderEvent::Captured, None, now)
-        .await
-        .unwrap();
-    order.id
-}
-
-fn wall_clock() -> Millis {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    Millis(i64::try_from(since.as_millis()).unwrap())
 }

@@ -12,9 +12,8 @@ use boxoffice_engine::ports::{PaymentGateway, ProviderState};
 use boxoffice_payment_fake::FakeGateway;
 use serde_json::{Value, json};
 
-use super::{audit_clean, refunds_made, undo};
-use crate::common::{TestApp, spawn, spec, uuid};
-use crate::payments::provider;
+use super::{audit_clean, order_of, refunds_made, selling, undo};
+use crate::common::{TestApp, spec, uuid};
 use crate::tickets::{barcode, buy, cancel_order_of, gate, my_tickets, scan};
 
 /// The test app's clock starts here.
@@ -84,9 +83,7 @@ async fn given_back(book: &FakeGateway) -> HashMap<OrderId, (i64, i64, ProviderS
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn cancelling_a_sellers_order_revoked_the_swap_buyers_ticket_and_refunded_the_payout_twice() {
-    let app = spawn().await;
-    let book = provider(&app);
-    let event = app.create_event(&exchangeable(spec(2, 10, 0, 4))).await;
+    let (app, book, event) = selling(&exchangeable(spec(2, 10, 0, 4))).await;
     let (seller, tickets, buyer, swap) = one_sold_on(&app, event).await;
     let order: OrderId = cancel_order_of(&app, &seller, event).await.parse().unwrap();
 
@@ -136,21 +133,9 @@ async fn cancelling_a_sellers_order_revoked_the_swap_buyers_ticket_and_refunded_
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn an_event_cancelled_after_a_swap_refunds_its_buyer_once_and_its_seller_only_the_rest() {
-    let app = spawn().await;
-    let book = provider(&app);
-    let event = app.create_event(&exchangeable(spec(2, 10, 0, 4))).await;
+    let (app, book, event) = selling(&exchangeable(spec(2, 10, 0, 4))).await;
     let (seller, _, buyer, _) = one_sold_on(&app, event).await;
-    let mine: Value = app
-        .get("/v1/me/orders", &seller)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let order: OrderId = mine["orders"][0]["order_id"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (order, _) = order_of(&app, &seller).await;
     let (status, job) = undo(
         &app,
         &format!("/v1/events/{event}/cancel"),

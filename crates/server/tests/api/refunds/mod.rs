@@ -12,13 +12,32 @@ mod tickets;
 
 use std::collections::HashMap;
 
-use boxoffice_domain::{EventId, OrderId};
+use boxoffice_domain::{EventId, EventSpec, OrderId};
 use boxoffice_payment_fake::FakeGateway;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, uuid};
-use crate::payments::{checkout, holder, order_id};
+use crate::common::{TestApp, spawn, uuid};
+use crate::payments::{checkout, holder, order_id, provider};
+
+/// A fresh app with an open event of `spec`, and the stand-in provider's own book
+/// beside it.
+async fn selling(spec: &EventSpec) -> (TestApp, FakeGateway, EventId) {
+    let app = spawn().await;
+    let book = provider(&app);
+    let event = app.create_event(spec).await;
+    (app, book, event)
+}
+
+/// The first order the buyer of `token` lists (here their only one): (id, total).
+async fn order_of(app: &TestApp, token: &str) -> (OrderId, i64) {
+    let mine: Value = app.get("/v1/me/orders", token).await.json().await.unwrap();
+    let o = &mine["orders"][0];
+    (
+        o["order_id"].as_str().unwrap().parse().unwrap(),
+        o["total"].as_i64().unwrap(),
+    )
+}
 
 /// A buyer who bought one seat of `event` with a card: (buyer token, order id, seat).
 async fn bought(app: &TestApp, event: EventId) -> (String, OrderId, String) {

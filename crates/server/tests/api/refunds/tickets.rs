@@ -3,36 +3,33 @@
 //! price refunded once in the provider's book, its barcode refused and listed revoked,
 //! a history line per ticket; refusals are coded and change nothing; the order's
 //! cancellation later refunds only the rest. A claim whose money never moved (the
-//! process died after it) is finished by the recovery sweep, once.
+//! server killed after it, while the refund waited for the provider) is finished by the
+//! recovery sweep of the server started again, once the claim is idle, and once.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
-use boxoffice_domain::OrderId;
-use boxoffice_engine::ports::{Clock, PaymentGateway, ProviderState};
+use boxoffice_domain::{OrderId, OrderState};
+use boxoffice_engine::ports::{Ledger, PaymentGateway, ProviderState, Tickets};
+use boxoffice_payment_fake::FakeGateway;
+use boxoffice_testkit::eventually;
+use boxoffice_testkit::harness::http::call;
 use futures::future::join_all;
+use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{audit_clean, undo, undo_with_key};
-use crate::common::{TestApp, spawn, spec, uuid};
-use crate::payments::provider;
+use super::{audit_clean, order_of, selling, undo, undo_with_key};
+use crate::common::books::{ledger, provider_book};
+use crate::common::on_disk::{self, clean_audit, open_event, sell, start, wall_clock};
+use crate::common::{spec, uuid};
 use crate::tickets::{barcode, bundle, buy, gate, scan};
 
 /// The partial refunds of `order` in the provider's book, by key.
-async fn parts_of(app: &TestApp, order: OrderId) -> HashMap<String, i64> {
-    let book = provider(app);
+async fn parts_of(book: &FakeGateway, order: OrderId) -> HashMap<String, i64> {
     (book.partial_refunds().await.unwrap().into_iter())
         .filter(|r| r.order == order)
         .map(|r| (r.key, r.amount.0))
         .collect()
-}
-
-async fn order_of(app: &TestApp, token: &str) -> (OrderId, i64) {
-    let mine: Value = app.get("/v1/me/orders", token).await.json().await.unwrap();
-    let o = &mine["orders"][0];
-    (
-        o["order_id"].as_str().unwrap().parse().unwrap(),
-        o["total"].as_i64().unwrap(),
-    )
 }
 
 /// Requests racing per ticket.
@@ -41,9 +38,7 @@ const RACERS: usize = 12;
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_order_only_the_rest()
 {
-    let app = spawn().await;
-    let book = provider(&app);
-    let event = app.create_event(&spec(1, 5, 0, 4)).await;
+    let (app, book, event) = selling(&spec(1, 5, 0, 4)).await;
     let (token, tickets) = buy(&app, event, 4).await;
     let (order, total) = order_of(&app, &token).await;
     let price = total / 4;
@@ -72,7 +67,7 @@ async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_o
     assert_eq!(won, vec![1, 1], "each ticket cancelled exactly once");
     let counts = app.counts(event).await;
     assert_eq!((&counts["sold"], &counts["free"]), (&json!(2), &json!(3)));
-    let parts = parts_of(&app, order).await;
+    let parts = parts_of(&book, order).await;
     assert_eq!(parts.len(), 2, "{parts:?}");
     for n in 0..2 {
         assert_eq!(parts.get(&format!("{}.cancel", id(n))), Some(&price));
@@ -110,7 +105,7 @@ async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_o
     // Refusals: coded, nothing changed.
     let (_, other) = buy(&app, event, 1).await;
     let only = other[0]["ticket_id"].as_str().unwrap();
-    let before = (app.counts(event).await, parts_of(&app, order).await);
+    let before = (app.counts(event).await, parts_of(&book, order).await);
     let path = |t: &str| format!("/v1/tickets/{t}/cancel");
     let (status, body) = undo(&app, &path(&id(2)), &app.operator_key).await;
     assert_eq!(
@@ -130,7 +125,7 @@ async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_o
         (status, &body["error"]),
         (409, &json!("last_ticket_of_order"))
     );
-    let after = (app.counts(event).await, parts_of(&app, order).await);
+    let after = (app.counts(event).await, parts_of(&book, order).await);
     assert_eq!(after, before);
     // A repeat under the same key answers as the first request did.
     let key = uuid();
@@ -148,7 +143,7 @@ async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_o
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let parts = parts_of(&app, order).await;
+    let parts = parts_of(&book, order).await;
     assert_eq!(parts.values().sum::<i64>(), total, "{parts:?}");
     assert_eq!(
         parts.get(&format!("{order}.rest")),
@@ -161,44 +156,89 @@ async fn racing_cancellations_of_k_tickets_cancel_and_refund_each_once_and_the_o
     app.stop().await;
 }
 
+/// The operator's key of the crash test's server.
+const OPERATOR: &str = "ticket-cancel-crash-operator-key-01";
+/// How long the stand-in provider waits before each call: the window, after the claim
+/// and before the money moves, in which the kill lands.
+const LATENCY_MS: u64 = 2_000;
+/// How long a claim is left alone before the recovery sweep takes it up
+/// (`engine.recovery_after_s`).
+const IDLE_S: u64 = 10;
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_ticket_claimed_before_a_crash_is_finished_by_the_recovery_sweep_once() {
-    let app = spawn().await;
-    let event = app.create_event(&spec(1, 4, 0, 4)).await;
-    let (token, tickets) = buy(&app, event, 2).await;
-    let (order, total) = order_of(&app, &token).await;
-    let id: boxoffice_domain::ticket::TicketId =
-        tickets[0]["ticket_id"].as_str().unwrap().parse().unwrap();
-    // The claim alone, as a process killed right after it leaves it: the seat is back
-    // in the ledger, not yet in the hot store, and no money moved.
-    let port = app.engine.tickets().expect("the after-sale record").clone();
-    let claimed = port
-        .cancel_ticket(id, app.clock.now())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(claimed.amount.0, total / 2);
-    assert!(parts_of(&app, order).await.is_empty());
-    assert_eq!(app.counts(event).await["sold"], json!(2));
-    // Not before it is idle; then once, however often the sweep runs.
-    app.engine.recovery_step().await.unwrap();
-    assert!(
-        parts_of(&app, order).await.is_empty(),
-        "a claim in flight is left alone"
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "[engine]\nrecovery_after_s = {IDLE_S}\n\
+         [workers]\nrecovery_interval_ms = 200\n[fake_payments]\nlatency_ms = {LATENCY_MS}\n"
     );
-    app.clock.advance_secs(3_600);
-    for _ in 0..3 {
-        app.engine.recovery_step().await.unwrap();
-    }
-    let parts = parts_of(&app, order).await;
+    let config = on_disk::config(dir.path(), OPERATOR, &extra);
+    let ledger = ledger(dir.path());
+    let book = provider_book(dir.path());
+    let now = wall_clock();
+    let event = open_event(&ledger, &spec(1, 4, 0, 4), now).await;
+    let order = sell(&ledger, &book, &event, &[0, 1], now).await;
+    let placed = ledger.order(order).await.unwrap().expect("the order");
+    let total = placed.total.0;
+    let id = ledger.tickets_of_order(order).await.unwrap()[0].id;
+
+    // The server claims the cancellation and is killed (kill -9) while the refund waits
+    // for the provider: the seat is back in the ledger and no money moved.
+    let (mut server, base) = start(dir.path(), &config).await;
+    let c = reqwest::Client::new();
+    let cancel = format!("{base}/v1/tickets/{id}/cancel");
+    let sent = Instant::now();
+    let request = tokio::spawn({
+        let c = c.clone();
+        async move { call(&c, Method::POST, cancel, OPERATOR, Value::Null).await }
+    });
+    let what = "the ticket's cancellation claimed in the ledger";
+    let every = Duration::from_millis(5);
+    eventually(what, Duration::from_secs(60), every, || async {
+        let facts = ledger.ticket(id).await.unwrap().expect("the ticket");
+        match facts.order_state {
+            OrderState::Refunding => Ok(()),
+            other => Err(other),
+        }
+    })
+    .await;
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    drop(server);
+    request.await.unwrap();
+    assert!(
+        parts_of(&book, order).await.is_empty(),
+        "the kill landed after the money moved; nothing was tested"
+    );
+    assert_eq!(ledger.sold_seats(event.id).await.unwrap().len(), 1);
+
+    // Started again: not before the claim is idle, then once, however often the sweep
+    // runs.
+    let (_server, base) = start(dir.path(), &config).await;
+    let what = "the claimed ticket's part refunded by the recovery sweep";
+    let every = Duration::from_millis(50);
+    eventually(what, Duration::from_secs(120), every, || async {
+        let parts = parts_of(&book, order).await;
+        if parts.is_empty() { Err(parts) } else { Ok(()) }
+    })
+    .await;
+    assert!(
+        sent.elapsed() >= Duration::from_secs(IDLE_S),
+        "a claim in flight is left alone: refunded {:?} after the request",
+        sent.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let parts = parts_of(&book, order).await;
     assert_eq!(parts, HashMap::from([(format!("{id}.cancel"), total / 2)]));
-    let counts = app.counts(event).await;
+    let url = format!("{base}/v1/events/{}", event.id);
+    let (_, view) = call(&c, Method::GET, url, "", Value::Null).await;
+    let counts = &view["counts"];
     assert_eq!((&counts["sold"], &counts["free"]), (&json!(1), &json!(3)));
-    let (status, body) = undo(&app, &format!("/v1/tickets/{id}/cancel"), &app.operator_key).await;
+    let cancel = format!("{base}/v1/tickets/{id}/cancel");
+    let (status, body) = call(&c, Method::POST, cancel, OPERATOR, Value::Null).await;
     assert_eq!(
         (status, &body["error"]),
         (409, &json!("ticket_already_cancelled"))
     );
-    audit_clean(&app).await;
-    app.stop().await;
+    clean_audit(dir.path(), &config).await;
 }

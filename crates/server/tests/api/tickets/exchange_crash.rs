@@ -16,24 +16,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boxoffice_domain::exchange::{ExchangeRules, ListingState, SwapState};
-use boxoffice_domain::{
-    BuyerId, EventId, ListingId, Millis, Money, OrderEvent, OrderId, SaleStatus,
-};
-use boxoffice_engine::ports::{
-    AuthorizeOutcome, AuthorizeRequest, Commit, CommitOutcome, Exchange, InsertOrder, Ledger,
-    Listing, PaymentGateway, ProviderState, Swap, Tickets,
-};
-use boxoffice_payment_fake::{FakeGateway, methods};
-use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
+use boxoffice_domain::{EventId, ListingId, Millis, Money, OrderId};
+use boxoffice_engine::ports::{Exchange, Listing, PaymentGateway, ProviderState, Swap, Tickets};
+use boxoffice_store_sqlite::SqliteLedger;
 use boxoffice_testkit::harness::http::{admission_token, call};
-use boxoffice_testkit::harness::path_str;
-use boxoffice_testkit::ledger::fixtures;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::process::Child;
 
-use crate::common::books::provider_book;
-use crate::common::{BOXOFFICE, spec, uuid};
+use crate::common::books::{ledger, provider_book};
+use crate::common::on_disk::{self, clean_audit, open_event, sell, start, wall_clock};
+use crate::common::spec;
 
 const OPERATOR: &str = "exchange-crash-operator-key-01";
 const LISTED: usize = 40;
@@ -85,36 +78,17 @@ async fn k_listings_and_n_buyers_make_exactly_k_swaps_across_two_kills() {
             "unexpected answer {status}: {body}"
         );
     }
-    let args = [
-        "--data-dir",
-        path_str(dir.path()),
-        "--config",
-        path_str(&config),
-    ];
-    let (clean, report) = BOXOFFICE.settled_audit(&args).await;
-    assert!(clean, "audit: {report}");
+    clean_audit(dir.path(), &config).await;
 }
 
 fn config(dir: &Path) -> PathBuf {
-    let file = dir.join(format!("boxoffice-{}.toml", uuid()));
-    let text = format!(
-        "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
-         [engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
+    on_disk::config(
+        dir,
+        OPERATOR,
+        "[engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
          [workers]\nrecovery_interval_ms = 200\n[fake_payments]\nlatency_ms = 40\n\
-         [buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n"
-    );
-    std::fs::write(&file, text).unwrap();
-    file
-}
-
-async fn start(dir: &Path, config: &Path) -> (Child, String) {
-    BOXOFFICE
-        .start(&["--data-dir", path_str(dir), "--config", path_str(config)])
-        .await
-}
-
-fn ledger(dir: &Path) -> SqliteLedger {
-    SqliteLedger::open(dir.join("ledger.db"), SqliteOptions::default()).unwrap()
+         [buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n",
+    )
 }
 
 /// An open event with the exchange and `LISTED` sellers of one seat each, every
@@ -130,14 +104,10 @@ async fn seed(dir: &Path) -> (EventId, Vec<ListingId>) {
         fee_bps: 1_000,
         fee_fixed: Money(0),
     });
-    let event = ledger.create_event(&s, now).await.unwrap();
-    ledger
-        .set_sale_status(event.id, SaleStatus::Open)
-        .await
-        .unwrap();
+    let event = open_event(&*ledger, &s, now).await;
     let mut listings = Vec::new();
     for seat in 0..LISTED {
-        let order = sell(&*ledger, &book, &event, seat, now).await;
+        let order = sell(&*ledger, &book, &event, &[seat], now).await;
         let t = ledger.tickets_of_order(order).await.unwrap();
         let t = t.first().expect("the capture wrote the ticket");
         let l = Listing {
@@ -156,48 +126,6 @@ async fn seed(dir: &Path) -> (EventId, Vec<ListingId>) {
         listings.push(l.id);
     }
     (event.id, listings)
-}
-
-async fn sell(
-    ledger: &dyn Ledger,
-    book: &FakeGateway,
-    event: &boxoffice_domain::Event,
-    seat: usize,
-    now: Millis,
-) -> OrderId {
-    let order = fixtures::order(event, BuyerId::random(), &[seat], now);
-    assert_eq!(
-        ledger.insert_order(&order).await.unwrap(),
-        InsertOrder::Inserted
-    );
-    let req = AuthorizeRequest {
-        order: order.id,
-        amount: order.total,
-        currency: order.currency.clone(),
-        payment_method: methods::VISA.into(),
-    };
-    let AuthorizeOutcome::Approved { reference } = book.authorize(&req).await.unwrap() else {
-        panic!("the stand-in approves a visa card");
-    };
-    ledger
-        .apply(order.id, OrderEvent::Authorized, Some(&reference), now)
-        .await
-        .unwrap();
-    let commit = Commit {
-        order: order.id,
-        max_per_buyer: 4,
-        now,
-    };
-    assert_eq!(
-        ledger.commit(&commit).await.unwrap(),
-        CommitOutcome::Committed
-    );
-    book.capture(order.id, &reference).await.unwrap();
-    ledger
-        .apply(order.id, OrderEvent::Captured, None, now)
-        .await
-        .unwrap();
-    order.id
 }
 
 /// `BUYERS` buyers, each admitted to the event: (buyer token, admission token).
@@ -428,11 +356,4 @@ async fn check_books(dir: &Path, listings: &[ListingId], swaps: &HashMap<OrderId
             ),
         }
     }
-}
-
-fn wall_clock() -> Millis {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    Millis(i64::try_from(since.as_millis()).unwrap())
 }
