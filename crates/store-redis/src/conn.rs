@@ -72,7 +72,10 @@ impl RedisConn {
     }
 
     pub async fn single(url: &str, config: ConnectConfig) -> Result<Self, StoreError> {
-        let manager = manager(url, &config).await.map_err(|e| fail(url, e))?;
+        let mut manager = manager(url, &config).await.map_err(|e| fail(url, e))?;
+        crate::scripts::load_all(&mut manager)
+            .await
+            .map_err(|e| fail(url, e))?;
         Ok(RedisConn::Single(manager))
     }
 

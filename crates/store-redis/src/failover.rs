@@ -142,7 +142,12 @@ async fn primary_at(
     let mut conn = manager(url, config).await?;
     let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
     let is_primary = matches!(role.first(), Some(Value::BulkString(r)) if r == b"master");
-    Ok(is_primary.then_some(conn))
+    if !is_primary {
+        return Ok(None);
+    }
+    // A promoted replica has none of the old primary's scripts loaded.
+    crate::scripts::load_all(&mut conn).await?;
+    Ok(Some(conn))
 }
 
 /// The failures that mean the server is no (reachable) primary any more.

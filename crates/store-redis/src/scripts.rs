@@ -72,6 +72,62 @@ pub(crate) static VELOCITY_LINK_ALL: LazyLock<Script> = plain_script!("velocity_
 pub(crate) static VELOCITY_TAKE: LazyLock<Script> = plain_script!("velocity_take.lua");
 pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first_use.lua");
 
+/// Every script, loaded into a Redis as a node connects to it. A script sent without
+/// waiting for its answer (the stored answer of a hold or a release) must not meet
+/// NOSCRIPT: the client would load it and send it again later, in the background,
+/// while a retry of the same request found the claim still in flight and was refused.
+static ALL: [&LazyLock<Script>; 34] = [
+    &HOLD,
+    &HOLD_CLAIMED,
+    &RELEASE_CLAIMED,
+    &PIN,
+    &RETAKE,
+    &MOVE,
+    &SEATS_SOLD,
+    &SEATS_RETURNED,
+    &EXPIRE_DUE,
+    &READ,
+    &LOAD_BEGIN,
+    &LOAD_SEATS,
+    &LOAD_BUYERS,
+    &LOAD_DONE,
+    &UNLOAD,
+    &CLAIM,
+    &LEASE,
+    &QUEUE_RESTORE,
+    &QUEUE_JOIN,
+    &QUEUE_ADVANCE,
+    &QUEUE_SEAL,
+    &QUEUE_PLACE,
+    &QUEUE_FINISH,
+    &QUEUE_REMEMBER_CHECK,
+    &IDEM_BEGIN,
+    &IDEM_FINISH,
+    &IDEM_ABANDON,
+    &IDEM_PRUNE,
+    &VELOCITY_CHECK,
+    &VELOCITY_RECORD,
+    &VELOCITY_LINK,
+    &VELOCITY_LINK_ALL,
+    &VELOCITY_TAKE,
+    &PROOF_FIRST_USE,
+];
+
+/// Loads every script into the Redis behind `conn` (`SCRIPT LOAD`; idempotent).
+pub(crate) async fn load_all<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+) -> redis::RedisResult<()> {
+    for script in ALL {
+        let _: String = script.prepare_invoke().load_async(conn).await?;
+    }
+    Ok(())
+}
+
+/// The SHA-1 of every script, as `SCRIPT EXISTS` takes them.
+pub fn hashes() -> Vec<&'static str> {
+    ALL.iter().map(|s| s.get_hash()).collect()
+}
+
 static HOLD_SOURCE: LazyLock<String> =
     LazyLock::new(|| arbiter_source!("best.lua", "hold.lua", "hold_run.lua"));
 
