@@ -8,7 +8,7 @@
 # Usage: bench/bot-layers.sh [buyers] [seats]   (default 2,000 buyers, 600 seats)
 # BUILD=release builds and runs a release binary (debug by default: the figures are
 # counts, not speeds); BOX_BIN=path runs a binary already built instead. LAYERS names
-# the pairs to run (default "pow dpop velocity limit"); POW_DIFFICULTY the human
+# the pairs to run (default "pow dpop velocity limit resale"); POW_DIFFICULTY the human
 # check's (default 10: every buyer of the crowd solves on this machine, beside the
 # server). Reports land in $OUT (default a temporary directory).
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 buyers="${1:-2000}"
 seats="${2:-600}"
 build="${BUILD:-debug}"
-layers="${LAYERS:-pow dpop velocity limit}"
+layers="${LAYERS:-pow dpop velocity limit resale}"
 difficulty="${POW_DIFFICULTY:-10}"
 if [ -n "${BOX_BIN:-}" ]; then
   bin="$BOX_BIN"
@@ -56,8 +56,8 @@ run() { # name layer-state profile args... -> a line of the table
   local dir="$out/$name-$state"
   "$bin" rehearse "${common[@]}" --out "$dir" "$@" > "$dir.log" 2>&1 ||
     { echo "rehearsal $name $state failed:" >&2; cat "$dir.log" >&2; exit 1; }
-  python3 - "$dir/report.json" "$name" "$state" "$profiles" <<'EOF'
-import json, sys
+  RESALE="$work/resale.md" python3 - "$dir/report.json" "$name" "$state" "$profiles" <<'EOF'
+import json, os, sys
 path, name, state, profiles = sys.argv[1:]
 r = json.load(open(path))
 if r.get("stopped"):
@@ -78,6 +78,13 @@ for profile in profiles.split(","):
           f"| {p['requests_per_person']:.0f} (honest {honest['requests_per_person']:.0f}) "
           f"| {p['solve_cpu_s_per_person'] * 1e3:.1f} (honest {honest['solve_cpu_s_per_person'] * 1e3:.1f}) "
           f"| {r['sold']['hot_store']}/{r['sold']['capacity']} |")
+    # A reseller's second line, for the resale table printed at the end.
+    s = p.get("resale")
+    if s is not None:
+        refused = ", ".join(f"{k} {v}" for k, v in sorted(s["refused"].items())) or "none"
+        with open(os.environ["RESALE"], "a") as f:
+            f.write(f"| {state} | {p['buyers']} | {s['tickets']} | {s['transferred']} | {s['renamed']} "
+                    f"| {s['listed_above_face']} | {s['listed_at_face']} | {s['markup'] / 100:.2f} | {refused} |\n")
 EOF
 }
 
@@ -111,6 +118,23 @@ fi
 if on limit; then
   run "per-buyer limit" "off (10)" pow_bot --many-sessions 0 --pow-bots 0.05 --max-per-buyer 10
   run "per-buyer limit" "on (4)" pow_bot --many-sessions 0 --pow-bots 0.05 --max-per-buyer 4
+fi
+# Names on tickets, the transfer policy and the exchange's face-value cap: scalpers take
+# the most allowed, then try to move each ticket to another identity, rename it and list
+# it above face value. "off": transfers free, no names, no exchange; "on": names at
+# checkout, transfers only through the exchange, the exchange open (no fee).
+scalpers=(--pow-bots 0 --many-sessions 0 --scalpers 0.05)
+if on resale; then
+  run "names, transfers, exchange" off scalper "${scalpers[@]}" --transfers free
+  run "names, transfers, exchange" on scalper "${scalpers[@]}" --names at_checkout --transfers exchange_only --exchange
+fi
+if [ -s "$work/resale.md" ]; then
+  echo
+  echo "What the reselling scalpers did with their tickets (summed over the scalpers):"
+  echo
+  echo "| layers | scalpers | tickets | moved to another identity | renamed | listed above face | listed at face | markup asked | refused (step code count) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  cat "$work/resale.md"
 fi
 echo
 echo "reports: $out"

@@ -1,6 +1,6 @@
 //! The baseline of the HTTP benchmarks: a bare axum endpoint that parses a JSON body
-//! and answers with a JSON document the size of a hold, on the same runtime settings as
-//! `boxoffice serve`. Usage: `bare_axum [ADDR]` (default 127.0.0.1:0); prints
+//! and answers with a JSON document the size of a hold (or, for the queue's join route,
+//! of a join's answer), on the same runtime settings as `boxoffice serve`. Usage: `bare_axum [ADDR]` (default 127.0.0.1:0); prints
 //! `listening on http://ADDR`.
 
 use axum::routing::post;
@@ -20,6 +20,15 @@ async fn hold(Json(body): Json<Value>) -> (axum::http::StatusCode, Json<Value>) 
     (axum::http::StatusCode::CREATED, Json(reply))
 }
 
+/// A join's answer: a queue ticket the length of a signed one, a place and a wait.
+async fn join(Json(_body): Json<Value>) -> Json<Value> {
+    static TICKET: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| "t".repeat(230));
+    Json(json!({
+        "queue_ticket": *TICKET, "status": "waiting", "position": 123_456,
+        "estimated_wait_s": 1_234, "poll_after_ms": 3_000,
+    }))
+}
+
 #[tokio::main]
 async fn main() {
     let addr = std::env::args()
@@ -35,6 +44,7 @@ async fn main() {
     // The door's bench posts scans: the same baseline answers them.
     let app = Router::new()
         .route("/v1/events/{id}/holds", post(hold))
-        .route("/v1/events/{id}/scans", post(hold));
+        .route("/v1/events/{id}/scans", post(hold))
+        .route("/v1/events/{id}/queue", post(join));
     axum::serve(listener, app).await.expect("serve");
 }
