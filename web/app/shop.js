@@ -2,7 +2,8 @@
 // best N in a section, a standing quantity), the hold with its countdown, and checkout
 // with the test payment methods, including a payment the provider has not settled yet;
 // and the face-value exchange: seats other holders offer, marked on the map with their
-// price and listed beside it, bought in one step.
+// price and listed beside it, bought in one step (or, when the bank asks the buyer to
+// confirm, once they have).
 import { ApiError, api, newKey, serverNow, sleep, write } from './api.js';
 import { proving } from './pop.js';
 import { SeatMap } from './seatmap.js';
@@ -16,8 +17,8 @@ const METHODS = [
   ['pm_timeout_after_charge', 'Slow provider', 'the provider does not answer at once; the box office settles it later'],
 ];
 const PENDING = new Set(['pending_payment', 'authorized', 'committed', 'pending_capture']);
-// The exchange pays at once: only the methods the provider answers while we wait.
-const EXCHANGE_METHODS = METHODS.filter(([v]) => v === 'pm_card_visa' || v === 'pm_card_declined');
+// The exchange pays in the request, or once the buyer has confirmed at their bank.
+const EXCHANGE_METHODS = METHODS.filter(([v]) => ['pm_card_visa', 'pm_card_declined', 'pm_card_threeDSecure'].includes(v));
 // How many listings the app reads (pages of 50) and how often it reads them again.
 const LISTING_PAGES = 4;
 const LISTINGS_EVERY_MS = 20_000;
@@ -277,22 +278,8 @@ export class Shop {
       this.listings = (this.listings || []).filter((l) => l.listing_id !== listing.listing_id);
       this.map.setListings(this.listings);
       this.renderExchange();
-      const settled = data.state === 'done' || data.state === 'moved';
-      // 3-D Secure: the seat is kept for the buyer while they confirm at their bank.
-      const bank = data.next_action?.type === 'redirect_to_url' && data.next_action.url;
-      const waiting = bank
-        ? h('span', {}, 'Your bank asks you to confirm this payment: ', h('a', { href: bank, target: '_blank', rel: 'noopener' }, 'confirm at your bank (opens a new tab)'), '. The ticket is yours once you do.')
-        : 'The payment is being settled; the ticket is yours once it is.';
-      fill(
-        this.msg,
-        notice(
-          'ok',
-          h('p', {}, h('strong', {}, settled ? `Seat ${listing.seat_id} is yours. ` : `Seat ${listing.seat_id} is reserved for you. `), settled ? `You paid ${money(data.price, this.ev.currency)}; the ticket is in your tickets.` : waiting),
-          h('p', {}, h('a', { href: '#/orders' }, 'See my tickets')),
-        ),
-      );
-      announce(`Seat ${listing.seat_id} bought from the exchange.`);
-      focusOn(this.msg.querySelector('p'));
+      if (data.state === 'done' || data.state === 'moved') return this.listingBought(listing, data);
+      return this.listingPending(listing, data);
     } catch (e) {
       btn.disabled = false;
       if (e instanceof ApiError && ['admission_expired', 'token_expired', 'not_admitted'].includes(e.code)) return this.onExpired(e.message);
@@ -302,6 +289,61 @@ export class Shop {
       }
       const where = this.offerBox === box ? box.querySelector('.offer-msg') : this.msg;
       fill(where, notice('error', e.message));
+    }
+  }
+
+  /** The seat bought on the exchange is the buyer's. */
+  listingBought(listing, swap) {
+    fill(
+      this.msg,
+      notice(
+        'ok',
+        h('p', {}, h('strong', {}, `Seat ${listing.seat_id} is yours. `), `You paid ${money(swap.price, this.ev.currency)}; the ticket is in your tickets.`),
+        h('p', {}, h('a', { href: '#/orders' }, 'See my tickets')),
+      ),
+    );
+    announce(`Seat ${listing.seat_id} bought from the exchange.`);
+    focusOn(this.msg.querySelector('p'));
+  }
+
+  /** A purchase not settled yet: the buyer's bank asks them to confirm (3-D Secure), or
+   *  the provider has not answered. The seat stays reserved for them; the page follows
+   *  the purchase until the ticket is theirs, or the listing is open again (the
+   *  payment did not go through, nothing was taken). */
+  async listingPending(listing, swap) {
+    const action = swap.next_action;
+    const bank = action?.type === 'redirect_to_url' && action.url;
+    const reachable = bank && !new URL(bank, location.href).hostname.endsWith('.invalid');
+    fill(
+      this.msg,
+      notice(
+        'warn',
+        h('p', {}, h('strong', {}, `Seat ${listing.seat_id} is reserved for you. `), 'The payment is not confirmed yet.'),
+        bank
+          ? reachable
+            ? h('p', {}, 'Your bank asks you to confirm this payment: ', h('a', { href: bank, target: '_blank', rel: 'noopener' }, 'confirm at your bank (opens a new tab)'), '. The ticket is yours once you do; this page updates by itself.')
+            : h('p', {}, 'Your bank asks you to confirm this payment. This demo\u2019s test provider has no bank page to show; the seat stays reserved until the provider settles it.')
+          : h('p', {}, 'The payment is being settled, and you will not be charged twice. This page updates by itself.'),
+      ),
+    );
+    announce(`Seat ${listing.seat_id} is reserved for you; the payment is not confirmed yet.`);
+    focusOn(this.msg.querySelector('p'));
+    let wait = 1000;
+    const until = Date.now() + 30 * 60 * 1000;
+    while (!this.stopped && Date.now() < until) {
+      await sleep(wait);
+      wait = Math.min(wait * 1.5, 10000);
+      try {
+        const { data } = await api('/v1/me/tickets', { token: this.buyer.token });
+        if (data.tickets.some((t) => t.ticket_id === swap.ticket_id)) return this.listingBought(listing, swap);
+      } catch {
+        continue; // keep waiting: the purchase is safe on the server
+      }
+      await this.loadListings();
+      if ((this.listings || []).some((l) => l.listing_id === listing.listing_id)) {
+        fill(this.msg, notice('error', h('p', {}, h('strong', {}, 'The payment did not go through. '), `Seat ${listing.seat_id} is back on the exchange; no money was taken.`)));
+        return focusOn(this.msg.querySelector('p'));
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 // The face-value exchange in the buyer app: a seat another fan offers is marked on the
 // seat map with its price and listed beside it, and a buyer admitted by the line buys
-// it from the app in one step.
+// it from the app in one step, or, with a card that needs 3-D Secure, once they have
+// confirmed at their bank.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { apiClient, checkPage, mapReady, newPage, startBrowser, startServer, unexpectedErrors } from './harness.mjs';
@@ -104,6 +105,41 @@ test('a seat on the exchange is marked on the map with its price and bought from
   const token = await page.evaluate(() => JSON.parse(localStorage.getItem('boxoffice.buyer')).token);
   const mine = await api.call('GET', '/v1/me/tickets', { token });
   assert.deepEqual(mine.data.tickets.map((t) => t.seat), [seat], JSON.stringify({ listing, mine: mine.data }));
+  assert.deepEqual(unexpectedErrors(page), []);
+  await page.closeAll();
+});
+
+test('a seat on the exchange paid with a 3-D Secure card is the buyer\u2019s once they confirm at their bank', { timeout: 120_000 }, async () => {
+  const id = await theatreWithExchange();
+  const { seat } = await listedSeat(id, 2500);
+  const page = await newPage(browser);
+  await page.goto(`${server.base}/#/events/${id}`);
+  await page.getByRole('button', { name: 'Join the line' }).click();
+  await page.getByRole('heading', { name: 'It\u2019s your turn' }).waitFor({ timeout: 30_000 });
+  await mapReady(page);
+  await page.getByRole('button', { name: `Buy ${seat} for €25.00` }).click();
+  await page.getByRole('heading', { name: `Seat ${seat} from the exchange, €25.00` }).waitFor();
+  await page.getByRole('radio', { name: /Test card with 3-D Secure/ }).check();
+  await page.getByRole('button', { name: 'Buy for €25.00' }).click();
+
+  // The seat is kept for the buyer, who is shown where to confirm the payment.
+  await page.getByText(`Seat ${seat} is reserved for you.`).waitFor({ timeout: 30_000 });
+  const link = page.getByRole('link', { name: /confirm at your bank/ });
+  await link.waitFor();
+  await checkPage(page, 'exchange-3ds');
+  const [bank] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+  await bank.getByRole('button', { name: 'Approve the payment' }).click();
+  await bank.getByRole('heading', { name: 'Payment approved' }).waitFor();
+  await bank.close();
+
+  // The app follows the purchase to its end: the ticket is the buyer's.
+  await page.getByText(`Seat ${seat} is yours.`).waitFor({ timeout: 30_000 });
+  await checkPage(page, 'exchange-3ds-done');
+  const token = await page.evaluate(() => JSON.parse(localStorage.getItem('boxoffice.buyer')).token);
+  const mine = await api.call('GET', '/v1/me/tickets', { token });
+  assert.deepEqual(mine.data.tickets.map((t) => t.seat), [seat], JSON.stringify(mine.data));
+  const open = await api.call('GET', `/v1/events/${id}/listings`);
+  assert.deepEqual(open.data.listings.filter((l) => l.state === 'open'), []);
   assert.deepEqual(unexpectedErrors(page), []);
   await page.closeAll();
 });

@@ -111,7 +111,7 @@ impl Engine {
         // What a later decline of this checkout counts under, kept before the provider
         // can decline it by webhook.
         let grace_s = entry.event.sale.payment_grace_s as u64;
-        self.velocity_stash(&order, rules, grace_s, payment_method, origin)
+        self.velocity_stash((&order).into(), rules, grace_s, payment_method, origin)
             .await;
         let outcome = self
             .pay(
@@ -188,7 +188,7 @@ impl Engine {
             Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
                 // Counted toward velocity by the path whose move ended the order.
                 if self.end_unpaid(order, OrderEvent::Declined).await? {
-                    self.velocity_declined(order, Some((payment_method, origin)))
+                    self.velocity_declined(order.into(), Some((payment_method, origin)))
                         .await;
                 }
                 metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);

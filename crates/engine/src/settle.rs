@@ -85,7 +85,7 @@ impl Engine {
                 // the path whose move ended the order counts it.
                 let ended = self.end_unpaid(order, OrderEvent::Declined).await?;
                 if ended {
-                    self.velocity_declined(order, None).await;
+                    self.velocity_declined(order.into(), None).await;
                 }
                 Ok(ended)
             }

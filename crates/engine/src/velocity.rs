@@ -7,18 +7,20 @@
 //! join and at each hold as well, so a farm of accounts on one device or network is
 //! refused before it reaches checkout. A decline that settles a checkout later (3-D
 //! Secure, an uncertain payment found declined) is counted like one the provider gave
-//! at once, from what the checkout stashed. Nothing here runs unless the event's sale
+//! at once, from what the checkout stashed. A purchase on the face-value exchange is a
+//! payment like a checkout: the same gate before the provider, the same stash and the
+//! same count of its decline (`Payment`). Nothing here runs unless the event's sale
 //! settings name velocity rules and the engine was given a store.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use boxoffice_domain::velocity::{SignalThreshold, VelocityRules};
-use boxoffice_domain::{BuyerId, EventId, Millis};
+use boxoffice_domain::{BuyerId, EventId, Millis, OrderId};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::ports::{Admission, Counter, Dimension, Join, Links, Order, VelocityStore};
+use crate::ports::{Admission, Counter, Dimension, Join, Links, Order, Swap, VelocityStore};
 use crate::{Engine, EngineError};
 
 /// The most clusters one signals page lists.
@@ -49,6 +51,36 @@ pub struct SignalCluster {
     pub refusing: bool,
 }
 
+/// A payment whose decline counts toward velocity: a checkout's order, or the buyer's
+/// charge of an exchange swap. `id` is the payment's key at the provider, under which
+/// its subjects are stashed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Payment {
+    pub event: EventId,
+    pub buyer: BuyerId,
+    pub id: OrderId,
+}
+
+impl From<&Order> for Payment {
+    fn from(o: &Order) -> Payment {
+        Payment {
+            event: o.event,
+            buyer: o.buyer,
+            id: o.id,
+        }
+    }
+}
+
+impl From<&Swap> for Payment {
+    fn from(s: &Swap) -> Payment {
+        Payment {
+            event: s.event,
+            buyer: s.buyer,
+            id: s.charge,
+        }
+    }
+}
+
 /// What a checkout is counted under: hashes of what the client sent or is.
 struct Subjects {
     buyer: String,
@@ -77,8 +109,9 @@ impl Engine {
         self
     }
 
-    /// Refuses a checkout over a velocity limit or a signal threshold, before the
-    /// provider is called. Counts the attempt when it passes.
+    /// Refuses a payment (a checkout, an exchange purchase) over a velocity limit or a
+    /// signal threshold, before the provider is called. Counts the attempt when it
+    /// passes.
     pub(crate) async fn velocity_gate(
         &self,
         event: EventId,
@@ -124,13 +157,13 @@ impl Engine {
         self.join_clusters(event, rules, &s, self.now()).await
     }
 
-    /// Stashes what a checkout's declines count under (its payment method and network,
+    /// Stashes what a payment's declines count under (its payment method and network,
     /// hashed), before the provider hears of it, so that a decline arriving later by
-    /// webhook or found by the recovery sweep is counted as this one would be. Best
-    /// effort: a checkout is not refused because its stash failed.
+    /// webhook or found by a sweep is counted as this one would be. Best effort: a
+    /// payment is not refused because its stash failed.
     pub(crate) async fn velocity_stash(
         &self,
-        order: &Order,
+        payment: Payment,
         rules: Option<&VelocityRules>,
         grace_s: u64,
         payment_method: &str,
@@ -139,34 +172,35 @@ impl Engine {
         let (Some(rules), Some(store)) = (rules, &self.velocity) else {
             return;
         };
-        let s = Subjects::of(rules, order.buyer, Some(payment_method), origin);
+        let s = Subjects::of(rules, payment.buyer, Some(payment_method), origin);
         let value = format!(
             "{} {}",
             s.card.as_deref().unwrap_or_default(),
             s.network.as_deref().unwrap_or_default()
         );
         let ttl_ms = grace_s.saturating_add(STASH_AFTER_GRACE_S) * 1000;
-        let key = stash_key(order);
+        let key = stash_key(payment);
         if let Err(e) = store
-            .stash(order.event, &key, &value, ttl_ms, self.now())
+            .stash(payment.event, &key, &value, ttl_ms, self.now())
             .await
         {
-            tracing::warn!(order = %order.id, error = %e, "could not stash a checkout's velocity subjects");
+            tracing::warn!(payment = %payment.id, error = %e, "could not stash a payment's velocity subjects");
         }
     }
 
-    /// Counts the decline that ended `order` (the caller's ledger move to `declined`
-    /// won, so each order's decline is counted once): from the checkout's own request
-    /// when it is at hand (`now`: the provider declined while the buyer waited), or
-    /// from the checkout's stash, taken once, when the decline came later.
-    pub(crate) async fn velocity_declined(&self, order: &Order, now: Option<(&str, &Origin)>) {
+    /// Counts the decline that ended `payment` (the caller's move of its order or swap
+    /// to declined or undone won, so each payment's decline is counted once): from the
+    /// buyer's own request when it is at hand (`now`: the provider declined while the
+    /// buyer waited), or from the payment's stash, taken once, when the decline came
+    /// later.
+    pub(crate) async fn velocity_declined(&self, payment: Payment, now: Option<(&str, &Origin)>) {
         let Some(store) = &self.velocity else {
             return;
         };
-        let rules = match self.event(order.event).await {
+        let rules = match self.event(payment.event).await {
             Ok(entry) => entry.event.sale.velocity.clone(),
             Err(e) => {
-                tracing::warn!(order = %order.id, error = %e, "could not count a decline");
+                tracing::warn!(payment = %payment.id, error = %e, "could not count a decline");
                 return;
             }
         };
@@ -175,33 +209,36 @@ impl Engine {
         };
         let subjects = match now {
             Some((payment_method, origin)) => {
-                Subjects::of(&rules, order.buyer, Some(payment_method), origin)
+                Subjects::of(&rules, payment.buyer, Some(payment_method), origin)
             }
-            None => match store.take(order.event, &stash_key(order), self.now()).await {
-                Ok(Some(stashed)) => Subjects::stashed(order.buyer, &stashed),
+            None => match store
+                .take(payment.event, &stash_key(payment), self.now())
+                .await
+            {
+                Ok(Some(stashed)) => Subjects::stashed(payment.buyer, &stashed),
                 Ok(None) => {
-                    tracing::info!(order = %order.id, "a late decline with nothing stashed; not counted");
+                    tracing::info!(payment = %payment.id, "a late decline with nothing stashed; not counted");
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(order = %order.id, error = %e, "could not count a decline");
+                    tracing::warn!(payment = %payment.id, error = %e, "could not count a decline");
                     return;
                 }
             },
         };
         let counters = decline_counters(&rules, &subjects);
-        match store.record(order.event, &counters, self.now()).await {
+        match store.record(payment.event, &counters, self.now()).await {
             Ok(counts) => {
                 let lockout = rules.lockout_declines.and_then(|n| {
                     let at = counters.iter().position(|c| c.key.starts_with("bl:"))?;
                     Some(counts.get(at).copied()? >= n)
                 });
                 if lockout == Some(true) {
-                    tracing::info!(event = %order.event, buyer = %order.buyer, "buyer locked out after declines");
+                    tracing::info!(event = %payment.event, buyer = %payment.buyer, "buyer locked out after declines");
                     metrics::counter!("boxoffice_velocity_lockouts_total").increment(1);
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "could not count a declined checkout"),
+            Err(e) => tracing::warn!(error = %e, "could not count a declined payment"),
         }
     }
 
@@ -331,9 +368,10 @@ fn buyer_hash(buyer: BuyerId) -> String {
     hashed("buyer", buyer.to_string().as_bytes())
 }
 
-/// Where a checkout's subjects are stashed: its order.
-fn stash_key(order: &Order) -> String {
-    format!("o:{}", order.id)
+/// Where a payment's subjects are stashed: its key at the provider (an order's id, or
+/// a swap's charge), unique across both.
+fn stash_key(payment: Payment) -> String {
+    format!("o:{}", payment.id)
 }
 
 /// 32 hex digits of a SHA-256 of what and the value: short, fixed-length and

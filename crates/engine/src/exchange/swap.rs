@@ -17,6 +17,12 @@
 //!    the fee, keyed by `<swap>.seller`.
 //! 4. **undo** (`refunding → undone`): the buyer's charge is refunded, keyed by it.
 //!
+//! The purchase is a payment under the event's velocity rules as a checkout is
+//! (`velocity`): refused before the listing is reserved when over a limit, its subjects
+//! stashed before the provider hears of it, and its decline counted once, by whichever
+//! driver's move to `undone` ended the swap on a decline (the buyer's request, the
+//! webhook or the sweep).
+//!
 //! A crash between a call and its move repeats the call, which the provider answers
 //! without moving money again; a swap left unfinished is driven on by the exchange
 //! worker (`exchange_step`, after `recovery_after_s`) and, in embedded mode, at start.
@@ -31,6 +37,7 @@ use crate::ports::{
     AuthorizeOutcome, AuthorizeRequest, Inquiry, Moved, NextAction, PaymentGateway, ProviderState,
     Reserve, Swap,
 };
+use crate::velocity::Origin;
 use crate::worker::Outcome;
 use crate::{Engine, EngineError, Resource};
 
@@ -73,14 +80,14 @@ impl SwapView {
     }
 }
 
-/// Who drives a swap: the buyer's own request (which made the charge's first call and
-/// knows its answer), the sweep (which asks the provider what happened, through the
-/// paced door) or the provider's webhook (which asks too, directly, and leaves to the
-/// sweep a charge the provider does not show yet: the buyer's first call may still be
-/// on its way).
+/// Who drives a swap: the buyer's own request, from where it came (which made the
+/// charge's first call and knows its answer), the sweep (which asks the provider what
+/// happened, through the paced door) or the provider's webhook (which asks too,
+/// directly, and leaves to the sweep a charge the provider does not show yet: the
+/// buyer's first call may still be on its way).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Driver {
-    Buyer,
+enum Driver<'a> {
+    Buyer(&'a Origin),
     Sweep,
     Webhook,
 }
@@ -98,14 +105,16 @@ enum Charge {
 
 impl Engine {
     /// POST /v1/listings/{id}/purchase: an admitted buyer takes the listing, paying
-    /// with `payment_method`. Answers the swap as it ended (done, or undone with the
-    /// reason), or as it stands when the provider did not answer in time.
+    /// with `payment_method` from `origin` (for the velocity limits, as at checkout).
+    /// Answers the swap as it ended (done, or undone with the reason), or as it stands
+    /// when the provider did not answer in time.
     #[tracing::instrument(skip_all, fields(listing = %id))]
     pub async fn buy_listing(
         &self,
         admitted: &Admitted,
         id: ListingId,
         payment_method: &str,
+        origin: &Origin,
     ) -> Result<SwapView, EngineError> {
         let port = self.exchange_port()?;
         let listing = (port.listing(id).await?)
@@ -120,6 +129,11 @@ impl Engine {
         let limit = entry.event.sale.max_tickets_per_buyer;
         let facts = (self.tickets_port()?.ticket(listing.ticket).await?)
             .ok_or(EngineError::NotFound(Resource::Listing))?;
+        // Velocity before the listing is reserved: a refused purchase changes nothing
+        // and the provider never hears of it.
+        let velocity = entry.event.sale.velocity.as_ref();
+        let buyer = admitted.who.buyer;
+        (self.velocity_gate(listing.event, velocity, buyer, payment_method, origin)).await?;
         let swap = Swap {
             id: SwapId::random(),
             listing: id,
@@ -146,7 +160,11 @@ impl Engine {
             return Err(refused(no, limit));
         }
         tracing::Span::current().record("swap", tracing::field::display(swap.id));
-        let (ended, next_action) = self.drive(swap, Driver::Buyer).await?;
+        // What a later decline of this purchase counts under, kept before the provider
+        // can decline it by webhook.
+        let grace_s = u64::from(entry.event.sale.payment_grace_s);
+        (self.velocity_stash((&swap).into(), velocity, grace_s, payment_method, origin)).await;
+        let (ended, next_action) = self.drive(swap, Driver::Buyer(origin)).await?;
         match ended.state {
             SwapState::Done => {
                 metrics::counter!("boxoffice_exchange_swaps_total", "outcome" => "done")
@@ -222,11 +240,11 @@ impl Engine {
     async fn drive(
         &self,
         mut swap: Swap,
-        by: Driver,
+        by: Driver<'_>,
     ) -> Result<(Swap, Option<NextAction>), EngineError> {
         let port = self.exchange_port()?;
         let pay: &dyn PaymentGateway = match by {
-            Driver::Buyer | Driver::Webhook => &*self.ports.payments,
+            Driver::Buyer(_) | Driver::Webhook => &*self.ports.payments,
             Driver::Sweep => &*self.recovery_payments,
         };
         let mut declined = None;
@@ -284,17 +302,18 @@ impl Engine {
     }
 
     /// `reserved → charged` (or `undone`). The buyer's request authorizes; the sweep and
-    /// the webhook ask the provider what the first call did.
+    /// the webhook ask the provider what the first call did. A decline counts toward
+    /// velocity, by the driver whose move undid the swap.
     async fn charge(
         &self,
         swap: &Swap,
         pay: &dyn PaymentGateway,
-        by: Driver,
+        by: Driver<'_>,
         now: Millis,
     ) -> Result<Charge, EngineError> {
         let port = self.exchange_port()?;
         let found = match by {
-            Driver::Buyer => {
+            Driver::Buyer(origin) => {
                 let req = AuthorizeRequest {
                     order: swap.charge,
                     amount: swap.price,
@@ -317,8 +336,13 @@ impl Engine {
                         return Ok(Charge::Waiting(Some(next_action)));
                     }
                     AuthorizeOutcome::Declined { reason } => {
-                        port.advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
+                        let undid = port
+                            .advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
                             .await?;
+                        if undid {
+                            let at_once = Some((swap.payment_method.as_str(), origin));
+                            self.velocity_declined(swap.into(), at_once).await;
+                        }
                         return Ok(Charge::Declined(reason));
                     }
                 }
@@ -338,6 +362,7 @@ impl Engine {
                 p.map(|p| (p.reference, p.state))
             }
         };
+        let declined = matches!(found, Some((_, ProviderState::Declined)));
         let next = match found {
             Some((r, ProviderState::Authorized)) => {
                 pay.capture(swap.charge, &r).await.map_err(unavailable)?;
@@ -369,8 +394,14 @@ impl Engine {
                 Ok(Charge::Moved)
             }
             None => {
-                port.advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
+                let undid = port
+                    .advance(swap.id, SwapState::Reserved, SwapState::Undone, None, now)
                     .await?;
+                if undid && declined {
+                    // A decline that came later (3-D Secure failed) counts as one given
+                    // at once, from what the purchase stashed.
+                    self.velocity_declined(swap.into(), None).await;
+                }
                 Ok(Charge::Moved)
             }
         }

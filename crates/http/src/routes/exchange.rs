@@ -11,11 +11,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::ticket::TicketId;
 use boxoffice_domain::{EventId, ListingId, Money};
+use boxoffice_engine::Origin;
 use boxoffice_engine::exchange::{ExchangeRefusal, ListingPage, ListingView, MAX_PAGE, SwapView};
 use serde::Deserialize;
 
 use super::route;
 use crate::AppState;
+use crate::client_addr::ClientAddr;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, BuyerSessionHeader, QueryParams, json};
@@ -202,6 +204,9 @@ pub(crate) const BUY_DOC: Doc = Doc {
             C::TicketNotListable,
             C::LimitExceeded,
             C::PaymentDeclined,
+            C::PaymentVelocity,
+            C::BuyerLocked,
+            C::TooManyBuyers,
             C::InvalidBody,
             C::InvalidRequest,
             C::MalformedJson,
@@ -227,9 +232,12 @@ pub(crate) const BUY_DOC: Doc = Doc {
 /// for a hold). Answers the swap: `done` (the ticket is the caller's), or `reserved` /
 /// `charged` / `moved` when the provider did not answer in time (the exchange worker
 /// finishes it); 202 with `next_action` when the buyer must finish 3-D Secure at their
-/// bank (the provider's webhook finishes the swap).
+/// bank (the provider's webhook finishes the swap). The event's velocity limits apply
+/// as at checkout: over one, a coded refusal before the provider hears of it.
 pub async fn buy(
     State(st): State<AppState>,
+    // The client, as the velocity limits and signals see it.
+    ClientAddr(addr): ClientAddr,
     token: BearerToken,
     session: BuyerSessionHeader,
     replay: Replay,
@@ -256,6 +264,11 @@ pub async fn buy(
     if let Err(r) = st.engine.limit_hold(&admitted) {
         return refused(r.into());
     }
+    // The device is the key the admission token is bound to, if any.
+    let origin = Origin {
+        ip: Some(addr),
+        device: admitted.key.as_ref().map(|k| k.0.clone()),
+    };
     let engine = st.engine.clone();
     replay
         .run(
@@ -264,7 +277,7 @@ pub async fn buy(
             &body,
             async move {
                 let swap = engine
-                    .buy_listing(&admitted, id, &input.payment_method)
+                    .buy_listing(&admitted, id, &input.payment_method, &origin)
                     .await?;
                 let status = match swap.next_action {
                     Some(_) => StatusCode::ACCEPTED,

@@ -17,7 +17,7 @@ use crate::common::books::provider_book;
 use crate::common::{TestApp, spawn, spawn_with, spec, uuid};
 
 /// Every limit off: each test turns on the ones it shows.
-fn no_limits() -> VelocityRules {
+pub(crate) fn no_limits() -> VelocityRules {
     let off = VelocityLimits {
         attempts: None,
         declines: None,
@@ -51,7 +51,7 @@ async fn hold_one(app: &TestApp, event: EventId, admission: &str) -> String {
 }
 
 /// How many authorizations reached the provider, and how many of them it declined.
-async fn provider_calls(app: &TestApp) -> (usize, usize) {
+pub(crate) async fn provider_calls(app: &TestApp) -> (usize, usize) {
     let all = provider_book(app.dir.path()).all_payments().await.unwrap();
     let declined = all
         .iter()

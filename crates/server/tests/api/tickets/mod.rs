@@ -6,6 +6,7 @@ mod door;
 mod exchange;
 mod exchange_3ds;
 mod exchange_crash;
+mod exchange_velocity;
 mod gate_cli;
 mod names;
 mod refusals;
