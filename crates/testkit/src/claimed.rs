@@ -336,6 +336,14 @@ async fn release(p: &ClaimedPorts, key: &Key, hold: HoldId, buyer: BuyerId) -> R
         .expect("the store answers")
 }
 
+/// The set-up of a release case: a fresh event and a buyer holding `seats` of it.
+async fn holding(p: &ClaimedPorts, seats: &[SeatIndex]) -> (Fixture, BuyerId, HoldView) {
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let buyer = BuyerId::random();
+    let held = fx.named(buyer, seats).await.expect("the seats are held");
+    (fx, buyer, held)
+}
+
 /// The state of `hold` in the arbiter.
 async fn state_of(fx: &Fixture, hold: HoldId) -> HoldState {
     let view = fx.arb.get(hold).await.expect("the store answers");
@@ -345,9 +353,7 @@ async fn state_of(fx: &Fixture, hold: HoldId) -> HoldState {
 pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_twice(
     p: ClaimedPorts,
 ) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let buyer = BuyerId::random();
-    let held = fx.named(buyer, &[0, 1]).await.expect("the seats are held");
+    let (fx, buyer, held) = holding(&p, &[0, 1]).await;
     let key = Key::new(buyer, claimant());
     match release(&p, &key, held.hold, buyer).await {
         Claimed::Ran(Ok(r)) => {
@@ -398,9 +404,8 @@ pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_t
 pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refuses(
     p: ClaimedPorts,
 ) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let (owner, stranger) = (BuyerId::random(), BuyerId::random());
-    let held = fx.named(owner, &[0]).await.expect("held");
+    let (fx, owner, held) = holding(&p, &[0]).await;
+    let stranger = BuyerId::random();
     // Another buyer's hold is not found, and a hold that does not exist neither.
     let key = Key::new(stranger, claimant());
     assert_eq!(
@@ -442,9 +447,7 @@ pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refus
 pub async fn a_release_racing_another_release_of_the_same_hold_exactly_one_releases(
     p: ClaimedPorts,
 ) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let buyer = BuyerId::random();
-    let held = fx.named(buyer, &[0, 1]).await.expect("held");
+    let (fx, buyer, held) = holding(&p, &[0, 1]).await;
     // Two tabs, each with its own key, release the same hold at once.
     let keys = [Key::new(buyer, claimant()), Key::new(buyer, claimant())];
     let outcomes = join_all(keys.iter().map(|k| release(&p, k, held.hold, buyer))).await;
