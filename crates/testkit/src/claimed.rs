@@ -269,6 +269,21 @@ pub async fn an_abandoned_claim_holds_again(p: ClaimedPorts) {
     fx.done().await;
 }
 
+/// Of a request and its duplicate sent at once under one key, the one that ran: exactly
+/// one runs, the other is in flight.
+fn ran_once<T: std::fmt::Debug + PartialEq>(pair: &[Claimed<T>]) -> &Claimed<T> {
+    let ran: Vec<&Claimed<T>> = pair
+        .iter()
+        .filter(|o| matches!(o, Claimed::Ran(_)))
+        .collect();
+    assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
+    assert!(
+        pair.contains(&Claimed::Refused(Begin::InFlight)),
+        "the duplicate is in flight: {pair:?}"
+    );
+    ran[0]
+}
+
 /// Buyers with a key each race for the 10 GA units of `small_spec`, each sending its
 /// request twice at once: per key exactly one runs (the other is in flight), and
 /// exactly 10 of the runs win a unit.
@@ -303,16 +318,7 @@ pub async fn many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_
     let outcomes = join_all(attempts).await;
     let (mut won, mut sold_out) = (0, 0);
     for pair in outcomes.chunks(2) {
-        let ran: Vec<&Outcome> = pair
-            .iter()
-            .filter(|o| matches!(o, Claimed::Ran(_)))
-            .collect();
-        assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
-        assert!(
-            pair.contains(&Claimed::Refused(Begin::InFlight)),
-            "the duplicate is in flight: {pair:?}"
-        );
-        match ran[0] {
+        match ran_once(pair) {
             Claimed::Ran(Ok(h)) => {
                 assert_eq!(h.seats.len(), 1);
                 won += 1;
@@ -491,16 +497,7 @@ pub async fn many_releases_racing_with_duplicates_release_each_hold_once(p: Clai
     for per_hold in outcomes.chunks(2 * KEYS_PER_HOLD) {
         let mut now = 0;
         for pair in per_hold.chunks(2) {
-            let ran: Vec<&ReleaseOutcome> = pair
-                .iter()
-                .filter(|o| matches!(o, Claimed::Ran(_)))
-                .collect();
-            assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
-            assert!(
-                pair.contains(&Claimed::Refused(Begin::InFlight)),
-                "the duplicate is in flight: {pair:?}"
-            );
-            match ran[0] {
+            match ran_once(pair) {
                 Claimed::Ran(Ok(r)) => now += usize::from(r.now),
                 other => panic!("a release answers the hold: {other:?}"),
             }
