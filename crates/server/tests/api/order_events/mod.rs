@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use boxoffice_domain::EventId;
+use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -69,6 +70,46 @@ pub async fn add_endpoint(app: &TestApp, url: &str) -> (String, String) {
         v["id"].as_str().unwrap().to_string(),
         v["secret"].as_str().unwrap().to_string(),
     )
+}
+
+/// A receiver of the test's own, added as an endpoint of `app` and checking the
+/// signatures with its secret: the receiver and the endpoint's id.
+pub async fn signed_receiver(app: &TestApp) -> (Receiver, String) {
+    let receiver = Receiver::start().await;
+    let (endpoint, secret) = add_endpoint(app, &receiver.url).await;
+    receiver.set_secret(&secret);
+    (receiver, endpoint)
+}
+
+/// Adds `receiver` as a webhook endpoint of the server at `base` (a process of the
+/// test's own, operated with `operator`) and gives it the endpoint's signing secret.
+pub async fn add_receiver(c: &reqwest::Client, base: &str, operator: &str, receiver: &Receiver) {
+    let res = c
+        .post(format!("{base}/v1/webhook-endpoints"))
+        .bearer_auth(operator)
+        .header("Idempotency-Key", uuid())
+        .json(&json!({"url": receiver.url}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let v: Value = res.json().await.unwrap();
+    receiver.set_secret(v["secret"].as_str().unwrap());
+}
+
+/// Waits until every id in `expected` reached `receiver` (looking `every` so often),
+/// failing after `limit`.
+pub async fn all_received(
+    receiver: &Receiver,
+    expected: &HashSet<String>,
+    limit: Duration,
+    every: Duration,
+) {
+    boxoffice_testkit::eventually("every event at the endpoint", limit, every, || async {
+        let missing = expected.difference(&receiver.ids()).count();
+        if missing == 0 { Ok(()) } else { Err(missing) }
+    })
+    .await;
 }
 
 /// Every order the buyers placed, with the token of the buyer who placed it.
