@@ -24,7 +24,7 @@ use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{NATS_URL, add_receiver, all_received, history_ids, orders_of};
+use super::{NATS_URL, all_received, history_ids, orders_of};
 use crate::common::{bench_boxoffice, uuid};
 
 const OPERATOR: &str = "order-events-bench-operator-key";
@@ -202,7 +202,7 @@ async fn relay_throughput_and_lag() {
     ];
     let (server, base) = bench_boxoffice().start(&args).await;
     let receiver = Receiver::start().await;
-    add_receiver(&c, &base, OPERATOR, &receiver).await;
+    receiver.add_to(&c, &base, OPERATOR).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
     let reached = paced_checkouts(&c, &base, buyers.clone(), rate).await;
     let expected = history_ids(&c, &base, &orders_of(&c, &base, &buyers).await).await;
@@ -239,7 +239,7 @@ async fn relay_throughput_and_lag() {
     ];
     let (server, base) = bench_boxoffice().start(&args).await;
     let receiver = Receiver::start().await;
-    add_receiver(&c, &base, OPERATOR, &receiver).await;
+    receiver.add_to(&c, &base, OPERATOR).await;
     receiver.set_down(true);
     let buyers = holders(&c, &base, OPERATOR, n).await;
     paced_checkouts(&c, &base, buyers.clone(), 100_000).await;

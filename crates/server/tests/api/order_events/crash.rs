@@ -14,7 +14,7 @@ use boxoffice_testkit::harness::path_str;
 use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 
-use super::{TestStream, add_receiver, all_received, history_ids, orders_of};
+use super::{TestStream, all_received, history_ids, orders_of};
 use crate::common::{BOXOFFICE, uuid};
 
 const OPERATOR: &str = "order-events-crash-operator-key";
@@ -46,7 +46,7 @@ async fn killed_during_a_load_of_orders(n: usize) {
     let (server, base) = start(dir.path(), &file).await;
     let c = reqwest::Client::new();
     let receiver = Receiver::start().await;
-    add_receiver(&c, &base, OPERATOR, &receiver).await;
+    receiver.add_to(&c, &base, OPERATOR).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
 
     // The server dies once a third of the checkouts were answered.

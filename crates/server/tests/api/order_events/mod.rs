@@ -81,22 +81,6 @@ pub async fn signed_receiver(app: &TestApp) -> (Receiver, String) {
     (receiver, endpoint)
 }
 
-/// Adds `receiver` as a webhook endpoint of the server at `base` (a process of the
-/// test's own, operated with `operator`) and gives it the endpoint's signing secret.
-pub async fn add_receiver(c: &reqwest::Client, base: &str, operator: &str, receiver: &Receiver) {
-    let res = c
-        .post(format!("{base}/v1/webhook-endpoints"))
-        .bearer_auth(operator)
-        .header("Idempotency-Key", uuid())
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
-    let v: Value = res.json().await.unwrap();
-    receiver.set_secret(v["secret"].as_str().unwrap());
-}
-
 /// Waits until every id in `expected` reached `receiver` (looking `every` so often),
 /// failing after `limit`.
 pub async fn all_received(
