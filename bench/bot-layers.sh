@@ -13,6 +13,7 @@
 # server). Reports land in $OUT (default a temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 buyers="${1:-2000}"
 seats="${2:-600}"
 build="${BUILD:-debug}"
@@ -27,20 +28,14 @@ else
 fi
 work=$(mktemp -d)
 out="${OUT:-$work/reports}"
-trap 'kill $(cat "$work/server.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work/data"' EXIT
+trap 'stop_servers; rm -rf "$work/data"' EXIT
 key="bench-operator-key-0123456789"
 # Fast admission ticks and polls, payments that settle by themselves, the generator's
 # forwarded client addresses believed (each buyer comes from a network of its own).
 printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 200\npoll_after_ms = 500\nrecovery_after_s = 1\n[workers]\nrecovery_interval_ms = 300\nexpiry_interval_ms = 200\n[fake_payments]\nwebhook_url = "/v1/payments/webhook"\n[http]\ntrusted_proxies = ["127.0.0.1/32"]\n' "$key" > "$work/boxoffice.toml"
 BOXOFFICE_LOG=warn "$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml" > "$work/server.out" 2>/dev/null &
 echo $! > "$work/server.pid"
-base=""
-for _ in $(seq 300); do
-  base=$(grep -o 'listening on http://[0-9.:]*' "$work/server.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true
-  [ -n "$base" ] && break
-  sleep 0.1
-done
-[ -n "$base" ] || { echo "the server did not start" >&2; exit 1; }
+base=$(listening "$work/server.out" 300) || { echo "the server did not start" >&2; exit 1; }
 
 # Honest buyers pay with cards of their own that approve, so a card signal sees only
 # what the adversaries share; no adversary unless a run names one.

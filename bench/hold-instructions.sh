@@ -15,6 +15,7 @@
 # functions (inclusive) or the system calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 conns="${1:-8}"
 secs="${2:-20}"
 count="${COUNT:-instructions}"
@@ -24,7 +25,7 @@ if [ -z "${BOX_BIN:-}" ]; then
 fi
 boxbin="${BOX_BIN:-$bin/boxoffice}"
 work=$(mktemp -d)
-trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n[http]\nrequest_timeout_ms = 600000\n' "$key" > "$work/boxoffice.toml"
 
@@ -37,13 +38,7 @@ BOXOFFICE_LOG=warn "${wrap[@]}" "$boxbin" serve --listen 127.0.0.1:0 --data-dir 
   --config "$work/boxoffice.toml" > "$work/box.out" 2> "$work/box.err" &
 echo $! > "$work/box.pid"
 pid=$(cat "$work/box.pid")
-addr=""
-for _ in $(seq 600); do
-  addr=$(grep -o 'listening on http://[0-9.:]*' "$work/box.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "the server did not start" >&2; cat "$work/box.err" >&2; exit 1; }
+addr=$(listening "$work/box.out" 600) || { echo "the server did not start" >&2; cat "$work/box.err" >&2; exit 1; }
 # Under valgrind the start-up work after the listener opens takes seconds: wait for ready.
 for _ in $(seq 600); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$addr/readyz")" = 200 ] && break

@@ -12,15 +12,15 @@
 # request (PROOFS_PER_S × seconds of them, default 40,000 a second), each used once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs="${1:-5}"
 # NO_BUILD=1 with BIN_DIR=dir uses binaries built before (boxoffice and examples/bare_axum).
 [ "${NO_BUILD:-0}" = 1 ] || cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
 bin="${BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}"
 boxbin="${BOX_BIN:-$bin/boxoffice}"
 ticks=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$(cat "$work/$1.pid")/stat"; } # user+system ticks
 work=$(mktemp -d)
-trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 edge="${EDGE_ALGORITHM:-hs256}"
 proofs="${PROOFS:-0}"
@@ -32,21 +32,9 @@ fi
 # (cheap) would otherwise fill the run and flatter the faster server.
 printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[tokens]\nedge_algorithm = "%s"\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$edge" > "$work/boxoffice.toml"
 
-start() { # name command... -> prints base URL; the server runs in the background
-  local name=$1; shift
-  "$@" > "$work/$name.out" 2>/dev/null &
-  echo $! > "$work/$name.pid"
-  for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[0-9.:]*' "$work/$name.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true
-    [ -n "${addr:-}" ] && { echo "$addr"; return; }
-    sleep 0.1
-  done
-  echo "server did not start" >&2; exit 1
-}
-
 BOX=$(BOXOFFICE_LOG=warn start boxoffice "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); admission tokens: $edge; proofs of possession: $([ "$proofs" = 1 ] && echo required || echo off)"
+echo "machine: $(machine); admission tokens: $edge; proofs of possession: $([ "$proofs" = 1 ] && echo required || echo off)"
 for conns in ${CONNS:-256 2000}; do
   keys=$([ "$proofs" = 1 ] && echo "$work/keys" || echo "")
   event=$(python3 bench/prepare.py "$BOX" "$key" 250000 "${BUYERS:-6000}" "$work/tokens" $keys)

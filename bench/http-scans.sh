@@ -9,6 +9,7 @@
 # Usage: bench/http-scans.sh [seconds] [tickets]; BOX_BIN=path runs another build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs="${1:-5}"
 tickets="${2:-30000}"
 conns="${CONNS:-64}"
@@ -16,28 +17,15 @@ cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
 bin="${CARGO_TARGET_DIR:-target}/release"
 boxbin="${BOX_BIN:-$bin/boxoffice}"
 ticks=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$(cat "$work/$1.pid")/stat"; } # user+system ticks
 work=$(mktemp -d)
-trap 'kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 # Sign-up and holds without a rate: the preparation makes hundreds of buyers from one address.
 printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" > "$work/boxoffice.toml"
 
-start() { # name command... -> prints base URL; the server runs in the background
-  local name=$1; shift
-  "$@" > "$work/$name.out" 2>/dev/null &
-  echo $! > "$work/$name.pid"
-  for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[0-9.:]*' "$work/$name.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true
-    [ -n "${addr:-}" ] && { echo "$addr"; return; }
-    sleep 0.1
-  done
-  echo "server did not start" >&2; exit 1
-}
-
 BOX=$(BOXOFFICE_LOG=warn start boxoffice "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load $(cut -d' ' -f1-3 /proc/loadavg); $conns connections"
+echo "machine: $(machine); load $(cut -d' ' -f1-3 /proc/loadavg); $conns connections"
 read -r event gate < <(python3 bench/scans_prepare.py "$BOX" "$key" "$tickets" "$work/barcodes")
 run() { # target phase -> one line; sets rps_<target>
   local target=$1 phase=$2 url # $3: the barcode file

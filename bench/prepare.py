@@ -9,8 +9,10 @@ and KEYS_FILE gets "token<TAB>private key seed (hex)" per buyer.
 writes COUNT lines "token<TAB>DPoP proof" for holds of EVENT, round robin over the
 buyers of KEYS_FILE, each proof fresh (its own jti, iat now): one line per request,
 used once. Needs python's `cryptography` package."""
-import base64, json, sys, time, uuid, urllib.request
+import base64, json, sys, time, uuid
 from concurrent.futures import ThreadPoolExecutor
+
+import benchlib
 
 
 def b64(b):
@@ -59,29 +61,12 @@ if len(sys.argv) > 1 and sys.argv[1] == "proofs":
 
 base, op, units, buyers, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 keys_out = sys.argv[6] if len(sys.argv) > 6 else None
+call = benchlib.client(base)
 
-
-def call(method, path, token=None, body=None, dpop=None):
-    req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode())
-    req.add_header("Content-Type", "application/json")
-    req.add_header("Idempotency-Key", str(uuid.uuid4()))
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    if dpop:
-        req.add_header("DPoP", dpop)
-    with urllib.request.urlopen(req) as r:
-        return json.loads(r.read())
-
-spec = {
-    "name": "bench " + str(uuid.uuid4()), "currency": "EUR",
-    "tiers": [{"key": "STD", "name": "Standard", "price": 5000}],
-    "sections": [{"key": "GA", "name": "Floor", "tier": "STD", "ga_capacity": units}],
-    "sale": {"max_tickets_per_buyer": 50, "hold_ttl_s": 3600, "payment_grace_s": 120, "admission_rate_per_s": 1000000},
-}
+sale = {"max_tickets_per_buyer": 50, "hold_ttl_s": 3600, "payment_grace_s": 120, "admission_rate_per_s": 1000000}
 if keys_out:
-    spec["sale"]["proof_of_possession"] = "required"
-event = call("POST", "/v1/events", op, spec)["event_id"]
-call("POST", f"/v1/events/{event}/open", op)
+    sale["proof_of_possession"] = "required"
+event = benchlib.open_ga_event(call, op, "bench", units, sale)
 
 def admitted(_):
     token = call("POST", "/v1/buyers")["token"]

@@ -5,32 +5,18 @@
 # Usage: bench/queue-status.sh [seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs="${1:-5}"
 cargo build --release -q -p boxoffice --bin boxoffice --example bare_status
 work=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 # The per-buyer status limit is off: every wrk connection polls with the same ticket.
 printf 'operator_key = "%s"\npayments = "fake"\n[engine.waiting.status_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" > "$work/boxoffice.toml"
-
-start() { # log file, command... -> prints base URL
-  local log=$1; shift
-  "$@" > "$log" 2>/dev/null &
-  pids+=($!)
-  for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[0-9.:]*' "$log" 2>/dev/null | head -1 | cut -d' ' -f3) || true
-    [ -n "${addr:-}" ] && { echo "$addr"; return; }
-    sleep 0.1
-  done
-  echo "server did not start" >&2; exit 1
-}
-start "$work/box.log" env BOXOFFICE_LOG=warn "${CARGO_TARGET_DIR:-target}/release/boxoffice" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml" > /dev/null
-BOX=$(grep -o 'listening on http://[0-9.:]*' "$work/box.log" | head -1 | cut -d' ' -f3)
-start "$work/bare.log" "${CARGO_TARGET_DIR:-target}/release/examples/bare_status" 127.0.0.1:0 > /dev/null
-BARE=$(grep -o 'listening on http://[0-9.:]*' "$work/bare.log" | head -1 | cut -d' ' -f3)
+BOX=$(start box env BOXOFFICE_LOG=warn "${CARGO_TARGET_DIR:-target}/release/boxoffice" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
+BARE=$(start bare "${CARGO_TARGET_DIR:-target}/release/examples/bare_status" 127.0.0.1:0)
 read -r event ticket < <(python3 bench/queue_prepare.py "$BOX" "$key" 2000)
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "machine: $(machine)"
 for conns in 256 2000; do
   for target in bare public status; do
     case $target in

@@ -4,29 +4,17 @@ to buyers of TICKETS_PER_BUYER tickets each (stand-in card, captured at checkout
 one gate device, and writes every ticket's barcode one per line.
 Usage: scans_prepare.py BASE OPERATOR_KEY TICKETS BARCODES_FILE
   -> prints "EVENT_ID GATE_CREDENTIAL"."""
-import json, sys, time, uuid, urllib.request
+import sys, time
 from concurrent.futures import ThreadPoolExecutor
+
+import benchlib
 
 base, op, tickets, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 per_buyer = 50
+call = benchlib.client(base)
 
-def call(method, path, token=None, body=None):
-    req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode())
-    req.add_header("Content-Type", "application/json")
-    req.add_header("Idempotency-Key", str(uuid.uuid4()))
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    with urllib.request.urlopen(req) as r:
-        return json.loads(r.read())
-
-spec = {
-    "name": "scan bench " + str(uuid.uuid4()), "currency": "EUR",
-    "tiers": [{"key": "STD", "name": "Standard", "price": 5000}],
-    "sections": [{"key": "GA", "name": "Floor", "tier": "STD", "ga_capacity": tickets}],
-    "sale": {"max_tickets_per_buyer": per_buyer, "hold_ttl_s": 3600, "payment_grace_s": 120, "admission_rate_per_s": 1000000},
-}
-event = call("POST", "/v1/events", op, spec)["event_id"]
-call("POST", f"/v1/events/{event}/open", op)
+sale = {"max_tickets_per_buyer": per_buyer, "hold_ttl_s": 3600, "payment_grace_s": 120, "admission_rate_per_s": 1000000}
+event = benchlib.open_ga_event(call, op, "scan bench", tickets, sale)
 
 def bought(quantity):
     token = call("POST", "/v1/buyers")["token"]

@@ -71,6 +71,18 @@ fn released(hold: HoldId, payload: Vec<Vec<u8>>) -> Result<Released, ArbiterErro
     })
 }
 
+/// The claim's answer when a claimed script refused it (`claim`, then `begin`'s reply),
+/// or `None` when the claim was granted and the reply is the step's.
+fn refused_claim(reply: &Reply) -> Result<Option<Begin>, StoreError> {
+    match reply.split_first() {
+        Some((code, rest)) if code == b"claim" => match answer(rest.to_vec())? {
+            Begin::Proceed => Err(StoreError("a granted claim came back refused".into())),
+            refused => Ok(Some(refused)),
+        },
+        _ => Ok(None),
+    }
+}
+
 #[async_trait]
 impl ClaimedHolds for RedisClaimedHolds {
     fn replays(&self) -> &Arc<dyn IdempotencyStore> {
@@ -96,13 +108,8 @@ impl ClaimedHolds for RedisClaimedHolds {
                 self.arbiter.hold_args(inv, req, key, now);
             })
             .await?;
-        if reply.first().is_some_and(|code| code == b"claim") {
-            return Ok(match answer(reply.into_iter().skip(1).collect())? {
-                Begin::Proceed => {
-                    return Err(StoreError("a granted claim came back refused".into()));
-                }
-                other => Claimed::Refused(other),
-            });
+        if let Some(refused) = refused_claim(&reply)? {
+            return Ok(Claimed::Refused(refused));
         }
         Ok(Claimed::Ran(
             ok_or_arbiter_error(reply).and_then(|payload| one_hold(req.hold, payload)),
@@ -134,13 +141,8 @@ impl ClaimedHolds for RedisClaimedHolds {
                     .arg(buyer.0.as_bytes().as_slice());
             })
             .await?;
-        if reply.first().is_some_and(|code| code == b"claim") {
-            return Ok(match answer(reply.into_iter().skip(1).collect())? {
-                Begin::Proceed => {
-                    return Err(StoreError("a granted claim came back refused".into()));
-                }
-                other => Claimed::Refused(other),
-            });
+        if let Some(refused) = refused_claim(&reply)? {
+            return Ok(Claimed::Refused(refused));
         }
         Ok(Claimed::Ran(
             ok_or_arbiter_error(reply).and_then(|payload| released(hold, payload)),

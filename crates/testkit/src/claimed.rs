@@ -269,6 +269,21 @@ pub async fn an_abandoned_claim_holds_again(p: ClaimedPorts) {
     fx.done().await;
 }
 
+/// Of a request and its duplicate sent at once under one key, the one that ran: exactly
+/// one runs, the other is in flight.
+fn ran_once<T: std::fmt::Debug + PartialEq>(pair: &[Claimed<T>]) -> &Claimed<T> {
+    let ran: Vec<&Claimed<T>> = pair
+        .iter()
+        .filter(|o| matches!(o, Claimed::Ran(_)))
+        .collect();
+    assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
+    assert!(
+        pair.contains(&Claimed::Refused(Begin::InFlight)),
+        "the duplicate is in flight: {pair:?}"
+    );
+    ran[0]
+}
+
 /// Buyers with a key each race for the 10 GA units of `small_spec`, each sending its
 /// request twice at once: per key exactly one runs (the other is in flight), and
 /// exactly 10 of the runs win a unit.
@@ -303,16 +318,7 @@ pub async fn many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_
     let outcomes = join_all(attempts).await;
     let (mut won, mut sold_out) = (0, 0);
     for pair in outcomes.chunks(2) {
-        let ran: Vec<&Outcome> = pair
-            .iter()
-            .filter(|o| matches!(o, Claimed::Ran(_)))
-            .collect();
-        assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
-        assert!(
-            pair.contains(&Claimed::Refused(Begin::InFlight)),
-            "the duplicate is in flight: {pair:?}"
-        );
-        match ran[0] {
+        match ran_once(pair) {
             Claimed::Ran(Ok(h)) => {
                 assert_eq!(h.seats.len(), 1);
                 won += 1;
@@ -336,6 +342,14 @@ async fn release(p: &ClaimedPorts, key: &Key, hold: HoldId, buyer: BuyerId) -> R
         .expect("the store answers")
 }
 
+/// The set-up of a release case: a fresh event and a buyer holding `seats` of it.
+async fn holding(p: &ClaimedPorts, seats: &[SeatIndex]) -> (Fixture, BuyerId, HoldView) {
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let buyer = BuyerId::random();
+    let held = fx.named(buyer, seats).await.expect("the seats are held");
+    (fx, buyer, held)
+}
+
 /// The state of `hold` in the arbiter.
 async fn state_of(fx: &Fixture, hold: HoldId) -> HoldState {
     let view = fx.arb.get(hold).await.expect("the store answers");
@@ -345,9 +359,7 @@ async fn state_of(fx: &Fixture, hold: HoldId) -> HoldState {
 pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_twice(
     p: ClaimedPorts,
 ) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let buyer = BuyerId::random();
-    let held = fx.named(buyer, &[0, 1]).await.expect("the seats are held");
+    let (fx, buyer, held) = holding(&p, &[0, 1]).await;
     let key = Key::new(buyer, claimant());
     match release(&p, &key, held.hold, buyer).await {
         Claimed::Ran(Ok(r)) => {
@@ -398,9 +410,8 @@ pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_t
 pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refuses(
     p: ClaimedPorts,
 ) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let (owner, stranger) = (BuyerId::random(), BuyerId::random());
-    let held = fx.named(owner, &[0]).await.expect("held");
+    let (fx, owner, held) = holding(&p, &[0]).await;
+    let stranger = BuyerId::random();
     // Another buyer's hold is not found, and a hold that does not exist neither.
     let key = Key::new(stranger, claimant());
     assert_eq!(
@@ -442,9 +453,7 @@ pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refus
 pub async fn a_release_racing_another_release_of_the_same_hold_exactly_one_releases(
     p: ClaimedPorts,
 ) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let buyer = BuyerId::random();
-    let held = fx.named(buyer, &[0, 1]).await.expect("held");
+    let (fx, buyer, held) = holding(&p, &[0, 1]).await;
     // Two tabs, each with its own key, release the same hold at once.
     let keys = [Key::new(buyer, claimant()), Key::new(buyer, claimant())];
     let outcomes = join_all(keys.iter().map(|k| release(&p, k, held.hold, buyer))).await;
@@ -488,16 +497,7 @@ pub async fn many_releases_racing_with_duplicates_release_each_hold_once(p: Clai
     for per_hold in outcomes.chunks(2 * KEYS_PER_HOLD) {
         let mut now = 0;
         for pair in per_hold.chunks(2) {
-            let ran: Vec<&ReleaseOutcome> = pair
-                .iter()
-                .filter(|o| matches!(o, Claimed::Ran(_)))
-                .collect();
-            assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
-            assert!(
-                pair.contains(&Claimed::Refused(Begin::InFlight)),
-                "the duplicate is in flight: {pair:?}"
-            );
-            match ran[0] {
+            match ran_once(pair) {
                 Claimed::Ran(Ok(r)) => now += usize::from(r.now),
                 other => panic!("a release answers the hold: {other:?}"),
             }

@@ -16,16 +16,16 @@ mod swaps;
 use std::sync::Arc;
 
 use boxoffice_domain::exchange::{ListingState, SwapState};
-use boxoffice_domain::{BuyerId, Event, ListingId, Millis, Money, OrderEvent, OrderId, SwapId};
+use boxoffice_domain::{BuyerId, Event, ListingId, Millis, Money, OrderId, SwapId};
 use boxoffice_engine::ports::{
-    CommitOutcome, Exchange, Ledger, Listing, Order, Reserve, Swap, TicketRow, Tickets,
+    Exchange, Ledger, Listing, Order, Reserve, Swap, TicketRow, Tickets,
 };
 
 pub use cancel::*;
 pub use races::*;
 pub use swaps::*;
 
-use crate::ledger::fixtures::{T0, authorized, commit_of};
+use crate::ledger::fixtures::T0;
 use crate::tickets::{TicketStores, confirmed_order, rows_of};
 
 /// A ledger, its after-sale record and its exchange, on one database.
@@ -79,23 +79,6 @@ pub async fn sold(s: &ExchangeStores, seats: u32) -> (Event, Order, Vec<TicketRo
         .await
         .expect("write the tickets");
     (e, o, rows)
-}
-
-/// A confirmed order of `buyer` for the seats at `indexes` of `e` (limit `limit`).
-pub async fn bought(
-    s: &ExchangeStores,
-    e: &Event,
-    buyer: BuyerId,
-    indexes: &[usize],
-    limit: u32,
-) -> Order {
-    let o = authorized(&s.ledger, e, buyer, indexes).await;
-    let outcome = s.ledger.commit(&commit_of(&o, limit)).await.unwrap();
-    assert_eq!(outcome, CommitOutcome::Committed);
-    s.ledger
-        .apply(o.id, OrderEvent::Captured, None, T0.plus_secs(3))
-        .await
-        .expect("capture the order")
 }
 
 /// A listing of `row` by its holder at 40.00.

@@ -16,8 +16,8 @@ mod transfers;
 
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, Event, GateId, Millis, OrderEvent};
-use boxoffice_engine::ports::{CommitOutcome, Gate, Ledger, Order, TicketRow, Tickets};
+use boxoffice_domain::{BuyerId, Event, GateId, Millis};
+use boxoffice_engine::ports::{Gate, Ledger, Order, TicketRow, Tickets};
 
 pub use checkin::*;
 pub use concurrency::*;
@@ -25,7 +25,7 @@ pub use names::*;
 pub use records::*;
 pub use transfers::*;
 
-use crate::ledger::fixtures::{T0, authorized, commit_of, event};
+use crate::ledger::fixtures::{T0, captured, event};
 
 /// A ledger and the after-sale record kept beside it.
 #[derive(Clone)]
@@ -68,14 +68,7 @@ macro_rules! tickets_conformance {
 pub async fn confirmed_order(s: &TicketStores, seats: u32) -> (Event, Order) {
     let e = event(&s.ledger, seats, seats).await;
     let all: Vec<usize> = (0..seats as usize).collect();
-    let o = authorized(&s.ledger, &e, BuyerId::random(), &all).await;
-    let outcome = s.ledger.commit(&commit_of(&o, seats)).await.unwrap();
-    assert_eq!(outcome, CommitOutcome::Committed);
-    let o = s
-        .ledger
-        .apply(o.id, OrderEvent::Captured, None, T0.plus_secs(3))
-        .await
-        .expect("capture the order");
+    let o = captured(&s.ledger, &e, BuyerId::random(), &all, seats).await;
     (e, o)
 }
 

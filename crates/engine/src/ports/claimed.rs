@@ -96,19 +96,7 @@ impl ClaimThenHold {
         req: &HoldRequest,
         now: Millis,
     ) -> Result<Claimed<Result<HoldView, ArbiterError>>, StoreError> {
-        let begun = replays
-            .begin(
-                claim.scope,
-                claim.key,
-                claim.fingerprint,
-                claim.now,
-                claim.claimant,
-            )
-            .await?;
-        Ok(match begun {
-            Begin::Proceed => Claimed::Ran(arbiter.hold(req, now).await),
-            other => Claimed::Refused(other),
-        })
+        Self::claim_then(replays, claim, arbiter.hold(req, now)).await
     }
 
     /// The claim, then the release: for adapters that fall back to two steps.
@@ -119,6 +107,16 @@ impl ClaimThenHold {
         hold: HoldId,
         buyer: BuyerId,
     ) -> Result<Claimed<Result<Released, ArbiterError>>, StoreError> {
+        Self::claim_then(replays, claim, Self::release_checked(arbiter, hold, buyer)).await
+    }
+
+    /// Claims `claim` and runs `step` only when the claim is granted (a future does
+    /// nothing until it is awaited).
+    async fn claim_then<T>(
+        replays: &dyn IdempotencyStore,
+        claim: &ReplayClaim<'_>,
+        step: impl Future<Output = T>,
+    ) -> Result<Claimed<T>, StoreError> {
         let begun = replays
             .begin(
                 claim.scope,
@@ -129,7 +127,7 @@ impl ClaimThenHold {
             )
             .await?;
         Ok(match begun {
-            Begin::Proceed => Claimed::Ran(Self::release_checked(arbiter, hold, buyer).await),
+            Begin::Proceed => Claimed::Ran(step.await),
             other => Claimed::Refused(other),
         })
     }

@@ -8,7 +8,7 @@ use boxoffice_testkit::harness::buyers::{checkout, holders};
 use boxoffice_testkit::harness::receiver::Receiver;
 use boxoffice_testkit::harness::uuid;
 use futures::future::join_all;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::common::BOXOFFICE;
 use crate::{Backing, argv};
@@ -26,20 +26,7 @@ async fn three_relaying_nodes_deliver_each_event_once_in_order_per_order() {
     let url = |i: usize| nodes[i % nodes.len()].1.clone();
     let c = reqwest::Client::new();
     let receiver = Receiver::start().await;
-    let res = c
-        .post(format!("{}/v1/webhook-endpoints", url(0)))
-        .bearer_auth(OPERATOR)
-        .header("Idempotency-Key", uuid())
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
-    receiver.set_secret(
-        res.json::<Value>().await.unwrap()["secret"]
-            .as_str()
-            .unwrap(),
-    );
+    receiver.add_to(&c, &url(0), OPERATOR).await;
     let buyers = holders(&c, &url(0), OPERATOR, ORDERS).await;
     let placed = join_all(buyers.iter().enumerate().map(|(i, b)| {
         let (c, base) = (c.clone(), url(i));

@@ -115,6 +115,79 @@ fn sent_by_clients(monitored: &str) -> Vec<String> {
         .collect()
 }
 
+/// A connection of the test's own to `redis`, for its counts.
+async fn connection(redis: &OwnRedis) -> redis::aio::MultiplexedConnection {
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis answers")
+}
+
+/// What Redis served while the measured requests ran.
+struct Measured {
+    /// Scripts run (`INFO commandstats`).
+    scripts: u64,
+    /// Every command's count change, the commands the scripts called included.
+    delta: BTreeMap<String, u64>,
+    /// The commands the node sent (MONITOR).
+    sent: Vec<String>,
+}
+
+/// Runs `requests` with `own` watched: its counts once settled before and after, and
+/// MONITOR between.
+async fn measure(
+    own: &OwnRedis,
+    redis: &mut redis::aio::MultiplexedConnection,
+    requests: impl Future<Output = ()>,
+) -> Measured {
+    let before = settled(redis).await;
+    let (mut watching, watched) = monitor(own.port).await;
+    requests.await;
+    let after = settled(redis).await;
+    watching.kill().await.expect("MONITOR stops");
+    let sent = sent_by_clients(&watched.await.expect("the MONITOR reader"));
+    let scripts = |stats: &BTreeMap<String, u64>| stats.get("evalsha").copied().unwrap_or(0);
+    let delta = after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, d)| *d > 0)
+        .collect();
+    Measured {
+        scripts: scripts(&after) - scripts(&before),
+        delta,
+        sent,
+    }
+}
+
+impl Measured {
+    /// Prints what `n` requests (each a `one`: hold, release) cost, and checks each cost
+    /// `per` scripts, sent by the node as that many commands and nothing else.
+    fn expect(&self, n: usize, one: &str, per: u64) {
+        let Measured {
+            scripts,
+            delta,
+            sent,
+        } = self;
+        println!(
+            "{n} {one}s: {scripts} scripts run (INFO commandstats, with the commands they \
+             called: {delta:?}); {} commands sent by the node (MONITOR)",
+            sent.len()
+        );
+        assert_eq!(*scripts, n as u64 * per, "scripts per {one}: {delta:?}");
+        assert_eq!(
+            sent.len() as u64,
+            n as u64 * per,
+            "commands per {one}: {sent:?}"
+        );
+        assert!(
+            sent.iter().all(|c| c == "evalsha"),
+            "only scripts: {sent:?}"
+        );
+    }
+}
+
 /// A node in cluster mode on `redis` and a fresh PostgreSQL database, its background
 /// workers idle (they run once at start, then not for an hour).
 async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
@@ -149,7 +222,6 @@ async fn node_with_prefix(redis: &OwnRedis) -> (TestApp, TestDatabase, String) {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
     let own = OwnRedis::start(free_port()).await;
-    let url = format!("redis://127.0.0.1:{}", own.port);
     let (app, _db) = node(&own).await;
     let event = app.create_event(&spec(0, 0, 200, 4)).await;
     let mut admitted = Vec::new();
@@ -169,45 +241,14 @@ async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
     };
     // The first hold loads the scripts into this Redis (EVALSHA, NOSCRIPT, load).
     hold(admitted.pop().expect("a buyer")).await;
-    let client = redis::Client::open(url.as_str()).expect("a Redis URL");
-    let mut redis = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("Redis answers");
-    let before = settled(&mut redis).await;
-    let (mut watching, watched) = monitor(own.port).await;
-    for admission in admitted {
-        hold(admission).await;
-    }
-    let after = settled(&mut redis).await;
-    watching.kill().await.expect("MONITOR stops");
-    let sent = sent_by_clients(&watched.await.expect("the MONITOR reader"));
-    let scripts = |stats: &BTreeMap<String, u64>| stats.get("evalsha").copied().unwrap_or(0);
-    let delta: BTreeMap<&String, u64> = after
-        .iter()
-        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
-        .filter(|(_, d)| *d > 0)
-        .collect();
-    println!(
-        "{HOLDS} holds: {} scripts run (INFO commandstats, with the commands they called: \
-         {delta:?}); {} commands sent by the node (MONITOR)",
-        scripts(&after) - scripts(&before),
-        sent.len()
-    );
-    assert_eq!(
-        scripts(&after) - scripts(&before),
-        HOLDS as u64 * COMMANDS_PER_HOLD,
-        "scripts per hold: {delta:?}"
-    );
-    assert_eq!(
-        sent.len() as u64,
-        HOLDS as u64 * COMMANDS_PER_HOLD,
-        "commands per hold: {sent:?}"
-    );
-    assert!(
-        sent.iter().all(|c| c == "evalsha"),
-        "only scripts: {sent:?}"
-    );
+    let mut redis = connection(&own).await;
+    let holds = async {
+        for admission in admitted {
+            hold(admission).await;
+        }
+    };
+    let measured = measure(&own, &mut redis, holds).await;
+    measured.expect(HOLDS, "hold", COMMANDS_PER_HOLD);
     app.stop().await;
 }
 
@@ -239,7 +280,6 @@ async fn held(app: &TestApp, event: boxoffice_domain::EventId, n: usize) -> Vec<
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_release_costs_the_hot_store_one_script_and_one_unwaited_command() {
     let own = OwnRedis::start(free_port()).await;
-    let url = format!("redis://127.0.0.1:{}", own.port);
     let (app, _db, prefix) = node_with_prefix(&own).await;
     let event = app.create_event(&spec(0, 0, 200, 4)).await;
     let mut holds = held(&app, event, HOLDS + 1).await;
@@ -249,52 +289,21 @@ async fn a_release_costs_the_hot_store_one_script_and_one_unwaited_command() {
         release(&app, &token, &hold, &uuid()).await.status(),
         StatusCode::OK
     );
-    let client = redis::Client::open(url.as_str()).expect("a Redis URL");
-    let mut redis = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("Redis answers");
-    let before = settled(&mut redis).await;
-    let (mut watching, watched) = monitor(own.port).await;
-    for (token, hold) in &holds {
-        let res = release(&app, token, hold, &uuid()).await;
-        let status = res.status();
-        let v: Value = res.json().await.unwrap_or(Value::Null);
-        assert_eq!(
-            (status, &v["status"]),
-            (StatusCode::OK, &json!("released")),
-            "{v}"
-        );
-    }
-    let after = settled(&mut redis).await;
-    watching.kill().await.expect("MONITOR stops");
-    let sent = sent_by_clients(&watched.await.expect("the MONITOR reader"));
-    let scripts = |stats: &BTreeMap<String, u64>| stats.get("evalsha").copied().unwrap_or(0);
-    let delta: BTreeMap<&String, u64> = after
-        .iter()
-        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
-        .filter(|(_, d)| *d > 0)
-        .collect();
-    println!(
-        "{HOLDS} releases: {} scripts run (INFO commandstats, with the commands they \
-         called: {delta:?}); {} commands sent by the node (MONITOR)",
-        scripts(&after) - scripts(&before),
-        sent.len()
-    );
-    assert_eq!(
-        scripts(&after) - scripts(&before),
-        HOLDS as u64 * COMMANDS_PER_RELEASE,
-        "scripts per release: {delta:?}"
-    );
-    assert_eq!(
-        sent.len() as u64,
-        HOLDS as u64 * COMMANDS_PER_RELEASE,
-        "commands per release: {sent:?}"
-    );
-    assert!(
-        sent.iter().all(|c| c == "evalsha"),
-        "only scripts: {sent:?}"
-    );
+    let mut redis = connection(&own).await;
+    let releases = async {
+        for (token, hold) in &holds {
+            let res = release(&app, token, hold, &uuid()).await;
+            let status = res.status();
+            let v: Value = res.json().await.unwrap_or(Value::Null);
+            assert_eq!(
+                (status, &v["status"]),
+                (StatusCode::OK, &json!("released")),
+                "{v}"
+            );
+        }
+    };
+    let measured = measure(&own, &mut redis, releases).await;
+    measured.expect(HOLDS, "release", COMMANDS_PER_RELEASE);
     let counts = app.counts(event).await;
     assert_eq!(
         (counts["held"].clone(), counts["active_holds"].clone()),

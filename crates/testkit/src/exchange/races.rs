@@ -8,8 +8,8 @@ use boxoffice_domain::BuyerId;
 use boxoffice_engine::ports::{ListingRefusal, Reserve};
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::{ExchangeStores, audit_is_clean, bought, finish, listing_of, reserve_of, sold};
-use crate::ledger::fixtures::event;
+use super::{ExchangeStores, audit_is_clean, finish, listing_of, reserve_of, sold};
+use crate::ledger::fixtures::{captured, event};
 use crate::tickets::rows_of;
 
 /// Runs every reservation at once; returns the winners.
@@ -60,7 +60,7 @@ pub async fn k_listings_and_n_buyers_make_exactly_k_swaps(s: ExchangeStores) {
     let mut sellers = Vec::new();
     for k in 0..SELLERS {
         let seats: Vec<usize> = (k * per..(k + 1) * per).collect();
-        let o = bought(&s, &e, BuyerId::random(), &seats, per as u32).await;
+        let o = captured(&s.ledger, &e, BuyerId::random(), &seats, per as u32).await;
         let rows = rows_of(&o);
         s.tickets
             .insert_tickets(&rows)

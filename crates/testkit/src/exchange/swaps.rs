@@ -6,8 +6,8 @@ use boxoffice_domain::BuyerId;
 use boxoffice_domain::exchange::{ListingState, SwapState};
 use boxoffice_engine::ports::{CheckIn, ListingRefusal, Moved, ScanAttempt};
 
-use super::{ExchangeStores, NOW, audit_is_clean, bought, finish, listing_of, reserve_of, sold};
-use crate::ledger::fixtures::event;
+use super::{ExchangeStores, NOW, audit_is_clean, finish, listing_of, reserve_of, sold};
+use crate::ledger::fixtures::{captured, event};
 use crate::tickets::{DOORS, TicketStores, gate, rows_of};
 
 pub async fn a_finished_swap_moves_the_ticket_its_seat_and_both_counts_once(s: ExchangeStores) {
@@ -281,7 +281,7 @@ pub async fn a_swap_that_cannot_move_its_ticket_goes_to_refunding_and_undone_reo
     assert!(!unfinished.iter().any(|u| u.id == r.swap.id));
     // A buyer who reached the limit since reserving gets a refund, not the ticket.
     let e2 = event(&s.ledger, 3, 1).await;
-    let seller = bought(&s, &e2, BuyerId::random(), &[0], 1).await;
+    let seller = captured(&s.ledger, &e2, BuyerId::random(), &[0], 1).await;
     let srows = rows_of(&seller);
     s.tickets.insert_tickets(&srows).await.unwrap();
     let l2 = listing_of(&srows[0]);
@@ -289,7 +289,7 @@ pub async fn a_swap_that_cannot_move_its_ticket_goes_to_refunding_and_undone_reo
     let carol = BuyerId::random();
     let r2 = reserve_of(&l2, &seller, carol, 1);
     x.reserve(&r2).await.unwrap().unwrap();
-    bought(&s, &e2, carol, &[1], 1).await;
+    captured(&s.ledger, &e2, carol, &[1], 1).await;
     assert!(
         x.advance(
             r2.swap.id,

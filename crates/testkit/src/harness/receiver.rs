@@ -106,6 +106,16 @@ impl Receiver {
         Receiver { url, inner, task }
     }
 
+    /// Adds this receiver as a webhook endpoint of the server at `base` (a process of
+    /// the test's own, operated with `operator`) and takes the endpoint's signing secret.
+    pub async fn add_to(&self, c: &reqwest::Client, base: &str, operator: &str) {
+        let url = format!("{base}/v1/webhook-endpoints");
+        let body = serde_json::json!({"url": self.url});
+        let (status, v) = super::http::call(c, reqwest::Method::POST, url, operator, body).await;
+        assert_eq!(status, 201, "{v}");
+        self.set_secret(v["secret"].as_str().expect("a signing secret"));
+    }
+
     /// The endpoint's signing secret, as the server gave it at creation.
     pub fn set_secret(&self, secret: &str) {
         *self.inner.secret.lock() = Some(secret.to_string());

@@ -8,7 +8,7 @@ use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::{
     BuyerId, Event, EventSpec, HoldId, Millis, Money, OrderEvent, OrderState, SaleSettings,
 };
-use boxoffice_engine::ports::{Commit, InsertOrder, Ledger, Order, OrderSeat};
+use boxoffice_engine::ports::{Commit, CommitOutcome, InsertOrder, Ledger, Order, OrderSeat};
 
 /// An instant in 2023, so cases never depend on the machine's clock.
 pub const T0: Millis = Millis(1_700_000_000_000);
@@ -108,6 +108,24 @@ pub async fn authorized(
         )
         .await
         .expect("authorize the order")
+}
+
+/// A confirmed order of `buyer` for the seats at `indexes` of `event` (limit `limit`):
+/// authorized, committed, and captured at `T0 + 3 s`.
+pub async fn captured(
+    ledger: &Arc<dyn Ledger>,
+    event: &Event,
+    buyer: BuyerId,
+    indexes: &[usize],
+    limit: u32,
+) -> Order {
+    let o = authorized(ledger, event, buyer, indexes).await;
+    let outcome = ledger.commit(&commit_of(&o, limit)).await.unwrap();
+    assert_eq!(outcome, CommitOutcome::Committed);
+    ledger
+        .apply(o.id, OrderEvent::Captured, None, T0.plus_secs(3))
+        .await
+        .expect("capture the order")
 }
 
 pub fn commit_of(order: &Order, max_per_buyer: u32) -> Commit {

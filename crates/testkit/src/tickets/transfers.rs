@@ -3,15 +3,14 @@
 //! refusal writes nothing; and of offers, accepts and cancels racing over one ticket
 //! exactly one wins (STYLE habit 8: K tickets, N ≫ K contenders, exactly K winners).
 
-use boxoffice_domain::{BuyerId, Event, Millis, OrderEvent, TransferId};
+use boxoffice_domain::{BuyerId, Event, Millis, TransferId};
 use boxoffice_engine::ports::{
-    Accept, CheckIn, CommitOutcome, Order, ScanAttempt, TicketRow, TransferOffer, TransferRefusal,
-    TransferState,
+    Accept, CheckIn, Order, ScanAttempt, TicketRow, TransferOffer, TransferRefusal, TransferState,
 };
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::{DOORS, TicketStores, confirmed_order, gate, rows_of};
-use crate::ledger::fixtures::{T0, authorized, commit_of, event};
+use crate::ledger::fixtures::{T0, captured, event};
 
 /// When the cases offer: after the fixtures' order moves, before the doors.
 const NOW: Millis = Millis(T0.0 + 60_000);
@@ -132,29 +131,12 @@ pub async fn an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts(s: T
     audit_is_clean(&s, &e).await;
 }
 
-/// A confirmed order of `buyer` for the seats at `indexes` of `e` (limit `limit`).
-async fn bought(
-    s: &TicketStores,
-    e: &Event,
-    buyer: BuyerId,
-    indexes: &[usize],
-    limit: u32,
-) -> Order {
-    let o = authorized(&s.ledger, e, buyer, indexes).await;
-    let outcome = s.ledger.commit(&commit_of(&o, limit)).await.unwrap();
-    assert_eq!(outcome, CommitOutcome::Committed);
-    s.ledger
-        .apply(o.id, OrderEvent::Captured, None, T0.plus_secs(3))
-        .await
-        .expect("capture the order")
-}
-
 pub async fn a_refused_or_withdrawn_transfer_moves_nothing(s: TicketStores) {
     // Two buyers of two tickets each, at the event's limit of two.
     let e = event(&s.ledger, 5, 2).await;
-    let o = bought(&s, &e, BuyerId::random(), &[0, 1], 2).await;
+    let o = captured(&s.ledger, &e, BuyerId::random(), &[0, 1], 2).await;
     let carol = BuyerId::random();
-    bought(&s, &e, carol, &[2, 3], 2).await;
+    captured(&s.ledger, &e, carol, &[2, 3], 2).await;
     let rows = rows_of(&o);
     s.tickets.insert_tickets(&rows).await.unwrap();
     let offer = offer_of(&rows[0], carol);

@@ -22,9 +22,9 @@ use boxoffice_testkit::harness::buyers::{checkout, holders};
 use boxoffice_testkit::harness::path_str;
 use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{NATS_URL, history_ids, orders_of};
+use super::{NATS_URL, all_received, history_ids, orders_of};
 use crate::common::{bench_boxoffice, uuid};
 
 const OPERATOR: &str = "order-events-bench-operator-key";
@@ -164,31 +164,9 @@ fn per_second(times: impl Iterator<Item = u64>) -> String {
     )
 }
 
-async fn add_endpoint(c: &reqwest::Client, base: &str, receiver: &Receiver) {
-    let res = c
-        .post(format!("{base}/v1/webhook-endpoints"))
-        .bearer_auth(OPERATOR)
-        .header("Idempotency-Key", uuid())
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
-    let v: Value = res.json().await.unwrap();
-    receiver.set_secret(v["secret"].as_str().unwrap());
-}
-
 async fn wait_for(receiver: &Receiver, expected: &HashSet<String>) {
-    boxoffice_testkit::eventually(
-        "every event at the endpoint",
-        Duration::from_secs(600),
-        Duration::from_millis(20),
-        || async {
-            let missing = expected.difference(&receiver.ids()).count();
-            if missing == 0 { Ok(()) } else { Err(missing) }
-        },
-    )
-    .await;
+    let (limit, every) = (Duration::from_secs(600), Duration::from_millis(20));
+    all_received(receiver, expected, limit, every).await;
 }
 
 /// Each event's first arrival at the receiver: (occurred_at, received_at).
@@ -224,7 +202,7 @@ async fn relay_throughput_and_lag() {
     ];
     let (server, base) = bench_boxoffice().start(&args).await;
     let receiver = Receiver::start().await;
-    add_endpoint(&c, &base, &receiver).await;
+    receiver.add_to(&c, &base, OPERATOR).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
     let reached = paced_checkouts(&c, &base, buyers.clone(), rate).await;
     let expected = history_ids(&c, &base, &orders_of(&c, &base, &buyers).await).await;
@@ -261,7 +239,7 @@ async fn relay_throughput_and_lag() {
     ];
     let (server, base) = bench_boxoffice().start(&args).await;
     let receiver = Receiver::start().await;
-    add_endpoint(&c, &base, &receiver).await;
+    receiver.add_to(&c, &base, OPERATOR).await;
     receiver.set_down(true);
     let buyers = holders(&c, &base, OPERATOR, n).await;
     paced_checkouts(&c, &base, buyers.clone(), 100_000).await;

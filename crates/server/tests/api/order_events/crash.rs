@@ -13,9 +13,8 @@ use boxoffice_testkit::harness::buyers::{checkout, holders};
 use boxoffice_testkit::harness::path_str;
 use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
-use serde_json::{Value, json};
 
-use super::{TestStream, history_ids, orders_of};
+use super::{TestStream, all_received, history_ids, orders_of};
 use crate::common::{BOXOFFICE, uuid};
 
 const OPERATOR: &str = "order-events-crash-operator-key";
@@ -47,20 +46,7 @@ async fn killed_during_a_load_of_orders(n: usize) {
     let (server, base) = start(dir.path(), &file).await;
     let c = reqwest::Client::new();
     let receiver = Receiver::start().await;
-    let res = c
-        .post(format!("{base}/v1/webhook-endpoints"))
-        .bearer_auth(OPERATOR)
-        .header("Idempotency-Key", uuid())
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
-    receiver.set_secret(
-        res.json::<Value>().await.unwrap()["secret"]
-            .as_str()
-            .unwrap(),
-    );
+    receiver.add_to(&c, &base, OPERATOR).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
 
     // The server dies once a third of the checkouts were answered.
@@ -116,16 +102,8 @@ async fn killed_during_a_load_of_orders(n: usize) {
         expected.len(),
         orders.len()
     );
-    boxoffice_testkit::eventually(
-        "every event at the endpoint",
-        Duration::from_secs(180),
-        Duration::from_millis(100),
-        || async {
-            let missing = expected.difference(&receiver.ids()).count();
-            if missing == 0 { Ok(()) } else { Err(missing) }
-        },
-    )
-    .await;
+    let (limit, every) = (Duration::from_secs(180), Duration::from_millis(100));
+    all_received(&receiver, &expected, limit, every).await;
     let read = stream.read_until(&expected, Duration::from_secs(180)).await;
     assert_eq!(receiver.bad_signatures(), 0);
     receiver.assert_in_order_per_order();

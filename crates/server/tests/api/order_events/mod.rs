@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use boxoffice_domain::EventId;
+use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -69,6 +70,30 @@ pub async fn add_endpoint(app: &TestApp, url: &str) -> (String, String) {
         v["id"].as_str().unwrap().to_string(),
         v["secret"].as_str().unwrap().to_string(),
     )
+}
+
+/// A receiver of the test's own, added as an endpoint of `app` and checking the
+/// signatures with its secret: the receiver and the endpoint's id.
+pub async fn signed_receiver(app: &TestApp) -> (Receiver, String) {
+    let receiver = Receiver::start().await;
+    let (endpoint, secret) = add_endpoint(app, &receiver.url).await;
+    receiver.set_secret(&secret);
+    (receiver, endpoint)
+}
+
+/// Waits until every id in `expected` reached `receiver` (looking `every` so often),
+/// failing after `limit`.
+pub async fn all_received(
+    receiver: &Receiver,
+    expected: &HashSet<String>,
+    limit: Duration,
+    every: Duration,
+) {
+    boxoffice_testkit::eventually("every event at the endpoint", limit, every, || async {
+        let missing = expected.difference(&receiver.ids()).count();
+        if missing == 0 { Ok(()) } else { Err(missing) }
+    })
+    .await;
 }
 
 /// Every order the buyers placed, with the token of the buyer who placed it.

@@ -8,11 +8,10 @@ use boxoffice_domain::Millis;
 use boxoffice_domain::attendees::AttendeeNames;
 use boxoffice_domain::transfers::{TransferPolicy, TransferRules};
 use boxoffice_testkit::eventually;
-use boxoffice_testkit::harness::receiver::Receiver;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::add_endpoint;
+use super::signed_receiver;
 use crate::common::{spawn_with, spec, uuid};
 
 /// The test app's clock starts here (`common::spawn_with`).
@@ -26,9 +25,7 @@ async fn delivered(send_names: bool) -> Vec<Value> {
         c.relay.attendee_names = send_names;
     })
     .await;
-    let receiver = Receiver::start().await;
-    let (_, secret) = add_endpoint(&app, &receiver.url).await;
-    receiver.set_secret(&secret);
+    let (receiver, _) = signed_receiver(&app).await;
     let mut s = spec(2, 10, 0, 4);
     s.sale.attendee_names = AttendeeNames::AtCheckout;
     s.sale.transfers = Some(TransferRules {

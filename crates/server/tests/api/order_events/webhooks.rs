@@ -5,11 +5,10 @@
 use std::time::Duration;
 
 use boxoffice_testkit::eventually;
-use boxoffice_testkit::harness::receiver::Receiver;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{add_endpoint, confirmed_orders, history_ids};
+use super::{add_endpoint, confirmed_orders, history_ids, signed_receiver};
 use crate::common::{TestApp, spawn_with, uuid};
 
 async fn app(max_attempts: u32) -> TestApp {
@@ -25,10 +24,8 @@ async fn app(max_attempts: u32) -> TestApp {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_down_for_a_while_gets_every_event_once_up_in_order_and_signed() {
     let app = app(50).await;
-    let receiver = Receiver::start().await;
+    let (receiver, _) = signed_receiver(&app).await;
     receiver.set_down(true);
-    let (_, secret) = add_endpoint(&app, &receiver.url).await;
-    receiver.set_secret(&secret);
     let orders = confirmed_orders(&app, 30).await;
     let expected = history_ids(&app.client, &app.base, &orders).await;
     assert_eq!(
@@ -76,10 +73,8 @@ async fn an_endpoint_down_for_a_while_gets_every_event_once_up_in_order_and_sign
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_an_endpoint_never_took_become_dead_letters_the_operator_replays() {
     let app = app(2).await;
-    let receiver = Receiver::start().await;
+    let (receiver, endpoint) = signed_receiver(&app).await;
     receiver.set_down(true);
-    let (endpoint, secret) = add_endpoint(&app, &receiver.url).await;
-    receiver.set_secret(&secret);
     let orders = confirmed_orders(&app, 1).await;
     let expected = history_ids(&app.client, &app.base, &orders).await;
     let letters_path = format!("/v1/webhook-endpoints/{endpoint}/dead-letters");

@@ -10,6 +10,18 @@ use boxoffice_payment_fake::methods;
 use futures::future::join_all;
 use serde_json::json;
 
+/// A buyer's one-seat checkout waiting for them to finish 3-D Secure at their bank: the
+/// app, its provider, the event, the buyer's token and the order.
+async fn pending_3ds() -> (TestApp, FakeGateway, EventId, String, OrderId) {
+    let app = spawn().await;
+    let fake = provider(&app);
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let (token, hold) = holder(&app, event).await;
+    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
+    let id = order_id(&body);
+    (app, fake, event, token, id)
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_3ds_checkout_answers_202_with_a_redirect_and_the_webhook_confirms_it() {
     let app = spawn().await;
@@ -42,12 +54,7 @@ async fn a_3ds_checkout_answers_202_with_a_redirect_and_the_webhook_confirms_it(
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_webhook_five_times_at_once_makes_one_order_and_one_charge() {
-    let app = spawn().await;
-    let fake = provider(&app);
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, hold) = holder(&app, event).await;
-    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
-    let id = order_id(&body);
+    let (app, fake, event, token, id) = pending_3ds().await;
     fake.complete_action(id, true).await.unwrap();
     let approval = fake.undelivered_webhooks(100).await.unwrap().pop().unwrap();
     assert!(approval.payload.contains("amount_capturable_updated"));
@@ -68,12 +75,7 @@ async fn the_same_webhook_five_times_at_once_makes_one_order_and_one_charge() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_delivered_again_is_answered_from_the_ledger_as_a_duplicate() {
-    let app = spawn().await;
-    let fake = provider(&app);
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, hold) = holder(&app, event).await;
-    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
-    let id = order_id(&body);
+    let (app, fake, event, _, id) = pending_3ds().await;
     fake.complete_action(id, true).await.unwrap();
     let approval = fake.undelivered_webhooks(100).await.unwrap().pop().unwrap();
 
@@ -104,12 +106,7 @@ async fn a_webhook_delivered_again_is_answered_from_the_ledger_as_a_duplicate() 
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_delivered_newest_first_end_where_the_provider_is() {
-    let app = spawn().await;
-    let fake = provider(&app);
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, hold) = holder(&app, event).await;
-    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
-    let id = order_id(&body);
+    let (app, fake, _, token, id) = pending_3ds().await;
     fake.complete_action(id, true).await.unwrap();
     // requires_action, then the approval; delivered backwards.
     let mut all = fake.undelivered_webhooks(100).await.unwrap();
@@ -128,12 +125,7 @@ async fn webhooks_delivered_newest_first_end_where_the_provider_is() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_unsigned_and_replayed_webhooks_are_refused_and_change_nothing() {
-    let app = spawn().await;
-    let fake = provider(&app);
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, hold) = holder(&app, event).await;
-    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
-    let id = order_id(&body);
+    let (app, fake, event, token, id) = pending_3ds().await;
     fake.complete_action(id, true).await.unwrap();
     let w = fake.undelivered_webhooks(100).await.unwrap().pop().unwrap();
 
@@ -191,12 +183,7 @@ async fn a_payment_captured_after_the_hold_expired_is_refunded_and_the_seat_stay
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_3ds_approval_after_the_grace_period_is_voided_not_charged() {
-    let app = spawn().await;
-    let fake = provider(&app);
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, hold) = holder(&app, event).await;
-    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
-    let id = order_id(&body);
+    let (app, fake, _, token, id) = pending_3ds().await;
     app.clock.advance_secs(601);
     app.engine.expiry_step().await.unwrap();
     fake.complete_action(id, true).await.unwrap();
@@ -213,12 +200,7 @@ async fn a_3ds_approval_after_the_grace_period_is_voided_not_charged() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buyer_who_never_finishes_3ds_is_released_when_the_grace_runs_out() {
-    let app = spawn().await;
-    let fake = provider(&app);
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, hold) = holder(&app, event).await;
-    let (_, body) = checkout(&app, &token, &hold, methods::THREE_D_SECURE).await;
-    let id = order_id(&body);
+    let (app, fake, event, token, id) = pending_3ds().await;
     // Within the pin the sweep leaves the buyer alone.
     app.clock.advance_secs(60);
     app.engine.recovery_step().await.unwrap();
