@@ -84,7 +84,7 @@ EOF
 }
 
 mkdir -p "$out"
-echo "build: $build; $buyers buyers, $seats seats; $(date -u +%Y-%m-%d) on $(nproc) cores"
+echo "build: ${BOX_BIN:-$build}; $buyers buyers, $seats seats; $(date -u +%Y-%m-%d) on $(nproc) cores"
 echo
 echo "| layer | state | adversary (people) | tickets each | tickets ÷ honest | tickets per one who bought (honest) | places gained (pts) | requests each | proof-of-work CPU ms each | sold |"
 echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -25,10 +25,11 @@ bin="${BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}"
 buyers="${BUYERS:-$((40000 * secs))}"
 ticks=$(getconf CLK_TCK)
 work=$(mktemp -d)
+. bench/lib.sh
 db="boxoffice_bench_$(date +%s)_$$"
 prefix="bj$$"
 cleanup() {
-  kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true
+  stop_servers
   sleep 0.5
   psql -q postgres://postgres@127.0.0.1:5432/test -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   redis-cli --scan --pattern "*$prefix*" | xargs -r -n 500 redis-cli del >/dev/null || true
@@ -43,20 +44,9 @@ printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[engine]\na
 cluster=(--ledger "postgres://postgres@127.0.0.1:5432/$db" --hot redis://127.0.0.1:6379)
 redis_pid=$(redis-cli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
 
-start() { # name command... -> prints base URL; the server runs in the background
-  local name=$1; shift
-  "$@" > "$work/$name.out" 2>/dev/null &
-  echo $! > "$work/$name.pid"
-  for _ in $(seq 200); do
-    addr=$(grep -o 'listening on http://[0-9.:]*' "$work/$name.out" 2>/dev/null | head -1 | cut -d' ' -f3) || true
-    [ -n "${addr:-}" ] && { echo "$addr"; return; }
-    sleep 0.1
-  done
-  echo "server $name did not start" >&2; exit 1
-}
 serve() { # name args... -> base URL of a boxoffice node
   local name=$1; shift
-  start "$name" env BOXOFFICE_LOG=warn "$bin/boxoffice" serve --listen 127.0.0.1:0 --config "$work/boxoffice.toml" "$@"
+  BOXOFFICE_LOG=warn start "$name" "$bin/boxoffice" serve --listen 127.0.0.1:0 --config "$work/boxoffice.toml" "$@"
 }
 ticks_of() { # pids... -> user+system ticks summed
   local t=0 p
@@ -111,7 +101,7 @@ event_on() { # base URL -> a fresh event for the workload (holds: its buyers adm
   fi
 }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${workload}s, $secs s a row, $conns connections"
+echo "machine: $(machine); ${workload}s, $secs s a row, $conns connections"
 BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
 EMB=$(serve embedded --data-dir "$work/embedded")
 if [ "$workload" = join ]; then
@@ -148,7 +138,7 @@ for n in ${NODES:-1 2 3}; do
   load "cluster, $n node$([ "$n" = 1 ] || echo s)" "$(event_on "${urls[0]}")" "${urls[@]}"
 done
 if [ "$workload" = hold ] && [ "${REDIS_BASELINE:-1}" = 1 ]; then
-  kill $(cat "$work"/*.pid 2>/dev/null) 2>/dev/null || true
+  stop_servers
   rm -f "$work"/*.pid
   echo "the hold script on the same Redis without HTTP:"
   cargo bench -q -p boxoffice-store-redis --bench arbiter 2>/dev/null | sed 's/^/  /'
