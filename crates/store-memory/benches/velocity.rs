@@ -19,7 +19,10 @@ const WINDOW_MS: u64 = 600_000;
 
 /// A key as the engine makes them: a prefix and a 32-character hash.
 fn key(prefix: &str, i: usize) -> String {
-    format!("{prefix}:{:032x}", (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))
+    format!(
+        "{prefix}:{:032x}",
+        (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+    )
 }
 
 /// The gate's counters for buyer `i` (card and network shared by every 10th buyer).
@@ -63,9 +66,12 @@ fn bench(c: &mut Criterion) {
     };
     let mut now = Millis(1_700_000_000_000);
     rt.block_on(async {
-        for i in 0..BUYERS {
-            store.check(EVENT, &gates[i], now).await.expect("check");
-            store.link_all(EVENT, &join(i), now).await.expect("link_all");
+        for (i, gate) in gates.iter().enumerate() {
+            store.check(EVENT, gate, now).await.expect("check");
+            store
+                .link_all(EVENT, &join(i), now)
+                .await
+                .expect("link_all");
         }
     });
     let mut i = 0;
@@ -73,14 +79,16 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % BUYERS;
             now = Millis(now.0 + 1);
-            rt.block_on(store.check(EVENT, &gates[i], now)).expect("check")
+            rt.block_on(store.check(EVENT, &gates[i], now))
+                .expect("check")
         })
     });
     c.bench_function("buyer signals link_all, device + network", |b| {
         b.iter(|| {
             i = (i + 1) % BUYERS;
             now = Millis(now.0 + 1);
-            rt.block_on(store.link_all(EVENT, &join(i), now)).expect("link_all")
+            rt.block_on(store.link_all(EVENT, &join(i), now))
+                .expect("link_all")
         })
     });
 }
