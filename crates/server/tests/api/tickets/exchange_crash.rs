@@ -86,7 +86,7 @@ fn config(dir: &Path) -> PathBuf {
         dir,
         OPERATOR,
         "[engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
-         [workers]\nrecovery_interval_ms = 200\n[fake_payments]\nlatency_ms = 40\n\
+         [workers]\nrecovery_interval_ms = 200\n[fake_payments]\nlatency_ms = 150\n\
          [buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n",
     )
 }
