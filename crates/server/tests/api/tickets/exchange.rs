@@ -86,13 +86,14 @@ async fn audit_clean(app: &TestApp) {
     assert_eq!(audit.orders_in_flight, 0);
 }
 
-const LISTED: usize = 20;
-const BUYERS: usize = 200;
+const LISTED: usize = 100;
+const BUYERS: usize = 1_000;
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn k_listed_tickets_and_n_buyers_make_exactly_k_swaps_each_seller_refunded_once() {
     let app = spawn().await;
-    let event = app.create_event(&exchangeable(spec(5, 20, 0, 4))).await;
+    // Twice the seats listed: a sold-out event admits nobody to its exchange's buyers.
+    let event = app.create_event(&exchangeable(spec(10, 20, 0, 4))).await;
     // K sellers of one ticket each list it at face value.
     let mut sellers = Vec::new();
     for _ in 0..LISTED {

@@ -29,8 +29,8 @@ use crate::common::on_disk::{self, clean_audit, open_event, sell, start, wall_cl
 use crate::common::spec;
 
 const OPERATOR: &str = "exchange-crash-operator-key-01";
-const LISTED: usize = 40;
-const BUYERS: usize = 400;
+const LISTED: usize = 100;
+const BUYERS: usize = 1_000;
 const FACE: i64 = 5_000;
 /// 10 % kept from each seller.
 const PAYOUT: i64 = FACE - FACE / 10;
@@ -97,7 +97,7 @@ async fn seed(dir: &Path) -> (EventId, Vec<ListingId>) {
     let ledger = Arc::new(ledger(dir));
     let book = provider_book(dir);
     let now = wall_clock();
-    let mut s = spec(4, 25, 0, 4);
+    let mut s = spec(4, 50, 0, 4);
     s.sale.exchange = Some(ExchangeRules {
         doors_at: now.plus_secs(86_400),
         closes_before_doors_s: 3_600,
