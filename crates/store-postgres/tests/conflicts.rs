@@ -19,16 +19,17 @@ const NOW: Millis = Millis(1_700_000_000_000);
 const FP: [u8; 32] = [7; 32];
 const SCOPE: &str = "buyer:conflicts";
 
-/// One node's idempotency store on `url`, with a writer of its own.
-async fn node(url: &str) -> PostgresIdempotency {
+/// One node's ledger on `url`, with a writer of its own, and its idempotency store.
+async fn node(url: &str) -> (PostgresLedger, PostgresIdempotency) {
     let options = PostgresOptions {
         writers: 1,
         ..common::test_options(true)
     };
-    PostgresLedger::connect(url, options)
+    let ledger = PostgresLedger::connect(url, options)
         .await
-        .unwrap_or_else(|e| panic!("could not open a ledger on {url}: {e}"))
-        .idempotency()
+        .unwrap_or_else(|e| panic!("could not open a ledger on {url}: {e}"));
+    let store = ledger.idempotency();
+    (ledger, store)
 }
 
 fn claimant() -> Claimant {
@@ -47,10 +48,9 @@ fn created() -> StoredResponse {
 }
 
 #[boxoffice_testkit::test]
-async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answer_every_request()
-{
+async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answer_every_request() {
     let db = common::TestDatabase::create();
-    let (one, two) = (node(&db.url).await, node(&db.url).await);
+    let ((ledger_one, one), (ledger_two, two)) = (node(&db.url).await, node(&db.url).await);
     let (me, you, answer) = (claimant(), claimant(), created());
     // Both nodes live: neither takes over the other's claims.
     one.heartbeat(me.node, NOW).await.unwrap();
@@ -61,7 +61,11 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
         // the same rows in opposite orders at the same time.
         let (mine, yours) = futures::join!(
             join_all(keys.iter().map(|k| one.begin(SCOPE, k, &FP, NOW, &me))),
-            join_all(keys.iter().rev().map(|k| two.begin(SCOPE, k, &FP, NOW, &you))),
+            join_all(
+                keys.iter()
+                    .rev()
+                    .map(|k| two.begin(SCOPE, k, &FP, NOW, &you))
+            ),
         );
         for ((key, a), b) in keys.iter().zip(mine).zip(yours.into_iter().rev()) {
             let (a, b) = (answered(a), answered(b));
@@ -75,7 +79,11 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
         }
         let (finished, retries) = futures::join!(
             join_all(keys.iter().map(|k| one.finish(SCOPE, k, &answer))),
-            join_all(keys.iter().rev().map(|k| two.begin(SCOPE, k, &FP, NOW, &you))),
+            join_all(
+                keys.iter()
+                    .rev()
+                    .map(|k| two.begin(SCOPE, k, &FP, NOW, &you))
+            ),
         );
         finished.into_iter().for_each(answered);
         for retry in retries.into_iter().map(answered) {
@@ -91,6 +99,8 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
             );
         }
     }
+    // Each batch took the keys in the same order: no deadlock, so nothing ran twice.
+    assert_eq!((ledger_one.reruns(), ledger_two.reruns()), (0, 0));
 }
 
 /// A request's answer, which must never be a store error.
@@ -101,7 +111,7 @@ fn answered<T>(answer: Result<T, boxoffice_engine::ports::StoreError>) -> T {
 #[boxoffice_testkit::test]
 async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     let db = common::TestDatabase::create();
-    let node = node(&db.url).await;
+    let (ledger, node) = node(&db.url).await;
     let watch = PgPool::connect(&db.url).await.unwrap();
     let me = claimant();
     node.heartbeat(me.node, NOW).await.unwrap();
@@ -152,6 +162,7 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
         answered(node.begin(SCOPE, "a", &FP, NOW, &me).await),
         Begin::Replay(created())
     );
+    assert_eq!(ledger.reruns(), 1, "the claim ran again once");
 }
 
 /// A session of its own in an open transaction that holds the row of `key`.
