@@ -18,7 +18,23 @@ pub(crate) fn db(e: sqlx::Error) -> StoreError {
              database URL): {text}"
         ));
     }
-    StoreError::new(format_args!("postgres: {text}"))
+    match e.as_database_error().and_then(|d| d.code()) {
+        Some(code) => StoreError::new(format_args!("postgres: {text} (SQLSTATE {code})")),
+        None => StoreError::new(format_args!("postgres: {text}")),
+    }
+}
+
+/// SQLSTATEs of a statement that lost a race with another transaction over the same
+/// rows: serialization_failure, deadlock_detected, lock_not_available (lock_timeout).
+/// Nothing was wrong with the write; run again once the other transaction ended, it
+/// goes through.
+const TRANSIENT: [&str; 3] = ["40001", "40P01", "55P03"];
+
+/// Whether `e` (made by `db`) is such a lost race.
+pub(crate) fn transient(e: &StoreError) -> bool {
+    TRANSIENT
+        .iter()
+        .any(|code| e.0.ends_with(&format!("(SQLSTATE {code})")))
 }
 
 /// A row the ledger wrote but cannot read back: corruption or a schema mismatch.

@@ -1,5 +1,10 @@
 //! `Idempotency-Key`s in the ledger's database, in their own table. Claims go through
 //! the ledger's writer, so a claim shares the group commit with the writes it guards.
+//! Each claim, finish and abandon locks its key's row alone, and says so
+//! (`submit_row`): the writer takes such rows in key order, so two nodes' batches
+//! never deadlock over keys. A write that still loses a race is run again from the
+//! start after its savepoint was rolled back, so a claim decides on what it finds then
+//! (a claim cannot count twice) and a finish writes the same answer again.
 //!
 //! Every node of a cluster writes here, so a claim records the incarnation of the node
 //! that took it, and each node keeps a heartbeat in `node_heartbeats`. A claim whose
@@ -15,7 +20,7 @@ use boxoffice_engine::ports::{
 use sqlx::{PgConnection, PgPool};
 
 use crate::conn::db;
-use crate::writer::{Step, Writer};
+use crate::writer::{RowKey, Step, Writer};
 
 /// The idempotency store of a [`crate::PostgresLedger`]; get one with `idempotency()`.
 #[derive(Clone)]
@@ -96,6 +101,48 @@ async fn begin(
     })
 }
 
+/// Stores `response` as the key's answer. Run again, it writes the same answer again.
+async fn finish(
+    conn: &mut PgConnection,
+    (scope, key): (&str, &str),
+    response: &StoredResponse,
+) -> Result<Step<()>, StoreError> {
+    let changed = sqlx::query(
+        "UPDATE idempotency_keys SET state = 'done', status = $3, body = $4
+         WHERE scope = $1 AND key = $2",
+    )
+    .bind(scope)
+    .bind(key)
+    .bind(i32::from(response.status))
+    .bind(&response.body)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?
+    .rows_affected();
+    match changed {
+        0 => Err(StoreError::new(format_args!(
+            "no claim for idempotency key {key:?} to finish"
+        ))),
+        _ => Ok(Step::Keep(())),
+    }
+}
+
+async fn abandon(
+    conn: &mut PgConnection,
+    (scope, key): (&str, &str),
+) -> Result<Step<()>, StoreError> {
+    // A finished key is kept: abandoning it must not allow a second effect.
+    sqlx::query(
+        "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
+    )
+    .bind(scope)
+    .bind(key)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(Step::Keep(()))
+}
+
 #[async_trait]
 impl IdempotencyStore for PostgresIdempotency {
     async fn begin(
@@ -106,10 +153,11 @@ impl IdempotencyStore for PostgresIdempotency {
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
-        let claimant = *claimant;
+        let row: RowKey = (scope.to_owned(), key.to_owned());
+        let (fingerprint, claimant) = (*fingerprint, *claimant);
         self.writer
-            .submit(move |conn| {
+            .submit_row(row.clone(), move |conn| {
+                let (scope, key) = row.clone();
                 Box::pin(async move {
                     begin(conn, (&scope, &key), &fingerprint, now, &claimant)
                         .await
@@ -125,50 +173,22 @@ impl IdempotencyStore for PostgresIdempotency {
         key: &str,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
-        let (scope, key, response) = (scope.to_owned(), key.to_owned(), response.clone());
+        let row: RowKey = (scope.to_owned(), key.to_owned());
+        let response = response.clone();
         self.writer
-            .submit(move |conn| {
-                Box::pin(async move {
-                    let changed = sqlx::query(
-                        "UPDATE idempotency_keys SET state = 'done', status = $3, body = $4
-                         WHERE scope = $1 AND key = $2",
-                    )
-                    .bind(&scope)
-                    .bind(&key)
-                    .bind(i32::from(response.status))
-                    .bind(&response.body)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db)?
-                    .rows_affected();
-                    match changed {
-                        0 => Err(StoreError::new(format_args!(
-                            "no claim for idempotency key {key:?} to finish"
-                        ))),
-                        _ => Ok(Step::Keep(())),
-                    }
-                })
+            .submit_row(row.clone(), move |conn| {
+                let ((scope, key), response) = (row.clone(), response.clone());
+                Box::pin(async move { finish(conn, (&scope, &key), &response).await })
             })
             .await
     }
 
     async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let (scope, key) = (scope.to_owned(), key.to_owned());
+        let row: RowKey = (scope.to_owned(), key.to_owned());
         self.writer
-            .submit(move |conn| {
-                Box::pin(async move {
-                    // A finished key is kept: abandoning it must not allow a second effect.
-                    sqlx::query(
-                        "DELETE FROM idempotency_keys
-                         WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
-                    )
-                    .bind(&scope)
-                    .bind(&key)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db)?;
-                    Ok(Step::Keep(()))
-                })
+            .submit_row(row.clone(), move |conn| {
+                let (scope, key) = row.clone();
+                Box::pin(async move { abandon(conn, (&scope, &key)).await })
             })
             .await
     }

@@ -79,6 +79,12 @@ impl PostgresLedger {
         migrate::run(&self.pool).await
     }
 
+    /// Writes run again since connect because they lost a race with another
+    /// transaction (a deadlock, a lock timeout): how often batches collide.
+    pub fn reruns(&self) -> u64 {
+        self.writer.stats.reruns.load(Ordering::Relaxed)
+    }
+
     /// The idempotency store in the same database, sharing this ledger's writer.
     pub fn idempotency(&self) -> PostgresIdempotency {
         PostgresIdempotency {
@@ -115,7 +121,10 @@ impl Ledger for PostgresLedger {
     async fn create_event(&self, spec: &EventSpec, now: Millis) -> Result<Event, StoreError> {
         let spec = spec.clone();
         self.writer
-            .submit(move |c| Box::pin(async move { events::create(c, &spec, now).await }))
+            .submit(move |c| {
+                let spec = spec.clone();
+                Box::pin(async move { events::create(c, &spec, now).await })
+            })
             .await?
     }
 
@@ -147,7 +156,10 @@ impl Ledger for PostgresLedger {
     async fn fairness_seed(&self, event: EventId, fresh: &str) -> Result<String, StoreError> {
         let fresh = fresh.to_string();
         self.writer
-            .submit(move |c| Box::pin(async move { events::fairness_seed(c, event, &fresh).await }))
+            .submit(move |c| {
+                let fresh = fresh.clone();
+                Box::pin(async move { events::fairness_seed(c, event, &fresh).await })
+            })
             .await
     }
 
@@ -172,7 +184,10 @@ impl Ledger for PostgresLedger {
     async fn record_joins(&self, joins: &[JoinRecord]) -> Result<Vec<bool>, StoreError> {
         let joins = joins.to_vec();
         self.writer
-            .submit(move |c| Box::pin(async move { events::record_joins(c, &joins).await }))
+            .submit(move |c| {
+                let joins = joins.clone();
+                Box::pin(async move { events::record_joins(c, &joins).await })
+            })
             .await
     }
 
@@ -208,6 +223,7 @@ impl Ledger for PostgresLedger {
         let (name, value) = (name.to_string(), value.to_string());
         self.writer
             .submit(move |c| {
+                let (name, value) = (name.clone(), value.clone());
                 Box::pin(async move { events::keep_line_setting(c, event, &name, &value).await })
             })
             .await
@@ -229,6 +245,7 @@ impl Ledger for PostgresLedger {
         let id = id.to_string();
         self.writer
             .submit(move |c| {
+                let id = id.clone();
                 Box::pin(async move { events::claim_webhook(c, &id, by, now, stale_before).await })
             })
             .await
@@ -238,7 +255,10 @@ impl Ledger for PostgresLedger {
     async fn finish_webhook(&self, id: &str, handled: bool) -> Result<(), StoreError> {
         let id = id.to_string();
         self.writer
-            .submit(move |c| Box::pin(async move { events::finish_webhook(c, &id, handled).await }))
+            .submit(move |c| {
+                let id = id.clone();
+                Box::pin(async move { events::finish_webhook(c, &id, handled).await })
+            })
             .await
     }
 
@@ -255,7 +275,10 @@ impl Ledger for PostgresLedger {
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError> {
         let order = order.clone();
         self.writer
-            .submit(move |c| Box::pin(async move { moves::insert(c, &order).await }))
+            .submit(move |c| {
+                let order = order.clone();
+                Box::pin(async move { moves::insert(c, &order).await })
+            })
             .await
     }
 
@@ -288,6 +311,7 @@ impl Ledger for PostgresLedger {
         let order = order.clone();
         self.writer
             .submit(move |c| {
+                let order = order.clone();
                 Box::pin(async move { moves::claim_attempt(c, &order, next_attempt_at).await })
             })
             .await
@@ -304,6 +328,7 @@ impl Ledger for PostgresLedger {
         let payment_ref = payment_ref.map(str::to_owned);
         self.writer
             .submit(move |c| {
+                let payment_ref = payment_ref.clone();
                 Box::pin(
                     async move { moves::apply(c, order, event, payment_ref.as_deref(), now).await },
                 )
@@ -376,7 +401,10 @@ impl Ledger for PostgresLedger {
     ) -> Result<bool, StoreError> {
         let (read, next) = (read.clone(), next.clone());
         self.writer
-            .submit(move |c| Box::pin(async move { event_cancel::save(c, &read, &next).await }))
+            .submit(move |c| {
+                let (read, next) = (read.clone(), next.clone());
+                Box::pin(async move { event_cancel::save(c, &read, &next).await })
+            })
             .await
     }
 

@@ -31,8 +31,8 @@ pub struct PostgresOptions {
     /// Writer connections, each running its own batches: while one waits for its
     /// COMMIT, the next gathers what queued meanwhile, so the server works on two
     /// batches at once. Default 2 (about 1.5× one writer in `benches/commit.rs`). The
-    /// price: a commit may wait for another batch's COMMIT on a shared seat or buyer
-    /// row; one that waits too long (e.g. two batches each waiting for the other) is
+    /// price: a write may wait for another batch's COMMIT on a shared row; one that
+    /// waits too long or deadlocks (e.g. two batches each waiting for the other) is
     /// undone and runs again in the writer's next batch.
     pub writers: usize,
     /// Most writes one transaction may carry. Default 64: each write is a savepoint

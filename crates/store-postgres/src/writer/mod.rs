@@ -3,6 +3,10 @@
 //! one transaction and one COMMIT (one WAL flush), each write undone alone if it is
 //! refused, and callers are answered only after COMMIT. Without group commit each job
 //! is its own transaction on the pool.
+//!
+//! A job whose statement loses a race with another transaction over the same rows
+//! (deadlock, lock timeout, serialization failure: `conn::transient`) is undone and run
+//! again, a few times at most, rather than failing a request that did nothing wrong.
 
 mod batch;
 mod job;
@@ -14,17 +18,19 @@ use boxoffice_engine::ports::{Commit, CommitOutcome, StoreError};
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-pub(crate) use job::{OpFuture, Step};
+pub(crate) use job::{OpFuture, RowKey, Step};
 
 use crate::commit::{self, Answer};
-use crate::conn::db;
-use job::{CommitJob, Job, Pending};
+use crate::conn::{db, transient};
+use job::{CommitJob, Job, OtherJob, Pending};
 
 /// Counters for benchmarks and tests: how well writes are being grouped.
 #[derive(Debug, Default)]
 pub struct WriterStats {
     pub transactions: AtomicU64,
     pub jobs: AtomicU64,
+    /// Writes run again after losing a race with another transaction.
+    pub reruns: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -69,20 +75,43 @@ impl Writer {
         }
     }
 
-    /// Runs `op` and returns its answer once its transaction committed.
+    /// Runs `op` and returns its answer once its transaction committed. `op` may run
+    /// more than once (see the module's header); only the last run's writes stand.
     pub(crate) async fn submit<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut PgConnection) -> OpFuture<'c, T> + Send + 'static,
+        F: for<'c> Fn(&'c mut PgConnection) -> OpFuture<'c, T> + Send + 'static,
+    {
+        self.submit_job(None, op).await
+    }
+
+    /// `submit` for an `op` that locks the one row `row` of a table only such jobs
+    /// write (see `RowKey`).
+    pub(crate) async fn submit_row<T, F>(&self, row: RowKey, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut PgConnection) -> OpFuture<'c, T> + Send + 'static,
+    {
+        self.submit_job(Some(row), op).await
+    }
+
+    async fn submit_job<T, F>(&self, row: Option<RowKey>, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut PgConnection) -> OpFuture<'c, T> + Send + 'static,
     {
         match &self.mode {
             Mode::Single(pool) => {
                 self.count_one();
-                alone(pool, op).await
+                alone(pool, op, &self.stats).await
             }
             Mode::Group(queue) => {
                 let (tx, rx) = oneshot::channel();
-                let job = Job::Other(Box::new(Pending { op, tx }));
+                let job = Job::Other(OtherJob {
+                    work: Box::new(Pending { op, tx }),
+                    row,
+                    tries: 1,
+                });
                 enqueue(queue, job).await?;
                 rx.await.map_err(|_| stopped())?
             }
@@ -130,12 +159,20 @@ impl Writer {
     }
 }
 
-/// How often one commit may run into held rows (`Answer::Retry`) before its caller
-/// hears a store error: a few times is a busy moment, more is a stuck lock.
+/// How often one write may run into held rows (a commit's `Answer::Retry`, another
+/// job's lost race) before its caller hears a store error: a few times is a busy
+/// moment, more is a stuck lock.
 const MAX_TRIES: u32 = 5;
 
 fn blocked() -> StoreError {
     StoreError::new("postgres: commit kept waiting for rows other transactions hold")
+}
+
+/// A job that lost its race `MAX_TRIES` times; the last loss says with what.
+fn kept_losing(last: &StoreError) -> StoreError {
+    StoreError::new(format_args!(
+        "postgres: a write kept losing races with other transactions ({MAX_TRIES} tries): {last}"
+    ))
 }
 
 fn stopped() -> StoreError {
@@ -146,14 +183,26 @@ async fn enqueue(queue: &mpsc::Sender<Job>, job: Job) -> Result<(), StoreError> 
     queue.send(job).await.map_err(|_| stopped())
 }
 
-/// One transaction for one job (group commit off).
-async fn alone<T, F>(pool: &PgPool, op: F) -> Result<T, StoreError>
+/// One transaction for one job (group commit off), run again from the start when it
+/// loses a race with another transaction.
+async fn alone<T, F>(pool: &PgPool, op: F, stats: &WriterStats) -> Result<T, StoreError>
 where
-    F: for<'c> FnOnce(&'c mut PgConnection) -> OpFuture<'c, T>,
+    F: for<'c> Fn(&'c mut PgConnection) -> OpFuture<'c, T>,
 {
-    let mut tx = pool.begin().await.map_err(db)?;
-    match op(&mut tx).await? {
-        Step::Keep(v) => tx.commit().await.map(|()| v).map_err(db),
-        Step::Undo(v) => tx.rollback().await.map(|()| v).map_err(db),
+    let mut tries = 1;
+    loop {
+        let mut tx = pool.begin().await.map_err(db)?;
+        let run = op(&mut tx);
+        match run.await {
+            Ok(Step::Keep(v)) => return tx.commit().await.map(|()| v).map_err(db),
+            Ok(Step::Undo(v)) => return tx.rollback().await.map(|()| v).map_err(db),
+            Err(e) if transient(&e) && tries < MAX_TRIES => {
+                tx.rollback().await.map_err(db)?;
+                stats.reruns.fetch_add(1, Ordering::Relaxed);
+                tries += 1;
+            }
+            Err(e) if transient(&e) => return Err(kept_losing(&e)),
+            Err(e) => return Err(e),
+        }
     }
 }

@@ -1,0 +1,208 @@
+//! Writes that lose a race with another transaction on the same rows: two nodes' writer
+//! batches, or any other session. PostgreSQL answers such a statement with a deadlock
+//! (or a lock timeout, or a serialization failure); the request did nothing wrong, so
+//! the writer runs it again and its caller never hears of it. Each test has a database
+//! of its own, and ledgers with one writer each, so a node's writes queued together
+//! share one batch in their queue order.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use boxoffice_domain::Millis;
+use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, Incarnation, StoredResponse};
+use boxoffice_store_postgres::{PostgresIdempotency, PostgresLedger, PostgresOptions};
+use futures::future::join_all;
+use sqlx::{Connection, PgConnection, PgPool};
+
+const NOW: Millis = Millis(1_700_000_000_000);
+const FP: [u8; 32] = [7; 32];
+const SCOPE: &str = "buyer:conflicts";
+
+/// One node's ledger on `url`, with a writer of its own, and its idempotency store.
+async fn node(url: &str) -> (PostgresLedger, PostgresIdempotency) {
+    let options = PostgresOptions {
+        writers: 1,
+        ..common::test_options(true)
+    };
+    let ledger = PostgresLedger::connect(url, options)
+        .await
+        .unwrap_or_else(|e| panic!("could not open a ledger on {url}: {e}"));
+    let store = ledger.idempotency();
+    (ledger, store)
+}
+
+fn claimant() -> Claimant {
+    Claimant {
+        node: Incarnation::random(),
+        lease_ms: 30_000,
+        dead_after_ms: 10_000,
+    }
+}
+
+fn created() -> StoredResponse {
+    StoredResponse {
+        status: 201,
+        body: br#"{"order_id":"o1"}"#.to_vec(),
+    }
+}
+
+#[boxoffice_testkit::test]
+async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answer_every_request() {
+    let db = common::TestDatabase::create();
+    let ((ledger_one, one), (ledger_two, two)) = (node(&db.url).await, node(&db.url).await);
+    let (me, you, answer) = (claimant(), claimant(), created());
+    // Both nodes live: neither takes over the other's claims.
+    one.heartbeat(me.node, NOW).await.unwrap();
+    two.heartbeat(you.node, NOW).await.unwrap();
+    for round in 0..3 {
+        let keys: Vec<String> = (0..16).map(|i| format!("r{round}-k{i:02}")).collect();
+        // All of a node's writes queue before its writer runs: one batch each, taking
+        // the same rows in opposite orders at the same time.
+        let (mine, yours) = futures::join!(
+            join_all(keys.iter().map(|k| one.begin(SCOPE, k, &FP, NOW, &me))),
+            join_all(
+                keys.iter()
+                    .rev()
+                    .map(|k| two.begin(SCOPE, k, &FP, NOW, &you))
+            ),
+        );
+        for ((key, a), b) in keys.iter().zip(mine).zip(yours.into_iter().rev()) {
+            let (a, b) = (answered(a), answered(b));
+            assert!(
+                matches!(
+                    (&a, &b),
+                    (Begin::Proceed, Begin::InFlight) | (Begin::InFlight, Begin::Proceed)
+                ),
+                "{key} must be claimed exactly once: {a:?}, {b:?}"
+            );
+        }
+        let (finished, retries) = futures::join!(
+            join_all(keys.iter().map(|k| one.finish(SCOPE, k, &answer))),
+            join_all(
+                keys.iter()
+                    .rev()
+                    .map(|k| two.begin(SCOPE, k, &FP, NOW, &you))
+            ),
+        );
+        finished.into_iter().for_each(answered);
+        for retry in retries.into_iter().map(answered) {
+            assert!(
+                matches!(&retry, Begin::InFlight) || retry == Begin::Replay(created()),
+                "{retry:?}"
+            );
+        }
+        for key in &keys {
+            assert_eq!(
+                answered(two.begin(SCOPE, key, &FP, NOW, &you).await),
+                Begin::Replay(created())
+            );
+        }
+    }
+    // Each batch took the keys in the same order: no deadlock, so nothing ran twice.
+    assert_eq!((ledger_one.reruns(), ledger_two.reruns()), (0, 0));
+}
+
+/// A request's answer, which must never be a store error.
+fn answered<T>(answer: Result<T, boxoffice_engine::ports::StoreError>) -> T {
+    answer.unwrap_or_else(|e| panic!("a request failed on a transient conflict: {e}"))
+}
+
+#[boxoffice_testkit::test]
+async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
+    let db = common::TestDatabase::create();
+    let (ledger, node) = node(&db.url).await;
+    let watch = PgPool::connect(&db.url).await.unwrap();
+    let me = claimant();
+    node.heartbeat(me.node, NOW).await.unwrap();
+    for key in ["a", "b", "gate"] {
+        assert_eq!(
+            node.begin(SCOPE, key, &FP, NOW, &me).await.unwrap(),
+            Begin::Proceed
+        );
+    }
+    let mut gate = locking(&db.url, "gate").await;
+    let mut other = locking(&db.url, "b").await;
+    // The writer's first batch waits for `gate`: the next two writes queue behind it
+    // and share the second batch, the finish of `a` first.
+    let first = tokio::spawn({
+        let node = node.clone();
+        async move { node.finish(SCOPE, "gate", &created()).await }
+    });
+    waiting_for_a_lock(&watch, "UPDATE idempotency_keys").await;
+    let second = tokio::spawn({
+        let node = node.clone();
+        async move {
+            let answer = created();
+            futures::join!(
+                node.finish(SCOPE, "a", &answer),
+                node.begin(SCOPE, "b", &FP, NOW, &me),
+            )
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sqlx::raw_sql("COMMIT").execute(&mut gate).await.unwrap();
+    first.await.unwrap().unwrap();
+    // The batch holds `a` and waits for `b`; `other` holds `b` and now waits for `a`.
+    // The batch waited first, so its deadlock check (deadlock_timeout) runs first and
+    // makes the claim the victim.
+    waiting_for_a_lock(&watch, "INSERT INTO idempotency_keys").await;
+    let other = tokio::spawn(async move {
+        let locked = lock(&mut other, "a").await;
+        (other, locked)
+    });
+    let (mut other, locked) = other.await.unwrap();
+    locked.expect("the writer's claim, not the other session, is the deadlock victim");
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    let (finished, claimed) = second.await.unwrap();
+    finished.unwrap();
+    // `b` is still this node's running claim: the claim ran again and found it.
+    assert_eq!(answered(claimed), Begin::InFlight);
+    assert_eq!(
+        answered(node.begin(SCOPE, "a", &FP, NOW, &me).await),
+        Begin::Replay(created())
+    );
+    assert_eq!(ledger.reruns(), 1, "the claim ran again once");
+}
+
+/// A session of its own in an open transaction that holds the row of `key`.
+async fn locking(url: &str, key: &str) -> PgConnection {
+    let mut conn = PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut conn).await.unwrap();
+    lock(&mut conn, key).await.unwrap();
+    conn
+}
+
+async fn lock(conn: &mut PgConnection, key: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT 1 FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE")
+        .bind(SCOPE)
+        .bind(key)
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Until a session of the database waits for a lock in a statement containing
+/// `statement`.
+async fn waiting_for_a_lock(watch: &PgPool, statement: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'
+               AND position($1 in query) > 0",
+        )
+        .bind(statement)
+        .fetch_one(watch)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no session waited for a lock in {statement:?} within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
