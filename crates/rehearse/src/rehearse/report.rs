@@ -60,8 +60,11 @@ pub struct Slots {
 }
 
 impl Slots {
+    /// From the crowd's requests (the operator's have a slot of their own, and wait
+    /// only for each other).
     pub fn of(samples: &[Sample], max_connections: u32) -> Slots {
-        let mut waits: Vec<u32> = samples.iter().map(|s| s.waited_us).collect();
+        let crowd = samples.iter().filter(|s| s.step != Step::Observe);
+        let mut waits: Vec<u32> = crowd.map(|s| s.waited_us).collect();
         let waited = waits.iter().filter(|&&w| w > 1_000).count();
         Slots {
             max_connections,

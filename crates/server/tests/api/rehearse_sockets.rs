@@ -63,7 +63,7 @@ async fn pipe(inbound: TcpStream, to: SocketAddr, c: Arc<Counts>) {
 async fn a_crowd_told_to_keep_to_eight_connections_never_opens_more_and_still_sells_out() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "", "");
-    let args = vec![
+    let args = [
         "--data-dir".to_owned(),
         path_str(dir.path()).to_owned(),
         "--config".to_owned(),
