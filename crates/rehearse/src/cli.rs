@@ -341,7 +341,7 @@ impl RehearseArgs {
             max_duration: Duration::from_secs(self.max_duration_s),
             max_requests: self.max_requests,
             max_connections: self.max_connections,
-            request_timeout: Duration::from_secs(30),
+            request_timeout: crate::rehearse::REQUEST_TIMEOUT,
             settle: Duration::from_secs(self.settle_s),
             linger: Duration::from_secs(self.linger_s),
             seed: self.seed,

@@ -36,6 +36,11 @@ use crowd::{Adversaries, Arrivals, Mix, Planned};
 use record::Recorder;
 use report::{Audit, Report};
 
+/// How long a request may take once it has its connection: longer than the server's
+/// own request deadline (`http.request_timeout_ms`, 30 s by default), so a request the
+/// server gives up on ends with its answer (503 `request_timeout`), not with none.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(35);
+
 /// Everything a run is told.
 #[derive(Clone, Debug, Serialize)]
 pub struct Settings {
@@ -125,7 +130,7 @@ impl Default for Settings {
             max_duration: Duration::from_secs(600),
             max_requests: 5_000_000,
             max_connections: client::DEFAULT_MAX_CONNECTIONS,
-            request_timeout: Duration::from_secs(30),
+            request_timeout: REQUEST_TIMEOUT,
             settle: Duration::from_secs(60),
             linger: Duration::from_secs(30),
             seed: 1,
