@@ -247,6 +247,11 @@ pub struct RehearseArgs {
     /// The run stops after this many requests.
     #[arg(long, default_value_t = 5_000_000)]
     pub max_requests: u64,
+    /// Connections the crowd opens at once, kept alive and reused; requests beyond
+    /// them wait for a free one (the wait is reported apart from the latencies). Never
+    /// above the open-files limit (ulimit -n) less 256.
+    #[arg(long, default_value_t = crate::rehearse::client::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: u32,
     /// How long a buyer follows a payment that has not settled.
     #[arg(long, default_value_t = 60)]
     pub settle_s: u64,
@@ -335,7 +340,8 @@ impl RehearseArgs {
             },
             max_duration: Duration::from_secs(self.max_duration_s),
             max_requests: self.max_requests,
-            request_timeout: Duration::from_secs(30),
+            max_connections: self.max_connections,
+            request_timeout: crate::rehearse::REQUEST_TIMEOUT,
             settle: Duration::from_secs(self.settle_s),
             linger: Duration::from_secs(self.linger_s),
             seed: self.seed,

@@ -1,14 +1,20 @@
-//! The public API as the crowd calls it: one shared HTTP client, every request counted
-//! against the run's bound, timed and recorded, sent only to the run's own targets.
+//! The public API as the crowd calls it: one pooled HTTP client per target within the
+//! run's bound on sockets (see `client`), every request counted against the run's
+//! budget, timed from when it had its slot and recorded, sent only to the run's own
+//! targets.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use boxoffice_domain::possession::ProofKey;
-use reqwest::Method;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, header, http};
 use serde_json::Value;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::client::{self, Lane};
 use super::record::{Recorder, Step};
 
 /// Why a buyer stops before the journey's end.
@@ -44,6 +50,15 @@ impl Answer {
     /// An answer no buyer should meet: the server failed or did not answer.
     pub fn failed(&self) -> bool {
         self.status == 0 || self.status >= 500
+    }
+
+    /// No answer came (refused, reset, timed out).
+    fn none() -> Answer {
+        Answer {
+            status: 0,
+            body: Value::Null,
+            retry_after_s: None,
+        }
     }
 }
 
@@ -104,32 +119,39 @@ impl<'a> Call<'a> {
 
 #[derive(Clone)]
 pub struct Api {
-    client: reqwest::Client,
+    lanes: Arc<Vec<Lane>>,
+    /// The slot kept for the operator's own reads and set-up.
+    operator: Arc<Semaphore>,
+    timeout: Duration,
     pub targets: Arc<Vec<String>>,
     pub rec: Arc<Recorder>,
     pub max_requests: u64,
     pub cancel: CancellationToken,
 }
 
+/// The run's bounds as the client keeps them.
+pub struct Bounds {
+    pub max_requests: u64,
+    /// Connections (and requests in flight) at once, over every target.
+    pub max_connections: u32,
+    /// How long a request may take once it has its slot.
+    pub timeout: Duration,
+}
+
 impl Api {
     pub fn new(
         targets: Vec<String>,
         rec: Arc<Recorder>,
-        max_requests: u64,
+        bounds: &Bounds,
         cancel: CancellationToken,
-        timeout: Duration,
     ) -> anyhow::Result<Api> {
-        let client = reqwest::Client::builder()
-            // Never follow a server elsewhere: only the given targets are called.
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .pool_max_idle_per_host(4_096)
-            .build()?;
         Ok(Api {
-            client,
+            lanes: Arc::new(client::lanes(&targets, bounds.max_connections)?),
+            operator: Arc::new(Semaphore::new(1)),
+            timeout: bounds.timeout,
             targets: Arc::new(targets),
             rec,
-            max_requests,
+            max_requests: bounds.max_requests,
             cancel,
         })
     }
@@ -149,46 +171,65 @@ impl Api {
         }
         // Counted against the person whose journey sends it (none for the operator).
         let _ = super::buyer::SPENT.try_with(|s| s.requests.set(s.requests.get() + 1));
-        let req = self.request(base, &call);
-        let start = Instant::now();
-        let answer = tokio::select! {
-            a = answer(req) => a,
-            () = self.cancel.cancelled() => return Err(Stop::Cancelled),
-        };
-        self.rec
-            .record(call.step, start, start.elapsed(), answer.status);
-        Ok(answer)
+        let lane = self.lane(base);
+        tokio::select! {
+            a = self.exchange(lane, &lane.slots, &call) => Ok(a),
+            () = self.cancel.cancelled() => Err(Stop::Cancelled),
+        }
     }
 
     /// Sends `call` whatever the budget or cancellation (the operator's own reads and
-    /// set-up); still recorded.
+    /// set-up), in the operator's slot; still recorded.
     pub async fn send_unbounded(&self, base: &str, call: Call<'_>) -> Answer {
-        let req = self.request(base, &call);
+        self.exchange(self.lane(base), &self.operator, &call).await
+    }
+
+    fn lane(&self, base: &str) -> &Lane {
+        let found = self.lanes.iter().find(|l| l.base == base);
+        found.unwrap_or(&self.lanes[0])
+    }
+
+    /// Waits for a slot, then sends; the latency recorded starts at the slot, the wait
+    /// for it is recorded apart.
+    async fn exchange(&self, lane: &Lane, slots: &Semaphore, call: &Call<'_>) -> Answer {
+        let asked = Instant::now();
+        let Ok(_slot) = slots.acquire().await else {
+            return Answer::none();
+        };
         let start = Instant::now();
-        let a = answer(req).await;
-        self.rec.record(call.step, start, start.elapsed(), a.status);
+        let a = match self.request(&lane.base, call) {
+            Ok(req) => timed(self.timeout, answer(&lane.client, req)).await,
+            Err(_) => Answer::none(),
+        };
+        let (waited, took) = (start - asked, start.elapsed());
+        self.rec.record(call.step, start, took, waited, a.status);
         a
     }
 
-    fn request(&self, base: &str, call: &Call<'_>) -> reqwest::RequestBuilder {
-        let url = format!("{base}{}", call.path);
-        let mut req = self.client.request(call.method.clone(), url);
+    fn request(&self, base: &str, call: &Call<'_>) -> Result<Request<Full<Bytes>>, http::Error> {
+        let mut req = Request::builder()
+            .method(call.method.clone())
+            .uri(format!("{base}{}", call.path));
         if let Some(t) = call.token {
-            req = req.bearer_auth(t);
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
         }
         if let Some(k) = call.key {
-            req = req.header("Idempotency-Key", k);
+            req = req.header("idempotency-key", k);
         }
         if let Some(ip) = call.client_ip {
-            req = req.header("X-Forwarded-For", ip);
-        }
-        if let Some(b) = &call.body {
-            req = req.json(b);
+            req = req.header("x-forwarded-for", ip);
         }
         if let Some(key) = call.proof {
-            req = req.header("DPoP", proof(key, call));
+            req = req.header("dpop", proof(key, call));
         }
-        req
+        let body = match &call.body {
+            Some(b) => {
+                req = req.header(header::CONTENT_TYPE, "application/json");
+                Bytes::from(serde_json::to_vec(b).unwrap_or_default())
+            }
+            None => Bytes::new(),
+        };
+        req.body(Full::new(body))
     }
 
     /// Sleeps `d` unless the run ends first.
@@ -210,29 +251,30 @@ fn proof(key: &ProofKey, call: &Call<'_>) -> String {
     key.proof(call.method.as_str(), path, iat, &jti)
 }
 
-async fn answer(req: reqwest::RequestBuilder) -> Answer {
-    match req.send().await {
-        Ok(res) => {
-            let status = res.status().as_u16();
-            let retry_after_s = res
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<f64>().ok());
-            let body = match res.bytes().await {
-                Ok(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
-                Err(_) => Value::Null,
-            };
-            Answer {
-                status,
-                body,
-                retry_after_s,
-            }
-        }
-        Err(_) => Answer {
-            status: 0,
-            body: Value::Null,
-            retry_after_s: None,
-        },
+/// The answer, or none when it did not come within `timeout`.
+async fn timed(timeout: Duration, a: impl Future<Output = Answer>) -> Answer {
+    tokio::time::timeout(timeout, a)
+        .await
+        .unwrap_or_else(|_| Answer::none())
+}
+
+async fn answer(client: &client::Http, req: Request<Full<Bytes>>) -> Answer {
+    let Ok(res) = client.request(req).await else {
+        return Answer::none();
+    };
+    let status = res.status().as_u16();
+    let retry_after_s = res
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<f64>().ok());
+    let body = match res.into_body().collect().await {
+        Ok(b) => serde_json::from_slice(&b.to_bytes()).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
+    Answer {
+        status,
+        body,
+        retry_after_s,
     }
 }

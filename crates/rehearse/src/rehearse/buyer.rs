@@ -534,24 +534,66 @@ async fn until_turn_or(
     }
 }
 
-/// Whether asking again may help: refused for the rate, overloaded, no answer.
+/// Whether asking again may help: refused for the rate, overloaded, no answer, or the
+/// same request (same Idempotency-Key) still running on the server, whose answer the
+/// retry gets once it is done (giving up there would lose a join or a payment that
+/// went through).
 pub fn retryable(a: &Answer) -> bool {
-    a.status == 0 || a.status == 429 || a.status >= 500
+    let running = matches!(a.code(), "request_in_progress" | "idempotency_store_full");
+    a.status == 0 || a.status == 429 || a.status >= 500 || running
 }
 
-/// Waits before a retry: what Retry-After says (at least a growing backoff), or not
-/// at all for a client that does not back off.
+/// Waits before a retry (see `retry_after_s`), or not at all for a client that does
+/// not back off.
 pub async fn backoff(api: &Api, a: &Answer, profile: Profile, attempt: u32) -> Result<(), Stop> {
     if profile == Profile::NoBackoff {
         return Ok(());
     }
-    let exp = 0.2 * 2f64.powi(attempt.min(5) as i32);
-    let s = a.retry_after_s.unwrap_or(0.0).max(exp);
-    let jitter = rand::rng().random_range(0.5..1.0);
-    api.pause(Duration::from_secs_f64(s * jitter)).await
+    let s = retry_after_s(a.retry_after_s, attempt, &mut rand::rng());
+    api.pause(Duration::from_secs_f64(s)).await
+}
+
+/// A growing backoff with jitter, never shorter than the server's Retry-After: the
+/// jitter spreads a refused crowd's retries over the half second after the time the
+/// server asked for, never before it (a crowd shed for overload that came back early
+/// would be shed again).
+pub fn retry_after_s(asked_s: Option<f64>, attempt: u32, rng: &mut impl Rng) -> f64 {
+    let exp = 0.2 * 2f64.powi(attempt.min(5) as i32) * rng.random_range(0.5..1.0);
+    match asked_s {
+        Some(asked) => (asked + rng.random_range(0.0..0.5)).max(exp),
+        None => exp,
+    }
 }
 
 /// Records an answer that was not what the journey hoped for.
 pub fn note(api: &Api, step: Step, a: &Answer) {
     api.rec.error(step, a.status, a.code(), a.failed());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_never_comes_before_the_servers_retry_after() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for attempt in 0..6 {
+            let s = retry_after_s(Some(1.0), attempt, &mut rng);
+            assert!((1.0..=6.4).contains(&s), "attempt {attempt}: {s}");
+        }
+        let unasked = retry_after_s(None, 0, &mut rng);
+        assert!((0.1..0.2).contains(&unasked), "{unasked}");
+    }
+
+    #[test]
+    fn a_request_still_running_on_the_server_is_asked_again() {
+        let answer = |status, code: &str| Answer {
+            status,
+            body: json!({ "error": code }),
+            retry_after_s: None,
+        };
+        assert!(retryable(&answer(409, "request_in_progress")));
+        assert!(retryable(&answer(503, "overloaded")));
+        assert!(!retryable(&answer(409, "seat_unavailable")));
+    }
 }

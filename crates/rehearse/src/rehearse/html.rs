@@ -67,6 +67,8 @@ fn summary(h: &mut String, r: &Report) {
          <tr><th>sold</th><td>{} of {} (buyers were told {}; ledger {})</td></tr>\
          <tr><th>sold out at</th><td>{}</td></tr>\
          <tr><th>requests</th><td>{} ({:.0}/s from the generator)</td></tr>\
+         <tr><th>generator's slots</th><td>{} connections; {:.0} % of requests waited \
+         for one (p50 {:.1} ms, p99 {:.1} ms; not in the latencies below)</td></tr>\
          <tr><th>audit afterwards</th><td>{audit}</td></tr></table>",
         esc(&r.targets.join(", ")),
         r.duration_s,
@@ -81,6 +83,10 @@ fn summary(h: &mut String, r: &Report) {
             .map_or("not sold out".into(), |t| format!("{t:.1} s")),
         r.requests,
         r.generator_requests_per_s,
+        r.generator_slots.max_connections,
+        r.generator_slots.waited_share * 100.0,
+        r.generator_slots.wait_p50_ms,
+        r.generator_slots.wait_p99_ms,
     );
     h.push_str("<h2>Outcomes</h2><table><tr><th>outcome</th><th>buyers</th></tr>");
     for (k, v) in &r.buyers.outcomes {

@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod buyer;
+pub mod client;
 pub mod crowd;
 pub mod find_rate;
 pub mod html;
@@ -34,6 +35,11 @@ use buyer::{BuyerResult, Ctx};
 use crowd::{Adversaries, Arrivals, Mix, Planned};
 use record::Recorder;
 use report::{Audit, Report};
+
+/// How long a request may take once it has its connection: longer than the server's
+/// own request deadline (`http.request_timeout_ms`, 30 s by default), so a request the
+/// server gives up on ends with its answer (503 `request_timeout`), not with none.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(35);
 
 /// Everything a run is told.
 #[derive(Clone, Debug, Serialize)]
@@ -71,6 +77,9 @@ pub struct Settings {
     pub adversaries: Adversaries,
     pub max_duration: Duration,
     pub max_requests: u64,
+    /// Connections the crowd opens at once, which bounds its requests in flight too
+    /// (lowered to what the process may open; see `client`).
+    pub max_connections: u32,
     pub request_timeout: Duration,
     /// How long a buyer follows an unsettled payment.
     pub settle: Duration,
@@ -120,7 +129,8 @@ impl Default for Settings {
             },
             max_duration: Duration::from_secs(600),
             max_requests: 5_000_000,
-            request_timeout: Duration::from_secs(30),
+            max_connections: client::DEFAULT_MAX_CONNECTIONS,
+            request_timeout: REQUEST_TIMEOUT,
             settle: Duration::from_secs(60),
             linger: Duration::from_secs(30),
             seed: 1,
@@ -142,13 +152,8 @@ pub async fn run(
     let targets = target::check(&s.targets, s.allow_remote)?;
     let rec = Arc::new(Recorder::new());
     let cancel = CancellationToken::new();
-    let api = Api::new(
-        targets.clone(),
-        rec.clone(),
-        s.max_requests,
-        cancel.clone(),
-        s.request_timeout,
-    )?;
+    let bounds = bounds(s);
+    let api = Api::new(targets.clone(), rec.clone(), &bounds, cancel.clone())?;
     let key = s.operator_key.clone();
     let prepared = setup::prepare(&api, &key, s).await?;
     let event = prepared.event;
@@ -234,10 +239,30 @@ pub async fn run(
         None => None,
     };
     let mut report = assemble(s, event, &targets, &rec, results, timeline, duration_s, cpu);
+    report.generator_slots.max_connections = bounds.max_connections;
     report.stopped = stopped.map(str::to_owned);
     report.sold.ledger = audit.as_ref().and_then(|a| a.seats_sold);
     report.audit = audit;
     Ok(report)
+}
+
+/// The run's bounds, its connections lowered to what the process may open.
+fn bounds(s: &Settings) -> api::Bounds {
+    let max_connections = client::bound(s.max_connections);
+    if max_connections < s.max_connections {
+        eprintln!(
+            "--max-connections {} lowered to {max_connections}: the process may open {} \
+             files (ulimit -n) and keeps {} for its own",
+            s.max_connections,
+            u64::from(max_connections) + client::FD_MARGIN,
+            client::FD_MARGIN
+        );
+    }
+    api::Bounds {
+        max_requests: s.max_requests,
+        max_connections,
+        timeout: s.request_timeout,
+    }
 }
 
 /// Sends each person in at their arrival; returns how each journey went.
@@ -277,6 +302,7 @@ fn assemble(
         generator_requests_per_s: requests as f64 / duration_s.max(1e-3),
         generator_cpu_s: cpu_s,
         generator_requests_per_cpu_s: (cpu_s > 0.0).then(|| requests as f64 / cpu_s),
+        generator_slots: report::Slots::of(&samples, s.max_connections),
         buyers: report::buyer_counts(u64::from(s.arrivals.buyers), &results),
         sold: report::sold(&timeline, &results),
         steps,

@@ -62,9 +62,13 @@ impl Step {
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
     pub step: Step,
-    /// Milliseconds from the start of the run to the request's start.
+    /// Milliseconds from the start of the run to the request's start (when it had its
+    /// slot).
     pub at_ms: u32,
+    /// From the slot to the whole answer: the server's time and the network's.
     pub latency_us: u32,
+    /// How long the request waited for a slot of the generator's (not the server's).
+    pub waited_us: u32,
     /// HTTP status; 0 when no answer came (connection refused, timeout).
     pub status: u16,
 }
@@ -109,12 +113,21 @@ impl Recorder {
         self.requests.fetch_add(1, Ordering::Relaxed) < limit
     }
 
-    pub fn record(&self, step: Step, start: Instant, took: Duration, status: u16) {
+    pub fn record(
+        &self,
+        step: Step,
+        start: Instant,
+        took: Duration,
+        waited: Duration,
+        status: u16,
+    ) {
         let at = start.saturating_duration_since(self.started);
+        let us = |d: Duration| d.as_micros().min(u128::from(u32::MAX)) as u32;
         let sample = Sample {
             step,
             at_ms: at.as_millis().min(u128::from(u32::MAX)) as u32,
-            latency_us: took.as_micros().min(u128::from(u32::MAX)) as u32,
+            latency_us: us(took),
+            waited_us: us(waited),
             status,
         };
         self.samples.lock().push(sample);

@@ -31,6 +31,9 @@ pub struct Report {
     pub generator_cpu_s: f64,
     /// Requests per CPU-second of the generator: what one core of it can drive.
     pub generator_requests_per_cpu_s: Option<f64>,
+    /// The generator's own bound on sockets and how long requests waited for it: waits
+    /// that grow mean the generator, not the server, set the pace.
+    pub generator_slots: Slots,
     pub buyers: Buyers,
     pub sold: Sold,
     pub steps: Vec<StepStats>,
@@ -43,6 +46,34 @@ pub struct Report {
     /// The highest rates each node served in this run (a floor on what it can take;
     /// a rehearsal that saturates the nodes measures their capacity).
     pub node_figures: NodeFigures,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Slots {
+    /// Connections (and requests in flight) the generator kept to at once.
+    pub max_connections: u32,
+    /// Share of the requests that waited for a slot at all (over 1 ms).
+    pub waited_share: f64,
+    pub wait_p50_ms: f64,
+    pub wait_p99_ms: f64,
+    pub wait_max_ms: f64,
+}
+
+impl Slots {
+    /// From the crowd's requests (the operator's have a slot of their own, and wait
+    /// only for each other).
+    pub fn of(samples: &[Sample], max_connections: u32) -> Slots {
+        let crowd = samples.iter().filter(|s| s.step != Step::Observe);
+        let mut waits: Vec<u32> = crowd.map(|s| s.waited_us).collect();
+        let waited = waits.iter().filter(|&&w| w > 1_000).count();
+        Slots {
+            max_connections,
+            waited_share: waited as f64 / waits.len().max(1) as f64,
+            wait_p50_ms: quantile_ms(&mut waits, 0.50),
+            wait_p99_ms: quantile_ms(&mut waits, 0.99),
+            wait_max_ms: quantile_ms(&mut waits, 1.0),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -260,6 +260,7 @@ impl Shopper<'_> {
         let path = format!("/v1/orders/{order}");
         let until = Instant::now() + self.ctx.settle;
         let mut last = a.body["order"].clone();
+        let mut refused = 0;
         while Instant::now() < until {
             self.ctx.api.pause(Duration::from_millis(500)).await?;
             let o = (self.ctx.api)
@@ -267,6 +268,10 @@ impl Shopper<'_> {
                 .await?;
             if !o.ok() {
                 note(&self.ctx.api, Step::Order, &o);
+                if retryable(&o) {
+                    refused += 1;
+                    backoff(&self.ctx.api, &o, self.profile, refused).await?;
+                }
                 continue;
             }
             last = o.body;

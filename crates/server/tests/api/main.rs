@@ -22,6 +22,7 @@ mod payments;
 mod possession;
 mod refunds;
 mod rehearse;
+mod rehearse_sockets;
 mod seed_scenario;
 mod tickets;
 mod tokens;

@@ -16,12 +16,12 @@ use boxoffice_testkit::harness::{path_str, uuid};
 
 use crate::common::BOXOFFICE;
 
-const OPERATOR: &str = "rehearsal-operator-key-0123";
+pub(crate) const OPERATOR: &str = "rehearsal-operator-key-0123";
 
 /// A config for a rehearsed server: fast admission ticks and polls, payments that
 /// settle by themselves (3-D Secure through the stand-in's webhook, timeouts through a
 /// quick recovery sweep), and the generator's forwarded addresses believed.
-fn config(dir: &Path, http: &str, provider: &str) -> PathBuf {
+pub(crate) fn config(dir: &Path, http: &str, provider: &str) -> PathBuf {
     let file = dir.join(format!("boxoffice-{}.toml", uuid()));
     let text = format!(
         "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
@@ -34,7 +34,7 @@ fn config(dir: &Path, http: &str, provider: &str) -> PathBuf {
     file
 }
 
-fn settings(base: String, buyers: u32) -> Settings {
+pub(crate) fn settings(base: String, buyers: u32) -> Settings {
     Settings {
         targets: vec![base],
         operator_key: OPERATOR.into(),
