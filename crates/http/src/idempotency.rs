@@ -23,7 +23,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
-use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, ReplayClaim, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, ReplayClaim, ReplayKey, StoredResponse,
+};
 use futures::FutureExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -127,23 +129,17 @@ impl Replay {
     where
         F: Future<Output = Reply> + Send + 'static,
     {
-        let scope = scope.name();
+        let fingerprint = self.fingerprint(body);
+        let key = ReplayKey::new(scope.name(), self.key.0);
         let begun = (store.replays)
-            .begin(
-                &scope,
-                &self.key.0,
-                &self.fingerprint(body),
-                store.now,
-                &store.claimant,
-            )
+            .begin(&key, &fingerprint, store.now, &store.claimant)
             .await;
         let begin = match begun {
             Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
             Ok(Begin::Proceed) => {
                 let claim = Claim {
                     replays: store.replays.clone(),
-                    scope: scope.into_owned(),
-                    key: self.key.0,
+                    key: Arc::new(key),
                 };
                 return claim.run_detached(work).await;
             }
@@ -172,17 +168,17 @@ impl Replay {
         Fut: Future<Output = Stepped> + Send + 'static,
     {
         let fingerprint = self.fingerprint(body);
+        // The key's digest is taken here, once, for the claim and for the answer's keeping.
+        let key = Arc::new(ReplayKey::new(scope.name(), self.key.0));
         let args = ClaimArgs {
-            scope: scope.name().into_owned(),
-            key: self.key.0,
+            key: key.clone(),
             fingerprint,
             now: store.now,
             claimant: store.claimant,
         };
         let claim = Claim {
             replays: store.replays.clone(),
-            scope: args.scope.clone(),
-            key: args.key.clone(),
+            key,
         };
         let (now, claimant) = (args.now, args.claimant);
         let work = step(args);
@@ -199,7 +195,7 @@ impl Replay {
                 Stepped::Refused(begin) => refused(begin),
                 Stepped::Before(e) => {
                     let begun = (claim.replays)
-                        .begin(&claim.scope, &claim.key, &fingerprint, now, &claimant)
+                        .begin(&claim.key, &fingerprint, now, &claimant)
                         .await;
                     match begun {
                         Err(e) => ApiError::from(EngineError::from(e)).into_response(),
@@ -215,8 +211,7 @@ impl Replay {
 
 /// The claim a `run_claimed` step asks for, owned so the step may outlive the request.
 pub struct ClaimArgs {
-    pub scope: String,
-    pub key: String,
+    pub key: Arc<ReplayKey>,
     pub fingerprint: [u8; 32],
     pub now: boxoffice_domain::Millis,
     pub claimant: Claimant,
@@ -225,7 +220,6 @@ pub struct ClaimArgs {
 impl ClaimArgs {
     pub fn claim(&self) -> ReplayClaim<'_> {
         ReplayClaim {
-            scope: &self.scope,
             key: &self.key,
             fingerprint: &self.fingerprint,
             now: self.now,
@@ -280,8 +274,7 @@ fn refused(begin: Begin) -> Response {
 /// A key claimed by this request: it is finished with the answer, or abandoned.
 struct Claim {
     replays: Arc<dyn IdempotencyStore>,
-    scope: String,
-    key: String,
+    key: Arc<ReplayKey>,
 }
 
 impl Claim {
@@ -346,14 +339,14 @@ impl Claim {
         // A failure of ours, or a "not now" (429), changed nothing the client can rely
         // on: let a retry run again.
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            let outcome = self.replays.abandon(&self.scope, &self.key).await;
+            let outcome = self.replays.abandon(&self.key).await;
             return Self::logged(outcome, body);
         }
         let kept = StoredResponse {
             status: status.as_u16(),
             body,
         };
-        let outcome = self.replays.finish(&self.scope, &self.key, &kept).await;
+        let outcome = self.replays.finish(&self.key, &kept).await;
         Self::logged(outcome, kept.body)
     }
 
@@ -550,7 +543,7 @@ mod tests {
         let held = replays.clone();
         let step = move |args: ClaimArgs| async move {
             let c = args.claim();
-            let begun = (held.begin(c.scope, c.key, c.fingerprint, c.now, c.claimant)).await;
+            let begun = (held.begin(c.key, c.fingerprint, c.now, c.claimant)).await;
             match begun.expect("the store answers") {
                 Begin::Proceed => Stepped::Ran(answer),
                 other => Stepped::Refused(other),

@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -100,13 +100,16 @@ async fn begin(
 impl IdempotencyStore for PostgresIdempotency {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        replay: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
+        let (scope, key, fingerprint) = (
+            replay.scope().to_owned(),
+            replay.key().to_owned(),
+            *fingerprint,
+        );
         let claimant = *claimant;
         self.writer
             .submit(move |conn| {
@@ -121,11 +124,14 @@ impl IdempotencyStore for PostgresIdempotency {
 
     async fn finish(
         &self,
-        scope: &str,
-        key: &str,
+        replay: &ReplayKey,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
-        let (scope, key, response) = (scope.to_owned(), key.to_owned(), response.clone());
+        let (scope, key, response) = (
+            replay.scope().to_owned(),
+            replay.key().to_owned(),
+            response.clone(),
+        );
         self.writer
             .submit(move |conn| {
                 Box::pin(async move {
@@ -152,8 +158,8 @@ impl IdempotencyStore for PostgresIdempotency {
             .await
     }
 
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let (scope, key) = (scope.to_owned(), key.to_owned());
+    async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
+        let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer
             .submit(move |conn| {
                 Box::pin(async move {
