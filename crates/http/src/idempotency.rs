@@ -67,12 +67,23 @@ pub enum Scope {
 impl Scope {
     fn name(&self) -> Cow<'static, str> {
         match self {
-            Scope::Buyer(b) => Cow::Owned(format!("buyer:{b}")),
+            Scope::Buyer(b) => Cow::Owned(tagged("buyer:", &b.0)),
             Scope::Operator => Cow::Borrowed("operator"),
             Scope::Secrets => Cow::Borrowed("buyers"),
-            Scope::Gate(g) => Cow::Owned(format!("gate:{g}")),
+            Scope::Gate(g) => Cow::Owned(tagged("gate:", &g.0)),
         }
     }
+}
+
+/// `tag` and the id's hyphenated text (as the id displays), written without the
+/// formatter's machinery: every write names its scope.
+fn tagged(tag: &str, id: &uuid::Uuid) -> String {
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    let id = id.hyphenated().encode_lower(&mut text);
+    let mut name = String::with_capacity(tag.len() + id.len());
+    name.push_str(tag);
+    name.push_str(id);
+    name
 }
 
 /// A write's Idempotency-Key and what identifies the request it was sent with: its
@@ -474,6 +485,16 @@ mod tests {
             .await
             .unwrap()
             .to_vec()
+    }
+
+    #[test]
+    fn a_scope_is_named_as_before() {
+        let buyer = BuyerId::random();
+        let gate = boxoffice_domain::GateId::random();
+        assert_eq!(Scope::Buyer(buyer).name(), format!("buyer:{buyer}"));
+        assert_eq!(Scope::Gate(gate).name(), format!("gate:{gate}"));
+        assert_eq!(Scope::Operator.name(), "operator");
+        assert_eq!(Scope::Secrets.name(), "buyers");
     }
 
     #[tokio::test]
