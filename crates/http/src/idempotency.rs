@@ -49,10 +49,16 @@ pub(crate) const REFUSES: &[ErrorCode] = &[
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 
 pub fn reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
-    serde_json::to_vec(value)
-        .map(|b| (status, b))
+    // Room for a typical answer (a hold's is about 200 bytes) from the start, rather
+    // than growing from nothing and copying it at each doubling.
+    let mut body = Vec::with_capacity(REPLY_CAPACITY);
+    serde_json::to_writer(&mut body, value)
+        .map(|()| (status, body))
         .map_err(|e| ApiError::from(EngineError::Internal(e.to_string())))
 }
+
+/// The first allocation of an answer's body.
+const REPLY_CAPACITY: usize = 512;
 
 /// Whose keys a key is among: a buyer's, the operator's, or the one shared namespace of
 /// keys that are secrets themselves (buyer creation).
