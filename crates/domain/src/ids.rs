@@ -129,9 +129,57 @@ impl HoldId {
     }
 }
 
+impl HoldId {
+    /// The text form, written into a buffer on the stack: every hold answer carries
+    /// one, and the formatter's machinery costs several times the writing itself.
+    pub fn text(&self) -> HoldIdText {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; HOLD_ID_MAX];
+        let mut at = HOLD_ID_MAX;
+        let mut nonce = self.nonce;
+        for _ in 0..32 {
+            at -= 1;
+            buf[at] = HEX[(nonce & 0xf) as usize];
+            nonce >>= 4;
+        }
+        at -= 1;
+        buf[at] = b'-';
+        let mut event = self.event.0.unsigned_abs();
+        loop {
+            at -= 1;
+            buf[at] = b'0' + (event % 10) as u8;
+            event /= 10;
+            if event == 0 {
+                break;
+            }
+        }
+        if self.event.0 < 0 {
+            at -= 1;
+            buf[at] = b'-';
+        }
+        HoldIdText { buf, start: at }
+    }
+}
+
+/// The longest hold id: a sign and 19 digits, `-`, 32 hex digits.
+const HOLD_ID_MAX: usize = 20 + 1 + 32;
+
+/// A hold id's text form (`HoldId::text`).
+pub struct HoldIdText {
+    buf: [u8; HOLD_ID_MAX],
+    start: usize,
+}
+
+impl HoldIdText {
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits and '-' are written.
+        std::str::from_utf8(&self.buf[self.start..]).unwrap_or_default()
+    }
+}
+
 impl fmt::Display for HoldId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{:032x}", self.event, self.nonce)
+        f.write_str(self.text().as_str())
     }
 }
 
@@ -164,7 +212,7 @@ impl ToSchema for HoldId {}
 
 impl Serialize for HoldId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.serialize_str(self.text().as_str())
     }
 }
 
@@ -183,6 +231,26 @@ mod tests {
     fn a_hold_id_round_trips_through_its_text_form() {
         let id = HoldId::random(EventId(42));
         assert_eq!(id.to_string().parse::<HoldId>(), Ok(id));
+    }
+
+    #[test]
+    fn a_hold_ids_text_is_the_event_a_dash_and_32_hex_digits() {
+        for (event, nonce) in [
+            (42, 0x0f9c_2b7e_4a1d_4c3b_9e8f_7a6b_5c4d_3e2f),
+            (1, 0),
+            (i64::MAX, u128::MAX),
+            (i64::MIN, 1),
+            (0, 0xabc),
+        ] {
+            let id = HoldId {
+                event: EventId(event),
+                nonce,
+            };
+            let expected = format!("{event}-{nonce:032x}");
+            assert_eq!(id.to_string(), expected);
+            let json = serde_json::to_string(&id).unwrap();
+            assert_eq!(json, format!("\"{expected}\""));
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod velocity;
 pub use catalog::{Event, EventSpec, SaleSettings, SaleStatus, Seat, Section, SectionKind};
 pub use hold::HoldState;
 pub use ids::{
-    BuyerId, EventId, GateId, HoldId, ListingId, OrderId, SeatIndex, SwapId, TransferId,
+    BuyerId, EventId, GateId, HoldId, HoldIdText, ListingId, OrderId, SeatIndex, SwapId, TransferId,
 };
 pub use money::Money;
 pub use order::{OrderEvent, OrderState};

@@ -89,7 +89,7 @@ mod tests {
     use boxoffice_domain::Millis;
 
     use super::*;
-    use crate::ports::{Begin, Claimant, ManualClock, StoreError, StoredResponse};
+    use crate::ports::{Begin, Claimant, ManualClock, ReplayKey, StoreError, StoredResponse};
 
     /// A store that counts what the upkeep asked of it.
     #[derive(Default)]
@@ -102,18 +102,17 @@ mod tests {
     impl IdempotencyStore for Counting {
         async fn begin(
             &self,
-            _: &str,
-            _: &str,
+            _: &ReplayKey,
             _: &[u8; 32],
             _: Millis,
             _: &Claimant,
         ) -> Result<Begin, StoreError> {
             Ok(Begin::Proceed)
         }
-        async fn finish(&self, _: &str, _: &str, _: &StoredResponse) -> Result<(), StoreError> {
+        async fn finish(&self, _: &ReplayKey, _: &StoredResponse) -> Result<(), StoreError> {
             Ok(())
         }
-        async fn abandon(&self, _: &str, _: &str) -> Result<(), StoreError> {
+        async fn abandon(&self, _: &ReplayKey) -> Result<(), StoreError> {
             Ok(())
         }
         async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {

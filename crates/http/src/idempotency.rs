@@ -23,7 +23,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
-use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, ReplayClaim, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, ReplayClaim, ReplayKey, StoredResponse,
+};
 use futures::FutureExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -47,10 +49,16 @@ pub(crate) const REFUSES: &[ErrorCode] = &[
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 
 pub fn reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
-    serde_json::to_vec(value)
-        .map(|b| (status, b))
+    // Room for a typical answer (a hold's is about 200 bytes) from the start, rather
+    // than growing from nothing and copying it at each doubling.
+    let mut body = Vec::with_capacity(REPLY_CAPACITY);
+    serde_json::to_writer(&mut body, value)
+        .map(|()| (status, body))
         .map_err(|e| ApiError::from(EngineError::Internal(e.to_string())))
 }
+
+/// The first allocation of an answer's body.
+const REPLY_CAPACITY: usize = 512;
 
 /// Whose keys a key is among: a buyer's, the operator's, or the one shared namespace of
 /// keys that are secrets themselves (buyer creation).
@@ -65,12 +73,23 @@ pub enum Scope {
 impl Scope {
     fn name(&self) -> Cow<'static, str> {
         match self {
-            Scope::Buyer(b) => Cow::Owned(format!("buyer:{b}")),
+            Scope::Buyer(b) => Cow::Owned(tagged("buyer:", &b.0)),
             Scope::Operator => Cow::Borrowed("operator"),
             Scope::Secrets => Cow::Borrowed("buyers"),
-            Scope::Gate(g) => Cow::Owned(format!("gate:{g}")),
+            Scope::Gate(g) => Cow::Owned(tagged("gate:", &g.0)),
         }
     }
+}
+
+/// `tag` and the id's hyphenated text (as the id displays), written without the
+/// formatter's machinery: every write names its scope.
+fn tagged(tag: &str, id: &uuid::Uuid) -> String {
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    let id = id.hyphenated().encode_lower(&mut text);
+    let mut name = String::with_capacity(tag.len() + id.len());
+    name.push_str(tag);
+    name.push_str(id);
+    name
 }
 
 /// A write's Idempotency-Key and what identifies the request it was sent with: its
@@ -127,23 +146,17 @@ impl Replay {
     where
         F: Future<Output = Reply> + Send + 'static,
     {
-        let scope = scope.name();
+        let fingerprint = self.fingerprint(body);
+        let key = ReplayKey::new(scope.name(), self.key.0);
         let begun = (store.replays)
-            .begin(
-                &scope,
-                &self.key.0,
-                &self.fingerprint(body),
-                store.now,
-                &store.claimant,
-            )
+            .begin(&key, &fingerprint, store.now, &store.claimant)
             .await;
         let begin = match begun {
             Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
             Ok(Begin::Proceed) => {
                 let claim = Claim {
                     replays: store.replays.clone(),
-                    scope: scope.into_owned(),
-                    key: self.key.0,
+                    key: Arc::new(key),
                 };
                 return claim.run_detached(work).await;
             }
@@ -172,17 +185,17 @@ impl Replay {
         Fut: Future<Output = Stepped> + Send + 'static,
     {
         let fingerprint = self.fingerprint(body);
+        // The key's digest is taken here, once, for the claim and for the answer's keeping.
+        let key = Arc::new(ReplayKey::new(scope.name(), self.key.0));
         let args = ClaimArgs {
-            scope: scope.name().into_owned(),
-            key: self.key.0,
+            key: key.clone(),
             fingerprint,
             now: store.now,
             claimant: store.claimant,
         };
         let claim = Claim {
             replays: store.replays.clone(),
-            scope: args.scope.clone(),
-            key: args.key.clone(),
+            key,
         };
         let (now, claimant) = (args.now, args.claimant);
         let work = step(args);
@@ -199,7 +212,7 @@ impl Replay {
                 Stepped::Refused(begin) => refused(begin),
                 Stepped::Before(e) => {
                     let begun = (claim.replays)
-                        .begin(&claim.scope, &claim.key, &fingerprint, now, &claimant)
+                        .begin(&claim.key, &fingerprint, now, &claimant)
                         .await;
                     match begun {
                         Err(e) => ApiError::from(EngineError::from(e)).into_response(),
@@ -215,8 +228,7 @@ impl Replay {
 
 /// The claim a `run_claimed` step asks for, owned so the step may outlive the request.
 pub struct ClaimArgs {
-    pub scope: String,
-    pub key: String,
+    pub key: Arc<ReplayKey>,
     pub fingerprint: [u8; 32],
     pub now: boxoffice_domain::Millis,
     pub claimant: Claimant,
@@ -225,7 +237,6 @@ pub struct ClaimArgs {
 impl ClaimArgs {
     pub fn claim(&self) -> ReplayClaim<'_> {
         ReplayClaim {
-            scope: &self.scope,
             key: &self.key,
             fingerprint: &self.fingerprint,
             now: self.now,
@@ -280,8 +291,7 @@ fn refused(begin: Begin) -> Response {
 /// A key claimed by this request: it is finished with the answer, or abandoned.
 struct Claim {
     replays: Arc<dyn IdempotencyStore>,
-    scope: String,
-    key: String,
+    key: Arc<ReplayKey>,
 }
 
 impl Claim {
@@ -346,14 +356,14 @@ impl Claim {
         // A failure of ours, or a "not now" (429), changed nothing the client can rely
         // on: let a retry run again.
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            let outcome = self.replays.abandon(&self.scope, &self.key).await;
+            let outcome = self.replays.abandon(&self.key).await;
             return Self::logged(outcome, body);
         }
         let kept = StoredResponse {
             status: status.as_u16(),
             body,
         };
-        let outcome = self.replays.finish(&self.scope, &self.key, &kept).await;
+        let outcome = self.replays.finish(&self.key, &kept).await;
         Self::logged(outcome, kept.body)
     }
 
@@ -483,6 +493,16 @@ mod tests {
             .to_vec()
     }
 
+    #[test]
+    fn a_scope_is_named_as_before() {
+        let buyer = BuyerId::random();
+        let gate = boxoffice_domain::GateId::random();
+        assert_eq!(Scope::Buyer(buyer).name(), format!("buyer:{buyer}"));
+        assert_eq!(Scope::Gate(gate).name(), format!("gate:{gate}"));
+        assert_eq!(Scope::Operator.name(), "operator");
+        assert_eq!(Scope::Secrets.name(), "buyers");
+    }
+
     #[tokio::test]
     async fn the_fingerprint_is_the_digest_of_method_path_and_body_as_stored_before() {
         let expected: [u8; 32] = Sha256::digest(b"POST\0/v1/events/7/open\0{}").into();
@@ -550,7 +570,7 @@ mod tests {
         let held = replays.clone();
         let step = move |args: ClaimArgs| async move {
             let c = args.claim();
-            let begun = (held.begin(c.scope, c.key, c.fingerprint, c.now, c.claimant)).await;
+            let begun = (held.begin(c.key, c.fingerprint, c.now, c.claimant)).await;
             match begun.expect("the store answers") {
                 Begin::Proceed => Stepped::Ran(answer),
                 other => Stepped::Refused(other),

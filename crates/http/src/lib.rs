@@ -121,7 +121,6 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn(observe::observe))
         .layer(middleware::from_fn(trace::trace))
         .with_state(state)
 }

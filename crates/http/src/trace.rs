@@ -2,12 +2,14 @@
 //! request id is the client's `X-Request-Id` when it is well formed (1-64 characters of
 //! letters, digits, `-`, `_`, `.`, `:`), else a fresh one; either way it is echoed in
 //! the response. Error responses are logged here, once, inside the span: 5xx with the
-//! inside detail the client never sees, 4xx at debug level.
+//! inside detail the client never sees, 4xx at debug level. The latency of the request
+//! is recorded here too (`observe`).
 
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
+use std::time::Instant;
 use tracing::Instrument;
 
 use crate::error::Failure;
@@ -18,6 +20,7 @@ pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id"
 const MAX_REQUEST_ID: usize = 64;
 
 pub async fn trace(req: Request, next: Next) -> Response {
+    let started = Instant::now();
     let id = request_id(req.headers().get(&REQUEST_ID));
     let route = req.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
@@ -28,7 +31,9 @@ pub async fn trace(req: Request, next: Next) -> Response {
         request_id = id.to_str().unwrap_or_default(),
         status = tracing::field::Empty,
     );
-    let mut res = next.run(req).instrument(span.clone()).await;
+    let method = req.method().clone();
+    let answered = next.run(req).instrument(span.clone()).await;
+    let mut res = crate::observe::observe(route, &method, started, answered);
     let status = res.status();
     span.record("status", status.as_u16());
     if let Some(f) = res.extensions_mut().remove::<Failure>() {

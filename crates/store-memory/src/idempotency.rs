@@ -2,9 +2,9 @@
 //!
 //! A key is claimed by `begin`, then finished with the response or abandoned. A claim
 //! that is never finished lapses after its lease, so a crash mid-request cannot wedge
-//! the key. Records are found by a SHA-256 digest of (scope, key): fixed-size, no string
-//! allocations on the hold path, and client text reaches the map only through a
-//! collision-resistant hash.
+//! the key. Records are found by the key's `ReplayKey::id`, a SHA-256 digest of (scope,
+//! key) the caller took once: fixed-size, no string allocations on the hold path, and
+//! client text reaches the map only through a collision-resistant hash.
 //!
 //! Memory is bounded twice: every record is forgotten `retention_ms` after its claim
 //! (by the `now` callers pass in), and no shard keeps more than its share of
@@ -20,10 +20,9 @@ use std::collections::{HashMap, VecDeque};
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
 };
 use parking_lot::Mutex;
-use sha2::{Digest, Sha256};
 
 /// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
@@ -31,19 +30,8 @@ pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 /// takes about 460 bytes (map entry, claim queue entry, the response), so about 230 MB.
 pub const MAX_RECORDS: usize = 500_000;
 
-/// The identity of a (scope, key) pair.
+/// The identity of a (scope, key) pair: `ReplayKey::id`.
 type Id = [u8; 16];
-
-fn id_of(scope: &str, key: &str) -> Id {
-    let mut h = Sha256::new();
-    h.update((scope.len() as u64).to_le_bytes());
-    h.update(scope.as_bytes());
-    h.update(key.as_bytes());
-    let digest = h.finalize();
-    let mut id = [0; 16];
-    id.copy_from_slice(&digest[..16]);
-    id
-}
 
 struct Record {
     fingerprint: [u8; 32],
@@ -179,13 +167,12 @@ impl Inner {
 impl IdempotencyStore for MemoryIdempotency {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        key: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let id = id_of(scope, key);
+        let id = *key.id();
         let mut inner = self.shard(&id).lock();
         // A record claimed `retention_ms` ago or earlier is gone.
         inner.forget_before(now.plus_millis(1 - self.retention_ms), usize::MAX);
@@ -209,30 +196,25 @@ impl IdempotencyStore for MemoryIdempotency {
         Ok(Begin::Proceed)
     }
 
-    async fn finish(
-        &self,
-        scope: &str,
-        key: &str,
-        response: &StoredResponse,
-    ) -> Result<(), StoreError> {
-        let id = id_of(scope, key);
-        let mut inner = self.shard(&id).lock();
+    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
+        let id = key.id();
+        let mut inner = self.shard(id).lock();
         // No record means it was forgotten or abandoned: nothing to replay it against.
-        if let Some(rec) = inner.records.get_mut(&id) {
+        if let Some(rec) = inner.records.get_mut(id) {
             rec.state = Claim::Done(response.clone());
         }
         Ok(())
     }
 
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let id = id_of(scope, key);
-        let mut inner = self.shard(&id).lock();
+    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
+        let id = key.id();
+        let mut inner = self.shard(id).lock();
         if inner
             .records
-            .get(&id)
+            .get(id)
             .is_some_and(|r| matches!(r.state, Claim::Running { .. }))
         {
-            inner.records.remove(&id);
+            inner.records.remove(id);
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{Begin, IdempotencyStore, StoredResponse};
+use boxoffice_engine::ports::{Begin, IdempotencyStore, ReplayKey, StoredResponse};
 use boxoffice_store_memory::MemoryIdempotency;
 use boxoffice_testkit::idempotency::claimant;
 
@@ -25,23 +25,33 @@ async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
     let (store, me) = (MemoryIdempotency::new(), claimant());
     let (t0, fp) = (Millis(1_000), [1u8; 32]);
     assert_eq!(
-        store.begin("s", "k", &fp, t0, &me).await,
+        store.begin(&ReplayKey::new("s", "k"), &fp, t0, &me).await,
         Ok(Begin::Proceed)
     );
     let resp = StoredResponse {
         status: 201,
         body: b"{}".to_vec(),
     };
-    store.finish("s", "k", &resp).await.expect("finish");
+    store
+        .finish(&ReplayKey::new("s", "k"), &resp)
+        .await
+        .expect("finish");
     let almost = t0.plus_millis(DAY_MS - 1);
     assert_eq!(
-        store.begin("s", "k", &fp, almost, &me).await,
+        store
+            .begin(&ReplayKey::new("s", "k"), &fp, almost, &me)
+            .await,
         Ok(Begin::Replay(resp))
     );
     // A day on, the key is new again (and a different request may use it).
     assert_eq!(
         store
-            .begin("s", "k", &[2u8; 32], t0.plus_millis(DAY_MS), &me)
+            .begin(
+                &ReplayKey::new("s", "k"),
+                &[2u8; 32],
+                t0.plus_millis(DAY_MS),
+                &me
+            )
             .await,
         Ok(Begin::Proceed)
     );
@@ -52,19 +62,25 @@ async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
     let (store, me) = (MemoryIdempotency::new(), claimant());
     let fp = [1u8; 32];
     assert_eq!(
-        store.begin("s", "k", &fp, Millis(0), &me).await,
+        store
+            .begin(&ReplayKey::new("s", "k"), &fp, Millis(0), &me)
+            .await,
         Ok(Begin::Proceed)
     );
-    store.abandon("s", "k").await.expect("abandon");
+    store
+        .abandon(&ReplayKey::new("s", "k"))
+        .await
+        .expect("abandon");
     let later = Millis(DAY_MS / 2);
     assert_eq!(
-        store.begin("s", "k", &fp, later, &me).await,
+        store
+            .begin(&ReplayKey::new("s", "k"), &fp, later, &me)
+            .await,
         Ok(Begin::Proceed)
     );
     store
         .finish(
-            "s",
-            "k",
+            &ReplayKey::new("s", "k"),
             &StoredResponse {
                 status: 200,
                 body: vec![],
@@ -73,6 +89,8 @@ async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
         .await
         .expect("finish");
     // The first claim's day is over; the second claim's is not.
-    let replay = store.begin("s", "k", &fp, Millis(DAY_MS), &me).await;
+    let replay = store
+        .begin(&ReplayKey::new("s", "k"), &fp, Millis(DAY_MS), &me)
+        .await;
     assert!(matches!(replay, Ok(Begin::Replay(_))), "{replay:?}");
 }

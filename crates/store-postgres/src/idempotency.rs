@@ -15,7 +15,7 @@
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -147,13 +147,12 @@ async fn abandon(
 impl IdempotencyStore for PostgresIdempotency {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        replay: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let row: RowKey = (scope.to_owned(), key.to_owned());
+        let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
         let (fingerprint, claimant) = (*fingerprint, *claimant);
         self.writer
             .submit_row(row.clone(), move |conn| {
@@ -169,11 +168,10 @@ impl IdempotencyStore for PostgresIdempotency {
 
     async fn finish(
         &self,
-        scope: &str,
-        key: &str,
+        replay: &ReplayKey,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
-        let row: RowKey = (scope.to_owned(), key.to_owned());
+        let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
         let response = response.clone();
         self.writer
             .submit_row(row.clone(), move |conn| {
@@ -183,8 +181,8 @@ impl IdempotencyStore for PostgresIdempotency {
             .await
     }
 
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let row: RowKey = (scope.to_owned(), key.to_owned());
+    async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
+        let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer
             .submit_row(row.clone(), move |conn| {
                 let (scope, key) = row.clone();

@@ -10,7 +10,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use boxoffice_domain::Millis;
-use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, Incarnation, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
+};
 use boxoffice_store_postgres::{PostgresIdempotency, PostgresLedger, PostgresOptions};
 use futures::future::join_all;
 use sqlx::{Connection, PgConnection, PgPool};
@@ -30,6 +32,20 @@ async fn node(url: &str) -> (PostgresLedger, PostgresIdempotency) {
         .unwrap_or_else(|e| panic!("could not open a ledger on {url}: {e}"));
     let store = ledger.idempotency();
     (ledger, store)
+}
+
+/// `begin` of `key` in this file's scope.
+async fn begin(node: &PostgresIdempotency, key: &str, who: &Claimant) -> Result<Begin, StoreError> {
+    node.begin(&ReplayKey::new(SCOPE, key), &FP, NOW, who).await
+}
+
+/// `finish` of `key` in this file's scope.
+async fn finish(
+    node: &PostgresIdempotency,
+    key: &str,
+    answer: &StoredResponse,
+) -> Result<(), StoreError> {
+    node.finish(&ReplayKey::new(SCOPE, key), answer).await
 }
 
 fn claimant() -> Claimant {
@@ -60,12 +76,8 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
         // All of a node's writes queue before its writer runs: one batch each, taking
         // the same rows in opposite orders at the same time.
         let (mine, yours) = futures::join!(
-            join_all(keys.iter().map(|k| one.begin(SCOPE, k, &FP, NOW, &me))),
-            join_all(
-                keys.iter()
-                    .rev()
-                    .map(|k| two.begin(SCOPE, k, &FP, NOW, &you))
-            ),
+            join_all(keys.iter().map(|k| begin(&one, k, &me))),
+            join_all(keys.iter().rev().map(|k| begin(&two, k, &you))),
         );
         for ((key, a), b) in keys.iter().zip(mine).zip(yours.into_iter().rev()) {
             let (a, b) = (answered(a), answered(b));
@@ -78,12 +90,8 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
             );
         }
         let (finished, retries) = futures::join!(
-            join_all(keys.iter().map(|k| one.finish(SCOPE, k, &answer))),
-            join_all(
-                keys.iter()
-                    .rev()
-                    .map(|k| two.begin(SCOPE, k, &FP, NOW, &you))
-            ),
+            join_all(keys.iter().map(|k| finish(&one, k, &answer))),
+            join_all(keys.iter().rev().map(|k| begin(&two, k, &you))),
         );
         finished.into_iter().for_each(answered);
         for retry in retries.into_iter().map(answered) {
@@ -94,7 +102,7 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
         }
         for key in &keys {
             assert_eq!(
-                answered(two.begin(SCOPE, key, &FP, NOW, &you).await),
+                answered(begin(&two, key, &you).await),
                 Begin::Replay(created())
             );
         }
@@ -116,10 +124,7 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     let me = claimant();
     node.heartbeat(me.node, NOW).await.unwrap();
     for key in ["a", "b", "gate"] {
-        assert_eq!(
-            node.begin(SCOPE, key, &FP, NOW, &me).await.unwrap(),
-            Begin::Proceed
-        );
+        assert_eq!(begin(&node, key, &me).await.unwrap(), Begin::Proceed);
     }
     let mut gate = locking(&db.url, "gate").await;
     let mut other = locking(&db.url, "b").await;
@@ -127,17 +132,14 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     // and share the second batch, the finish of `a` first.
     let first = tokio::spawn({
         let node = node.clone();
-        async move { node.finish(SCOPE, "gate", &created()).await }
+        async move { finish(&node, "gate", &created()).await }
     });
     waiting_for_a_lock(&watch, "UPDATE idempotency_keys").await;
     let second = tokio::spawn({
         let node = node.clone();
         async move {
             let answer = created();
-            futures::join!(
-                node.finish(SCOPE, "a", &answer),
-                node.begin(SCOPE, "b", &FP, NOW, &me),
-            )
+            futures::join!(finish(&node, "a", &answer), begin(&node, "b", &me),)
         }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -159,7 +161,7 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     // `b` is still this node's running claim: the claim ran again and found it.
     assert_eq!(answered(claimed), Begin::InFlight);
     assert_eq!(
-        answered(node.begin(SCOPE, "a", &FP, NOW, &me).await),
+        answered(begin(&node, "a", &me).await),
         Begin::Replay(created())
     );
     assert_eq!(ledger.reruns(), 1, "the claim ran again once");

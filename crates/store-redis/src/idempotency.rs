@@ -17,7 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayClaim, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayClaim, ReplayKey, StoreError,
+    StoredResponse,
 };
 use futures::future::try_join_all;
 use redis::ScriptInvocation;
@@ -68,7 +69,7 @@ impl RedisIdempotency {
     /// The keys (record, shard index, shard heartbeats) and arguments of
     /// `lua/idem_claim.lua` for `claim`, added to `inv`.
     pub(crate) fn claim(&self, inv: &mut ScriptInvocation<'_>, claim: &ReplayClaim<'_>) {
-        let r = idempotency_record(&self.prefix, claim.scope, claim.key);
+        let r = idempotency_record(&self.prefix, claim.key);
         inv.key(&r.record)
             .key(&r.shard.index)
             .key(&r.shard.nodes)
@@ -117,14 +118,12 @@ pub(crate) fn answer(reply: Vec<Vec<u8>>) -> Result<Begin, StoreError> {
 impl IdempotencyStore for RedisIdempotency {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        key: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
         let claim = ReplayClaim {
-            scope,
             key,
             fingerprint,
             now,
@@ -139,13 +138,8 @@ impl IdempotencyStore for RedisIdempotency {
         answer(reply)
     }
 
-    async fn finish(
-        &self,
-        scope: &str,
-        key: &str,
-        response: &StoredResponse,
-    ) -> Result<(), StoreError> {
-        let r = idempotency_record(&self.prefix, scope, key);
+    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
+        let r = idempotency_record(&self.prefix, key);
         let _: i64 = IDEM_FINISH
             .key(&r.record)
             .arg(response.status)
@@ -156,8 +150,8 @@ impl IdempotencyStore for RedisIdempotency {
         Ok(())
     }
 
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let r = idempotency_record(&self.prefix, scope, key);
+    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
+        let r = idempotency_record(&self.prefix, key);
         let _: i64 = IDEM_ABANDON
             .key(&r.record)
             .key(&r.shard.index)

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use boxoffice_domain::{EventId, HoldId};
-use boxoffice_engine::ports::StoreError;
-use sha2::{Digest, Sha256};
+use boxoffice_engine::ports::{ReplayKey, StoreError};
 
 /// What every key of the store starts with; tests use a fresh one per run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,15 +162,10 @@ pub(crate) fn idem_shard(prefix: &Prefix, shard: u8) -> IdemShard {
     }
 }
 
-/// An idempotency record's place. The scope's length goes first so that scope "a:b" +
-/// key "c" and scope "a" + key "b:c" cannot meet.
-pub(crate) fn idempotency_record(prefix: &Prefix, scope: &str, key: &str) -> IdemRecord {
-    let mut h = Sha256::new();
-    h.update((scope.len() as u64).to_le_bytes());
-    h.update(scope.as_bytes());
-    h.update(key.as_bytes());
-    let digest = h.finalize();
-    let id: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+/// An idempotency record's place, named by the key's digest (`ReplayKey::id`).
+pub(crate) fn idempotency_record(prefix: &Prefix, key: &ReplayKey) -> IdemRecord {
+    let digest = key.id();
+    let id: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     let shard = idem_shard(prefix, digest[0] % IDEM_SHARDS);
     IdemRecord {
         record: format!("{}{id}", shard.record_prefix),
@@ -202,7 +196,7 @@ mod tests {
     #[test]
     fn client_text_never_reaches_an_idempotency_key_name() {
         let p = Prefix::new("bo").unwrap();
-        let r = idempotency_record(&p, "buyer:1", "{evil}-and-a-very-long-key");
+        let r = idempotency_record(&p, &ReplayKey::new("buyer:1", "{evil}-and-a-very-long-key"));
         assert!(
             !r.record.contains("evil") && r.record.len() < 64,
             "{}",
@@ -211,11 +205,11 @@ mod tests {
         // The hash tag is the first {…}: the prefix and the shard, nothing else.
         let tag = &r.record[r.record.find('{').unwrap()..=r.record.find('}').unwrap()];
         assert!(tag.starts_with("{bo:idem:"), "{tag}");
-        let other = idempotency_record(&p, "buyer:1", "{evil}-2");
+        let other = idempotency_record(&p, &ReplayKey::new("buyer:1", "{evil}-2"));
         assert_ne!(r.id, other.id);
         let (a, b) = (
-            idempotency_record(&p, "a:b", "c"),
-            idempotency_record(&p, "a", "b:c"),
+            idempotency_record(&p, &ReplayKey::new("a:b", "c")),
+            idempotency_record(&p, &ReplayKey::new("a", "b:c")),
         );
         assert_ne!(a.id, b.id);
     }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, EventId, Millis};
-use boxoffice_engine::ports::{Begin, IdempotencyStore, QueueStore, SeatArbiter};
+use boxoffice_engine::ports::{Begin, IdempotencyStore, QueueStore, ReplayKey, SeatArbiter};
 use boxoffice_store_redis::{
     Prefix, RedisArbiter, RedisArbiterConfig, RedisConn, RedisIdempotency, RedisQueue,
 };
@@ -195,7 +195,8 @@ async fn an_idempotency_key_with_braces_does_not_pick_a_cluster_slot() {
     // Every key names the same hash tag: were it honoured, one slot would take them all.
     for i in 0..64 {
         let key = format!("{{pinned}}-{i}");
-        let begun = store.begin(&scope, &key, &[1; 32], Millis(1), &me).await;
+        let key = ReplayKey::new(&scope, key);
+        let begun = store.begin(&key, &[1; 32], Millis(1), &me).await;
         assert_eq!(begun, Ok(Begin::Proceed));
     }
     let per_node = cluster.keys_per_node(prefix.as_str());

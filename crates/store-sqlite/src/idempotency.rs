@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -108,13 +108,16 @@ fn prune(conn: &Connection, before: Millis, limit: u32) -> Result<u64, StoreErro
 impl IdempotencyStore for SqliteIdempotency {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        replay: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let (scope, key, fingerprint) = (scope.to_owned(), key.to_owned(), *fingerprint);
+        let (scope, key, fingerprint) = (
+            replay.scope().to_owned(),
+            replay.key().to_owned(),
+            *fingerprint,
+        );
         let claimant = *claimant;
         self.writer
             .submit(move |conn| {
@@ -125,11 +128,14 @@ impl IdempotencyStore for SqliteIdempotency {
 
     async fn finish(
         &self,
-        scope: &str,
-        key: &str,
+        replay: &ReplayKey,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
-        let (scope, key, response) = (scope.to_owned(), key.to_owned(), response.clone());
+        let (scope, key, response) = (
+            replay.scope().to_owned(),
+            replay.key().to_owned(),
+            response.clone(),
+        );
         self.writer
             .submit(move |conn| {
                 let changed = conn
@@ -146,8 +152,8 @@ impl IdempotencyStore for SqliteIdempotency {
             .await
     }
 
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let (scope, key) = (scope.to_owned(), key.to_owned());
+    async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
+        let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer
             .submit(move |conn| {
                 // A finished key is kept: abandoning it must not allow a second effect.

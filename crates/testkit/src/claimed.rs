@@ -16,7 +16,7 @@ use std::sync::Arc;
 use boxoffice_domain::{BuyerId, HoldId, HoldState, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, Begin, Claimant, Claimed, ClaimedHolds, HoldRequest, HoldView, Released,
-    ReplayClaim, SeatArbiter, SeatChoice, StoredResponse,
+    ReplayClaim, ReplayKey, SeatArbiter, SeatChoice, StoredResponse,
 };
 use futures::future::join_all;
 
@@ -67,8 +67,7 @@ const FP: [u8; 32] = [3; 32];
 
 /// One Idempotency-Key of one buyer.
 struct Key {
-    scope: String,
-    key: String,
+    replay: ReplayKey,
     fingerprint: [u8; 32],
     claimant: Claimant,
 }
@@ -76,8 +75,10 @@ struct Key {
 impl Key {
     fn new(buyer: BuyerId, claimant: Claimant) -> Key {
         Key {
-            scope: format!("buyer:{buyer}"),
-            key: format!("k-{}", uuid::Uuid::new_v4().simple()),
+            replay: ReplayKey::new(
+                format!("buyer:{buyer}"),
+                format!("k-{}", uuid::Uuid::new_v4().simple()),
+            ),
             fingerprint: FP,
             claimant,
         }
@@ -85,8 +86,7 @@ impl Key {
 
     fn claim(&self) -> ReplayClaim<'_> {
         ReplayClaim {
-            scope: &self.scope,
-            key: &self.key,
+            key: &self.replay,
             fingerprint: &self.fingerprint,
             now: T0,
             claimant: &self.claimant,
@@ -116,7 +116,7 @@ fn kept() -> StoredResponse {
 
 async fn finish(p: &ClaimedPorts, key: &Key) {
     let replays = p.holds.replays();
-    replays.finish(&key.scope, &key.key, &kept()).await.unwrap();
+    replays.finish(&key.replay, &kept()).await.unwrap();
 }
 
 /// The hold `req` asked for does not exist: the step did not run.
@@ -176,7 +176,7 @@ pub async fn a_running_claim_is_in_flight_and_its_duplicate_holds_nothing(p: Cla
     never_held(&fx, &duplicate).await;
     // The claim lives in the replay store: `begin` there sees it too.
     let replays = p.holds.replays();
-    let begun = (replays.begin(&key.scope, &key.key, &FP, T0, &key.claimant)).await;
+    let begun = (replays.begin(&key.replay, &FP, T0, &key.claimant)).await;
     assert_eq!(begun.unwrap(), Begin::InFlight);
     fx.done().await;
 }
@@ -260,7 +260,7 @@ pub async fn an_abandoned_claim_holds_again(p: ClaimedPorts) {
     let first = named(&fx, buyer, &[0]);
     assert!(matches!(hold(&p, &key, &first).await, Claimed::Ran(Ok(_))));
     let replays = p.holds.replays();
-    replays.abandon(&key.scope, &key.key).await.unwrap();
+    replays.abandon(&key.replay).await.unwrap();
     let again = named(&fx, buyer, &[1]);
     match hold(&p, &key, &again).await {
         Claimed::Ran(Ok(h)) => assert_eq!(h.seats, vec![1]),
@@ -385,8 +385,7 @@ pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_t
         .await
         .expect("the seats are held again");
     let elsewhere = Key {
-        scope: key.scope.clone(),
-        key: key.key.clone(),
+        replay: key.replay.clone(),
         fingerprint: FP,
         claimant: claimant(),
     };

@@ -16,7 +16,9 @@
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, Millis};
-use boxoffice_engine::ports::{Begin, Claimant, IdempotencyStore, Incarnation, StoredResponse};
+use boxoffice_engine::ports::{
+    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoredResponse,
+};
 
 mod bounded;
 mod liveness;
@@ -83,16 +85,25 @@ pub(crate) fn created() -> StoredResponse {
 pub async fn a_first_request_proceeds_and_a_finished_one_replays(store: Arc<dyn IdempotencyStore>) {
     let (s, me) = (scope(), claimant());
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
-    store.finish(&s, "k1", &created()).await.unwrap();
+    store
+        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .await
+        .unwrap();
     // A replay long after the lease would have lapsed still gets the first answer, and
     // so does a retry reaching another process.
     let later = NOW.plus_secs(3_600);
     for who in [me, claimant()] {
         assert_eq!(
-            store.begin(&s, "k1", &FP, later, &who).await.unwrap(),
+            store
+                .begin(&ReplayKey::new(&s, "k1"), &FP, later, &who)
+                .await
+                .unwrap(),
             Begin::Replay(created())
         );
     }
@@ -100,14 +111,26 @@ pub async fn a_first_request_proceeds_and_a_finished_one_replays(store: Arc<dyn 
 
 pub async fn a_key_reused_for_another_request_is_a_mismatch(store: Arc<dyn IdempotencyStore>) {
     let (s, me) = (scope(), claimant());
-    store.begin(&s, "k1", &FP, NOW, &me).await.unwrap();
+    store
+        .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
+        .await
+        .unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &[8; 32], NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &[8; 32], NOW, &me)
+            .await
+            .unwrap(),
         Begin::Mismatch
     );
-    store.finish(&s, "k1", &created()).await.unwrap();
+    store
+        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .await
+        .unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &[8; 32], NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &[8; 32], NOW, &me)
+            .await
+            .unwrap(),
         Begin::Mismatch
     );
 }
@@ -118,12 +141,18 @@ pub async fn a_running_request_is_in_flight_until_its_lease_lapses(
     let (s, me) = (scope(), claimant());
     store.heartbeat(me.node, NOW).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     let almost = NOW.plus_millis(LEASE - 1);
     assert_eq!(
-        store.begin(&s, "k1", &FP, almost, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, almost, &me)
+            .await
+            .unwrap(),
         Begin::InFlight
     );
     // The first attempt never finished: after the lease the retry takes the key over,
@@ -131,30 +160,42 @@ pub async fn a_running_request_is_in_flight_until_its_lease_lapses(
     let lapsed = NOW.plus_millis(LEASE + 1);
     store.heartbeat(me.node, lapsed).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, lapsed, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, lapsed, &me)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     assert_eq!(
         store
-            .begin(&s, "k1", &FP, lapsed.plus_millis(1), &me)
+            .begin(&ReplayKey::new(&s, "k1"), &FP, lapsed.plus_millis(1), &me)
             .await
             .unwrap(),
         Begin::InFlight
     );
-    store.finish(&s, "k1", &created()).await.unwrap();
+    store
+        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .await
+        .unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, lapsed, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, lapsed, &me)
+            .await
+            .unwrap(),
         Begin::Replay(created())
     );
 }
 
 pub async fn an_abandoned_key_runs_again(store: Arc<dyn IdempotencyStore>) {
     let (s, me) = (scope(), claimant());
-    store.begin(&s, "k1", &FP, NOW, &me).await.unwrap();
-    store.abandon(&s, "k1").await.unwrap();
+    store
+        .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
+        .await
+        .unwrap();
+    store.abandon(&ReplayKey::new(&s, "k1")).await.unwrap();
     assert_eq!(
         store
-            .begin(&s, "k1", &FP, NOW.plus_millis(1), &me)
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW.plus_millis(1), &me)
             .await
             .unwrap(),
         Begin::Proceed
@@ -163,11 +204,20 @@ pub async fn an_abandoned_key_runs_again(store: Arc<dyn IdempotencyStore>) {
 
 pub async fn abandoning_a_finished_key_keeps_its_response(store: Arc<dyn IdempotencyStore>) {
     let (s, me) = (scope(), claimant());
-    store.begin(&s, "k1", &FP, NOW, &me).await.unwrap();
-    store.finish(&s, "k1", &created()).await.unwrap();
-    store.abandon(&s, "k1").await.unwrap();
+    store
+        .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
+        .await
+        .unwrap();
+    store
+        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .await
+        .unwrap();
+    store.abandon(&ReplayKey::new(&s, "k1")).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
+            .await
+            .unwrap(),
         Begin::Replay(created())
     );
 }
@@ -175,11 +225,17 @@ pub async fn abandoning_a_finished_key_keeps_its_response(store: Arc<dyn Idempot
 pub async fn the_same_key_in_two_scopes_is_two_keys(store: Arc<dyn IdempotencyStore>) {
     let (a, b, me) = (scope(), scope(), claimant());
     assert_eq!(
-        store.begin(&a, "k1", &FP, NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&a, "k1"), &FP, NOW, &me)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     assert_eq!(
-        store.begin(&b, "k1", &[9; 32], NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&b, "k1"), &[9; 32], NOW, &me)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
 }
@@ -195,10 +251,16 @@ pub async fn records_claimed_before_the_cutoff_are_pruned_in_batches(
         let at = T0.plus_millis(if i < 5 { i } else { 100 });
         let key = format!("k{i}");
         assert_eq!(
-            store.begin(&s, &key, &FP, at, &me).await.unwrap(),
+            store
+                .begin(&ReplayKey::new(&s, &key), &FP, at, &me)
+                .await
+                .unwrap(),
             Begin::Proceed
         );
-        store.finish(&s, &key, &created()).await.unwrap();
+        store
+            .finish(&ReplayKey::new(&s, &key), &created())
+            .await
+            .unwrap();
     }
     let cutoff = T0.plus_millis(50);
     let batches = [
@@ -210,12 +272,18 @@ pub async fn records_claimed_before_the_cutoff_are_pruned_in_batches(
     assert_eq!(batches, [2, 2, 1, 0], "five old records, in batches of two");
     let then = T0.plus_millis(60);
     assert_eq!(
-        store.begin(&s, "k0", &[3; 32], then, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k0"), &[3; 32], then, &me)
+            .await
+            .unwrap(),
         Begin::Proceed,
         "a pruned key is new again"
     );
     assert_eq!(
-        store.begin(&s, "k5", &FP, then, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k5"), &FP, then, &me)
+            .await
+            .unwrap(),
         Begin::Replay(created()),
         "a younger record is kept"
     );

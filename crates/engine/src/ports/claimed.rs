@@ -4,15 +4,15 @@ use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis};
 
 use super::{
-    ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, SeatArbiter, StoreError,
+    ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, ReplayKey, SeatArbiter,
+    StoreError,
 };
 
 /// An Idempotency-Key claim to take in the same step as the write it guards: the
 /// arguments of `IdempotencyStore::begin`.
 #[derive(Clone, Copy, Debug)]
 pub struct ReplayClaim<'a> {
-    pub scope: &'a str,
-    pub key: &'a str,
+    pub key: &'a ReplayKey,
     pub fingerprint: &'a [u8; 32],
     pub now: Millis,
     pub claimant: &'a Claimant,
@@ -118,13 +118,7 @@ impl ClaimThenHold {
         step: impl Future<Output = T>,
     ) -> Result<Claimed<T>, StoreError> {
         let begun = replays
-            .begin(
-                claim.scope,
-                claim.key,
-                claim.fingerprint,
-                claim.now,
-                claim.claimant,
-            )
+            .begin(claim.key, claim.fingerprint, claim.now, claim.claimant)
             .await?;
         Ok(match begun {
             Begin::Proceed => Claimed::Ran(step.await),

@@ -1,6 +1,7 @@
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::StoreError;
 
@@ -60,7 +61,47 @@ pub struct Claimant {
     pub dead_after_ms: i64,
 }
 
-/// Remembers `Idempotency-Key`s. `scope` separates callers (a buyer, the operator).
+/// An Idempotency-Key in its scope (`scope` separates callers: a buyer, the operator),
+/// with the name of its record in stores that find records by a fixed-size id (in
+/// memory, Redis): the first 16 bytes of SHA-256 of the scope's length, the scope and
+/// the key. The length goes first so that scope "a:b" + key "c" and scope "a" + key
+/// "b:c" cannot meet. Taken once per request, not at every call to the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayKey {
+    scope: String,
+    key: String,
+    id: [u8; 16],
+}
+
+impl ReplayKey {
+    pub fn new(scope: impl Into<String>, key: impl Into<String>) -> ReplayKey {
+        let (scope, key) = (scope.into(), key.into());
+        let mut h = Sha256::new();
+        h.update((scope.len() as u64).to_le_bytes());
+        h.update(scope.as_bytes());
+        h.update(key.as_bytes());
+        let digest = h.finalize();
+        let mut id = [0; 16];
+        id.copy_from_slice(&digest[..16]);
+        ReplayKey { scope, key, id }
+    }
+
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The record's fixed-size name: client text reaches a store's map or key names
+    /// only through this collision-resistant digest.
+    pub fn id(&self) -> &[u8; 16] {
+        &self.id
+    }
+}
+
+/// Remembers `Idempotency-Key`s, each in its scope (`ReplayKey`).
 ///
 /// A running claim answers `InFlight` while its lease lasts and its holder lives. The
 /// caller's own incarnation lives. Stores that only one process opens at a time (in
@@ -72,25 +113,40 @@ pub struct Claimant {
 pub trait IdempotencyStore: Send + Sync {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        key: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError>;
-    async fn finish(
-        &self,
-        scope: &str,
-        key: &str,
-        response: &StoredResponse,
-    ) -> Result<(), StoreError>;
+    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError>;
     /// Forgets an unfinished claim so a retry runs again (used when the request failed
     /// in a way that changed nothing, e.g. the store was unavailable).
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError>;
+    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError>;
     /// Records that `node` is alive at `now`. Only stores shared by several nodes keep
     /// it; the others need no heartbeat to know who is alive.
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError>;
     /// Forgets at most `limit` records claimed before `before` (their retention is
     /// over), and heartbeats older than that; returns how many records went.
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keys_id_is_the_digest_its_records_were_named_by_before() {
+        let key = ReplayKey::new("buyer:1", "k-1");
+        let mut h = Sha256::new();
+        h.update(7u64.to_le_bytes());
+        h.update(b"buyer:1k-1");
+        assert_eq!(key.id()[..], h.finalize()[..16]);
+        assert_eq!((key.scope(), key.key()), ("buyer:1", "k-1"));
+    }
+
+    #[test]
+    fn a_scope_and_key_cannot_pass_for_another_split_of_the_same_text() {
+        let (a, b) = (ReplayKey::new("a:b", "c"), ReplayKey::new("a", "b:c"));
+        assert_ne!(a.id(), b.id());
+    }
 }

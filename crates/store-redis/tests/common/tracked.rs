@@ -218,21 +218,18 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
 impl<T: IdempotencyStore> IdempotencyStore for Tracked<T> {
     async fn begin(
         &self,
-        scope: &str,
-        key: &str,
+        key: &ReplayKey,
         fingerprint: &[u8; 32],
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        self.inner
-            .begin(scope, key, fingerprint, now, claimant)
-            .await
+        self.inner.begin(key, fingerprint, now, claimant).await
     }
-    async fn finish(&self, scope: &str, key: &str, r: &StoredResponse) -> Result<(), StoreError> {
-        self.inner.finish(scope, key, r).await
+    async fn finish(&self, key: &ReplayKey, r: &StoredResponse) -> Result<(), StoreError> {
+        self.inner.finish(key, r).await
     }
-    async fn abandon(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        self.inner.abandon(scope, key).await
+    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
+        self.inner.abandon(key).await
     }
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
         self.inner.heartbeat(node, now).await

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{Begin, IdempotencyStore};
+use boxoffice_engine::ports::{Begin, IdempotencyStore, ReplayKey};
 
 use super::{FP, NOW, claimant, created, scope};
 
@@ -57,7 +57,11 @@ pub async fn replay_records_stay_under_their_count_cap(store: Arc<dyn Idempotenc
     let mut refused = 0;
     for i in 0..4 * CAP {
         let key = format!("k{i}");
-        match store.begin(&s, &key, &FP, NOW, &me).await.unwrap() {
+        match store
+            .begin(&ReplayKey::new(&s, &key), &FP, NOW, &me)
+            .await
+            .unwrap()
+        {
             Begin::Proceed => accepted.push(key),
             Begin::Full => refused += 1,
             other => panic!("a new key answered {other:?}"),
@@ -72,7 +76,7 @@ pub async fn replay_records_stay_under_their_count_cap(store: Arc<dyn Idempotenc
     for key in &accepted {
         assert_eq!(
             store
-                .begin(&s, key, &FP, NOW.plus_millis(1), &me)
+                .begin(&ReplayKey::new(&s, key), &FP, NOW.plus_millis(1), &me)
                 .await
                 .unwrap(),
             Begin::InFlight,
@@ -86,31 +90,49 @@ pub async fn the_oldest_finished_records_make_room_and_running_claims_never_do(
 ) {
     let (s, me) = (scope(), claimant());
     assert_eq!(
-        store.begin(&s, "running", &FP, NOW, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "running"), &FP, NOW, &me)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     let flood = 16 * CAP;
     for i in 0..flood {
         let (key, at) = (format!("k{i}"), NOW.plus_millis(1 + i as i64));
         assert_eq!(
-            store.begin(&s, &key, &FP, at, &me).await.unwrap(),
+            store
+                .begin(&ReplayKey::new(&s, &key), &FP, at, &me)
+                .await
+                .unwrap(),
             Begin::Proceed
         );
-        store.finish(&s, &key, &created()).await.unwrap();
+        store
+            .finish(&ReplayKey::new(&s, &key), &created())
+            .await
+            .unwrap();
     }
     let after = NOW.plus_millis(1 + flood as i64);
     assert_eq!(
-        store.begin(&s, "running", &FP, after, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "running"), &FP, after, &me)
+            .await
+            .unwrap(),
         Begin::InFlight,
         "the running claim outlived a flood of newer records"
     );
     let newest = format!("k{}", flood - 1);
     assert_eq!(
-        store.begin(&s, &newest, &FP, after, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, &newest), &FP, after, &me)
+            .await
+            .unwrap(),
         Begin::Replay(created())
     );
     assert_eq!(
-        store.begin(&s, "k0", &FP, after, &me).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k0"), &FP, after, &me)
+            .await
+            .unwrap(),
         Begin::Proceed,
         "the oldest record made room"
     );

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{Begin, IdempotencyStore};
+use boxoffice_engine::ports::{Begin, IdempotencyStore, ReplayKey};
 
 use super::{DEAD_AFTER, FP, LEASE, NOW, claimant, created, scope};
 
@@ -56,29 +56,47 @@ pub async fn a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once(
         .unwrap();
     store.heartbeat(retry.node, NOW).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, &dead).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &dead)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     let soon = NOW.plus_millis(1);
     assert_eq!(
-        store.begin(&s, "k1", &FP, soon, &retry).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, soon, &retry)
+            .await
+            .unwrap(),
         Begin::Proceed,
         "the dead holder's claim is taken over at once"
     );
     assert_eq!(
-        store.begin(&s, "k1", &FP, soon, &retry).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, soon, &retry)
+            .await
+            .unwrap(),
         Begin::InFlight,
         "the retry now holds the key"
     );
     // Another body under the key is still a mismatch, dead holder or not.
     let other = claimant();
     assert_eq!(
-        store.begin(&s, "k1", &[8; 32], soon, &other).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &[8; 32], soon, &other)
+            .await
+            .unwrap(),
         Begin::Mismatch
     );
-    store.finish(&s, "k1", &created()).await.unwrap();
+    store
+        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .await
+        .unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, soon, &dead).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, soon, &dead)
+            .await
+            .unwrap(),
         Begin::Replay(created())
     );
 }
@@ -89,7 +107,10 @@ pub async fn a_claim_of_a_live_node_is_in_flight_until_its_heartbeat_goes_stale(
     let (s, holder, retry) = (scope(), claimant(), claimant());
     store.heartbeat(holder.node, NOW).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, &holder).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &holder)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     // It keeps beating: its claim stands past one bound of silence from the first beat.
@@ -97,7 +118,10 @@ pub async fn a_claim_of_a_live_node_is_in_flight_until_its_heartbeat_goes_stale(
     store.heartbeat(holder.node, beat).await.unwrap();
     let checked = NOW.plus_millis(DEAD_AFTER + 1_000);
     assert_eq!(
-        store.begin(&s, "k1", &FP, checked, &retry).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, checked, &retry)
+            .await
+            .unwrap(),
         Begin::InFlight
     );
     // Then it stops: once its last beat is older than the bound the claim is dead,
@@ -105,7 +129,10 @@ pub async fn a_claim_of_a_live_node_is_in_flight_until_its_heartbeat_goes_stale(
     let stale = beat.plus_millis(DEAD_AFTER + 1);
     assert!(stale < NOW.plus_millis(LEASE));
     assert_eq!(
-        store.begin(&s, "k1", &FP, stale, &retry).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, stale, &retry)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
 }
@@ -116,13 +143,16 @@ pub async fn a_claim_of_an_earlier_incarnation_is_taken_over_at_once(
     let (s, before, after) = (scope(), claimant(), claimant());
     store.heartbeat(before.node, NOW).await.unwrap();
     assert_eq!(
-        store.begin(&s, "k1", &FP, NOW, &before).await.unwrap(),
+        store
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &before)
+            .await
+            .unwrap(),
         Begin::Proceed
     );
     // The process restarted: the claim's holder is gone whatever it last said.
     assert_eq!(
         store
-            .begin(&s, "k1", &FP, NOW.plus_millis(1), &after)
+            .begin(&ReplayKey::new(&s, "k1"), &FP, NOW.plus_millis(1), &after)
             .await
             .unwrap(),
         Begin::Proceed
