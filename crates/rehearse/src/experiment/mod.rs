@@ -145,23 +145,38 @@ async fn run_variant(pool: &PgPool, url: &str, v: Variant, s: &Settings) -> anyh
         Variant::Boxoffice => Some(Arc::new(ledger::Boxoffice::open(url, s.units).await?)),
         _ => None,
     };
-    let started = Instant::now();
-    let buyers = (0..s.buyers).map(|i| {
-        let (pool, boxoffice) = (pool.clone(), boxoffice.clone());
-        tokio::spawn(async move {
-            let user = format!("buyer-{i}");
-            let t = Instant::now();
-            let attempt = match (v, boxoffice) {
-                (Variant::Naive, _) => sql::naive(&pool, &user).await.map_err(Into::into),
-                (Variant::Atomic, _) => sql::atomic(&pool, &user).await.map_err(Into::into),
-                (Variant::Optimistic, _) => sql::optimistic(&pool, &user).await.map_err(Into::into),
-                (Variant::Sharded, _) => sql::sharded(&pool, &user).await.map_err(Into::into),
-                (Variant::Boxoffice, Some(b)) => b.buy().await,
-                (Variant::Boxoffice, None) => unreachable!("opened above"),
-            };
-            attempt.map(|a| (a, t.elapsed()))
+    // The crowd arrives at once, as at an on-sale's opening: every connection open
+    // before the clock starts, every buyer spawned and waiting, then all let go
+    // together (on a loaded machine the first buyers would otherwise run alone, one
+    // after another, and the naive variant's lost update would not show).
+    let warm = join_all((0..s.connections).map(|_| pool.acquire())).await;
+    for conn in warm {
+        drop(conn?);
+    }
+    let gate = Arc::new(tokio::sync::Barrier::new(s.buyers as usize + 1));
+    let buyers: Vec<_> = (0..s.buyers)
+        .map(|i| {
+            let (pool, boxoffice, gate) = (pool.clone(), boxoffice.clone(), gate.clone());
+            tokio::spawn(async move {
+                gate.wait().await;
+                let user = format!("buyer-{i}");
+                let t = Instant::now();
+                let attempt = match (v, boxoffice) {
+                    (Variant::Naive, _) => sql::naive(&pool, &user).await.map_err(Into::into),
+                    (Variant::Atomic, _) => sql::atomic(&pool, &user).await.map_err(Into::into),
+                    (Variant::Optimistic, _) => {
+                        sql::optimistic(&pool, &user).await.map_err(Into::into)
+                    }
+                    (Variant::Sharded, _) => sql::sharded(&pool, &user).await.map_err(Into::into),
+                    (Variant::Boxoffice, Some(b)) => b.buy().await,
+                    (Variant::Boxoffice, None) => unreachable!("opened above"),
+                };
+                attempt.map(|a| (a, t.elapsed()))
+            })
         })
-    });
+        .collect();
+    gate.wait().await;
+    let started = Instant::now();
     let results = join_all(buyers).await;
     let elapsed = started.elapsed();
     let mut latencies = Vec::with_capacity(results.len());
