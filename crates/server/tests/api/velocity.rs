@@ -36,6 +36,31 @@ pub(crate) fn no_limits() -> VelocityRules {
     }
 }
 
+/// At most `n` checkouts in the window; declines are not limited.
+fn attempts_only(n: u32) -> VelocityLimits {
+    VelocityLimits {
+        attempts: Some(n),
+        declines: None,
+    }
+}
+
+/// Only `n` checkouts per buyer in a one-minute window, every other limit off.
+pub(crate) fn attempts_per_buyer(n: u32) -> VelocityRules {
+    VelocityRules {
+        window_s: 60,
+        per_buyer: attempts_only(n),
+        ..no_limits()
+    }
+}
+
+/// A buyer's `n`th decline locks them out, every other limit off.
+pub(crate) fn lockout_after(n: u32) -> VelocityRules {
+    VelocityRules {
+        lockout_declines: Some(n),
+        ..no_limits()
+    }
+}
+
 async fn event_with(app: &TestApp, rules: VelocityRules) -> EventId {
     let mut s: EventSpec = spec(10, 10, 0, 4);
     s.sale.velocity = Some(rules);
@@ -134,14 +159,7 @@ async fn a_card_tester_is_stopped_before_the_provider_while_honest_buyers_buy() 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 60)]
 async fn attempts_past_the_limit_wait_for_the_window_without_calling_the_provider() {
     let app = spawn().await;
-    let rules = VelocityRules {
-        window_s: 60,
-        per_buyer: VelocityLimits {
-            attempts: Some(2),
-            declines: None,
-        },
-        ..no_limits()
-    };
+    let rules = attempts_per_buyer(2);
     let event = event_with(&app, rules).await;
     let (token, admission) = app.admitted_buyer(event).await;
     for card in 0..2 {
@@ -194,10 +212,7 @@ async fn checkout_via_proxy(
 async fn a_network_limit_counts_the_client_the_trusted_proxy_names() {
     let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
     let rules = VelocityRules {
-        per_network: VelocityLimits {
-            attempts: Some(2),
-            declines: None,
-        },
+        per_network: attempts_only(2),
         ..no_limits()
     };
     let event = event_with(&app, rules).await;
@@ -385,10 +400,7 @@ async fn declines_by_3ds_webhook_count_once_each_and_lock_the_buyer_out() {
     use boxoffice_payment_fake::methods;
     let app = spawn().await;
     let fake = crate::payments::provider(&app);
-    let rules = VelocityRules {
-        lockout_declines: Some(2),
-        ..no_limits()
-    };
+    let rules = lockout_after(2);
     let event = event_with(&app, rules).await;
     let (token, admission) = app.admitted_buyer(event).await;
     for attempt in 0..2 {
@@ -429,10 +441,7 @@ async fn one_decline_by_webhook_delivered_many_times_is_counted_once() {
     use boxoffice_payment_fake::methods;
     let app = spawn().await;
     let fake = crate::payments::provider(&app);
-    let rules = VelocityRules {
-        lockout_declines: Some(2),
-        ..no_limits()
-    };
+    let rules = lockout_after(2);
     let event = event_with(&app, rules).await;
     let (token, admission) = app.admitted_buyer(event).await;
     let hold = hold_one(&app, event, &admission).await;

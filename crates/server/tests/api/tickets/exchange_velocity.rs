@@ -5,7 +5,7 @@
 //! webhook delivered many times or as the sweep found it; and a buyer locked out by
 //! declines anywhere is refused both the exchange and checkout.
 
-use boxoffice_domain::velocity::{VelocityLimits, VelocityRules};
+use boxoffice_domain::velocity::VelocityRules;
 use boxoffice_domain::{EventId, Millis, OrderId};
 use boxoffice_engine::ports::ProviderState;
 use boxoffice_payment_fake::{CONFIRM_PATH, FakeGateway, methods};
@@ -15,7 +15,7 @@ use super::buy;
 use super::exchange::exchangeable;
 use crate::common::{TestApp, spawn, spec, uuid};
 use crate::payments::{post_webhook, provider};
-use crate::velocity::{no_limits, provider_calls};
+use crate::velocity::{attempts_per_buyer, lockout_after, provider_calls};
 
 /// Every seat of `spec` costs this.
 const FACE: i64 = 5_000;
@@ -96,14 +96,7 @@ async fn deliver_each(app: &TestApp, fake: &FakeGateway, times: usize) {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
 async fn an_exchange_purchase_is_refused_past_the_velocity_limit_before_the_provider_hears_of_it() {
     let app = spawn().await;
-    let rules = VelocityRules {
-        window_s: 60,
-        per_buyer: VelocityLimits {
-            attempts: Some(2),
-            declines: None,
-        },
-        ..no_limits()
-    };
+    let rules = attempts_per_buyer(2);
     let event = event_with(&app, rules).await;
     let listing = listed(&app, event).await;
     let (_, admission) = app.admitted_buyer(event).await;
@@ -145,10 +138,7 @@ async fn an_exchange_purchase_is_refused_past_the_velocity_limit_before_the_prov
 async fn a_declined_exchange_payment_after_3ds_counts_toward_velocity_once() {
     let app = spawn().await;
     let fake = provider(&app);
-    let rules = VelocityRules {
-        lockout_declines: Some(2),
-        ..no_limits()
-    };
+    let rules = lockout_after(2);
     let event = event_with(&app, rules).await;
     let listing = listed(&app, event).await;
     let (_, admission) = app.admitted_buyer(event).await;
@@ -182,10 +172,7 @@ async fn a_declined_exchange_payment_after_3ds_counts_toward_velocity_once() {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
 async fn declines_at_checkout_and_on_the_exchange_lock_the_buyer_out_of_both() {
     let app = spawn().await;
-    let rules = VelocityRules {
-        lockout_declines: Some(2),
-        ..no_limits()
-    };
+    let rules = lockout_after(2);
     let event = event_with(&app, rules).await;
     let listing = listed(&app, event).await;
     let (token, admission) = app.admitted_buyer(event).await;
