@@ -5,32 +5,22 @@
 -- THREADS (wrk's -t), each request takes the next line of its thread's share instead:
 -- its own token and a proof used once (a thread that runs out starts its share again,
 -- and the server refuses those replays: they show as status errors).
+dofile(debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") .. "threads.lua")
 local tokens = {}
 local proofs = nil
 local counter = 0
 local thread_id = 0
 -- Distinguishes the keys of concurrent wrk processes sharing one idempotency store.
 local salt = os.getenv("SALT") or "0"
-local threads = {}
-
-function setup(thread)
-  thread:set("id", #threads)
-  table.insert(threads, thread)
-end
 
 function init(args)
   thread_id = id
   local proof_file = os.getenv("PROOFS")
   if proof_file and proof_file ~= "" then
     proofs = {}
-    local threads_n = tonumber(os.getenv("THREADS") or "2")
-    local n = 0
-    for line in io.lines(proof_file) do
-      if n % threads_n == thread_id then
-        local tab = line:find("\t", 1, true)
-        proofs[#proofs + 1] = { line:sub(1, tab - 1), line:sub(tab + 1) }
-      end
-      n = n + 1
+    for _, line in ipairs(share_of(proof_file, "2")) do
+      local tab = line:find("\t", 1, true)
+      proofs[#proofs + 1] = { line:sub(1, tab - 1), line:sub(tab + 1) }
     end
   else
     for line in io.lines(os.getenv("TOKENS")) do
@@ -59,7 +49,5 @@ function request()
 end
 
 function done(summary, latency, requests)
-  io.write(string.format("p50 %.2f ms  p99 %.2f ms  requests %d  errors(connect/read/write/timeout/status) %d/%d/%d/%d/%d\n",
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.requests,
-    summary.errors.connect, summary.errors.read, summary.errors.write, summary.errors.timeout, summary.errors.status))
+  report(summary, latency)
 end

@@ -1,15 +1,10 @@
 -- wrk script that signs up buyers (POST /v1/buyers) and writes each new buyer token to
 -- "$OUT.<thread>", one per line; each thread stops after $COUNT tokens (use -t with
 -- THREADS). The server must allow self sign-up without a per-address rate.
+dofile(debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") .. "threads.lua")
 local count, written, sent = 0, 0, 0
 local out = nil
 local thread_id = 0
-local threads = {}
-
-function setup(thread)
-  thread:set("id", #threads)
-  table.insert(threads, thread)
-end
 
 function init(args)
   thread_id = id

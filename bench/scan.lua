@@ -3,16 +3,11 @@
 -- credential and a fresh Idempotency-Key.
 -- Env: BARCODES (file, one barcode per line), EVENT, GATE (credential), THREADS (wrk's
 -- -t, default 2: each thread's own Lua state cannot see how many threads setup made).
+dofile(debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") .. "threads.lua")
 local barcodes = {}
 local counter = 0
 local thread_id = 0
 local nthreads = tonumber(os.getenv("THREADS") or "2")
-local made = 0
-
-function setup(thread)
-  thread:set("id", made)
-  made = made + 1
-end
 
 function init(args)
   for line in io.lines(os.getenv("BARCODES")) do
@@ -36,7 +31,5 @@ function request()
 end
 
 function done(summary, latency, requests)
-  io.write(string.format("p50 %.2f ms  p99 %.2f ms  requests %d  errors(connect/read/write/timeout/status) %d/%d/%d/%d/%d\n",
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.requests,
-    summary.errors.connect, summary.errors.read, summary.errors.write, summary.errors.timeout, summary.errors.status))
+  report(summary, latency)
 end
