@@ -12,7 +12,9 @@ use boxoffice_rehearse::rehearse::crowd::{Adversaries, Arrivals, Mix, Profile};
 use boxoffice_rehearse::rehearse::find_rate::{self, Search};
 use boxoffice_rehearse::rehearse::report::{ProfileRow, Report};
 use boxoffice_rehearse::rehearse::{self, AuditHook, Settings, html};
+use boxoffice_testkit::harness::process::Said;
 use boxoffice_testkit::harness::{path_str, uuid};
+use tokio::process::Child;
 
 use crate::common::BOXOFFICE;
 
@@ -32,6 +34,29 @@ pub(crate) fn config(dir: &Path, http: &str, provider: &str) -> PathBuf {
     );
     std::fs::write(&file, text).unwrap();
     file
+}
+
+/// A server on `dir` with the rehearsal config, and the hook that audits its data once
+/// the recovery sweep has settled every order: (the process, its base URL, what it
+/// writes on stderr, the hook).
+pub(crate) async fn audited_server(dir: &Path) -> (Child, String, Said, AuditHook) {
+    let cfg = config(dir, "", "");
+    let args = [
+        "--data-dir".to_owned(),
+        path_str(dir).to_owned(),
+        "--config".to_owned(),
+        path_str(&cfg).to_owned(),
+    ];
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (server, base, said) = BOXOFFICE.start_said(&argv).await;
+    let hook: AuditHook = Box::new(move || {
+        Box::pin(async move {
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (_, report) = BOXOFFICE.settled_audit(&argv).await;
+            Ok(report)
+        })
+    });
+    (server, base, said, hook)
 }
 
 pub(crate) fn settings(base: String, buyers: u32) -> Settings {
@@ -73,23 +98,7 @@ pub(crate) fn settings(base: String, buyers: u32) -> Settings {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_every_chart() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "", "");
-    let args = vec![
-        "--data-dir".to_owned(),
-        path_str(dir.path()).to_owned(),
-        "--config".to_owned(),
-        path_str(&cfg).to_owned(),
-    ];
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (_server, base, said) = BOXOFFICE.start_said(&argv).await;
-    let audit_args = args.clone();
-    let hook: AuditHook = Box::new(move || {
-        Box::pin(async move {
-            let argv: Vec<&str> = audit_args.iter().map(String::as_str).collect();
-            let (_, report) = BOXOFFICE.settled_audit(&argv).await;
-            Ok(report)
-        })
-    });
+    let (_server, base, said, hook) = audited_server(dir.path()).await;
     let report = rehearse::run(&settings(base, 1_000), Some(hook), std::future::pending())
         .await
         .unwrap();
@@ -250,7 +259,7 @@ fn row(report: &Report, profile: Profile) -> &ProfileRow {
         .unwrap_or_else(|| panic!("no {profile:?} in {:?}", report.fairness.profiles))
 }
 
-async fn layered_server(dir: &Path) -> (tokio::process::Child, String) {
+async fn layered_server(dir: &Path) -> (Child, String) {
     let cfg = config(dir, "", "");
     let argv = ["--data-dir", path_str(dir), "--config", path_str(&cfg)];
     BOXOFFICE.start(&argv).await

@@ -8,13 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 use boxoffice_rehearse::rehearse::crowd::Mix;
-use boxoffice_rehearse::rehearse::{self, AuditHook};
-use boxoffice_testkit::harness::path_str;
+use boxoffice_rehearse::rehearse;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::common::BOXOFFICE;
-use crate::rehearse::{config, settings};
+use crate::rehearse::{audited_server, settings};
 
 /// Connections through the proxy: open now, the most open at once, accepted in all.
 #[derive(Default)]
@@ -62,24 +60,9 @@ async fn pipe(inbound: TcpStream, to: SocketAddr, c: Arc<Counts>) {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_crowd_told_to_keep_to_eight_connections_never_opens_more_and_still_sells_out() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "", "");
-    let args = [
-        "--data-dir".to_owned(),
-        path_str(dir.path()).to_owned(),
-        "--config".to_owned(),
-        path_str(&cfg).to_owned(),
-    ];
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (_server, base, said) = BOXOFFICE.start_said(&argv).await;
+    let (_server, base, said, hook) = audited_server(dir.path()).await;
     let server: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
     let (proxied, counts) = counting_proxy(server).await;
-    let hook: AuditHook = Box::new(move || {
-        Box::pin(async move {
-            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-            let (_, report) = BOXOFFICE.settled_audit(&argv).await;
-            Ok(report)
-        })
-    });
     let mut s = settings(proxied, 1_000);
     s.max_connections = 8;
     // Eight connections carry the crowd more slowly than a pool without a bound: the
