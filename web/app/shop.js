@@ -328,22 +328,35 @@ export class Shop {
     );
     announce(`Seat ${listing.seat_id} is reserved for you; the payment is not confirmed yet.`);
     focusOn(this.msg.querySelector('p'));
+    await this.pollUntil(async () => {
+      try {
+        const { data } = await api('/v1/me/tickets', { token: this.buyer.token });
+        if (data.tickets.some((t) => t.ticket_id === swap.ticket_id)) {
+          this.listingBought(listing, swap);
+          return true;
+        }
+      } catch {
+        return false; // keep waiting: the purchase is safe on the server
+      }
+      await this.loadListings();
+      if ((this.listings || []).some((l) => l.listing_id === listing.listing_id)) {
+        fill(this.msg, notice('error', h('p', {}, h('strong', {}, 'The payment did not go through. '), `Seat ${listing.seat_id} is back on the exchange; no money was taken.`)));
+        focusOn(this.msg.querySelector('p'));
+        return true;
+      }
+      return false;
+    });
+  }
+
+  /** Calls `step` until it answers true: after a second, then backing off to every ten,
+   *  for half an hour at most, and no more once the page has stopped. */
+  async pollUntil(step) {
     let wait = 1000;
     const until = Date.now() + 30 * 60 * 1000;
     while (!this.stopped && Date.now() < until) {
       await sleep(wait);
       wait = Math.min(wait * 1.5, 10000);
-      try {
-        const { data } = await api('/v1/me/tickets', { token: this.buyer.token });
-        if (data.tickets.some((t) => t.ticket_id === swap.ticket_id)) return this.listingBought(listing, swap);
-      } catch {
-        continue; // keep waiting: the purchase is safe on the server
-      }
-      await this.loadListings();
-      if ((this.listings || []).some((l) => l.listing_id === listing.listing_id)) {
-        fill(this.msg, notice('error', h('p', {}, h('strong', {}, 'The payment did not go through. '), `Seat ${listing.seat_id} is back on the exchange; no money was taken.`)));
-        return focusOn(this.msg.querySelector('p'));
-      }
+      if (await step()) return;
     }
   }
 
@@ -562,26 +575,27 @@ export class Shop {
         h('p', { class: 'hint', id: 'order-state' }, `Order ${order.order_id}: ${order.status.replaceAll('_', ' ')}`),
       ),
     );
-    // Follow the order until it settles, backing off.
-    let wait = 1000;
-    const until = Date.now() + 30 * 60 * 1000;
-    while (!this.stopped && Date.now() < until) {
-      await sleep(wait);
-      wait = Math.min(wait * 1.5, 10000);
+    // Follow the order until it settles.
+    await this.pollUntil(async () => {
       try {
         const { data: o } = await api(`/v1/orders/${order.order_id}`, { token: this.buyer.token });
         const state = this.payMsg.querySelector('#order-state');
         if (state) state.textContent = `Order ${o.order_id}: ${o.status.replaceAll('_', ' ')} \u2014 ${o.message}`;
-        if (o.status === 'confirmed') return this.done(o);
+        if (o.status === 'confirmed') {
+          this.done(o);
+          return true;
+        }
         if (!PENDING.has(o.status)) {
           this.paying = false;
           store.set('session', this.key, null);
-          return this.showPicker(notice('error', `The payment did not go through: ${o.message}`));
+          // Returned, not awaited: a picker that fails ends the poll, not taken for a failed read.
+          return this.showPicker(notice('error', `The payment did not go through: ${o.message}`)).then(() => true);
         }
       } catch {
         /* keep waiting: the order is safe on the server */
       }
-    }
+      return false;
+    });
   }
 
   done(order) {
