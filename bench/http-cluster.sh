@@ -48,11 +48,6 @@ serve() { # name args... -> base URL of a boxoffice node
   local name=$1; shift
   BOXOFFICE_LOG=warn start "$name" "$bin/boxoffice" serve --listen 127.0.0.1:0 --config "$work/boxoffice.toml" "$@"
 }
-ticks_of() { # pids... -> user+system ticks summed
-  local t=0 p
-  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
-  echo "$t"
-}
 scripts() { redis-cli INFO commandstats | tr -d '\r' | awk -F'[=:,]' '$1 ~ /^cmdstat_(evalsha|eval|fcall)(_ro)?$/ {s += $3} END {print s + 0}'; }
 stop() { # name: stops that server and waits for it to go (a restart reuses its data dir)
   local pid; pid=$(cat "$work/$1.pid"); kill "$pid"; rm "$work/$1.pid"

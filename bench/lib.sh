@@ -1,5 +1,5 @@
 # What the bench scripts share: starting a server in the background and waiting for the
-# address it listens on, stopping what they started, the machine, a server's CPU time.
+# address it listens on, stopping what they started, the machine, a process's CPU time.
 # Sourced after `cd` to the repository and `work=$(mktemp -d)`: servers keep their
 # output in $work/NAME.out and their process id in $work/NAME.pid.
 
@@ -28,6 +28,12 @@ machine() { # cores and CPU model
   echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 }
 
+ticks_of() { # pids... -> their user + system CPU time so far, in clock ticks, summed
+  local t=0 p
+  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+  echo "$t"
+}
+
 cpu() { # name -> the server's user + system CPU time so far, in clock ticks
-  awk '{print $14 + $15}' "/proc/$(cat "$work/$1.pid")/stat"
+  ticks_of "$(cat "$work/$1.pid")"
 }
