@@ -10,11 +10,13 @@ use boxoffice_domain::velocity::{
 };
 use boxoffice_domain::{EventId, EventSpec};
 use boxoffice_engine::ports::{PaymentGateway, ProviderState};
+use boxoffice_payment_fake::FakeGateway;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::books::provider_book;
 use crate::common::{TestApp, spawn, spawn_with, spec, uuid};
+use crate::payments::post_webhook;
 
 /// Every limit off: each test turns on the ones it shows.
 pub(crate) fn no_limits() -> VelocityRules {
@@ -67,12 +69,21 @@ async fn event_with(app: &TestApp, rules: VelocityRules) -> EventId {
     app.create_event(&s).await
 }
 
-async fn hold_one(app: &TestApp, event: EventId, admission: &str) -> String {
+pub(crate) async fn hold_one(app: &TestApp, event: EventId, admission: &str) -> String {
     let body = json!({"best_available": {"section": "A", "quantity": 1}});
     let res = app.hold(event, admission, body).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let v: Value = res.json().await.unwrap();
     v["hold_id"].as_str().unwrap().to_string()
+}
+
+/// The seconds a refusal asks the client to wait before it tries again (Retry-After).
+pub(crate) fn retry_after(res: &reqwest::Response) -> u64 {
+    res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// How many authorizations reached the provider, and how many of them it declined.
@@ -83,6 +94,19 @@ pub(crate) async fn provider_calls(app: &TestApp) -> (usize, usize) {
         .filter(|p| p.state == ProviderState::Declined)
         .count();
     (all.len(), declined)
+}
+
+/// Every waiting webhook, each delivered `times` times at once.
+pub(crate) async fn deliver_each(app: &TestApp, fake: &FakeGateway, times: usize) {
+    let webhooks = fake.undelivered_webhooks(100).await.unwrap();
+    assert!(!webhooks.is_empty());
+    let deliveries =
+        (webhooks.iter()).flat_map(|w| (0..times).map(|_| post_webhook(app, fake, &w.payload)));
+    let answers = futures::future::join_all(deliveries).await;
+    assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
+    for w in &webhooks {
+        fake.mark_delivered(w.seq).await.unwrap();
+    }
 }
 
 async fn error_code(res: reqwest::Response) -> String {
@@ -175,11 +199,7 @@ async fn attempts_past_the_limit_wait_for_the_window_without_calling_the_provide
     let body = json!({"payment_method": "pm_card_visa"});
     let res = app.post(&path, &token, &key, body.clone()).await;
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
-    let wait: u64 = res.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let wait = retry_after(&res);
     assert!((1..=60).contains(&wait), "Retry-After {wait}");
     assert_eq!(error_code(res).await, "payment_velocity");
     assert_eq!(provider_calls(&app).await, (2, 2));
@@ -414,16 +434,7 @@ async fn declines_by_3ds_webhook_count_once_each_and_lock_the_buyer_out() {
             ProviderState::Declined
         );
         // Every webhook of the order, each delivered three times at once.
-        let webhooks = fake.undelivered_webhooks(100).await.unwrap();
-        assert!(!webhooks.is_empty());
-        let deliveries = webhooks
-            .iter()
-            .flat_map(|w| (0..3).map(|_| crate::payments::post_webhook(&app, &fake, &w.payload)));
-        let answers = futures::future::join_all(deliveries).await;
-        assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
-        for w in &webhooks {
-            fake.mark_delivered(w.seq).await.unwrap();
-        }
+        deliver_each(&app, &fake, 3).await;
         let settled = crate::payments::order(&app, &token, order).await;
         assert_eq!(settled["status"], "declined", "{settled}");
     }

@@ -14,8 +14,10 @@ use serde_json::{Value, json};
 use super::buy;
 use super::exchange::exchangeable;
 use crate::common::{TestApp, spawn, spec, uuid};
-use crate::payments::{post_webhook, provider};
-use crate::velocity::{attempts_per_buyer, lockout_after, provider_calls};
+use crate::payments::provider;
+use crate::velocity::{
+    attempts_per_buyer, deliver_each, hold_one, lockout_after, provider_calls, retry_after,
+};
 
 /// Every seat of `spec` costs this.
 const FACE: i64 = 5_000;
@@ -30,6 +32,14 @@ async fn event_with(app: &TestApp, rules: VelocityRules) -> EventId {
     let mut s = exchangeable(spec(4, 10, 0, 4));
     s.sale.velocity = Some(rules);
     app.create_event(&s).await
+}
+
+/// A fresh app with such an event, a seller's ticket listed on it: (app, event, listing).
+async fn listed_under(rules: VelocityRules) -> (TestApp, EventId, String) {
+    let app = spawn().await;
+    let event = event_with(&app, rules).await;
+    let listing = listed(&app, event).await;
+    (app, event, listing)
 }
 
 /// A seller's ticket listed at face value: the listing's id.
@@ -80,25 +90,9 @@ async fn declined_at_the_bank(
     record.order
 }
 
-/// Every waiting webhook, each delivered `times` times at once.
-async fn deliver_each(app: &TestApp, fake: &FakeGateway, times: usize) {
-    let webhooks = fake.undelivered_webhooks(100).await.unwrap();
-    assert!(!webhooks.is_empty());
-    let deliveries =
-        (webhooks.iter()).flat_map(|w| (0..times).map(|_| post_webhook(app, fake, &w.payload)));
-    let answers = futures::future::join_all(deliveries).await;
-    assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
-    for w in &webhooks {
-        fake.mark_delivered(w.seq).await.unwrap();
-    }
-}
-
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
 async fn an_exchange_purchase_is_refused_past_the_velocity_limit_before_the_provider_hears_of_it() {
-    let app = spawn().await;
-    let rules = attempts_per_buyer(2);
-    let event = event_with(&app, rules).await;
-    let listing = listed(&app, event).await;
+    let (app, event, listing) = listed_under(attempts_per_buyer(2)).await;
     let (_, admission) = app.admitted_buyer(event).await;
     for card in 0..2 {
         let method = format!("{}{card}", methods::DECLINED_PREFIX);
@@ -115,11 +109,7 @@ async fn an_exchange_purchase_is_refused_past_the_velocity_limit_before_the_prov
     let body = json!({"payment_method": methods::VISA});
     let res = app.post(&path, &admission, &uuid(), body).await;
     assert_eq!(res.status().as_u16(), 429);
-    let wait: u64 = res.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let wait = retry_after(&res);
     assert!((1..=60).contains(&wait), "Retry-After {wait}");
     let (_, body) = answer(res).await;
     assert_eq!(body["error"], "payment_velocity", "{body}");
@@ -136,11 +126,8 @@ async fn an_exchange_purchase_is_refused_past_the_velocity_limit_before_the_prov
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
 async fn a_declined_exchange_payment_after_3ds_counts_toward_velocity_once() {
-    let app = spawn().await;
+    let (app, event, listing) = listed_under(lockout_after(2)).await;
     let fake = provider(&app);
-    let rules = lockout_after(2);
-    let event = event_with(&app, rules).await;
-    let listing = listed(&app, event).await;
     let (_, admission) = app.admitted_buyer(event).await;
 
     // Declined at the bank; the webhooks arrive three times each at once, and the sweep
@@ -171,18 +158,9 @@ async fn a_declined_exchange_payment_after_3ds_counts_toward_velocity_once() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
 async fn declines_at_checkout_and_on_the_exchange_lock_the_buyer_out_of_both() {
-    let app = spawn().await;
-    let rules = lockout_after(2);
-    let event = event_with(&app, rules).await;
-    let listing = listed(&app, event).await;
+    let (app, event, listing) = listed_under(lockout_after(2)).await;
     let (token, admission) = app.admitted_buyer(event).await;
-    let hold_one = async || {
-        let body = json!({"best_available": {"section": "A", "quantity": 1}});
-        let (status, held) = answer(app.hold(event, &admission, body).await).await;
-        assert_eq!(status, 201, "{held}");
-        held["hold_id"].as_str().unwrap().to_string()
-    };
-    let hold = hold_one().await;
+    let hold = hold_one(&app, event, &admission).await;
     let res = app.checkout(&hold, &token, methods::DECLINED).await;
     assert_eq!(res.status().as_u16(), 402);
     let (status, body) = purchase(&app, &admission, &listing, methods::DECLINED).await;
@@ -197,7 +175,7 @@ async fn declines_at_checkout_and_on_the_exchange_lock_the_buyer_out_of_both() {
         (status, body["error"].as_str()),
         (403, Some("buyer_locked"))
     );
-    let hold = hold_one().await;
+    let hold = hold_one(&app, event, &admission).await;
     let (status, body) = answer(app.checkout(&hold, &token, methods::VISA).await).await;
     assert_eq!(
         (status, body["error"].as_str()),
