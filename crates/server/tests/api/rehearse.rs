@@ -95,6 +95,19 @@ pub(crate) fn settings(base: String, buyers: u32) -> Settings {
     }
 }
 
+/// `mix` with every hold paid for, with a card that approves: the seats all sell.
+pub(crate) fn every_card_approves(mix: Mix) -> Mix {
+    Mix {
+        abandon: 0.0,
+        release: 0.0,
+        approve: 1.0,
+        decline: 0.0,
+        three_ds: 0.0,
+        timeout: 0.0,
+        ..mix
+    }
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_every_chart() {
     let dir = tempfile::tempdir().unwrap();
@@ -191,13 +204,7 @@ async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
     base_settings.mix = Mix {
         think_min_ms: 0,
         think_max_ms: 0,
-        abandon: 0.0,
-        release: 0.0,
-        approve: 1.0,
-        decline: 0.0,
-        three_ds: 0.0,
-        timeout: 0.0,
-        ..Mix::default()
+        ..every_card_approves(Mix::default())
     };
     base_settings.adversaries = Adversaries::default();
     base_settings.linger = Duration::ZERO;
@@ -238,14 +245,8 @@ fn layer_settings(base: String, buyers: u32, adversaries: Adversaries) -> Settin
         mix: Mix {
             think_min_ms: 0,
             think_max_ms: 100,
-            abandon: 0.0,
-            release: 0.0,
-            approve: 1.0,
-            decline: 0.0,
-            three_ds: 0.0,
-            timeout: 0.0,
             own_cards: true,
-            ..Mix::default()
+            ..every_card_approves(Mix::default())
         },
         adversaries,
         linger: Duration::from_secs(2),

@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
-use boxoffice_rehearse::rehearse::crowd::Mix;
 use boxoffice_rehearse::rehearse;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::rehearse::{audited_server, settings};
+use crate::rehearse::{audited_server, every_card_approves, settings};
 
 /// Connections through the proxy: open now, the most open at once, accepted in all.
 #[derive(Default)]
@@ -68,16 +67,7 @@ async fn a_crowd_told_to_keep_to_eight_connections_never_opens_more_and_still_se
     // Eight connections carry the crowd more slowly than a pool without a bound: the
     // time limit leaves room for a loaded machine.
     s.max_duration = Duration::from_secs(200);
-    // Every hold is paid for with a card that approves: the seats all sell.
-    s.mix = Mix {
-        abandon: 0.0,
-        release: 0.0,
-        approve: 1.0,
-        decline: 0.0,
-        three_ds: 0.0,
-        timeout: 0.0,
-        ..s.mix
-    };
+    s.mix = every_card_approves(s.mix);
     let report = rehearse::run(&s, Some(hook), std::future::pending())
         .await
         .unwrap();
