@@ -109,19 +109,7 @@ pub struct Session {
 
 /// One person's journey, from the moment they arrive.
 pub async fn journey(ctx: Arc<Ctx>, p: Planned) -> BuyerResult {
-    let mut r = BuyerResult {
-        index: p.index,
-        profile: p.profile,
-        joined_s: None,
-        admitted_s: None,
-        position: None,
-        pooled: false,
-        tickets: 0,
-        outcome: Outcome::Stopped,
-        requests: 0,
-        solve_cpu_s: 0.0,
-        resale: None,
-    };
+    let mut r = empty(p.index, p.profile);
     Recorder::add(&ctx.api.rec.arrived, 1);
     let mut rng = StdRng::seed_from_u64(p.seed);
     let walked = SPENT.scope(Spent::default(), async {
@@ -315,6 +303,7 @@ fn best_of(
     Ok(outcome.unwrap_or(Outcome::NoHold))
 }
 
+/// A buyer who has done nothing yet.
 fn empty(index: usize, profile: Profile) -> BuyerResult {
     BuyerResult {
         index,
