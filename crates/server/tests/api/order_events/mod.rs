@@ -96,6 +96,12 @@ pub async fn all_received(
     .await;
 }
 
+/// The JSON answer to a GET of `url` as the holder of `token`.
+async fn read(c: &reqwest::Client, url: String, token: &str) -> Value {
+    let res = c.get(url).bearer_auth(token).send().await.unwrap();
+    res.json().await.unwrap()
+}
+
 /// Every order the buyers placed, with the token of the buyer who placed it.
 pub async fn orders_of(
     c: &reqwest::Client,
@@ -104,15 +110,7 @@ pub async fn orders_of(
 ) -> Vec<Placed> {
     let mut placed = Vec::new();
     for (token, _) in buyers {
-        let v: Value = c
-            .get(format!("{base}/v1/me/orders"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = read(c, format!("{base}/v1/me/orders"), token).await;
         for o in v["orders"].as_array().unwrap() {
             placed.push((o["order_id"].as_str().unwrap().to_string(), token.clone()));
         }
@@ -124,15 +122,7 @@ pub async fn orders_of(
 pub async fn history_ids(c: &reqwest::Client, base: &str, orders: &[Placed]) -> HashSet<String> {
     let mut ids = HashSet::new();
     for (order, token) in orders {
-        let v: Value = c
-            .get(format!("{base}/v1/orders/{order}/history"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = read(c, format!("{base}/v1/orders/{order}/history"), token).await;
         for line in v["lines"].as_array().expect("history lines") {
             ids.insert(format!("{order}.{}", line["sequence"]));
         }
