@@ -107,6 +107,18 @@ fn named(fx: &Fixture, buyer: BuyerId, seats: &[SeatIndex]) -> HoldRequest {
     fx.request(buyer, SeatChoice::Named(seats.to_vec()))
 }
 
+/// A small event whose buyer held seat 0 under a key of theirs, the claim not finished.
+async fn seat_zero_held(p: &ClaimedPorts) -> (Fixture, BuyerId, Key) {
+    let fx = Fixture::small(p.arbiter.clone()).await;
+    let buyer = BuyerId::random();
+    let key = Key::new(buyer, claimant());
+    assert!(matches!(
+        hold(p, &key, &named(&fx, buyer, &[0])).await,
+        Claimed::Ran(Ok(_))
+    ));
+    (fx, buyer, key)
+}
+
 fn kept() -> StoredResponse {
     StoredResponse {
         status: 201,
@@ -161,13 +173,7 @@ pub async fn a_granted_claim_holds_and_a_finished_one_replays_without_holding_ag
 }
 
 pub async fn a_running_claim_is_in_flight_and_its_duplicate_holds_nothing(p: ClaimedPorts) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let buyer = BuyerId::random();
-    let key = Key::new(buyer, claimant());
-    assert!(matches!(
-        hold(&p, &key, &named(&fx, buyer, &[0])).await,
-        Claimed::Ran(Ok(_))
-    ));
+    let (fx, buyer, key) = seat_zero_held(&p).await;
     let duplicate = named(&fx, buyer, &[1]);
     assert_eq!(
         hold(&p, &key, &duplicate).await,
@@ -182,13 +188,7 @@ pub async fn a_running_claim_is_in_flight_and_its_duplicate_holds_nothing(p: Cla
 }
 
 pub async fn a_key_reused_for_another_request_is_a_mismatch_and_holds_nothing(p: ClaimedPorts) {
-    let fx = Fixture::small(p.arbiter.clone()).await;
-    let buyer = BuyerId::random();
-    let key = Key::new(buyer, claimant());
-    assert!(matches!(
-        hold(&p, &key, &named(&fx, buyer, &[0])).await,
-        Claimed::Ran(Ok(_))
-    ));
+    let (fx, buyer, key) = seat_zero_held(&p).await;
     let other = Key {
         fingerprint: [4; 32],
         ..key
