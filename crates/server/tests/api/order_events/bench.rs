@@ -24,7 +24,7 @@ use boxoffice_testkit::harness::receiver::Receiver;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{NATS_URL, all_received, history_ids, orders_of};
+use super::{NATS_URL, all_received, from_the_start, history_ids, orders_of};
 use crate::common::{bench_boxoffice, uuid};
 
 const OPERATOR: &str = "order-events-bench-operator-key";
@@ -80,16 +80,7 @@ async fn read_stream(
     name: &str,
     expected: &HashSet<String>,
 ) -> Vec<(u64, u64)> {
-    use async_nats::jetstream::consumer::{AckPolicy, pull};
-    let stream = js.get_stream(name).await.unwrap();
-    let consumer = stream
-        .create_consumer(pull::Config {
-            ack_policy: AckPolicy::None,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let mut messages = consumer.messages().await.unwrap();
+    let mut messages = from_the_start(js, name).await;
     let mut seen = HashSet::new();
     let mut times = Vec::new();
     let what = format!("{} events on stream {name}", expected.len());

@@ -140,6 +140,24 @@ pub struct TestStream {
 
 pub const NATS_URL: &str = "nats://127.0.0.1:4222";
 
+/// The messages of JetStream stream `name`, from its first, through a consumer that
+/// acknowledges none.
+pub async fn from_the_start(
+    js: &async_nats::jetstream::Context,
+    name: &str,
+) -> async_nats::jetstream::consumer::pull::Stream {
+    use async_nats::jetstream::consumer::{AckPolicy, pull};
+    let stream = js.get_stream(name).await.unwrap();
+    let consumer = stream
+        .create_consumer(pull::Config {
+            ack_policy: AckPolicy::None,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    consumer.messages().await.unwrap()
+}
+
 impl TestStream {
     pub async fn create() -> TestStream {
         let client = async_nats::connect(NATS_URL).await.unwrap_or_else(|e| {
@@ -179,16 +197,7 @@ impl TestStream {
     /// deadline); checks each message's subject and `Nats-Msg-Id`. Returns how many
     /// messages the stream held.
     pub async fn read_until(&self, expected: &HashSet<String>, limit: Duration) -> usize {
-        use async_nats::jetstream::consumer::{AckPolicy, pull};
-        let stream = self.js.get_stream(&self.name).await.unwrap();
-        let consumer = stream
-            .create_consumer(pull::Config {
-                ack_policy: AckPolicy::None,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let mut messages = consumer.messages().await.unwrap();
+        let mut messages = from_the_start(&self.js, &self.name).await;
         let mut seen = HashSet::new();
         let mut count = 0;
         let what = format!(
