@@ -2,7 +2,6 @@
 //! latency, scripted test cards, soak rates and programmable faults in front of it.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use boxoffice_domain::{Millis, Money, OrderId};
@@ -15,6 +14,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rusqlite::Connection;
 
+use crate::book::Book;
 use crate::config::{ConfigError, FakeGatewayConfig};
 use crate::faults::{Faults, Op};
 use crate::ops::{self, storage};
@@ -35,9 +35,9 @@ pub enum OpenError {
 
 /// A stand-in payment provider with a durable memory of its own.
 pub struct FakeGateway {
-    // One connection behind a lock: the fake is not the bottleneck of any benchmark,
-    // and serialising its calls makes "authorize at most once" trivially true.
-    conn: Arc<Mutex<Connection>>,
+    // One connection, one call at a time (see `book`): serialising the calls makes
+    // "authorize at most once" trivially true.
+    book: Book,
     config: FakeGatewayConfig,
     rng: Mutex<StdRng>,
     faults: Faults,
@@ -63,7 +63,7 @@ impl FakeGateway {
         let faults = Faults::default();
         faults.set_unavailable(Op::Capture, config.capture_failures);
         FakeGateway {
-            conn: Arc::new(Mutex::new(conn)),
+            book: Book::new(conn),
             config,
             rng,
             faults,
@@ -201,17 +201,14 @@ impl FakeGateway {
         answer
     }
 
-    /// SQLite blocks (fsync on every commit), so it runs off the async workers. A caller
-    /// that gives up mid-call does not undo the work, just as with a real provider.
+    /// SQLite blocks, so the work runs on a blocking task, off the async workers, in
+    /// the book's line (see `book`).
     async fn blocking<T, F>(&self, work: F) -> Result<T, PaymentError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, PaymentError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || work(&mut conn.lock()))
-            .await
-            .map_err(|e| PaymentError::Unavailable(format!("fake provider task failed: {e}")))?
+        self.book.run(work).await
     }
 
     fn script_for(&self, method: &str) -> Script {

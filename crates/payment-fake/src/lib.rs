@@ -15,6 +15,7 @@
 //! With `webhook_url` set, whoever opens the fake can also start a [`WebhookSender`]
 //! that delivers the outbox by itself, with retries and backoff.
 
+mod book;
 mod config;
 mod delivery;
 mod faults;

@@ -26,7 +26,7 @@ use crate::backends;
 use crate::config::Config;
 use crate::dir_lock::DirLock;
 use crate::human_check::HostedVerifiers;
-use crate::{replays, secrets, serve};
+use crate::{replays, secrets, serve, wake_probe};
 
 /// A built application: bound, rebuilt, not yet serving.
 pub struct Application {
@@ -173,6 +173,7 @@ impl Application {
                 async move { relay.step().await }
             },
         )));
+        workers.push(wake_probe::spawn(stop_rx.clone()));
         if let Some(sender) = self.webhooks {
             workers.push(tokio::spawn(sender.run(stop_rx)));
         }

@@ -18,6 +18,7 @@ pub mod secrets;
 pub mod serve;
 pub mod telemetry;
 pub mod verify;
+pub mod wake_probe;
 
 pub use app::Application;
 pub use config::{Config, Overrides};

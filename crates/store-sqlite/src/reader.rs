@@ -1,5 +1,7 @@
 //! Reader connections. In WAL mode readers see the last committed state and never
 //! block the writer, so reads run beside the commit path on blocking threads.
+//! `boxoffice_ledger_read_seconds`: from a read's call to its result, its wait for a
+//! connection and a blocking thread included.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,6 +46,7 @@ impl ReadPool {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
+        let asked = std::time::Instant::now();
         let permit = self
             .permits
             .clone()
@@ -56,6 +59,8 @@ impl ReadPool {
             let conn = pool.checkout()?;
             let out = query(&conn);
             pool.idle.lock().push(conn);
+            metrics::histogram!("boxoffice_ledger_read_seconds")
+                .record(asked.elapsed().as_secs_f64());
             out
         })
         .await

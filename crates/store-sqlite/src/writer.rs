@@ -4,10 +4,16 @@
 //! Each job runs inside its own SAVEPOINT: a job that refuses (seat taken, limit hit)
 //! or fails is rolled back alone and the rest of the batch still commits. Callers are
 //! answered only after COMMIT returned, so nobody hears "sold" before it is durable.
+//!
+//! Metrics: `boxoffice_ledger_write_seconds`, from a write's submission to its answer
+//! (its wait in the queue, its batch and the batch's COMMIT), and
+//! `boxoffice_ledger_batch_seconds`, one batch from BEGIN to COMMIT. A request slower
+//! than its ledger writes waited elsewhere (see the server's wake probe).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use boxoffice_engine::ports::StoreError;
 use rusqlite::Connection;
@@ -35,6 +41,7 @@ type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 struct Pending<T, F> {
     op: F,
     tx: oneshot::Sender<Result<T, StoreError>>,
+    queued: Instant,
 }
 
 impl<T, F> Work for Pending<T, F>
@@ -43,9 +50,11 @@ where
     F: FnOnce(&Connection) -> Result<Step<T>, StoreError> + Send + 'static,
 {
     fn run(self: Box<Self>, conn: &Connection) -> Reply {
-        let Pending { op, tx } = *self;
+        let Pending { op, tx, queued } = *self;
         let out = in_savepoint(conn, op);
         Box::new(move |committed: Result<(), StoreError>| {
+            metrics::histogram!("boxoffice_ledger_write_seconds")
+                .record(queued.elapsed().as_secs_f64());
             // The caller may have gone away (request cancelled); nothing to tell.
             let _ = tx.send(committed.and(out));
         })
@@ -95,7 +104,11 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<Step<T>, StoreError> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(Pending { op, tx });
+        let job: Job = Box::new(Pending {
+            op,
+            tx,
+            queued: Instant::now(),
+        });
         let stopped = || StoreError::new("sqlite: ledger writer stopped");
         self.tx.send(job).await.map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())?
@@ -145,7 +158,10 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, limit: usize, stats: &Writ
             }
         }
         stats.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let started = Instant::now();
         run_batch(&conn, batch.drain(..), stats);
+        metrics::histogram!("boxoffice_ledger_batch_seconds")
+            .record(started.elapsed().as_secs_f64());
     }
 }
 
