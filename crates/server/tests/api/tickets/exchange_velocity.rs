@@ -251,7 +251,10 @@ async fn an_exchange_purchase_the_provider_rejects_counts_as_a_decline_as_at_che
         (402, Some("payment_declined")),
         "{body}"
     );
-    assert!(open(&app, event, &listing).await, "the swap was undone at once");
+    assert!(
+        open(&app, event, &listing).await,
+        "the swap was undone at once"
+    );
 
     // Two declines, one of each: locked out of the exchange before the provider hears.
     let before = provider_calls(&app).await;
