@@ -12,8 +12,8 @@ use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
 use crate::exchange_rows::{self as rows, Answer, listing_of, listing_sql, swap_of, swap_sql};
 use crate::handover::kept;
-use crate::writer::Step;
 use crate::standing;
+use crate::writer::Step;
 
 #[async_trait]
 impl Exchange for PostgresLedger {
@@ -97,8 +97,10 @@ impl Exchange for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
     async fn move_ticket(&self, id: SwapId, max: u32, now: Millis) -> Result<Moved, StoreError> {
-        self.apart(move |c| Box::pin(async move { rows::move_ticket(c, id, max, now).await.map(Step::Keep) }))
-            .await
+        self.apart(move |c| {
+            Box::pin(async move { rows::move_ticket(c, id, max, now).await.map(Step::Keep) })
+        })
+        .await
     }
 
     async fn swap(&self, id: SwapId) -> Result<Option<Swap>, StoreError> {
@@ -161,7 +163,11 @@ impl Exchange for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
     async fn claim_cancelled_swap(&self, id: SwapId, now: Millis) -> Result<bool, StoreError> {
         self.apart(move |c| {
-            Box::pin(async move { standing::claim_cancelled_swap(c, id, now).await.map(Step::Keep) })
+            Box::pin(async move {
+                standing::claim_cancelled_swap(c, id, now)
+                    .await
+                    .map(Step::Keep)
+            })
         })
         .await
     }

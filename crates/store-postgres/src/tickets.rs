@@ -292,8 +292,10 @@ impl Tickets for PostgresLedger {
         id: TicketId,
         now: Millis,
     ) -> Result<Result<CancelledTicket, TicketCancelRefusal>, StoreError> {
-        self.apart(move |c| Box::pin(async move { standing::cancel_ticket(c, id, now).await.map(kept) }))
-            .await
+        self.apart(move |c| {
+            Box::pin(async move { standing::cancel_ticket(c, id, now).await.map(kept) })
+        })
+        .await
     }
 
     async fn ticket_refunded(&self, id: TicketId) -> Result<bool, StoreError> {

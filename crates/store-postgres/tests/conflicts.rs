@@ -15,8 +15,8 @@ use boxoffice_engine::ports::{
     Accept, Begin, Claimant, IdempotencyStore, Incarnation, Ledger, ReplayKey, StoreError,
     StoredResponse, Tickets, TransferOffer, TransferState,
 };
-use boxoffice_testkit::ledger::fixtures::{T0, authorized, captured, commit_of, event};
 use boxoffice_store_postgres::{PostgresIdempotency, PostgresLedger, PostgresOptions};
+use boxoffice_testkit::ledger::fixtures::{T0, authorized, captured, commit_of, event};
 use futures::future::join_all;
 use sqlx::{Connection, PgConnection, PgPool};
 
