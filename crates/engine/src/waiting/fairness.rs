@@ -14,6 +14,7 @@ use super::claim::{LINE_CLAIM_MS, LineClaim};
 use super::settings::SEED;
 use crate::ports::{JoinRecord, LinePlace, QueueState, RestoredLine};
 use crate::{Engine, EngineError};
+
 /// Drawn places journaled per ledger call.
 const JOURNAL_CHUNK: usize = 10_000;
 
