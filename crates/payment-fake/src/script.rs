@@ -116,7 +116,7 @@ mod tests {
             match Script::Approve.with_rates(0.2, 0.1, &mut rng) {
                 Script::Decline(_) => declined += 1,
                 Script::TimeoutAfterCharge | Script::TimeoutBeforeCharge => timed_out += 1,
-                Script::Approve | Script::RequiresAction { .. } => {}
+                Script::Approve | Script::Refuse | Script::RequiresAction { .. } => {}
             }
         }
         assert!((1_800..2_200).contains(&declined), "{declined}");
