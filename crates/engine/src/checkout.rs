@@ -10,7 +10,7 @@ use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
 use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, HoldView, InsertOrder, LedgerError,
-    NextAction, Order, OrderSeat, PaymentError, ProviderPayment, ProviderState,
+    NextAction, Order, OrderSeat, ProviderPayment, ProviderState, authorize,
 };
 use crate::velocity::Origin;
 use crate::{Engine, EngineError, Resource};
@@ -177,7 +177,7 @@ impl Engine {
             currency: order.currency.clone(),
             payment_method: payment_method.into(),
         };
-        let reference = match self.ports.payments.authorize(&req).await {
+        let reference = match authorize(&*self.ports.payments, &req).await {
             Ok(AuthorizeOutcome::Approved { reference }) => reference,
             Ok(AuthorizeOutcome::ActionRequired { next_action, .. }) => {
                 // Nothing is decided: the hold stays pinned for the grace period and the
@@ -185,7 +185,7 @@ impl Engine {
                 let view = OrderView::from(order);
                 return Ok(CheckoutOutcome::ActionRequired(view, next_action));
             }
-            Ok(AuthorizeOutcome::Declined { reason }) | Err(PaymentError::Rejected(reason)) => {
+            Ok(AuthorizeOutcome::Declined { reason }) => {
                 // Counted toward velocity by the path whose move ended the order.
                 if self.end_unpaid(order, OrderEvent::Declined).await? {
                     self.velocity_declined(order.into(), Some((payment_method, origin)))
@@ -194,7 +194,7 @@ impl Engine {
                 metrics::counter!("boxoffice_orders_total", "outcome" => "declined").increment(1);
                 return Err(EngineError::PaymentDeclined(reason));
             }
-            Err(PaymentError::Timeout | PaymentError::Unavailable(_)) => {
+            Err(_) => {
                 // Unknown whether money moved: keep the seats pinned; recovery will ask.
                 if let Err(e) = self.ports.arbiter.mark_uncertain(order.hold).await {
                     tracing::warn!(order = %order.id, error = %e, "could not mark hold payment_pending");

@@ -37,6 +37,12 @@ pub fn authorize(
     }
     let (state, decline_reason) = match script {
         Script::TimeoutBeforeCharge => return Err(PaymentError::Timeout),
+        Script::Refuse => {
+            return Err(PaymentError::Rejected(format!(
+                "payment method {} refused",
+                req.payment_method
+            )));
+        }
         Script::Approve | Script::TimeoutAfterCharge => (ProviderState::Authorized, None),
         Script::Decline(reason) => (ProviderState::Declined, Some(reason.to_owned())),
         Script::RequiresAction { .. } => (ProviderState::RequiresAction, None),

@@ -12,6 +12,10 @@ pub mod methods {
     /// too: as many distinct declined cards as a test wants.
     pub const DECLINED_PREFIX: &str = "pm_card_declined_";
     pub const INSUFFICIENT_FUNDS: &str = "pm_card_insufficient_funds";
+    /// Refused outright: the provider answers the authorization with an error
+    /// (`PaymentError::Rejected`, as Stripe answers a request it will not take) instead
+    /// of a declined payment, and keeps nothing of it.
+    pub const REFUSED: &str = "pm_card_refused";
     pub const TIMEOUT_AFTER_CHARGE: &str = "pm_timeout_after_charge";
     pub const TIMEOUT_BEFORE_CHARGE: &str = "pm_timeout_before_charge";
     /// 3-D Secure: the buyer must confirm at the bank; an authorization follows (or a
@@ -31,6 +35,8 @@ pub const INSUFFICIENT_FUNDS: &str = "insufficient_funds";
 pub enum Script {
     Approve,
     Decline(&'static str),
+    /// Refuses the request: no payment on the book, an error for an answer.
+    Refuse,
     /// Records the authorization, then fails to answer.
     TimeoutAfterCharge,
     /// Fails to answer without having done anything.
@@ -48,6 +54,7 @@ impl Script {
         match method {
             methods::DECLINED => Script::Decline(CARD_DECLINED),
             methods::INSUFFICIENT_FUNDS => Script::Decline(INSUFFICIENT_FUNDS),
+            methods::REFUSED => Script::Refuse,
             methods::TIMEOUT_AFTER_CHARGE => Script::TimeoutAfterCharge,
             methods::TIMEOUT_BEFORE_CHARGE => Script::TimeoutBeforeCharge,
             methods::THREE_D_SECURE => Script::RequiresAction { captures: false },
@@ -109,7 +116,7 @@ mod tests {
             match Script::Approve.with_rates(0.2, 0.1, &mut rng) {
                 Script::Decline(_) => declined += 1,
                 Script::TimeoutAfterCharge | Script::TimeoutBeforeCharge => timed_out += 1,
-                Script::Approve | Script::RequiresAction { .. } => {}
+                Script::Approve | Script::Refuse | Script::RequiresAction { .. } => {}
             }
         }
         assert!((1_800..2_200).contains(&declined), "{declined}");

@@ -125,6 +125,18 @@ async fn a_retry_with_another_card_still_gets_the_first_outcome() {
 }
 
 #[boxoffice_testkit::test]
+async fn a_refused_card_is_answered_with_a_rejection_and_nothing_is_recorded() {
+    let gw = gateway();
+    let req = request(methods::REFUSED);
+    let Err(PaymentError::Rejected(why)) = gw.authorize(&req).await else {
+        panic!("the refused card must be rejected outright");
+    };
+    assert!(why.contains(methods::REFUSED), "{why}");
+    let found = gw.inquire(&Inquiry::by_order(req.order)).await.unwrap();
+    assert_eq!(found, None, "a refused request leaves no payment");
+}
+
+#[boxoffice_testkit::test]
 async fn reusing_an_order_for_a_different_amount_is_rejected() {
     let gw = gateway();
     let mut req = request(methods::VISA);

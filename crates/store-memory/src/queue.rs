@@ -41,8 +41,8 @@ struct Line {
     admissions: Vec<(u64, Millis)>,
     /// Human-check token digest → (the buyer it let in, remembered until).
     checks: HashMap<[u8; 32], (BuyerId, Millis)>,
-    /// Until when one caller holds the right to open or put back this line.
-    claimed_until: Option<Instant>,
+    /// Who holds the right to open or put back this line, and until when.
+    claim: Option<(String, Instant)>,
 }
 
 impl Line {
@@ -152,20 +152,51 @@ impl QueueStore for InMemoryQueue {
     /// Exclusive within the process: the admission ticker, a join and a status read can
     /// all find the line unopened at once, and two of them opening it together would
     /// each draw or put back a line the other is still writing.
-    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+    async fn claim_line(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError> {
         let line = self.line(event);
         let mut line = line.lock();
         let now = Instant::now();
-        if line.claimed_until.is_some_and(|until| until > now) {
+        if line.claim.as_ref().is_some_and(|(_, until)| *until > now) {
             return Ok(false);
         }
-        line.claimed_until = Some(now + Duration::from_millis(ttl_ms.max(1)));
+        line.claim = Some((
+            holder.to_owned(),
+            now + Duration::from_millis(ttl_ms.max(1)),
+        ));
         Ok(true)
     }
 
-    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
+    async fn renew_line_claim(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let Some(line) = self.existing(event) else {
+            return Ok(false);
+        };
+        let mut line = line.lock();
+        let now = Instant::now();
+        match &mut line.claim {
+            Some((who, until)) if who == holder && *until > now => {
+                *until = now + Duration::from_millis(ttl_ms.max(1));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release_line_claim(&self, event: EventId, holder: &str) -> Result<(), StoreError> {
         if let Some(line) = self.existing(event) {
-            line.lock().claimed_until = None;
+            let mut line = line.lock();
+            if line.claim.as_ref().is_some_and(|(who, _)| who == holder) {
+                line.claim = None;
+            }
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! The `Exchange` port on PostgreSQL: each write one transaction (see `exchange_rows`),
-//! committed when it succeeds, rolled back when the store refuses.
+//! committed when it succeeds, rolled back when the store refuses, and run again when
+//! it loses a race with another transaction (`PostgresLedger::apart`).
 
 use async_trait::async_trait;
 use boxoffice_domain::exchange::SwapState;
@@ -10,23 +11,26 @@ use sqlx::Row;
 use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
 use crate::exchange_rows::{self as rows, Answer, listing_of, listing_sql, swap_of, swap_sql};
-use crate::handover::settle;
+use crate::handover::kept;
 use crate::standing;
+use crate::writer::Step;
 
 #[async_trait]
 impl Exchange for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(ticket = %listing.ticket))]
     async fn list(&self, listing: &Listing) -> Answer<()> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = rows::list(&mut tx, listing).await?;
-        settle(tx, answer).await
+        let listing = listing.clone();
+        self.apart(move |c| {
+            let listing = listing.clone();
+            Box::pin(async move { rows::list(c, &listing).await.map(kept) })
+        })
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(listing = %id))]
     async fn withdraw(&self, id: ListingId, by: BuyerId, now: Millis) -> Answer<Listing> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = rows::withdraw(&mut tx, id, by, now).await?;
-        settle(tx, answer).await
+        self.apart(move |c| Box::pin(async move { rows::withdraw(c, id, by, now).await.map(kept) }))
+            .await
     }
 
     async fn listing(&self, id: ListingId) -> Result<Option<Listing>, StoreError> {
@@ -63,9 +67,12 @@ impl Exchange for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all, fields(listing = %reserve.swap.listing))]
     async fn reserve(&self, reserve: &Reserve) -> Answer<()> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = rows::reserve(&mut tx, reserve).await?;
-        settle(tx, answer).await
+        let reserve = reserve.clone();
+        self.apart(move |c| {
+            let reserve = reserve.clone();
+            Box::pin(async move { rows::reserve(c, &reserve).await.map(kept) })
+        })
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
@@ -77,18 +84,23 @@ impl Exchange for PostgresLedger {
         charge_ref: Option<&str>,
         now: Millis,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let moved = rows::advance(&mut tx, id, from, to, charge_ref, now).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(moved)
+        let charge_ref = charge_ref.map(str::to_owned);
+        self.apart(move |c| {
+            let charge_ref = charge_ref.clone();
+            Box::pin(async move {
+                let moved = rows::advance(c, id, from, to, charge_ref.as_deref(), now).await?;
+                Ok(Step::Keep(moved))
+            })
+        })
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
     async fn move_ticket(&self, id: SwapId, max: u32, now: Millis) -> Result<Moved, StoreError> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let moved = rows::move_ticket(&mut tx, id, max, now).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(moved)
+        self.apart(move |c| {
+            Box::pin(async move { rows::move_ticket(c, id, max, now).await.map(Step::Keep) })
+        })
+        .await
     }
 
     async fn swap(&self, id: SwapId) -> Result<Option<Swap>, StoreError> {
@@ -150,9 +162,13 @@ impl Exchange for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all, fields(swap = %id))]
     async fn claim_cancelled_swap(&self, id: SwapId, now: Millis) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let claimed = standing::claim_cancelled_swap(&mut tx, id, now).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(claimed)
+        self.apart(move |c| {
+            Box::pin(async move {
+                standing::claim_cancelled_swap(c, id, now)
+                    .await
+                    .map(Step::Keep)
+            })
+        })
+        .await
     }
 }

@@ -2,30 +2,24 @@
 //! the exchange, renames for some of it): the ticket's row locked first, the test that
 //! it may leave its holder, the hand-over of the ticket and its sold seat, both buyers'
 //! counts, the order's history line, and the transaction kept or rolled back on the
-//! answer.
+//! answer. Each such write is a transaction of its own outside the writer's batches,
+//! run again when it loses a race (`PostgresLedger::apart`).
 
 use boxoffice_domain::ticket::TicketId;
 use boxoffice_domain::{BuyerId, EventId, Millis, OrderId, OrderState};
 use boxoffice_engine::ports::{ListingRefusal, StoreError, TicketFacts, TransferRefusal};
-use sqlx::{PgConnection, Postgres, Row, Transaction};
+use sqlx::{PgConnection, Row};
 
 use crate::conn::db;
 use crate::ticket_rows::{facts, facts_sql, version};
+use crate::writer::Step;
 
-/// Commits the transaction when `answer` is a success; rolls it back otherwise.
-pub(crate) async fn settle<T, R>(
-    tx: Transaction<'_, Postgres>,
-    answer: Result<T, R>,
-) -> Result<Result<T, R>, StoreError> {
+/// A write's answer as what becomes of its transaction: kept when it is a success,
+/// rolled back (nothing written) when the store refused.
+pub(crate) fn kept<T, R>(answer: Result<T, R>) -> Step<Result<T, R>> {
     match answer {
-        Ok(v) => {
-            tx.commit().await.map_err(db)?;
-            Ok(Ok(v))
-        }
-        Err(no) => {
-            tx.rollback().await.map_err(db)?;
-            Ok(Err(no))
-        }
+        Ok(v) => Step::Keep(Ok(v)),
+        Err(no) => Step::Undo(Err(no)),
     }
 }
 

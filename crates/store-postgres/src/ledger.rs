@@ -1,5 +1,7 @@
 //! `PostgresLedger`: the `Ledger` port over a PostgreSQL database. Writes queue for the
-//! writer (group commit); reads run on the pool, concurrently with the writer.
+//! writer (group commit); reads run on the pool, concurrently with the writer. The
+//! after-sale writes that lock a ticket first run apart from the batches, each in its
+//! own transaction, and like the batches' jobs run again when they lose a race.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -14,12 +16,12 @@ use boxoffice_engine::ports::{
     InsertOrder, JoinRecord, Ledger, LedgerError, LinePlace, Order, StoreError,
 };
 use parking_lot::Mutex;
-use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgConnection, PgPool};
 
 use crate::idempotency::PostgresIdempotency;
 use crate::options::PostgresOptions;
-use crate::writer::Writer;
+use crate::writer::{OpFuture, Writer};
 use crate::{audit, cancel, conn, event_cancel, events, migrate, moves, orders};
 
 /// Things that must live as long as the database is in use, such as a test's
@@ -83,6 +85,15 @@ impl PostgresLedger {
     /// transaction (a deadlock, a lock timeout): how often batches collide.
     pub fn reruns(&self) -> u64 {
         self.writer.stats.reruns.load(Ordering::Relaxed)
+    }
+
+    /// Runs `op` in a transaction of its own outside the writer's batches, run again when
+    /// it loses a race (`Writer::apart`).
+    pub(crate) async fn apart<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: for<'c> Fn(&'c mut PgConnection) -> OpFuture<'c, T>,
+    {
+        self.writer.apart(&self.pool, op).await
     }
 
     /// The idempotency store in the same database, sharing this ledger's writer.

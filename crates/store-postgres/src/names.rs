@@ -10,16 +10,19 @@ use sqlx::PgConnection;
 
 use crate::PostgresLedger;
 use crate::conn::db;
-use crate::handover::{history_line, locked_ticket, settle};
+use crate::handover::{history_line, kept, locked_ticket};
 use crate::ticket_rows::version;
 
 type Answer = Result<Result<TicketRow, RenameRefusal>, StoreError>;
 
 impl PostgresLedger {
     pub(crate) async fn rename_ticket_tx(&self, r: &Rename) -> Answer {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = rename(&mut tx, r).await?;
-        settle(tx, answer).await
+        let r = r.clone();
+        self.apart(move |c| {
+            let r = r.clone();
+            Box::pin(async move { rename(c, &r).await.map(kept) })
+        })
+        .await
     }
 }
 

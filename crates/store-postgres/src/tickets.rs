@@ -14,8 +14,10 @@ use sqlx::Row;
 
 use crate::PostgresLedger;
 use crate::conn::db;
+use crate::handover::kept;
 use crate::standing;
 use crate::ticket_rows::{self as rows, KEYS, bytes32, facts_sql, gates_sql, version};
+use crate::writer::Step;
 
 impl PostgresLedger {
     async fn facts_where(
@@ -228,10 +230,12 @@ impl Tickets for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ticket = %scan.ticket))]
     async fn check_in(&self, scan: &ScanAttempt) -> Result<CheckIn, StoreError> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let outcome = rows::check_in(&mut tx, scan).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(outcome)
+        let scan = scan.clone();
+        self.apart(move |c| {
+            let scan = scan.clone();
+            Box::pin(async move { rows::check_in(c, &scan).await.map(Step::Keep) })
+        })
+        .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ticket = %offer.ticket))]
@@ -288,14 +292,10 @@ impl Tickets for PostgresLedger {
         id: TicketId,
         now: Millis,
     ) -> Result<Result<CancelledTicket, TicketCancelRefusal>, StoreError> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = standing::cancel_ticket(&mut tx, id, now).await?;
-        if answer.is_ok() {
-            tx.commit().await.map_err(db)?;
-        } else {
-            tx.rollback().await.map_err(db)?;
-        }
-        Ok(answer)
+        self.apart(move |c| {
+            Box::pin(async move { standing::cancel_ticket(c, id, now).await.map(kept) })
+        })
+        .await
     }
 
     async fn ticket_refunded(&self, id: TicketId) -> Result<bool, StoreError> {

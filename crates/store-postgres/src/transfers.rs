@@ -14,7 +14,7 @@ use sqlx::{PgConnection, Row};
 
 use crate::PostgresLedger;
 use crate::conn::{corrupt, db};
-use crate::handover::{self, Handover, count_move, hand_over, history_line, locked_ticket, settle};
+use crate::handover::{self, Handover, count_move, hand_over, history_line, kept, locked_ticket};
 use crate::ticket_rows::version;
 
 type Answer<T> = Result<Result<T, TransferRefusal>, StoreError>;
@@ -86,21 +86,21 @@ fn still_open(
 
 impl PostgresLedger {
     pub(crate) async fn offer_transfer_tx(&self, o: &TransferOffer) -> Answer<()> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        // `movable` locks the ticket's row, as a listing does: a listing and an offer
-        // of one ticket take turns, and a listed ticket is not offered beside it.
-        let answer = match movable(&mut tx, o.ticket, o.from, o.version).await? {
-            Err(no) => Err(no),
-            Ok(_) if listed(&mut tx, o.ticket).await? => Err(TransferRefusal::Listed),
-            Ok(_) => open(&mut tx, o).await?,
-        };
-        settle(tx, answer).await
+        let o = o.clone();
+        self.apart(move |c| {
+            let o = o.clone();
+            Box::pin(async move { offer(c, &o).await.map(kept) })
+        })
+        .await
     }
 
     pub(crate) async fn accept_transfer_tx(&self, a: &Accept) -> Answer<Accepted> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = accept(&mut tx, a).await?;
-        settle(tx, answer).await
+        let a = a.clone();
+        self.apart(move |c| {
+            let a = a.clone();
+            Box::pin(async move { accept(c, &a).await.map(kept) })
+        })
+        .await
     }
 
     pub(crate) async fn cancel_transfer_tx(
@@ -109,9 +109,8 @@ impl PostgresLedger {
         by: BuyerId,
         now: Millis,
     ) -> Answer<TransferOffer> {
-        let mut tx = self.pool().begin().await.map_err(db)?;
-        let answer = cancel(&mut tx, id, by, now).await?;
-        settle(tx, answer).await
+        self.apart(move |c| Box::pin(async move { cancel(c, id, by, now).await.map(kept) }))
+            .await
     }
 
     pub(crate) async fn read_transfer(
@@ -177,6 +176,16 @@ async fn open(conn: &mut PgConnection, o: &TransferOffer) -> Answer<()> {
     } else {
         Err(TransferRefusal::AlreadyOffered)
     })
+}
+
+async fn offer(conn: &mut PgConnection, o: &TransferOffer) -> Answer<()> {
+    // `movable` locks the ticket's row, as a listing does: a listing and an offer of one
+    // ticket take turns, and a listed ticket is not offered beside it.
+    match movable(conn, o.ticket, o.from, o.version).await? {
+        Err(no) => Ok(Err(no)),
+        Ok(_) if listed(conn, o.ticket).await? => Ok(Err(TransferRefusal::Listed)),
+        Ok(_) => open(conn, o).await,
+    }
 }
 
 async fn accept(conn: &mut PgConnection, a: &Accept) -> Answer<Accepted> {

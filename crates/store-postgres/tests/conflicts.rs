@@ -7,13 +7,16 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boxoffice_domain::Millis;
+use boxoffice_domain::{BuyerId, Millis, TransferId};
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
+    Accept, Begin, Claimant, IdempotencyStore, Incarnation, Ledger, ReplayKey, StoreError,
+    StoredResponse, Tickets, TransferOffer, TransferState,
 };
 use boxoffice_store_postgres::{PostgresIdempotency, PostgresLedger, PostgresOptions};
+use boxoffice_testkit::ledger::fixtures::{T0, authorized, captured, commit_of, event};
 use futures::future::join_all;
 use sqlx::{Connection, PgConnection, PgPool};
 
@@ -207,4 +210,90 @@ async fn waiting_for_a_lock(watch: &PgPool, statement: &str) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// A transfer accepted on node two runs outside the writer, in a transaction of its
+/// own that locks the ticket, then the recipient's ticket count. Node one's writer batch
+/// commits a sale to the same recipient (their count) and then refunds the ticket's
+/// order (its tickets, in id order): the same rows the other way round. PostgreSQL ends
+/// the deadlock by failing the transaction whose check runs first; when that is the
+/// transfer, it runs again once the batch is through, as the writer's own jobs do, and
+/// its buyer gets an answer (here a refusal: the order was refunded), not an error.
+#[boxoffice_testkit::test(timeout_s = 60)]
+async fn a_transfer_chosen_as_a_deadlock_victim_against_another_nodes_batch_runs_again() {
+    let db = common::TestDatabase::create();
+    let ((one, _), (two, _)) = (node(&db.url).await, node(&db.url).await);
+    let (one, two) = (Arc::new(one), Arc::new(two));
+    let ledger: Arc<dyn Ledger> = one.clone();
+    let watch = PgPool::connect(&db.url).await.unwrap();
+    let (alice, bob) = (BuyerId::random(), BuyerId::random());
+    let e = event(&ledger, 4, 4).await;
+    let sold = captured(&ledger, &e, alice, &[0, 1], 4).await;
+    let bobs = authorized(&ledger, &e, bob, &[2]).await;
+    // The refund locks the order's tickets in id order: the first is held by `gate`,
+    // the second is the one given to Bob.
+    let ids: Vec<String> =
+        sqlx::query_scalar("SELECT id FROM tickets WHERE order_id = $1 ORDER BY id")
+            .bind(sold.id.to_string())
+            .fetch_all(&watch)
+            .await
+            .unwrap();
+    let rows = two.tickets_of_order(sold.id).await.unwrap();
+    let given = rows.iter().find(|r| r.id.to_string() == ids[1]).unwrap();
+    let now = T0.plus_secs(60);
+    let offer = TransferOffer {
+        id: TransferId::random(),
+        ticket: given.id,
+        event: e.id,
+        from: alice,
+        to: bob,
+        version: given.version,
+        state: TransferState::Offered,
+        created_at: now,
+        expires_at: now.plus_secs(600),
+        ended_at: None,
+    };
+    assert_eq!(two.offer_transfer(&offer).await.unwrap(), Ok(()));
+
+    let mut gate = PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut gate).await.unwrap();
+    sqlx::query("SELECT 1 FROM tickets WHERE id = $1 FOR UPDATE")
+        .bind(&ids[0])
+        .execute(&mut gate)
+        .await
+        .unwrap();
+    // One batch on node one: the commit takes Bob's count, then the refund waits for
+    // the gate's ticket.
+    let batch = tokio::spawn({
+        let one = one.clone();
+        let commit = commit_of(&bobs, 4);
+        async move { futures::join!(one.commit(&commit), one.revoke_sale(sold.id, now)) }
+    });
+    waiting_for_a_lock(&watch, "SELECT id FROM tickets WHERE order_id").await;
+    // Node two's transfer takes the ticket, then waits for Bob's count.
+    let accept = Accept {
+        transfer: offer.id,
+        by: bob,
+        max_per_buyer: 4,
+        now: now.plus_secs(1),
+    };
+    let accepted = tokio::spawn({
+        let two = two.clone();
+        async move { two.accept_transfer(&accept).await }
+    });
+    waiting_for_a_lock(&watch, "INSERT INTO buyer_tickets").await;
+    // The refund now takes the first ticket and waits for the second: a cycle, in which
+    // the transfer waited first, so its deadlock check runs first and fails it.
+    sqlx::raw_sql("COMMIT").execute(&mut gate).await.unwrap();
+    let accepted = accepted.await.unwrap();
+    let answer = answered(accepted);
+    assert!(
+        answer.is_err(),
+        "the transfer ran again after the refund and was refused: {answer:?}"
+    );
+    let (committed, revoked) = batch.await.unwrap();
+    committed.expect("the commit stands");
+    revoked.expect("the refund stands");
+    assert_eq!(two.reruns(), 1, "the transfer ran again once");
+    assert_eq!(one.reruns(), 0, "the batch was never the victim");
 }

@@ -110,7 +110,8 @@ pub(crate) fn line_finish_keys(prefix: &Prefix, event: EventId) -> [String; 2] {
     [format!("{tag}:fin"), format!("{tag}:state")]
 }
 
-/// Held by the one node opening or restoring an event's line (`QueueStore::claim_line`).
+/// Held by the one node opening or restoring an event's line (`QueueStore::claim_line`),
+/// its value the holder's name.
 pub(crate) fn line_claim_key(prefix: &Prefix, event: EventId) -> String {
     format!("{{{}:q:{}}}:claim", prefix.0, event)
 }

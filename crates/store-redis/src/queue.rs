@@ -17,8 +17,8 @@ use redis::{AsyncCommands, FromRedisValue, Script, ScriptInvocation};
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{Prefix, check_key, line_claim_key, queue_keys};
 use crate::scripts::{
-    QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE, QUEUE_REMEMBER_CHECK, QUEUE_RESTORE,
-    QUEUE_SEAL,
+    LEASE_RELEASE, LEASE_RENEW, QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE,
+    QUEUE_REMEMBER_CHECK, QUEUE_RESTORE, QUEUE_SEAL,
 };
 
 /// State fields in the order `state()` reads them and `queue_advance.lua` replies them.
@@ -157,10 +157,15 @@ impl QueueStore for RedisQueue {
             .map(|position| place_of(position, new == 1)))
     }
 
-    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
+    async fn claim_line(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError> {
         let claimed: Option<String> = redis::cmd("SET")
             .arg(line_claim_key(&self.prefix, event))
-            .arg(1)
+            .arg(holder)
             .arg("NX")
             .arg("PX")
             .arg(ttl_ms.max(1))
@@ -170,12 +175,27 @@ impl QueueStore for RedisQueue {
         Ok(claimed.is_some())
     }
 
-    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
-        self.conn
-            .clone()
-            .del::<_, ()>(line_claim_key(&self.prefix, event))
-            .await
-            .map_err(store_err)
+    async fn renew_line_claim(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let key = [line_claim_key(&self.prefix, event)];
+        let renewed: i64 = (self.eval(&LEASE_RENEW, &key, |inv| {
+            inv.arg(holder).arg(ttl_ms.max(1));
+        }))
+        .await?;
+        Ok(renewed == 1)
+    }
+
+    async fn release_line_claim(&self, event: EventId, holder: &str) -> Result<(), StoreError> {
+        let key = [line_claim_key(&self.prefix, event)];
+        (self.eval::<i64>(&LEASE_RELEASE, &key, |inv| {
+            inv.arg(holder);
+        }))
+        .await
+        .map(drop)
     }
 
     async fn restore_line(&self, event: EventId, line: &RestoredLine) -> Result<(), StoreError> {

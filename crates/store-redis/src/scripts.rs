@@ -48,6 +48,8 @@ pub(crate) static UNLOAD: LazyLock<Script> = arbiter_script!("unload.lua");
 pub(crate) static CLAIM: LazyLock<Script> = arbiter_script!("claim.lua");
 
 pub(crate) static LEASE: LazyLock<Script> = plain_script!("lease.lua");
+pub(crate) static LEASE_RELEASE: LazyLock<Script> = plain_script!("lease_release.lua");
+pub(crate) static LEASE_RENEW: LazyLock<Script> = plain_script!("lease_renew.lua");
 pub(crate) static QUEUE_RESTORE: LazyLock<Script> = plain_script!("queue_restore.lua");
 pub(crate) static QUEUE_JOIN: LazyLock<Script> = plain_script!("queue_join.lua");
 pub(crate) static QUEUE_ADVANCE: LazyLock<Script> = plain_script!("queue_advance.lua");
@@ -76,7 +78,7 @@ pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first
 /// waiting for its answer (the stored answer of a hold or a release) must not meet
 /// NOSCRIPT: the client would load it and send it again later, in the background,
 /// while a retry of the same request found the claim still in flight and was refused.
-static ALL: [&LazyLock<Script>; 34] = [
+static ALL: [&LazyLock<Script>; 36] = [
     &HOLD,
     &HOLD_CLAIMED,
     &RELEASE_CLAIMED,
@@ -94,6 +96,8 @@ static ALL: [&LazyLock<Script>; 34] = [
     &UNLOAD,
     &CLAIM,
     &LEASE,
+    &LEASE_RELEASE,
+    &LEASE_RENEW,
     &QUEUE_RESTORE,
     &QUEUE_JOIN,
     &QUEUE_ADVANCE,

@@ -85,17 +85,45 @@ async fn a_pool_drawn_through_one_node_reads_the_same_through_the_others() {
 async fn of_the_nodes_that_find_a_line_lost_one_brings_it_back() {
     let nodes = nodes().await;
     let event = boxoffice_testkit::arbiter::unique_event();
-    let claims = (0..30).map(|i| nodes[i % 3].claim_line(event, 5_000));
-    let won = futures::future::join_all(claims)
+    let holders: Vec<String> = (0..30).map(|i| format!("caller-{i}")).collect();
+    let claims = (0..30).map(|i| nodes[i % 3].claim_line(event, &holders[i], 5_000));
+    let won: Vec<usize> = futures::future::join_all(claims)
         .await
         .into_iter()
-        .filter(|c| *c.as_ref().expect("claim"))
-        .count();
-    assert_eq!(won, 1, "exactly one claim of thirty");
-    nodes[1].release_line_claim(event).await.expect("release");
-    assert_eq!(nodes[2].claim_line(event, 100).await, Ok(true));
+        .enumerate()
+        .filter(|(_, c)| *c.as_ref().expect("claim"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(won.len(), 1, "exactly one claim of thirty");
+    let winner = &holders[won[0]];
+    nodes[1]
+        .release_line_claim(event, "another")
+        .await
+        .expect("release");
+    assert_eq!(
+        nodes[2].claim_line(event, "late", 100).await,
+        Ok(false),
+        "not given up"
+    );
+    nodes[1]
+        .release_line_claim(event, winner)
+        .await
+        .expect("release");
+    assert_eq!(nodes[2].claim_line(event, "late", 100).await, Ok(true));
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert_eq!(nodes[0].claim_line(event, 100).await, Ok(true), "lapsed");
-    nodes[0].release_line_claim(event).await.expect("release");
+    assert_eq!(
+        nodes[0].claim_line(event, "later", 100).await,
+        Ok(true),
+        "lapsed"
+    );
+    assert_eq!(
+        nodes[2].renew_line_claim(event, "late", 100).await,
+        Ok(false),
+        "taken over"
+    );
+    nodes[0]
+        .release_line_claim(event, "later")
+        .await
+        .expect("release");
     nodes[0].drop_event(event).await.expect("drop");
 }

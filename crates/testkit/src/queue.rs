@@ -57,30 +57,76 @@ pub async fn concurrent_joins_get_unique_dense_positions(q: Arc<dyn QueueStore>)
 }
 
 /// The admission ticker, joins and status reads can all find an unopened line at once
-/// (in one process as across nodes): exactly one of them may open or put it back, and
-/// once it lets go, or its claim lapses, the claim can be taken again.
+/// (in one process as across nodes): exactly one of them may open or put it back. Its
+/// holder renews it while it works; only the holder gives it up; once it lets go, or its
+/// claim lapses, the claim can be taken again, and the old holder's renewal then fails.
 pub async fn of_the_callers_that_find_a_line_unopened_exactly_one_claims_it(
     q: Arc<dyn QueueStore>,
 ) {
     let event = unique_event();
     let claims: Vec<_> = (0..30)
-        .map(|_| {
+        .map(|i| {
             let q = q.clone();
-            tokio::spawn(async move { q.claim_line(event, 5_000).await })
+            tokio::spawn(async move { q.claim_line(event, &format!("caller-{i}"), 5_000).await })
         })
         .collect();
-    let mut won = 0;
-    for c in claims {
-        won += usize::from(c.await.expect("claim task").expect("claim"));
+    let mut won = Vec::new();
+    for (i, c) in claims.into_iter().enumerate() {
+        if c.await.expect("claim task").expect("claim") {
+            won.push(format!("caller-{i}"));
+        }
     }
-    assert_eq!(won, 1, "exactly one claim of thirty");
-    assert_eq!(q.claim_line(event, 5_000).await, Ok(false), "still held");
-    q.release_line_claim(event).await.expect("release");
-    assert_eq!(q.claim_line(event, 100).await, Ok(true), "released");
-    assert_eq!(q.claim_line(event, 100).await, Ok(false), "held again");
+    assert_eq!(won.len(), 1, "exactly one claim of thirty");
+    let holder = won[0].as_str();
+    assert_eq!(
+        q.claim_line(event, "other", 5_000).await,
+        Ok(false),
+        "still held"
+    );
+    assert_eq!(
+        q.renew_line_claim(event, holder, 5_000).await,
+        Ok(true),
+        "renewed"
+    );
+    assert_eq!(
+        q.renew_line_claim(event, "other", 5_000).await,
+        Ok(false),
+        "not theirs"
+    );
+    q.release_line_claim(event, "other").await.expect("release");
+    assert_eq!(
+        q.claim_line(event, "other", 100).await,
+        Ok(false),
+        "not given up"
+    );
+    q.release_line_claim(event, holder).await.expect("release");
+    assert_eq!(
+        q.claim_line(event, "other", 100).await,
+        Ok(true),
+        "released"
+    );
+    assert_eq!(
+        q.claim_line(event, holder, 100).await,
+        Ok(false),
+        "held again"
+    );
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    assert_eq!(q.claim_line(event, 100).await, Ok(true), "lapsed");
-    q.release_line_claim(event).await.expect("release");
+    assert_eq!(
+        q.renew_line_claim(event, "other", 100).await,
+        Ok(false),
+        "lapsed for good"
+    );
+    assert_eq!(
+        q.claim_line(event, "third", 100).await,
+        Ok(true),
+        "anyone's once lapsed"
+    );
+    assert_eq!(
+        q.renew_line_claim(event, "other", 100).await,
+        Ok(false),
+        "taken over"
+    );
+    q.release_line_claim(event, "third").await.expect("release");
     q.drop_event(event).await.expect("drop");
 }
 

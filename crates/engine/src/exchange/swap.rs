@@ -35,7 +35,7 @@ use super::{ExchangeRefusal, refused};
 use crate::holds::Admitted;
 use crate::ports::{
     AuthorizeOutcome, AuthorizeRequest, Inquiry, Moved, NextAction, PaymentGateway, ProviderState,
-    Reserve, Swap,
+    Reserve, Swap, authorize,
 };
 use crate::velocity::Origin;
 use crate::worker::Outcome;
@@ -320,7 +320,7 @@ impl Engine {
                     currency: swap.currency.clone(),
                     payment_method: swap.payment_method.clone(),
                 };
-                match pay.authorize(&req).await.map_err(unavailable)? {
+                match authorize(pay, &req).await.map_err(unavailable)? {
                     AuthorizeOutcome::Approved { reference } => {
                         Some((reference, ProviderState::Authorized))
                     }

@@ -111,6 +111,22 @@ pub enum PaymentError {
     Rejected(String),
 }
 
+/// Asks `gateway` to authorize `req`, answering the provider's refusal of the request
+/// (`PaymentError::Rejected`: a hard decline, the payment method or the request refused
+/// outright, nothing charged) as the decline it is. Every payment the engine takes (a
+/// checkout, an exchange purchase) authorizes through here, so each ends the payment,
+/// tells the buyer `payment_declined` and counts the decline toward velocity alike; an
+/// `Err` is then only an answer that did not come (money may have moved).
+pub async fn authorize(
+    gateway: &dyn PaymentGateway,
+    req: &AuthorizeRequest,
+) -> Result<AuthorizeOutcome, PaymentError> {
+    match gateway.authorize(req).await {
+        Err(PaymentError::Rejected(reason)) => Ok(AuthorizeOutcome::Declined { reason }),
+        answer => answer,
+    }
+}
+
 /// A webhook that passed the signature check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookEvent {

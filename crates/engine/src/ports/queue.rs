@@ -72,12 +72,29 @@ pub trait QueueStore: Send + Sync {
     /// the caller brings it back first (`Engine::ensure_line`), so a line that was lost
     /// never hands out a position it had already given someone else.
     async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError>;
-    /// Takes the right to open or bring back an event's line, for one caller across
-    /// every task and every node sharing the store until `release_line_claim` or
-    /// `ttl_ms` passes. A store only one process uses still has many callers: the
-    /// admission ticker, joins and status reads all find an unopened line at once.
-    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError>;
-    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError>;
+    /// Takes the right to open or bring back an event's line for `holder` alone, across
+    /// every task and every node sharing the store, until `release_line_claim` or
+    /// `ttl_ms` passes without a renewal; whether it was taken (a lapsed claim is
+    /// anyone's). A store only one process uses still has many callers: the admission
+    /// ticker, joins and status reads all find an unopened line at once.
+    async fn claim_line(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError>;
+    /// Gives `holder`'s claim another `ttl_ms` from now, if `holder` still has it. False
+    /// once it lapsed, even if nobody took it since: the holder cannot tell that from
+    /// another node having taken it, done the work and let go.
+    async fn renew_line_claim(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError>;
+    /// Gives the claim up if `holder` still has it: one that lapsed and went to another
+    /// caller stays theirs.
+    async fn release_line_claim(&self, event: EventId, holder: &str) -> Result<(), StoreError>;
     /// Replaces the event's line (positions, pool, batches; the settings stay) with
     /// `line`, opened and placed, `serving_up_to` at the last batch (capped at the
     /// line), `finished` back at zero. Until it returns, `join_line` answers `None`.

@@ -4,18 +4,17 @@
 //! the seed and the pool's members are public, so anyone can recompute every position.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use boxoffice_domain::fairness::{Seed, order_pool};
 use boxoffice_domain::{BuyerId, EventId, SaleStatus};
 use serde::Serialize;
 
+use super::claim::{LINE_CLAIM_MS, LineClaim};
 use super::settings::SEED;
 use crate::ports::{JoinRecord, LinePlace, QueueState, RestoredLine};
 use crate::{Engine, EngineError};
 
-/// How long one node may hold the right to open or restore a line; the others wait
-/// as long for it.
-const LINE_CLAIM_MS: u64 = 5_000;
 /// Drawn places journaled per ledger call.
 const JOURNAL_CHUNK: usize = 10_000;
 
@@ -95,19 +94,18 @@ impl Engine {
     /// Opens the event's line in the queue store if it is not open there yet: at the
     /// sale's opening, the pool is sealed, drawn and placed; after the store lost the
     /// line, the line is put back from the ledger's journal with every place and every
-    /// admission it had. One caller across the nodes does it (`QueueStore::claim_line`);
-    /// the others wait for it. Safe to run on every node and every tick.
+    /// admission it had. One caller across the nodes does it, under the line's claim
+    /// (renewed while it works: `under_line_claim`); the others wait for it. Safe to run
+    /// on every node and every tick.
     pub(crate) async fn ensure_line(&self, event: EventId) -> Result<(), EngineError> {
         if self.ports.queue.state(event).await?.placed {
             return Ok(());
         }
-        if !self.ports.queue.claim_line(event, LINE_CLAIM_MS).await? {
-            return self.await_line(event).await;
+        let open = |claim: Arc<LineClaim>| async move { self.open_line(event, &claim).await };
+        match self.under_line_claim(event, open).await? {
+            Some(()) => Ok(()),
+            None => self.await_line(event).await,
         }
-        let opened = self.open_line(event).await;
-        let released = self.ports.queue.release_line_claim(event).await;
-        opened?;
-        Ok(released?)
     }
 
     /// Waits while another node opens or restores the line.
@@ -125,34 +123,43 @@ impl Engine {
     }
 
     /// Under the line claim: restores the journaled line, or draws and places the pool.
-    async fn open_line(&self, event: EventId) -> Result<(), EngineError> {
+    /// Every write first checks that the claim is still held.
+    async fn open_line(&self, event: EventId, claim: &LineClaim) -> Result<(), EngineError> {
         // Someone may have finished between our look and our claim.
         let state = self.ports.queue.state(event).await?;
         if state.placed {
             return Ok(());
         }
         if !self.ports.ledger.line_places(event).await?.is_empty() {
-            return self.finish_and_restore(event, state).await;
+            return self.finish_and_restore(event, state, claim).await;
         }
         if !state.opened && state.pool_size == 0 {
             // A queue store that lost the pool before opening gets it back first.
             for buyer in self.ports.ledger.pool_joins(event).await? {
+                claim.held()?;
                 self.ports.queue.join(event, buyer, false).await?;
             }
         }
+        claim.held()?;
         let pool = self.ports.queue.seal_pool(event).await?;
-        let ordered = self.journal_draw(event, &pool).await?;
+        let ordered = self.journal_draw(event, &pool, claim).await?;
+        claim.held()?;
         self.ports.queue.place_pool(event, &ordered).await?;
         tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
         // A queue store that lost an open event before anyone joined lost its settings too.
-        self.restore_line_settings(event).await
+        self.restore_line_settings(event, claim).await
     }
 
     /// The operator's waiting-room settings (admission override, rules) kept in the
     /// ledger come back into a queue store that lost them with the line; a setting the
     /// store still has (or was given since) stays as it is.
-    async fn restore_line_settings(&self, event: EventId) -> Result<(), EngineError> {
+    async fn restore_line_settings(
+        &self,
+        event: EventId,
+        claim: &LineClaim,
+    ) -> Result<(), EngineError> {
         for (name, value) in self.ports.ledger.line_settings(event).await? {
+            claim.held()?;
             self.ports
                 .queue
                 .set_setting(event, &name, &value, true)
@@ -172,6 +179,7 @@ impl Engine {
         &self,
         event: EventId,
         state: QueueState,
+        claim: &LineClaim,
     ) -> Result<(), EngineError> {
         // This node's places still in flight to the ledger must be in what is put back,
         // or their positions are handed out again (seen under a rush: a restore right
@@ -179,6 +187,7 @@ impl Engine {
         self.waiting.journal.settled().await;
         let kept = self.ports.ledger.line_places(event).await?;
         let pool = if state.opened && state.pool_size > 0 {
+            claim.held()?;
             self.ports.queue.seal_pool(event).await?
         } else if kept.iter().any(|p| p.pool) {
             Vec::new()
@@ -188,12 +197,12 @@ impl Engine {
             joins.into_iter().filter(|b| !placed.contains(b)).collect()
         };
         if pool.is_empty() {
-            return self.restore_line(event, kept).await;
+            return self.restore_line(event, kept, claim).await;
         }
-        self.journal_draw(event, &pool).await?;
+        self.journal_draw(event, &pool, claim).await?;
         tracing::warn!(event = %event, pool = pool.len(), "an opening that stopped before its draw was journaled is finished");
         let kept = self.ports.ledger.line_places(event).await?;
-        self.restore_line(event, kept).await
+        self.restore_line(event, kept, claim).await
     }
 
     /// Orders the pool by the event's seed and journals the drawn places (positions
@@ -202,6 +211,7 @@ impl Engine {
         &self,
         event: EventId,
         pool: &[BuyerId],
+        claim: &LineClaim,
     ) -> Result<Vec<BuyerId>, EngineError> {
         let seed = self.fairness_seed(event).await?;
         let ordered = order_pool(&seed, pool);
@@ -220,6 +230,7 @@ impl Engine {
         for chunk in drawn.chunks(JOURNAL_CHUNK) {
             // Arrivals after the seal are placed behind the sealed pool, so a drawn
             // place is the first of its position, and a redraw draws the same.
+            claim.held()?;
             self.ports.ledger.record_joins(chunk).await?;
         }
         Ok(ordered)
@@ -228,7 +239,12 @@ impl Engine {
     /// Puts the journaled line back into a queue store that lost it: the same places
     /// (the published draw included), the pool in arrival order, every admission batch,
     /// so whoever was admitted stays admitted until their admission's own end.
-    async fn restore_line(&self, event: EventId, kept: Vec<LinePlace>) -> Result<(), EngineError> {
+    async fn restore_line(
+        &self,
+        event: EventId,
+        kept: Vec<LinePlace>,
+        claim: &LineClaim,
+    ) -> Result<(), EngineError> {
         let members: HashSet<BuyerId> = kept.iter().filter(|p| p.pool).map(|p| p.buyer).collect();
         let mut pool: Vec<BuyerId> = self
             .ports
@@ -248,11 +264,13 @@ impl Engine {
             pool,
             batches: self.ports.ledger.admissions(event).await?,
         };
+        claim.held()?;
         self.ports.queue.restore_line(event, &line).await?;
         // The queue store's copy of the seed went with the line; the ledger's comes back,
         // and so do the operator's settings.
+        claim.held()?;
         self.fairness_seed(event).await?;
-        self.restore_line_settings(event).await?;
+        self.restore_line_settings(event, claim).await?;
         metrics::counter!("boxoffice_lines_restored_total").increment(1);
         tracing::warn!(
             event = %event,
@@ -278,20 +296,17 @@ impl Engine {
     /// promoted replica that missed the last joins). One caller across the nodes puts
     /// the journaled line back over it, the others wait for that, as for a lost line.
     pub(crate) async fn restore_line_behind(&self, event: EventId) -> Result<(), EngineError> {
-        if !self.ports.queue.claim_line(event, LINE_CLAIM_MS).await? {
-            return self.await_line(event).await;
-        }
-        metrics::counter!("boxoffice_lines_behind_ledger_total").increment(1);
-        let restored = async {
+        let restore = |claim: Arc<LineClaim>| async move {
+            metrics::counter!("boxoffice_lines_behind_ledger_total").increment(1);
             // This node's places still in flight to the ledger must be in what is put back.
             self.waiting.journal.settled().await;
             let kept = self.ports.ledger.line_places(event).await?;
-            self.restore_line(event, kept).await
+            self.restore_line(event, kept, &claim).await
+        };
+        match self.under_line_claim(event, restore).await? {
+            Some(()) => Ok(()),
+            None => self.await_line(event).await,
         }
-        .await;
-        let released = self.ports.queue.release_line_claim(event).await;
-        restored?;
-        Ok(released?)
     }
 
     pub async fn fairness(

@@ -4,6 +4,7 @@
 //! `QueueStore` port; what sits here is per node (rate-limit cells, the pre-serialized
 //! document, health samples) and may be lost freely.
 
+mod claim;
 mod config;
 mod error;
 mod fairness;

@@ -7,6 +7,8 @@
 //! A job whose statement loses a race with another transaction over the same rows
 //! (deadlock, lock timeout, serialization failure: `conn::transient`) is undone and run
 //! again, a few times at most, rather than failing a request that did nothing wrong.
+//! The writes that run outside the batches (a ticket changing hands, a check-in, the
+//! exchange's steps: `apart`) are run again the same way.
 
 mod batch;
 mod job;
@@ -151,6 +153,19 @@ impl Writer {
                 rx.await.map_err(|_| stopped())?
             }
         }
+    }
+
+    /// Runs `op` in a transaction of its own on `pool`, outside the batches, and runs
+    /// it again from the start when it loses a race (counted in `reruns`), as the
+    /// batches' jobs are. For the writes that lock rows in an order of their own (a
+    /// ticket, then its seat and both buyers' counts) and are not held across a
+    /// batch's COMMIT: the batches of every node take some of the same rows in other
+    /// orders, and PostgreSQL ends such a deadlock by failing either side.
+    pub(crate) async fn apart<T, F>(&self, pool: &PgPool, op: F) -> Result<T, StoreError>
+    where
+        F: for<'c> Fn(&'c mut PgConnection) -> OpFuture<'c, T>,
+    {
+        alone(pool, op, &self.stats).await
     }
 
     fn count_one(&self) {

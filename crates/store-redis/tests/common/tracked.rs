@@ -146,11 +146,24 @@ impl<T: QueueStore> QueueStore for Tracked<T> {
     async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
         self.inner.join_line(event, buyer).await
     }
-    async fn claim_line(&self, event: EventId, ttl_ms: u64) -> Result<bool, StoreError> {
-        self.inner.claim_line(event, ttl_ms).await
+    async fn claim_line(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.inner.claim_line(event, holder, ttl_ms).await
     }
-    async fn release_line_claim(&self, event: EventId) -> Result<(), StoreError> {
-        self.inner.release_line_claim(event).await
+    async fn renew_line_claim(
+        &self,
+        event: EventId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_line_claim(event, holder, ttl_ms).await
+    }
+    async fn release_line_claim(&self, event: EventId, holder: &str) -> Result<(), StoreError> {
+        self.inner.release_line_claim(event, holder).await
     }
     async fn restore_line(&self, event: EventId, line: &RestoredLine) -> Result<(), StoreError> {
         self.inner.restore_line(event, line).await

@@ -185,3 +185,51 @@ async fn declines_at_checkout_and_on_the_exchange_lock_the_buyer_out_of_both() {
     assert!(open(&app, event, &listing).await);
     app.stop().await;
 }
+
+/// A purchase the provider refuses outright (`PaymentError::Rejected`, a hard decline:
+/// an error for an answer, no payment on its book) is a decline as it is at checkout:
+/// answered `payment_declined`, the listing open again at once, and counted toward the
+/// lockout together with the checkout's.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
+async fn an_exchange_purchase_the_provider_rejects_counts_as_a_decline_as_at_checkout() {
+    let app = spawn().await;
+    let rules = VelocityRules {
+        lockout_declines: Some(2),
+        ..no_limits()
+    };
+    let event = event_with(&app, rules).await;
+    let listing = listed(&app, event).await;
+    let (token, admission) = app.admitted_buyer(event).await;
+    let body = json!({"best_available": {"section": "A", "quantity": 1}});
+    let (status, held) = answer(app.hold(event, &admission, body).await).await;
+    assert_eq!(status, 201, "{held}");
+    let hold = held["hold_id"].as_str().unwrap();
+    let (status, body) = answer(app.checkout(hold, &token, methods::REFUSED).await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (402, Some("payment_declined")),
+        "{body}"
+    );
+    let (status, body) = purchase(&app, &admission, &listing, methods::REFUSED).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (402, Some("payment_declined")),
+        "{body}"
+    );
+    assert!(
+        open(&app, event, &listing).await,
+        "the swap was undone at once"
+    );
+
+    // Two declines, one of each: locked out of the exchange before the provider hears.
+    let before = provider_calls(&app).await;
+    let (status, body) = purchase(&app, &admission, &listing, methods::VISA).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("buyer_locked")),
+        "{body}"
+    );
+    assert_eq!(provider_calls(&app).await, before);
+    assert!(open(&app, event, &listing).await);
+    app.stop().await;
+}
