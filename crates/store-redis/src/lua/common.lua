@@ -1,5 +1,5 @@
--- Prepended to every arbiter script (scripts.rs), after the generated MOVES and LIVE
--- tables of the hold state machine (hold_states.rs). KEYS is always the event's
+-- Prepended to every arbiter script (scripts.rs), after the generated MOVE_LIST, LIVE
+-- and moved() of the hold state machine (hold_states.rs). KEYS is always the event's
 -- full key list in this order, all under one hash tag, so every key a script may touch
 -- is declared and lives in the event's one Cluster slot.
 local META, FREE, SOLD, LAYOUT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -59,7 +59,7 @@ local function seat_list(h)
 end
 
 local function is_live(st)
-  return LIVE[st] == true
+  return st ~= nil and #st == 1 and string.find(LIVE, st, 1, true) ~= nil
 end
 
 local function put_back(seat)
@@ -89,7 +89,7 @@ local function end_hold(nonce, h, move, keep)
   end
   redis.call('HINCRBY', META, 'held', -#seats)
   redis.call('HINCRBY', META, 'active', '-1')
-  h.st = MOVES[move][h.st]
+  h.st = moved(move, h.st)
   local rec = format(h)
   redis.call('HSET', HOLDS, nonce, rec)
   finished(nonce, keep)
@@ -105,7 +105,7 @@ local function sell_hold(nonce, h, keep)
   redis.call('HINCRBY', META, 'sold', #seats)
   redis.call('HINCRBY', META, 'active', '-1')
   redis.call('ZREM', DL, nonce)
-  h.st = MOVES.commit[h.st]
+  h.st = moved('commit', h.st)
   local rec = format(h)
   redis.call('HSET', HOLDS, nonce, rec)
   finished(nonce, keep)
