@@ -65,9 +65,10 @@ pub(crate) fn lua_prelude() -> String {
          -- moves, ' move:from>to' each, and the live states' codes.\n\
          local MOVE_LIST = '{moves} '\n\
          local LIVE = '{live}'\n\
-         -- The state `move` takes a hold in state `from` to; nil where it is not legal.\n\
+         -- The state `move` takes a hold in state `from` to; nil where it is not legal\n\
+         -- (and for no state, as the tables answered for a record that did not parse).\n\
          local function moved(move, from)\n  \
-           return string.match(MOVE_LIST, ' ' .. move .. ':' .. from .. '>(%a)')\n\
+           return from and string.match(MOVE_LIST, ' ' .. move .. ':' .. from .. '>(%a)')\n\
          end\n"
     )
 }
