@@ -35,6 +35,6 @@ pub use keys::Prefix;
 pub use options::RedisOptions;
 pub use proofs::{MAX_PER_WINDOW as PROOF_MAX_PER_WINDOW, RedisProofs};
 pub use queue::RedisQueue;
-pub use scripts::{hashes as script_hashes, hold_script_source};
+pub use scripts::{claimed_hold_script_source, hashes as script_hashes, hold_script_source};
 pub use tls::install_ring_provider;
 pub use velocity::RedisVelocity;

@@ -134,8 +134,16 @@ pub fn hashes() -> Vec<&'static str> {
 
 static HOLD_SOURCE: LazyLock<String> =
     LazyLock::new(|| arbiter_source!("best.lua", "hold.lua", "hold_run.lua"));
+static HOLD_CLAIMED_SOURCE: LazyLock<String> =
+    LazyLock::new(|| arbiter_source!("best.lua", "hold.lua", "idem_claim.lua", "hold_claimed.lua"));
 
 /// The hold script's source, for measuring it with `redis-benchmark` (benches/).
 pub fn hold_script_source() -> &'static str {
     &HOLD_SOURCE
+}
+
+/// The claim + hold script's source (`ClaimedHolds::hold`), for measuring it outside
+/// the engine (bench/redis-script-cost.sh).
+pub fn claimed_hold_script_source() -> &'static str {
+    &HOLD_CLAIMED_SOURCE
 }

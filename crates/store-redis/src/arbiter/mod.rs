@@ -140,7 +140,7 @@ impl RedisArbiter {
         Ok(count(&first(ok_or_arbiter_error(reply)?))?)
     }
 
-    /// uncertain / sold / release: one script, the move named as in its `MOVES` table.
+    /// uncertain / sold / release: one script, the move named as in its `MOVE_LIST`.
     async fn move_hold(&self, hold: HoldId, by: HoldMove) -> Result<HoldView, ArbiterError> {
         let reply: Reply = self
             .eval(&MOVE, hold.event, |inv| {

@@ -43,7 +43,7 @@ local function best_run(section, q, cap)
   local lo, hi = section * SLOT, section * SLOT + SLOT - 1
   local best_sum, best_start
   while true do
-    local batch = redis.call('ZRANGEBYSCORE', FREEZ, lo, hi, 'WITHSCORES', 'LIMIT', 0, 64)
+    local batch = redis.call('ZRANGEBYSCORE', FREEZ, lo, hi, 'WITHSCORES', 'LIMIT', '0', '64')
     if #batch == 0 then return best_start end
     for i = 1, #batch, 2 do
       local seat = tonumber(batch[i])
@@ -59,20 +59,24 @@ local function best_run(section, q, cap)
 end
 
 -- The q best free seats of a section, side by side in one row when asked, the
--- section is seated and such a run exists; nil when fewer than q are free.
+-- section is seated and such a run exists; nil when fewer than q are free. Also
+-- returns the seats as FREEZ lists them when they come from there (take_seats).
+-- `cap` is text, read only for a run.
 local function pick(section, q, adjacent, seated, cap)
   local lo, hi = section * SLOT, section * SLOT + SLOT - 1
-  if redis.call('ZCOUNT', FREEZ, lo, hi) < q then return nil end
-  local out = {}
   if adjacent and seated and q > 1 then
-    local start = best_run(section, q, cap)
+    if redis.call('ZCOUNT', FREEZ, lo, hi) < q then return nil end
+    local start = best_run(section, q, tonumber(cap))
     if start then
+      local out = {}
       for i = 0, q - 1 do out[#out + 1] = start + i end
       return out
     end
   end
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', FREEZ, lo, hi, 'LIMIT', 0, q)) do
-    out[#out + 1] = tonumber(m)
-  end
-  return out
+  -- Fewer than q listed means fewer than q free: the count without a ZCOUNT.
+  local names = redis.call('ZRANGEBYSCORE', FREEZ, lo, hi, 'LIMIT', '0', q)
+  if #names < q then return nil end
+  local out = {}
+  for i, m in ipairs(names) do out[i] = tonumber(m) end
+  return out, names
 end

@@ -1,5 +1,5 @@
--- Prepended to every arbiter script (scripts.rs), after the generated MOVES and LIVE
--- tables of the hold state machine (hold_states.rs). KEYS is always the event's
+-- Prepended to every arbiter script (scripts.rs), after the generated MOVE_LIST, LIVE
+-- and moved() of the hold state machine (hold_states.rs). KEYS is always the event's
 -- full key list in this order, all under one hash tag, so every key a script may touch
 -- is declared and lives in the event's one Cluster slot.
 local META, FREE, SOLD, LAYOUT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -18,6 +18,14 @@ local function loaded()
     and redis.call('EXISTS', FREE, SOLD, LAYOUT) == 3
 end
 
+-- loaded() and the settings a hold needs in one read: nil when the event is not
+-- loaded, else { '1', max per buyer, capacity, seated flags } (text, as stored).
+local function loaded_settings()
+  local m = redis.call('HMGET', META, 'loaded', 'max', 'cap', 'seated')
+  if m[1] ~= '1' or redis.call('EXISTS', FREE, SOLD, LAYOUT) ~= 3 then return nil end
+  return m
+end
+
 local function seat_info(seat)
   local raw = redis.call('GETRANGE', LAYOUT, seat * REC, seat * REC + REC - 1)
   return struct.unpack('>I2I2I4I4i8', raw)
@@ -33,10 +41,15 @@ local function parse(rec)
   return { st = st, x = x, b = b, o = o, seats = seats, prices = prices, k = k }
 end
 
-local function format(h)
-  local rec = table.concat({ h.st, h.x, h.b, h.o, h.seats, h.prices }, '|')
-  if h.k and h.k ~= '' then rec = rec .. '|' .. h.k end
+-- One concatenation, no table: a record is written by every hold.
+local function record(st, x, b, o, seats, prices, k)
+  local rec = st .. '|' .. x .. '|' .. b .. '|' .. o .. '|' .. seats .. '|' .. prices
+  if k and k ~= '' then rec = rec .. '|' .. k end
   return rec
+end
+
+local function format(h)
+  return record(h.st, h.x, h.b, h.o, h.seats, h.prices, h.k)
 end
 
 local function seat_list(h)
@@ -46,12 +59,12 @@ local function seat_list(h)
 end
 
 local function is_live(st)
-  return LIVE[st] == true
+  return st ~= nil and #st == 1 and string.find(LIVE, st, 1, true) ~= nil
 end
 
 local function put_back(seat)
   local section, _, _, place = seat_info(seat)
-  redis.call('SETBIT', FREE, seat, 1)
+  redis.call('SETBIT', FREE, seat, '1')
   redis.call('ZADD', FREEZ, section * SLOT + place, seat)
 end
 
@@ -75,8 +88,8 @@ local function end_hold(nonce, h, move, keep)
     redis.call('HDEL', TAKEN, h.b)
   end
   redis.call('HINCRBY', META, 'held', -#seats)
-  redis.call('HINCRBY', META, 'active', -1)
-  h.st = MOVES[move][h.st]
+  redis.call('HINCRBY', META, 'active', '-1')
+  h.st = moved(move, h.st)
   local rec = format(h)
   redis.call('HSET', HOLDS, nonce, rec)
   finished(nonce, keep)
@@ -87,12 +100,12 @@ end
 -- sold). Returns the new record.
 local function sell_hold(nonce, h, keep)
   local seats = seat_list(h)
-  for _, s in ipairs(seats) do redis.call('SETBIT', SOLD, s, 1) end
+  for _, s in ipairs(seats) do redis.call('SETBIT', SOLD, s, '1') end
   redis.call('HINCRBY', META, 'held', -#seats)
   redis.call('HINCRBY', META, 'sold', #seats)
-  redis.call('HINCRBY', META, 'active', -1)
+  redis.call('HINCRBY', META, 'active', '-1')
   redis.call('ZREM', DL, nonce)
-  h.st = MOVES.commit[h.st]
+  h.st = moved('commit', h.st)
   local rec = format(h)
   redis.call('HSET', HOLDS, nonce, rec)
   finished(nonce, keep)
@@ -137,18 +150,25 @@ local function not_free(seats)
 end
 
 -- Takes free `seats` for `buyer` under a live hold due at `deadline`: stock, the
--- buyer's count and the counters follow. Returns the record's seats and prices fields.
-local function take_seats(nonce, buyer, seats, deadline)
-  local names, prices = {}, {}
+-- buyer's count and the counters follow. `names`, when given, are the seats as FREEZ
+-- lists them (pick's), so no seat number is turned back into text. Returns the
+-- record's seats and prices fields.
+-- Numbers handed to redis.call are printed with "%.17g" by Redis 7.0, which costs
+-- more than the command itself here: arguments go as text wherever they exist as text.
+local function take_seats(nonce, buyer, seats, deadline, names)
+  names = names or {}
+  local prices = {}
   for i, s in ipairs(seats) do
     local _, _, _, _, price = seat_info(s)
-    names[i], prices[i] = tostring(s), string.format('%.0f', price)
-    redis.call('SETBIT', FREE, s, 0)
-    redis.call('ZREM', FREEZ, s)
+    local name = names[i] or tostring(s)
+    names[i], prices[i] = name, string.format('%d', price)
+    redis.call('SETBIT', FREE, name, '0')
+    redis.call('ZREM', FREEZ, name)
   end
-  redis.call('HINCRBY', TAKEN, buyer, #seats)
-  redis.call('HINCRBY', META, 'held', #seats)
-  redis.call('HINCRBY', META, 'active', 1)
+  local n = string.format('%d', #seats)
+  redis.call('HINCRBY', TAKEN, buyer, n)
+  redis.call('HINCRBY', META, 'held', n)
+  redis.call('HINCRBY', META, 'active', '1')
   redis.call('ZADD', DL, deadline, nonce)
   return table.concat(names, ','), table.concat(prices, ',')
 end
@@ -185,10 +205,12 @@ local function report_later(report, keep)
   if n > keep then redis.call('LTRIM', UNREP, -keep, -1) end
 end
 
+-- `keep` may be text: it is read as a number only when something is due.
 local function expire_due_unreported(now, keep)
   while true do
-    local due = redis.call('ZRANGEBYSCORE', DL, '-inf', now, 'LIMIT', 0, 100)
+    local due = redis.call('ZRANGEBYSCORE', DL, '-inf', now, 'LIMIT', '0', '100')
     if #due == 0 then return end
+    keep = tonumber(keep)
     for _, nonce in ipairs(due) do
       local r = expire_one(nonce, keep)
       if r then report_later(r, keep) end

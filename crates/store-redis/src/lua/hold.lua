@@ -4,9 +4,10 @@
 -- (1|0). Replies {'ok', record} or {error code, detail?}.
 local function hold(A)
   local nonce, buyer, expires, now = A[1], A[2], A[3], A[4]
-  local keep, key, kind = tonumber(A[5]), A[6], A[7]
-  if not loaded() then return { 'unknown_event' } end
-  expire_due_unreported(now, keep)
+  local key, kind = A[6], A[7]
+  local event = loaded_settings()
+  if not event then return { 'unknown_event' } end
+  expire_due_unreported(now, A[5])
 
   local rec = redis.call('HGET', HOLDS, nonce)
   if rec then
@@ -16,12 +17,10 @@ local function hold(A)
     return { 'wrong_state', h.st }
   end
 
-  local max = tonumber(redis.call('HGET', META, 'max'))
-  local cap = tonumber(redis.call('HGET', META, 'cap'))
-
-  local seats, refused
+  local max = tonumber(event[2])
+  local seats, names, refused
   if kind == 'N' then
-    seats, refused = named_seats(8, max, cap, A)
+    seats, refused = named_seats(8, max, tonumber(event[3]), A)
     if not seats then return refused end
     refused = over_limit(buyer, #seats, max) or not_free(seats)
     if refused then return refused end
@@ -30,14 +29,15 @@ local function hold(A)
     if q == 0 or q > max then return { 'bad_quantity' } end
     refused = over_limit(buyer, q, max)
     if refused then return refused end
-    local flags = redis.call('HGET', META, 'seated')
+    local flags = event[4]
     if section >= #flags then return { 'no_such_section' } end
-    seats = pick(section, q, adjacent, string.sub(flags, section + 1, section + 1) == '1', cap)
+    seats, names = pick(section, q, adjacent, string.sub(flags, section + 1, section + 1) == '1', event[3])
     if not seats then return { 'sold_out' } end
   end
 
-  local names, prices = take_seats(nonce, buyer, seats, expires)
-  rec = format({ st = 'H', x = expires, b = buyer, o = '-', seats = names, prices = prices, k = key })
+  local prices
+  names, prices = take_seats(nonce, buyer, seats, expires, names)
+  rec = record('H', expires, buyer, '-', names, prices, key)
   redis.call('HSET', HOLDS, nonce, rec)
   return { 'ok', rec }
 end

@@ -19,7 +19,7 @@ local function idem_claim(K, A)
   -- record Redis already expired go first). Looks at the 32 oldest only.
   local function make_room()
     if redis.call('ZCARD', K[2]) < tonumber(A[8]) then return true end
-    for _, id in ipairs(redis.call('ZRANGE', K[2], 0, 31)) do
+    for _, id in ipairs(redis.call('ZRANGE', K[2], '0', '31')) do
       local key = A[9] .. id
       local f = redis.call('HMGET', key, 'lease', 'node', 'status')
       if f[3] or not running(f[1], f[2]) then
@@ -40,9 +40,9 @@ local function idem_claim(K, A)
   elseif not make_room() then
     return { 'full' }
   end
-  redis.call('HSET', K[1], 'fp', A[2], 'lease', string.format('%.0f', now + tonumber(A[4])),
+  redis.call('HSET', K[1], 'fp', A[2], 'lease', string.format('%d', now + tonumber(A[4])),
     'node', A[6])
   redis.call('PEXPIRE', K[1], A[5])
-  redis.call('ZADD', K[2], now, A[1])
+  redis.call('ZADD', K[2], A[3], A[1])
   return { 'proceed' }
 end

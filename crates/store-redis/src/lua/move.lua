@@ -1,12 +1,12 @@
 -- mark_uncertain, mark_sold and release. ARGV: nonce, move ('payment_uncertain',
--- 'commit' or 'release', keys of MOVES), keep. Legality is the generated MOVES table;
+-- 'commit' or 'release', names in MOVE_LIST), keep. Legality is the generated MOVE_LIST;
 -- repeating a move that already happened answers with the hold as it is (P4).
 local nonce, move, keep = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not loaded() then return { 'unknown_hold' } end
 local rec = redis.call('HGET', HOLDS, nonce)
 if not rec then return { 'unknown_hold' } end
 local h = parse(rec)
-local to = MOVES[move][h.st]
+local to = moved(move, h.st)
 
 if move == 'release' then
   if h.st == 'R' or h.st == 'E' then return { 'ok', rec } end
@@ -15,8 +15,7 @@ if move == 'release' then
 end
 
 -- Where this move leads (from any state it is legal in): being there already is a retry.
-local done
-for _, target in pairs(MOVES[move]) do done = target end
+local done = string.match(MOVE_LIST, ' ' .. move .. ':%a>(%a)')
 if h.st == done then return { 'ok', rec } end
 if h.st == 'E' then return { 'expired' } end
 if not to then return { 'wrong_state', h.st } end

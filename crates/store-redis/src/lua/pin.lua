@@ -13,7 +13,7 @@ end
 if h.st == 'E' then return { 'expired' } end
 -- A retried pin for the same order answers with the hold as it is (P4).
 if (h.st == 'C' or h.st == 'P') and h.o == order then return { 'ok', rec } end
-local to = MOVES.checkout[h.st]
+local to = moved('checkout', h.st)
 if not to then return { 'wrong_state', h.st } end
 h.st, h.x, h.o = to, pinned, order
 redis.call('ZADD', DL, pinned, nonce)

@@ -12,7 +12,7 @@ local key = ''
 if rec then
   local h = parse(rec)
   key = h.k
-  if not MOVES.retake[h.st] then
+  if not moved('retake', h.st) then
     -- Still live or sold for this order: a retry answers with the hold as it is.
     if h.st ~= 'H' and h.o == order then return { 'ok', rec } end
     return { 'wrong_state', h.st }
@@ -29,7 +29,7 @@ if refused then return refused end
 local names, prices = take_seats(nonce, buyer, seats, pinned)
 -- Live again: the trimming of finished holds must not forget it.
 redis.call('LREM', FIN, 0, nonce)
--- A retaken hold is checking out for its order (MOVES.retake).
+-- A retaken hold is checking out for its order (the retake move of MOVE_LIST).
 rec = format({ st = 'C', x = pinned, b = buyer, o = order, seats = names, prices = prices, k = key })
 redis.call('HSET', HOLDS, nonce, rec)
 return { 'ok', rec }

@@ -24,7 +24,7 @@ if held then
     local rec = redis.call('HGET', HOLDS, nonce)
     local h = rec and parse(rec)
     if h and is_live(h.st) then
-      local touches, selling = false, MOVES.commit[h.st] ~= nil
+      local touches, selling = false, moved('commit', h.st) ~= nil
       for _, s in ipairs(seat_list(h)) do
         if listed[s] ~= nil then touches = true end
         if listed[s] ~= h.b then selling = false end
