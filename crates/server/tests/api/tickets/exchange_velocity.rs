@@ -193,11 +193,7 @@ async fn declines_at_checkout_and_on_the_exchange_lock_the_buyer_out_of_both() {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
 async fn an_exchange_purchase_the_provider_rejects_counts_as_a_decline_as_at_checkout() {
     let app = spawn().await;
-    let rules = VelocityRules {
-        lockout_declines: Some(2),
-        ..no_limits()
-    };
-    let event = event_with(&app, rules).await;
+    let event = event_with(&app, lockout_after(2)).await;
     let listing = listed(&app, event).await;
     let (token, admission) = app.admitted_buyer(event).await;
     let body = json!({"best_available": {"section": "A", "quantity": 1}});
