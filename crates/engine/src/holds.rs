@@ -125,7 +125,7 @@ impl Engine {
     /// claim was asked for (the sale is not open, no such seat): the caller keeps it as
     /// the key's answer the ordinary way. `Refused` is the claim's answer (replay,
     /// mismatch, in flight, full): no hold was tried. `Ran` is the hold's outcome under
-    /// the caller's claim.
+    /// the caller's claim; `Kept` the same, already kept as the key's answer by `holds`.
     #[tracing::instrument(skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
     pub async fn hold_claimed(
         &self,
@@ -136,11 +136,13 @@ impl Engine {
     ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
         let now = self.now();
         let req = self.prepare_hold(admitted, input, now).await?;
-        let result = match holds.hold(claim, &req, now).await? {
-            Claimed::Refused(begin) => return Ok(Claimed::Refused(begin)),
-            Claimed::Ran(result) => result,
+        let (result, kept) = match holds.hold(claim, &req, now).await?.outcome() {
+            Err(begin) => return Ok(Claimed::Refused(begin)),
+            Ok(ran) => ran,
         };
-        Ok(Claimed::Ran(self.finish_hold(&req, now, result).await))
+        // A kept outcome is never `UnknownEvent`, so `finish_hold` answers it as it is.
+        let answer = self.finish_hold(&req, now, result).await;
+        Ok(Claimed::of(answer, kept))
     }
 
     /// Everything a hold checks and does before the hot store's step: the sale is open,
@@ -235,11 +237,12 @@ impl Engine {
         holds: &dyn ClaimedHolds,
         claim: &ReplayClaim<'_>,
     ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
-        let released = match holds.release(claim, hold, who.buyer).await? {
-            Claimed::Refused(begin) => return Ok(Claimed::Refused(begin)),
-            Claimed::Ran(released) => released,
+        let (released, kept) = match holds.release(claim, hold, who.buyer).await?.outcome() {
+            Err(begin) => return Ok(Claimed::Refused(begin)),
+            Ok(ran) => ran,
         };
-        Ok(Claimed::Ran(self.after_release(hold, who, released).await))
+        let answer = self.after_release(hold, who, released).await;
+        Ok(Claimed::of(answer, kept))
     }
 
     /// After a release: a buyer who gave seats back has finished shopping, counted in

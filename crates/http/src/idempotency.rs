@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, ReplayClaim, ReplayKey, StoredResponse,
+    Begin, Claimant, IdempotencyStore, KeptOutcome, ReplayClaim, ReplayKey, StoredResponse,
 };
 use futures::FutureExt;
 use serde::Serialize;
@@ -172,17 +172,23 @@ impl Replay {
     /// it, except that the request does not wait for the store to confirm the keeping
     /// (see `Claim::keep_unwaited`). A refusal found before the step asked for the
     /// claim (`Stepped::Before`) is kept through an ordinary claim, as `run` would keep
-    /// it, so a retry replays it.
-    pub async fn run_claimed<F, Fut>(
+    /// it, so a retry replays it. A store that kept the work's outcome itself in the
+    /// step (`Stepped::Kept`) costs no second call at all: a retry then finds the
+    /// outcome in the store's terms (`Begin::Kept`), which `render` answers again as the
+    /// step answered it.
+    pub async fn run_claimed<F, Fut, R, RFut>(
         self,
         store: Store<'_>,
         scope: Scope,
         body: &[u8],
         step: F,
+        render: R,
     ) -> Response
     where
         F: FnOnce(ClaimArgs) -> Fut,
         Fut: Future<Output = Stepped> + Send + 'static,
+        R: FnOnce(KeptOutcome) -> RFut + Send + 'static,
+        RFut: Future<Output = Reply> + Send,
     {
         let fingerprint = self.fingerprint(body);
         // The key's digest is taken here, once, for the claim and for the answer's keeping.
@@ -209,7 +215,8 @@ impl Replay {
             });
             match stepped {
                 Stepped::Ran(reply) => claim.finish_unwaited(reply),
-                Stepped::Refused(begin) => refused(begin),
+                Stepped::Kept(reply) => answered(reply),
+                Stepped::Refused(begin) => replayed_or_refused(begin, render).await,
                 Stepped::Before(e) => {
                     let begun = (claim.replays)
                         .begin(&claim.key, &fingerprint, now, &claimant)
@@ -217,7 +224,7 @@ impl Replay {
                     match begun {
                         Err(e) => ApiError::from(EngineError::from(e)).into_response(),
                         Ok(Begin::Proceed) => claim.finish(Err(e)).await,
-                        Ok(other) => refused(other),
+                        Ok(other) => replayed_or_refused(other, render).await,
                     }
                 }
             }
@@ -256,6 +263,45 @@ pub enum Stepped {
     Refused(Begin),
     /// The claim was granted and the work answered this.
     Ran(Reply),
+    /// The claim was granted, the work answered this, and the store kept the work's
+    /// outcome as the key's answer in the same step (`Claimed::Kept`): nothing is left
+    /// to keep, and a retry is answered by `run_claimed`'s `render` from that outcome.
+    Kept(Reply),
+}
+
+impl Stepped {
+    /// The work's answer, kept by the store already (`kept`) or to be kept.
+    pub fn answered(reply: Reply, kept: bool) -> Stepped {
+        if kept {
+            Stepped::Kept(reply)
+        } else {
+            Stepped::Ran(reply)
+        }
+    }
+}
+
+/// The answer to a first request whose answer needs no keeping.
+fn answered(reply: Reply) -> Response {
+    match reply {
+        Ok((status, body)) => respond(status, body, false),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A claim that was not granted: a kept outcome is answered again by `render` (as the
+/// first request was answered), anything else as `refused` answers it.
+async fn replayed_or_refused<R, RFut>(begin: Begin, render: R) -> Response
+where
+    R: FnOnce(KeptOutcome) -> RFut,
+    RFut: Future<Output = Reply>,
+{
+    match begin {
+        Begin::Kept(outcome) => match render(*outcome).await {
+            Ok((status, body)) => respond(status, body, true),
+            Err(e) => respond(e.status, e.body(), true),
+        },
+        other => refused(other),
+    }
 }
 
 /// The answer to a claim that was not granted (`Begin::Proceed` is never passed here).
@@ -283,6 +329,11 @@ fn refused(begin: Begin) -> Response {
         .into_response(),
         Begin::Proceed => ApiError::from(EngineError::Internal(
             "a granted claim was answered as refused".into(),
+        ))
+        .into_response(),
+        // Only a claimed step keeps its outcome itself, and `run_claimed` answers it.
+        Begin::Kept(_) => ApiError::from(EngineError::Internal(
+            "an answer kept by a claimed step was asked for by another write".into(),
         ))
         .into_response(),
     }
@@ -562,6 +613,16 @@ mod tests {
     /// A `run_claimed` step that claims the key as a `ClaimedHolds` would, then answers
     /// `answer`.
     async fn send_claimed(replays: &Arc<dyn IdempotencyStore>, answer: Reply) -> Response {
+        send_stepped(replays, Stepped::Ran, answer).await
+    }
+
+    /// `send_claimed` with the step's answer made by `stepped` once the claim is granted.
+    /// A kept outcome is answered again as 409 and its debug text.
+    async fn send_stepped(
+        replays: &Arc<dyn IdempotencyStore>,
+        stepped: impl FnOnce(Reply) -> Stepped + Send + 'static,
+        answer: Reply,
+    ) -> Response {
         let store = Store {
             replays,
             claimant: claimant(),
@@ -572,14 +633,46 @@ mod tests {
             let c = args.claim();
             let begun = (held.begin(c.key, c.fingerprint, c.now, c.claimant)).await;
             match begun.expect("the store answers") {
-                Begin::Proceed => Stepped::Ran(answer),
+                Begin::Proceed => stepped(answer),
                 other => Stepped::Refused(other),
             }
         };
+        let render = |kept: KeptOutcome| async move {
+            Ok((StatusCode::CONFLICT, format!("{kept:?}").into()))
+        };
         replay("k-1")
             .await
-            .run_claimed(store, Scope::Operator, b"{}", step)
+            .run_claimed(store, Scope::Operator, b"{}", step, render)
             .await
+    }
+
+    #[tokio::test]
+    async fn a_claimed_writes_answer_its_store_kept_is_sent_and_not_kept_again() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let created = Ok((StatusCode::CREATED, b"{\"h\":1}".to_vec()));
+        let res = send_stepped(&replays, Stepped::Kept, created).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+        assert_eq!(body(res).await, b"{\"h\":1}");
+        // The store was not asked to keep it again: this store keeps nothing by itself,
+        // so the next request (another process's: the claim's holder is gone) runs anew
+        // where a kept answer would have been replayed.
+        let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
+        assert_eq!(again.status(), StatusCode::OK);
+        assert!(again.headers().get("idempotent-replayed").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_kept_outcome_is_answered_again_by_the_writes_render_as_a_replay() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let sold_out = || {
+            let kept = KeptOutcome::Hold(Err(boxoffice_engine::ports::ArbiterError::SoldOut));
+            Stepped::Refused(Begin::Kept(Box::new(kept)))
+        };
+        let res = send_stepped(&replays, move |_| sold_out(), Ok((StatusCode::OK, vec![]))).await;
+        assert_eq!(res.status(), StatusCode::CONFLICT);
+        assert_eq!(res.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(res).await, b"Hold(Err(SoldOut))");
     }
 
     #[tokio::test]
@@ -620,8 +713,9 @@ mod tests {
                 let refused = |_: ClaimArgs| async {
                     Stepped::Before(ApiError::new(ErrorCode::SaleNotOpen, "not open"))
                 };
+                let render = |_: KeptOutcome| async { unreachable!("nothing was kept") };
                 (replay("k-1").await)
-                    .run_claimed(store, Scope::Operator, b"{}", refused)
+                    .run_claimed(store, Scope::Operator, b"{}", refused, render)
                     .await
             }
         };

@@ -2,7 +2,9 @@
 //! trip.
 //!
 //! On a single Redis, `lua/hold_claimed.lua` takes the claim (as `begin` does) and,
-//! when it is granted, holds (as `hold` does), in one EVALSHA: the event's keys and the
+//! when it is granted, holds (as `hold` does) and keeps the hold's outcome as the key's
+//! answer (`Claimed::Kept`, read back as `Begin::Kept` by [`kept_outcome`]), in one
+//! EVALSHA, so a hold costs one command and one round trip: the event's keys and the
 //! replay record's keys have different hash tags, which only a Redis Cluster forbids a
 //! script to mix. `lua/release_claimed.lua` does the same for a buyer's release, and
 //! counts the buyer's shopping finished in the waiting room's keys (a third tag) in the
@@ -17,7 +19,7 @@ use async_trait::async_trait;
 use boxoffice_domain::{BuyerId, HoldId, Millis};
 use boxoffice_engine::ports::{
     ArbiterError, Begin, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView,
-    IdempotencyStore, Released, ReplayClaim, StoreError,
+    IdempotencyStore, KeptOutcome, Released, ReplayClaim, StoreError,
 };
 
 use crate::arbiter::{RedisArbiter, hold_key};
@@ -71,6 +73,32 @@ fn released(hold: HoldId, payload: Vec<Vec<u8>>) -> Result<Released, ArbiterErro
     })
 }
 
+/// A step's outcome as `keep_outcome.lua` kept it (status `kind`; body: the hold's id,
+/// then the step's reply, a line each), in the ports' terms.
+pub(crate) fn kept_outcome(kind: &[u8], body: &[u8]) -> Result<KeptOutcome, StoreError> {
+    let unreadable = || {
+        let body = String::from_utf8_lossy(body);
+        StoreError(format!("unreadable kept outcome in Redis: {body:?}"))
+    };
+    let mut lines = body.split(|&b| b == b'\n');
+    let hold: HoldId = lines
+        .next()
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .and_then(|h| h.parse().ok())
+        .ok_or_else(unreadable)?;
+    let reply = ok_or_arbiter_error(lines.map(<[u8]>::to_vec).collect());
+    let outcome = match kind {
+        b"hold" => KeptOutcome::Hold(reply.and_then(|payload| one_hold(hold, payload))),
+        b"release" => KeptOutcome::Release(reply.and_then(|payload| released(hold, payload))),
+        _ => return Err(unreadable()),
+    };
+    match outcome {
+        KeptOutcome::Hold(Err(ArbiterError::Store(e)))
+        | KeptOutcome::Release(Err(ArbiterError::Store(e))) => Err(e),
+        outcome => Ok(outcome),
+    }
+}
+
 /// The claim's answer when a claimed script refused it (`claim`, then `begin`'s reply),
 /// or `None` when the claim was granted and the reply is the step's.
 fn refused_claim(reply: &Reply) -> Result<Option<Begin>, StoreError> {
@@ -105,15 +133,17 @@ impl ClaimedHolds for RedisClaimedHolds {
             .arbiter
             .eval(&HOLD_CLAIMED, req.hold.event, |inv| {
                 self.idempotency.claim(inv, claim);
+                inv.arg(req.hold.text().as_str());
                 self.arbiter.hold_args(inv, req, key, now);
             })
             .await?;
         if let Some(refused) = refused_claim(&reply)? {
             return Ok(Claimed::Refused(refused));
         }
-        Ok(Claimed::Ran(
-            ok_or_arbiter_error(reply).and_then(|payload| one_hold(req.hold, payload)),
-        ))
+        let outcome = ok_or_arbiter_error(reply).and_then(|payload| one_hold(req.hold, payload));
+        // The script kept every outcome but a lost event as the key's answer.
+        let kept = !matches!(outcome, Err(ArbiterError::UnknownEvent));
+        Ok(Claimed::of(outcome, kept))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
@@ -135,7 +165,8 @@ impl ClaimedHolds for RedisClaimedHolds {
                 if let Some([finished, state]) = &line {
                     inv.key(finished).key(state);
                 }
-                inv.arg(hold_field(hold))
+                inv.arg(hold.text().as_str())
+                    .arg(hold_field(hold))
                     .arg(buyer.to_string())
                     .arg(self.arbiter.keep_finished())
                     .arg(buyer.0.as_bytes().as_slice());
@@ -144,8 +175,8 @@ impl ClaimedHolds for RedisClaimedHolds {
         if let Some(refused) = refused_claim(&reply)? {
             return Ok(Claimed::Refused(refused));
         }
-        Ok(Claimed::Ran(
-            ok_or_arbiter_error(reply).and_then(|payload| released(hold, payload)),
-        ))
+        // The script kept every outcome as the key's answer.
+        let outcome = ok_or_arbiter_error(reply).and_then(|payload| released(hold, payload));
+        Ok(Claimed::Kept(outcome))
     }
 }

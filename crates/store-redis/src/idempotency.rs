@@ -23,6 +23,7 @@ use boxoffice_engine::ports::{
 use futures::future::try_join_all;
 use redis::ScriptInvocation;
 
+use crate::claimed::kept_outcome;
 use crate::conn::{RedisConn, store_err};
 use crate::keys::{IDEM_SHARDS, Prefix, idem_shard, idempotency_record};
 use crate::scripts::{IDEM_ABANDON, IDEM_BEGIN, IDEM_FINISH, IDEM_PRUNE};
@@ -96,6 +97,11 @@ pub(crate) fn answer(reply: Vec<Vec<u8>>) -> Result<Begin, StoreError> {
         b"full" => Begin::Full,
         b"replay" => {
             let status = parts.next().unwrap_or_default();
+            // A claimed step's outcome kept by its own script (`keep_outcome.lua`).
+            if status == b"hold" || status == b"release" {
+                let body = parts.next().unwrap_or_default();
+                return Ok(Begin::Kept(Box::new(kept_outcome(&status, &body)?)));
+            }
             let status = std::str::from_utf8(&status)
                 .ok()
                 .and_then(|s| s.parse().ok())

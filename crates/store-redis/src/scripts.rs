@@ -29,10 +29,15 @@ macro_rules! plain_script {
 }
 
 pub(crate) static HOLD: LazyLock<Script> = arbiter_script!("best.lua", "hold.lua", "hold_run.lua");
-pub(crate) static HOLD_CLAIMED: LazyLock<Script> =
-    arbiter_script!("best.lua", "hold.lua", "idem_claim.lua", "hold_claimed.lua");
+pub(crate) static HOLD_CLAIMED: LazyLock<Script> = arbiter_script!(
+    "best.lua",
+    "hold.lua",
+    "idem_claim.lua",
+    "keep_outcome.lua",
+    "hold_claimed.lua"
+);
 pub(crate) static RELEASE_CLAIMED: LazyLock<Script> =
-    arbiter_script!("idem_claim.lua", "release_claimed.lua");
+    arbiter_script!("idem_claim.lua", "keep_outcome.lua", "release_claimed.lua");
 pub(crate) static PIN: LazyLock<Script> = arbiter_script!("pin.lua");
 pub(crate) static RETAKE: LazyLock<Script> = arbiter_script!("retake.lua");
 pub(crate) static MOVE: LazyLock<Script> = arbiter_script!("move.lua");
@@ -134,8 +139,15 @@ pub fn hashes() -> Vec<&'static str> {
 
 static HOLD_SOURCE: LazyLock<String> =
     LazyLock::new(|| arbiter_source!("best.lua", "hold.lua", "hold_run.lua"));
-static HOLD_CLAIMED_SOURCE: LazyLock<String> =
-    LazyLock::new(|| arbiter_source!("best.lua", "hold.lua", "idem_claim.lua", "hold_claimed.lua"));
+static HOLD_CLAIMED_SOURCE: LazyLock<String> = LazyLock::new(|| {
+    arbiter_source!(
+        "best.lua",
+        "hold.lua",
+        "idem_claim.lua",
+        "keep_outcome.lua",
+        "hold_claimed.lua"
+    )
+});
 
 /// The hold script's source, for measuring it with `redis-benchmark` (benches/).
 pub fn hold_script_source() -> &'static str {

@@ -10,13 +10,18 @@
 //!
 //! `holds` must keep its claims in `holds.replays()` and hold on `arbiter`. Every case
 //! uses its own event and scope, so one shared backend runs the suite in parallel.
+//!
+//! A store may keep a hold's outcome as the key's answer in the step itself
+//! (`Claimed::Kept`): the cases then expect a retry to be refused with that outcome
+//! (`Begin::Kept`) where a store that leaves the keeping to the caller answers what the
+//! caller kept (`Begin::Replay`), or `InFlight` until it is kept.
 
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, HoldId, HoldState, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
-    ArbiterError, Begin, Claimant, Claimed, ClaimedHolds, HoldRequest, HoldView, Released,
-    ReplayClaim, ReplayKey, SeatArbiter, SeatChoice, StoredResponse,
+    ArbiterError, Begin, Claimant, Claimed, ClaimedHolds, HoldRequest, HoldView, KeptOutcome,
+    Released, ReplayClaim, ReplayKey, SeatArbiter, SeatChoice, StoredResponse,
 };
 use futures::future::join_all;
 
@@ -107,16 +112,37 @@ fn named(fx: &Fixture, buyer: BuyerId, seats: &[SeatIndex]) -> HoldRequest {
     fx.request(buyer, SeatChoice::Named(seats.to_vec()))
 }
 
-/// A small event whose buyer held seat 0 under a key of theirs, the claim not finished.
-async fn seat_zero_held(p: &ClaimedPorts) -> (Fixture, BuyerId, Key) {
+/// The hold's outcome of a step that ran, kept by the store or not.
+fn ran(outcome: &Outcome) -> Option<&Result<HoldView, ArbiterError>> {
+    match outcome {
+        Claimed::Ran(o) | Claimed::Kept(o) => Some(o),
+        Claimed::Refused(_) => None,
+    }
+}
+
+/// What a retry of a step that ran is refused with once its answer is kept: the answer
+/// the caller keeps now (`kept()`, when the store left the keeping to it) or the
+/// outcome the store kept in the step.
+async fn answer_kept(p: &ClaimedPorts, key: &Key, outcome: &Outcome) -> Begin {
+    match outcome {
+        Claimed::Ran(_) => {
+            finish(p, key).await;
+            Begin::Replay(kept())
+        }
+        Claimed::Kept(o) => Begin::Kept(Box::new(KeptOutcome::Hold(o.clone()))),
+        Claimed::Refused(b) => panic!("the step did not run: {b:?}"),
+    }
+}
+
+/// A small event whose buyer held seat 0 under a key of theirs, and the hold's outcome
+/// (the claim not finished by the caller).
+async fn seat_zero_held(p: &ClaimedPorts) -> (Fixture, BuyerId, Key, Outcome) {
     let fx = Fixture::small(p.arbiter.clone()).await;
     let buyer = BuyerId::random();
     let key = Key::new(buyer, claimant());
-    assert!(matches!(
-        hold(p, &key, &named(&fx, buyer, &[0])).await,
-        Claimed::Ran(Ok(_))
-    ));
-    (fx, buyer, key)
+    let outcome = hold(p, &key, &named(&fx, buyer, &[0])).await;
+    assert!(matches!(ran(&outcome), Some(Ok(_))), "{outcome:?}");
+    (fx, buyer, key, outcome)
 }
 
 fn kept() -> StoredResponse {
@@ -147,48 +173,51 @@ pub async fn a_granted_claim_holds_and_a_finished_one_replays_without_holding_ag
     let buyer = BuyerId::random();
     let key = Key::new(buyer, claimant());
     let first = named(&fx, buyer, &[0, 1]);
-    match hold(&p, &key, &first).await {
-        Claimed::Ran(Ok(h)) => assert_eq!((h.hold, h.seats), (first.hold, vec![0, 1])),
-        other => panic!("the first request holds: {other:?}"),
+    let outcome = hold(&p, &key, &first).await;
+    match ran(&outcome) {
+        Some(Ok(h)) => assert_eq!((h.hold, &h.seats), (first.hold, &vec![0, 1])),
+        _ => panic!("the first request holds: {outcome:?}"),
     }
-    finish(&p, &key).await;
+    let answer = answer_kept(&p, &key, &outcome).await;
     // The retry (a new hold id: the engine draws one per attempt) is answered from the
     // store, on this node and on another, and takes no seat.
     let retry = named(&fx, buyer, &[2]);
     assert_eq!(
         hold(&p, &key, &retry).await,
-        Claimed::Refused(Begin::Replay(kept()))
+        Claimed::Refused(answer.clone())
     );
     let elsewhere = Key {
         claimant: claimant(),
         ..key
     };
-    assert_eq!(
-        hold(&p, &elsewhere, &retry).await,
-        Claimed::Refused(Begin::Replay(kept()))
-    );
+    assert_eq!(hold(&p, &elsewhere, &retry).await, Claimed::Refused(answer));
     never_held(&fx, &retry).await;
     assert_eq!(fx.free(&[0, 1, 2]).await, [false, false, true]);
     fx.done().await;
 }
 
 pub async fn a_running_claim_is_in_flight_and_its_duplicate_holds_nothing(p: ClaimedPorts) {
-    let (fx, buyer, key) = seat_zero_held(&p).await;
+    let (fx, buyer, key, outcome) = seat_zero_held(&p).await;
+    // Running until the caller keeps its answer, unless the store kept it in the step.
+    let running = match outcome {
+        Claimed::Kept(o) => Begin::Kept(Box::new(KeptOutcome::Hold(o))),
+        _ => Begin::InFlight,
+    };
     let duplicate = named(&fx, buyer, &[1]);
     assert_eq!(
         hold(&p, &key, &duplicate).await,
-        Claimed::Refused(Begin::InFlight)
+        Claimed::Refused(running.clone())
     );
     never_held(&fx, &duplicate).await;
     // The claim lives in the replay store: `begin` there sees it too.
     let replays = p.holds.replays();
     let begun = (replays.begin(&key.replay, &FP, T0, &key.claimant)).await;
-    assert_eq!(begun.unwrap(), Begin::InFlight);
+    assert_eq!(begun.unwrap(), running);
     fx.done().await;
 }
 
 pub async fn a_key_reused_for_another_request_is_a_mismatch_and_holds_nothing(p: ClaimedPorts) {
-    let (fx, buyer, key) = seat_zero_held(&p).await;
+    let (fx, buyer, key, _) = seat_zero_held(&p).await;
     let other = Key {
         fingerprint: [4; 32],
         ..key
@@ -212,21 +241,22 @@ pub async fn a_refused_hold_keeps_its_claim_until_it_is_finished(p: ClaimedPorts
     let (first, second) = (BuyerId::random(), BuyerId::random());
     fx.named(first, &[0]).await.expect("the seat is held");
     let key = Key::new(second, claimant());
+    let outcome = hold(&p, &key, &named(&fx, second, &[0])).await;
     assert_eq!(
-        hold(&p, &key, &named(&fx, second, &[0])).await,
-        Claimed::Ran(Err(ArbiterError::SeatUnavailable(0)))
+        ran(&outcome),
+        Some(&Err(ArbiterError::SeatUnavailable(0))),
+        "{outcome:?}"
     );
     // The refusal is the request's answer: the key stays claimed until it is kept.
     let retry = named(&fx, second, &[1]);
-    assert_eq!(
-        hold(&p, &key, &retry).await,
-        Claimed::Refused(Begin::InFlight)
-    );
-    finish(&p, &key).await;
-    assert_eq!(
-        hold(&p, &key, &retry).await,
-        Claimed::Refused(Begin::Replay(kept()))
-    );
+    if let Claimed::Ran(_) = outcome {
+        assert_eq!(
+            hold(&p, &key, &retry).await,
+            Claimed::Refused(Begin::InFlight)
+        );
+    }
+    let answer = answer_kept(&p, &key, &outcome).await;
+    assert_eq!(hold(&p, &key, &retry).await, Claimed::Refused(answer));
     never_held(&fx, &retry).await;
     fx.done().await;
 }
@@ -258,30 +288,78 @@ pub async fn an_abandoned_claim_holds_again(p: ClaimedPorts) {
     let buyer = BuyerId::random();
     let key = Key::new(buyer, claimant());
     let first = named(&fx, buyer, &[0]);
-    assert!(matches!(hold(&p, &key, &first).await, Claimed::Ran(Ok(_))));
+    let outcome = hold(&p, &key, &first).await;
+    assert!(matches!(ran(&outcome), Some(Ok(_))), "{outcome:?}");
     let replays = p.holds.replays();
     replays.abandon(&key.replay).await.unwrap();
     let again = named(&fx, buyer, &[1]);
-    match hold(&p, &key, &again).await {
-        Claimed::Ran(Ok(h)) => assert_eq!(h.seats, vec![1]),
-        other => panic!("an abandoned key runs again: {other:?}"),
+    let retried = hold(&p, &key, &again).await;
+    match outcome {
+        // An answer kept is never abandoned: the retry is answered with it.
+        Claimed::Kept(o) => {
+            assert_eq!(
+                retried,
+                Claimed::Refused(Begin::Kept(Box::new(KeptOutcome::Hold(o))))
+            );
+            never_held(&fx, &again).await;
+        }
+        _ => match retried {
+            Claimed::Ran(Ok(h)) => assert_eq!(h.seats, vec![1]),
+            other => panic!("an abandoned key runs again: {other:?}"),
+        },
     }
     fx.done().await;
 }
 
-/// Of a request and its duplicate sent at once under one key, the one that ran: exactly
-/// one runs, the other is in flight.
-fn ran_once<T: std::fmt::Debug + PartialEq>(pair: &[Claimed<T>]) -> &Claimed<T> {
-    let ran: Vec<&Claimed<T>> = pair
-        .iter()
-        .filter(|o| matches!(o, Claimed::Ran(_)))
-        .collect();
+/// Of a request and its duplicate sent at once under one key, the outcome of the one
+/// that ran: exactly one runs, the other is in flight, or (when the store kept the
+/// outcome in the step) answered with the kept outcome, which `kept` tells.
+fn ran_once<T: std::fmt::Debug + PartialEq>(
+    pair: &[Claimed<T>],
+    kept: impl Fn(&Begin) -> Option<T>,
+) -> &T {
+    let (ran, other): (Vec<&Claimed<T>>, Vec<&Claimed<T>>) =
+        pair.iter().partition(|o| !matches!(o, Claimed::Refused(_)));
     assert_eq!(ran.len(), 1, "each key runs once: {pair:?}");
-    assert!(
-        pair.contains(&Claimed::Refused(Begin::InFlight)),
-        "the duplicate is in flight: {pair:?}"
-    );
-    ran[0]
+    let outcome = match ran[0] {
+        Claimed::Ran(o) | Claimed::Kept(o) => o,
+        Claimed::Refused(_) => unreachable!(),
+    };
+    let duplicate = match other[0] {
+        Claimed::Refused(begin) => begin,
+        _ => unreachable!(),
+    };
+    let answered = match (ran[0], duplicate) {
+        (_, Begin::InFlight) => true,
+        (Claimed::Kept(_), begin) => kept(begin).as_ref() == Some(outcome),
+        _ => false,
+    };
+    assert!(answered, "the duplicate is in flight or answered: {pair:?}");
+    outcome
+}
+
+/// The outcome a store kept, in a refusal.
+fn kept_of(begin: &Begin) -> Option<&KeptOutcome> {
+    match begin {
+        Begin::Kept(k) => Some(k),
+        _ => None,
+    }
+}
+
+/// A hold's kept outcome in a refusal.
+fn kept_hold(begin: &Begin) -> Option<Result<HoldView, ArbiterError>> {
+    match kept_of(begin)? {
+        KeptOutcome::Hold(o) => Some(o.clone()),
+        KeptOutcome::Release(_) => None,
+    }
+}
+
+/// A release's kept outcome in a refusal.
+fn kept_release(begin: &Begin) -> Option<Result<Released, ArbiterError>> {
+    match kept_of(begin)? {
+        KeptOutcome::Release(o) => Some(o.clone()),
+        KeptOutcome::Hold(_) => None,
+    }
 }
 
 /// Buyers with a key each race for the 10 GA units of `small_spec`, each sending its
@@ -318,12 +396,12 @@ pub async fn many_buyers_racing_with_duplicates_exactly_k_win_and_each_key_runs_
     let outcomes = join_all(attempts).await;
     let (mut won, mut sold_out) = (0, 0);
     for pair in outcomes.chunks(2) {
-        match ran_once(pair) {
-            Claimed::Ran(Ok(h)) => {
+        match ran_once(pair, kept_hold) {
+            Ok(h) => {
                 assert_eq!(h.seats.len(), 1);
                 won += 1;
             }
-            Claimed::Ran(Err(ArbiterError::SoldOut)) => sold_out += 1,
+            Err(ArbiterError::SoldOut) => sold_out += 1,
             other => panic!("a run wins or finds the units gone: {other:?}"),
         }
     }
@@ -340,6 +418,14 @@ async fn release(p: &ClaimedPorts, key: &Key, hold: HoldId, buyer: BuyerId) -> R
         .release(&key.claim(), hold, buyer)
         .await
         .expect("the store answers")
+}
+
+/// The release's outcome of a step that ran, kept by the store or not.
+fn released(outcome: &ReleaseOutcome) -> Option<&Result<Released, ArbiterError>> {
+    match outcome {
+        Claimed::Ran(o) | Claimed::Kept(o) => Some(o),
+        Claimed::Refused(_) => None,
+    }
 }
 
 /// The set-up of a release case: a fresh event and a buyer holding `seats` of it.
@@ -361,23 +447,31 @@ pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_t
 ) {
     let (fx, buyer, held) = holding(&p, &[0, 1]).await;
     let key = Key::new(buyer, claimant());
-    match release(&p, &key, held.hold, buyer).await {
-        Claimed::Ran(Ok(r)) => {
+    let outcome = release(&p, &key, held.hold, buyer).await;
+    match released(&outcome) {
+        Some(Ok(r)) => {
             assert!(r.now, "the first release releases: {r:?}");
             assert_eq!(
-                (r.hold.hold, r.hold.state, r.hold.seats),
-                (held.hold, HoldState::Released, vec![0, 1])
+                (r.hold.hold, r.hold.state, &r.hold.seats),
+                (held.hold, HoldState::Released, &vec![0, 1])
             );
         }
-        other => panic!("the first release runs: {other:?}"),
+        _ => panic!("the first release runs: {outcome:?}"),
     }
     assert_eq!(fx.free(&[0, 1]).await, [true, true]);
-    // Until its answer is kept, the key is in flight: the duplicate releases nothing.
-    assert_eq!(
-        release(&p, &key, held.hold, buyer).await,
-        Claimed::Refused(Begin::InFlight)
-    );
-    finish(&p, &key).await;
+    // Until its answer is kept, the key is in flight (unless the store kept it in the
+    // step): the duplicate releases nothing.
+    let answer = match outcome {
+        Claimed::Kept(o) => Begin::Kept(Box::new(KeptOutcome::Release(o))),
+        _ => {
+            assert_eq!(
+                release(&p, &key, held.hold, buyer).await,
+                Claimed::Refused(Begin::InFlight)
+            );
+            finish(&p, &key).await;
+            Begin::Replay(kept())
+        }
+    };
     // Another buyer takes the seats; the replayed release (on this node and another)
     // answers the kept answer and gives back nothing of theirs.
     let other = BuyerId::random();
@@ -392,13 +486,14 @@ pub async fn a_replayed_release_answers_the_stored_answer_and_releases_nothing_t
     for k in [&key, &elsewhere] {
         assert_eq!(
             release(&p, k, held.hold, buyer).await,
-            Claimed::Refused(Begin::Replay(kept()))
+            Claimed::Refused(answer.clone())
         );
     }
     // The same release under a new key runs, finds the hold ended, and moves nothing.
-    match release(&p, &Key::new(buyer, claimant()), held.hold, buyer).await {
-        Claimed::Ran(Ok(r)) => assert_eq!((r.now, r.hold.state), (false, HoldState::Released)),
-        other => panic!("a release of a released hold answers it: {other:?}"),
+    let again = release(&p, &Key::new(buyer, claimant()), held.hold, buyer).await;
+    match released(&again) {
+        Some(Ok(r)) => assert_eq!((r.now, r.hold.state), (false, HoldState::Released)),
+        _ => panic!("a release of a released hold answers it: {again:?}"),
     }
     assert_eq!(fx.free(&[0, 1]).await, [false, false]);
     let c = fx.arb.counts(fx.event).await.unwrap();
@@ -413,16 +508,13 @@ pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refus
     let stranger = BuyerId::random();
     // Another buyer's hold is not found, and a hold that does not exist neither.
     let key = Key::new(stranger, claimant());
-    assert_eq!(
-        release(&p, &key, held.hold, stranger).await,
-        Claimed::Ran(Err(ArbiterError::UnknownHold))
-    );
+    let unknown = Err(ArbiterError::UnknownHold);
+    let outcome = release(&p, &key, held.hold, stranger).await;
+    assert_eq!(released(&outcome), Some(&unknown), "{outcome:?}");
     let missing = HoldId::random(fx.event);
     let key = Key::new(owner, claimant());
-    assert_eq!(
-        release(&p, &key, missing, owner).await,
-        Claimed::Ran(Err(ArbiterError::UnknownHold))
-    );
+    let outcome = release(&p, &key, missing, owner).await;
+    assert_eq!(released(&outcome), Some(&unknown), "{outcome:?}");
     assert_eq!(state_of(&fx, held.hold).await, HoldState::Held);
     // A hold at checkout is not the buyer's to release.
     let pinned = fx.named(owner, &[1]).await.expect("held");
@@ -431,9 +523,11 @@ pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refus
         .await
         .expect("pinned");
     let key = Key::new(owner, claimant());
+    let outcome = release(&p, &key, pinned.hold, owner).await;
     assert_eq!(
-        release(&p, &key, pinned.hold, owner).await,
-        Claimed::Ran(Err(ArbiterError::WrongState(HoldState::CheckingOut)))
+        released(&outcome),
+        Some(&Err(ArbiterError::WrongState(HoldState::CheckingOut))),
+        "{outcome:?}"
     );
     assert_eq!(state_of(&fx, pinned.hold).await, HoldState::CheckingOut);
     // An expired hold is answered as it is.
@@ -441,9 +535,10 @@ pub async fn a_release_checks_the_buyer_and_the_state_and_moves_nothing_it_refus
     let expired = fx.arb.expire_due(fx.event, DEADLINE, 100).await.unwrap();
     assert!(expired.iter().any(|e| e.hold == gone.hold), "{expired:?}");
     let key = Key::new(owner, claimant());
-    match release(&p, &key, gone.hold, owner).await {
-        Claimed::Ran(Ok(r)) => assert_eq!((r.now, r.hold.state), (false, HoldState::Expired)),
-        other => panic!("an expired hold is answered as it is: {other:?}"),
+    let outcome = release(&p, &key, gone.hold, owner).await;
+    match released(&outcome) {
+        Some(Ok(r)) => assert_eq!((r.now, r.hold.state), (false, HoldState::Expired)),
+        _ => panic!("an expired hold is answered as it is: {outcome:?}"),
     }
     assert_eq!(fx.free(&[0, 1, 2]).await, [true, false, true]);
     fx.done().await;
@@ -458,12 +553,12 @@ pub async fn a_release_racing_another_release_of_the_same_hold_exactly_one_relea
     let outcomes = join_all(keys.iter().map(|k| release(&p, k, held.hold, buyer))).await;
     let mut now = 0;
     for o in &outcomes {
-        match o {
-            Claimed::Ran(Ok(r)) => {
+        match released(o) {
+            Some(Ok(r)) => {
                 assert_eq!(r.hold.state, HoldState::Released);
                 now += usize::from(r.now);
             }
-            other => panic!("each key runs: {other:?}"),
+            _ => panic!("each key runs: {o:?}"),
         }
     }
     assert_eq!(now, 1, "exactly one releases: {outcomes:?}");
@@ -496,8 +591,8 @@ pub async fn many_releases_racing_with_duplicates_release_each_hold_once(p: Clai
     for per_hold in outcomes.chunks(2 * KEYS_PER_HOLD) {
         let mut now = 0;
         for pair in per_hold.chunks(2) {
-            match ran_once(pair) {
-                Claimed::Ran(Ok(r)) => now += usize::from(r.now),
+            match ran_once(pair, kept_release) {
+                Ok(r) => now += usize::from(r.now),
                 other => panic!("a release answers the hold: {other:?}"),
             }
         }

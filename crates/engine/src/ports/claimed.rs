@@ -26,10 +26,47 @@ pub enum Claimed<T> {
     Refused(Begin),
     /// The claim is the caller's (it finishes or abandons it) and the step ran.
     Ran(T),
+    /// The step ran and the store kept its outcome as the key's answer in the same step,
+    /// so a retry is refused with `Begin::Kept`: the caller neither finishes nor
+    /// abandons the claim. Only outcomes the caller would keep as they are come back
+    /// kept: never `ArbiterError::UnknownEvent` (the caller rebuilds the event and
+    /// tries again) or `ArbiterError::Store`.
+    Kept(T),
+}
+
+impl<T> Claimed<T> {
+    /// The step's outcome and whether the store kept it, or the claim's refusal.
+    pub fn outcome(self) -> Result<(T, bool), Begin> {
+        match self {
+            Claimed::Refused(begin) => Err(begin),
+            Claimed::Ran(outcome) => Ok((outcome, false)),
+            Claimed::Kept(outcome) => Ok((outcome, true)),
+        }
+    }
+
+    /// `outcome` again, as `Ran` or `Kept` by `kept`.
+    pub fn of(outcome: T, kept: bool) -> Claimed<T> {
+        if kept {
+            Claimed::Kept(outcome)
+        } else {
+            Claimed::Ran(outcome)
+        }
+    }
+}
+
+/// A claimed step's outcome that the store kept as the key's answer in the step itself,
+/// in the store's own terms, so the caller can answer a retry as it answered the first
+/// request (`Begin::Kept`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeptOutcome {
+    /// A hold's, as `ClaimedHolds::hold` returned it.
+    Hold(Result<HoldView, ArbiterError>),
+    /// A buyer's release, as `ClaimedHolds::release` returned it.
+    Release(Result<Released, ArbiterError>),
 }
 
 /// What a buyer's release under a claim did (`ClaimedHolds::release`).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Released {
     /// The hold as it is now: released, or ended before (released or expired).
     pub hold: HoldView,
@@ -55,6 +92,8 @@ pub trait ClaimedHolds: Send + Sync {
 
     /// Claims `claim` and, when granted, holds `req` as `SeatArbiter::hold` does. A
     /// `StoreError` says nothing about whether the claim was taken (as from `begin`).
+    /// A store may keep the hold's outcome as the key's answer in the same step
+    /// (`Claimed::Kept`; a retry then gets `Begin::Kept(KeptOutcome::Hold(..))`).
     async fn hold(
         &self,
         claim: &ReplayClaim<'_>,
@@ -66,7 +105,9 @@ pub trait ClaimedHolds: Send + Sync {
     /// [`ClaimThenHold::release_checked`] does: another buyer's hold, or one the store
     /// does not have, is `UnknownHold`; a hold past held (checking out, paid for) is
     /// `WrongState`; one already released or expired is answered as it is, nothing
-    /// moved. A `StoreError` says nothing about whether the claim was taken.
+    /// moved. A `StoreError` says nothing about whether the claim was taken. A store may
+    /// keep the release's outcome as the key's answer in the same step
+    /// (`Claimed::Kept`; a retry then gets `Begin::Kept(KeptOutcome::Release(..))`).
     async fn release(
         &self,
         claim: &ReplayClaim<'_>,

@@ -18,6 +18,10 @@ pub enum Begin {
     Proceed,
     /// Done before: send this again.
     Replay(StoredResponse),
+    /// Done before by a claimed step whose store kept the step's own outcome as the
+    /// key's answer (`Claimed::Kept`): the caller answers it as it answered it the first
+    /// time. Only a store that keeps outcomes itself (`ClaimedHolds`) answers this.
+    Kept(Box<super::KeptOutcome>),
     /// The same key was used for a different request.
     Mismatch,
     /// The first request with this key is still running.

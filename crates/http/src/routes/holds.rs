@@ -8,15 +8,15 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
-use boxoffice_engine::ports::{Claimed, HoldView};
-use boxoffice_engine::{HoldInput, Origin, SeatSelection};
+use boxoffice_engine::ports::{Claimed, HoldView, KeptOutcome};
+use boxoffice_engine::{EngineError, HoldInput, Origin, SeatSelection};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, Dpop, json};
-use crate::idempotency::{Replay, Scope, Stepped, reply};
+use crate::idempotency::{ClaimArgs, Replay, Scope, Stepped, reply};
 use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -208,34 +208,54 @@ pub async fn create(
     {
         return ApiError::from(e).into_response();
     }
-    // The key's claim and the hold are one call to the hot store (`ClaimedHolds`).
+    // The key's claim and the hold are one call to the hot store (`ClaimedHolds`), which
+    // may keep the hold's outcome as the key's answer in the same call.
     let scope = Scope::Buyer(admitted.who.buyer);
-    let state = st.clone();
+    let (state, again_st) = (st.clone(), st.clone());
+    let step = move |args: ClaimArgs| async move {
+        let sample = feeds.start();
+        let holds = state.hold_claims.clone();
+        let claimed = (state.engine)
+            .hold_claimed(&admitted, &input, &*holds, &args.claim())
+            .await;
+        let (hold, kept) = match claimed.map(Claimed::outcome) {
+            Err(e) => {
+                sample.hold(&state, Some(&e));
+                return Stepped::Before(e.into());
+            }
+            Ok(Err(begin)) => return Stepped::Refused(begin),
+            Ok(Ok(ran)) => ran,
+        };
+        sample.hold(&state, hold.as_ref().err());
+        Stepped::answered(answer(&state, StatusCode::CREATED, hold).await, kept)
+    };
     replay
-        .run_claimed(st.hold_replays(), scope, &body, move |args| async move {
-            let sample = feeds.start();
-            let holds = state.hold_claims.clone();
-            let claimed = (state.engine)
-                .hold_claimed(&admitted, &input, &*holds, &args.claim())
-                .await;
-            let hold = match claimed {
-                Err(e) => {
-                    sample.hold(&state, Some(&e));
-                    return Stepped::Before(e.into());
-                }
-                Ok(Claimed::Refused(begin)) => return Stepped::Refused(begin),
-                Ok(Claimed::Ran(hold)) => hold,
-            };
-            sample.hold(&state, hold.as_ref().err());
-            Stepped::Ran(match hold {
-                Ok(hold) => match view(&state, hold).await {
-                    Ok(out) => reply(StatusCode::CREATED, &out),
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e.into()),
-            })
+        .run_claimed(st.hold_replays(), scope, &body, step, |k| {
+            again(again_st, k)
         })
         .await
+}
+
+/// A hold's outcome as the buyer is told it (`status` when it is the hold): the first
+/// time, and again to a retry of the same request whose outcome the hot store kept.
+async fn answer(
+    st: &AppState,
+    status: StatusCode,
+    hold: Result<HoldView, EngineError>,
+) -> crate::idempotency::Reply {
+    match hold {
+        Ok(hold) => reply(status, &view(st, hold).await?),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A retry answered from the outcome the hot store kept, as the step answered it.
+async fn again(st: AppState, kept: KeptOutcome) -> crate::idempotency::Reply {
+    let (status, hold) = match kept {
+        KeptOutcome::Hold(hold) => (StatusCode::CREATED, hold),
+        KeptOutcome::Release(released) => (StatusCode::OK, released.map(|r| r.hold)),
+    };
+    answer(&st, status, hold.map_err(EngineError::from)).await
 }
 
 /// How the API document describes `get`, and what it refuses with.
@@ -288,23 +308,20 @@ pub async fn release(
     // The key's claim and the release are one call to the hot store (`ClaimedHolds`).
     let scope = Scope::Buyer(who.buyer);
     let state = st.clone();
+    let again_st = st.clone();
+    let step = move |args: ClaimArgs| async move {
+        let holds = state.hold_claims.clone();
+        let claimed = (state.engine)
+            .release_hold_claimed(&who, hold, &*holds, &args.claim())
+            .await;
+        let (released, kept) = match claimed.map(Claimed::outcome) {
+            Err(e) => return Stepped::Before(e.into()),
+            Ok(Err(begin)) => return Stepped::Refused(begin),
+            Ok(Ok(ran)) => ran,
+        };
+        Stepped::answered(answer(&state, StatusCode::OK, released).await, kept)
+    };
     replay
-        .run_claimed(st.hold_replays(), scope, b"", move |args| async move {
-            let holds = state.hold_claims.clone();
-            let claimed = (state.engine)
-                .release_hold_claimed(&who, hold, &*holds, &args.claim())
-                .await;
-            match claimed {
-                Err(e) => Stepped::Before(e.into()),
-                Ok(Claimed::Refused(begin)) => Stepped::Refused(begin),
-                Ok(Claimed::Ran(Err(e))) => Stepped::Ran(Err(e.into())),
-                Ok(Claimed::Ran(Ok(released))) => {
-                    Stepped::Ran(match view(&state, released).await {
-                        Ok(out) => reply(StatusCode::OK, &out),
-                        Err(e) => Err(e),
-                    })
-                }
-            }
-        })
+        .run_claimed(st.hold_replays(), scope, b"", step, |k| again(again_st, k))
         .await
 }

@@ -4,13 +4,13 @@
 //! scripts (it counts the commands a script calls as well, so it cannot tell those from
 //! commands sent by a client), and MONITOR, which marks a script's commands `lua`,
 //! shows that nothing else came from a client. A hold is one script that claims the
-//! Idempotency-Key and holds, and one more that keeps the answer for retries, handed to
-//! the connection without the request waiting for it: two commands, one round trip
-//! waited on. Before the claim and the hold became one script, a hold sent three and
-//! waited on all three. A buyer's release is the same: one script claims the key,
-//! releases and counts the buyer's shopping finished, one more keeps the answer; it
-//! sent five before (`begin`, a read of the hold, the release, the waiting room's
-//! count, the kept answer), all waited on.
+//! Idempotency-Key, holds and keeps the hold's outcome as the key's answer: one command,
+//! one round trip. Before the script kept the outcome, a second command kept the
+//! rendered answer (not waited on), and before the claim and the hold became one
+//! script, a hold sent three and waited on all three. A buyer's release is the same:
+//! one script claims the key, releases, counts the buyer's shopping finished and keeps
+//! the outcome; it sent five before (`begin`, a read of the hold, the release, the
+//! waiting room's count, the kept answer), all waited on.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -29,10 +29,11 @@ use crate::common::{TestApp, spawn_with, spec, test_config, uuid};
 
 /// Holds measured.
 const HOLDS: usize = 40;
-/// Commands Redis serves per hold: the claim-and-hold script and the kept answer.
-const COMMANDS_PER_HOLD: u64 = 2;
-/// Commands Redis serves per release: the claim-and-release script and the kept answer.
-const COMMANDS_PER_RELEASE: u64 = 2;
+/// Commands Redis serves per hold: the script that claims, holds and keeps the outcome.
+const COMMANDS_PER_HOLD: u64 = 1;
+/// Commands Redis serves per release: the script that claims, releases and keeps the
+/// outcome.
+const COMMANDS_PER_RELEASE: u64 = 1;
 
 /// Calls per command since Redis started, from `INFO commandstats`, without the
 /// `INFO` calls that read them.
@@ -220,7 +221,7 @@ async fn node_with_prefix(redis: &OwnRedis) -> (TestApp, TestDatabase, String) {
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
-async fn a_hold_costs_the_hot_store_one_script_and_one_unwaited_command() {
+async fn a_hold_costs_the_hot_store_one_script_and_nothing_else() {
     let own = OwnRedis::start(free_port()).await;
     let (app, _db) = node(&own).await;
     let event = app.create_event(&spec(0, 0, 200, 4)).await;
@@ -278,7 +279,7 @@ async fn held(app: &TestApp, event: boxoffice_domain::EventId, n: usize) -> Vec<
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
-async fn a_release_costs_the_hot_store_one_script_and_one_unwaited_command() {
+async fn a_release_costs_the_hot_store_one_script_and_nothing_else() {
     let own = OwnRedis::start(free_port()).await;
     let (app, _db, prefix) = node_with_prefix(&own).await;
     let event = app.create_event(&spec(0, 0, 200, 4)).await;
@@ -453,5 +454,53 @@ async fn a_holds_key_replays_its_answer_and_refuses_another_body_in_cluster_mode
     assert_eq!(again.status(), StatusCode::NOT_FOUND);
     assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
     assert_eq!(app.counts(event).await["held"], json!(2));
+    app.stop().await;
+}
+
+/// A hold's outcome (and a release's) is kept by its own script in the hot store's
+/// terms, and a retry is answered from it as the first request was answered: the same
+/// status and the same bytes, a success and a refusal alike, even once the hold has
+/// ended (the answer is the one given then, not the hold as it is now).
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_kept_outcome_replays_byte_for_byte_even_after_the_hold_ended() {
+    let own = OwnRedis::start(free_port()).await;
+    let (app, _db) = node(&own).await;
+    let event = app.create_event(&spec(0, 0, 2, 4)).await;
+    let path = format!("/v1/events/{event}/holds");
+    let both = json!({"best_available": {"section": "GA", "quantity": 2}});
+    let (token, admission) = app.admitted_buyer(event).await;
+    // Both admitted first: an event with no seat left admits nobody.
+    let (_, late) = app.admitted_buyer(event).await;
+    let key = uuid();
+    let first = app.post(&path, &admission, &key, both.clone()).await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let first = first.bytes().await.expect("a body");
+    let hold: Value = serde_json::from_slice(&first).expect("JSON");
+    // The other buyer is refused: no seat is left.
+    let late_key = uuid();
+    let refused = app.post(&path, &late, &late_key, both.clone()).await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    let refused = refused.bytes().await.expect("a body");
+    // The first buyer gives the seats back; their retry still answers the hold as held.
+    let hold_id = hold["hold_id"].as_str().expect("an id");
+    let release_key = uuid();
+    let given_back = release(&app, &token, hold_id, &release_key).await;
+    assert_eq!(given_back.status(), StatusCode::OK);
+    let given_back = given_back.bytes().await.expect("a body");
+    let again = release(&app, &token, hold_id, &release_key).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(again.bytes().await.expect("a body"), given_back);
+    let again = app.post(&path, &admission, &key, both.clone()).await;
+    assert_eq!(again.status(), StatusCode::CREATED);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(again.bytes().await.expect("a body"), first);
+    // The refused buyer's retry is refused as it was, though seats are free now.
+    let again = app.post(&path, &late, &late_key, both).await;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(again.bytes().await.expect("a body"), refused);
+    assert_eq!(app.counts(event).await["held"], json!(0));
     app.stop().await;
 }
