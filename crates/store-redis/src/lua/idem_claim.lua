@@ -46,4 +46,3 @@ local function idem_claim(K, A)
   redis.call('ZADD', K[2], A[3], A[1])
   return { 'proceed' }
 end
-
