@@ -52,10 +52,10 @@ impl Engine {
         origin: &Origin,
     ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
-        if let Some(order) = self.ports.ledger.order_of_hold(hold).await? {
+        if let Some(order) = step("order_of_hold", self.ports.ledger.order_of_hold(hold)).await? {
             return self.owned(who, &order).and_then(|o| outcome_of(&o));
         }
-        let view = self.get_hold(who, hold).await?;
+        let view = step("get_hold", self.get_hold(who, hold)).await?;
         match view.state {
             HoldState::Held => {}
             HoldState::Expired => return Err(EngineError::HoldExpired),
@@ -64,7 +64,7 @@ impl Engine {
             }
             HoldState::Released => return Err(EngineError::HoldNotActive(HoldState::Released)),
         }
-        let entry = self.event(hold.event).await?;
+        let entry = step("event", self.event(hold.event)).await?;
         if entry.event.status == SaleStatus::Closed && self.event_is_cancelled(hold.event).await? {
             return Err(EngineError::EventCancelled);
         }
@@ -72,8 +72,8 @@ impl Engine {
         // Velocity before the hold is pinned: a refused checkout changes nothing and
         // the provider never hears of it.
         let rules = entry.event.sale.velocity.as_ref();
-        self.velocity_gate(hold.event, rules, who.buyer, payment_method, origin)
-            .await?;
+        let gate = self.velocity_gate(hold.event, rules, who.buyer, payment_method, origin);
+        step("velocity_gate", gate).await?;
         let now = self.now();
         let order = new_order(
             &view,
@@ -84,17 +84,17 @@ impl Engine {
         );
         let pinned_until = now.plus_secs(entry.event.sale.payment_grace_s as u64);
         // Pinning is the atomic step that lets exactly one checkout of a hold proceed.
-        match self
-            .ports
-            .arbiter
-            .pin(hold, order.id, pinned_until, now)
-            .await
+        match step(
+            "pin",
+            self.ports.arbiter.pin(hold, order.id, pinned_until, now),
+        )
+        .await
         {
             Ok(_) => {}
             Err(ArbiterError::WrongState(_)) => return Err(EngineError::CheckoutInProgress),
             Err(e) => return Err(e.into()),
         }
-        match self.ports.ledger.insert_order(&order).await? {
+        match step("insert_order", self.ports.ledger.insert_order(&order)).await? {
             InsertOrder::Inserted => {}
             InsertOrder::Exists(existing) => return outcome_of(&existing),
             InsertOrder::SeatSold { seat_id } => {
@@ -111,8 +111,8 @@ impl Engine {
         // What a later decline of this checkout counts under, kept before the provider
         // can decline it by webhook.
         let grace_s = entry.event.sale.payment_grace_s as u64;
-        self.velocity_stash((&order).into(), rules, grace_s, payment_method, origin)
-            .await;
+        let stash = self.velocity_stash((&order).into(), rules, grace_s, payment_method, origin);
+        step("velocity_stash", stash).await;
         let outcome = self
             .pay(
                 &order,
@@ -124,7 +124,12 @@ impl Engine {
         if matches!(outcome, Ok(CheckoutOutcome::Confirmed(_))) {
             // A buyer who has paid leaves the shop: the next batch may come in sooner.
             // Best effort, as for a release.
-            if let Err(e) = self.shopper_finished(hold.event, who.buyer).await {
+            if let Err(e) = step(
+                "shopper_finished",
+                self.shopper_finished(hold.event, who.buyer),
+            )
+            .await
+            {
                 tracing::warn!(error = %e, "could not count a finished shopper");
             }
         }
@@ -177,7 +182,7 @@ impl Engine {
             currency: order.currency.clone(),
             payment_method: payment_method.into(),
         };
-        let reference = match authorize(&*self.ports.payments, &req).await {
+        let reference = match step("authorize", authorize(&*self.ports.payments, &req)).await {
             Ok(AuthorizeOutcome::Approved { reference }) => reference,
             Ok(AuthorizeOutcome::ActionRequired { next_action, .. }) => {
                 // Nothing is decided: the hold stays pinned for the grace period and the
@@ -202,9 +207,8 @@ impl Engine {
                 return self.current(order.id).await;
             }
         };
-        let moved = self
-            .try_move(order.id, OrderEvent::Authorized, Some(&reference))
-            .await?;
+        let authorized = self.try_move(order.id, OrderEvent::Authorized, Some(&reference));
+        let moved = step("authorized", authorized).await?;
         let Some(authorized) = moved else {
             // A webhook or the recovery sweep moved the order while the provider was
             // answering: let the same settling logic finish it from where it is.
@@ -220,8 +224,9 @@ impl Engine {
             state: ProviderState::Authorized,
         };
         let via = &*self.ports.payments;
-        self.commit_or_give_back(&authorized, &reference, Some(&approved), max_per_buyer, via)
-            .await
+        let commit =
+            self.commit_or_give_back(&authorized, &reference, Some(&approved), max_per_buyer, via);
+        step("commit_and_capture", commit).await
     }
 
     /// Applies a move if the order's state still allows it. `None` means another path
@@ -313,4 +318,15 @@ pub(crate) fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> 
             "the payment could not be completed; the tickets were cancelled".into(),
         )),
     }
+}
+
+/// Runs one step of a checkout, timed into `boxoffice_checkout_step_seconds{step}`:
+/// where a slow checkout waits (ledger, hot store, provider, velocity) without a
+/// profiler.
+async fn step<T>(name: &'static str, work: impl Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let out = work.await;
+    metrics::histogram!("boxoffice_checkout_step_seconds", "step" => name)
+        .record(started.elapsed().as_secs_f64());
+    out
 }

@@ -13,6 +13,7 @@ mod startup;
 mod stripe_https;
 mod stripe_server;
 mod uncertainty;
+mod waits;
 mod webhooks;
 
 use std::time::Duration;

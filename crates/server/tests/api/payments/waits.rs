@@ -1,0 +1,49 @@
+//! Where a checkout waits, in /metrics: each step of a checkout is timed
+//! (`boxoffice_checkout_step_seconds{step}`), and each ledger read's query apart from its
+//! wait for a reader (`boxoffice_ledger_read_query_seconds{query}`, named after the
+//! ledger call), so a slow checkout can be read off a running node.
+
+use crate::common::{TestApp, spawn, spec};
+use serde_json::{Value, json};
+
+/// The count of a histogram series in /metrics (0 when it was never recorded).
+async fn count(app: &TestApp, series: &str) -> u64 {
+    let text = app.get("/metrics", "").await.text().await.unwrap();
+    let prefix = format!("{series} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(|v| v.parse::<f64>().unwrap() as u64)
+        .unwrap_or(0)
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkouts_steps_and_its_ledger_reads_are_timed_in_metrics() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let (token, admission) = app.admitted_buyer(event).await;
+    let body = json!({"best_available": {"section": "A", "quantity": 2}});
+    let hold: Value = app
+        .hold(event, &admission, body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let hold = hold["hold_id"].as_str().expect("a hold").to_string();
+    let res = app.checkout(&hold, &token, "pm_card_visa").await;
+    assert_eq!(res.status(), 201);
+    for step in [
+        "order_of_hold",
+        "get_hold",
+        "velocity_gate",
+        "pin",
+        "insert_order",
+        "authorize",
+        "authorized",
+        "commit_and_capture",
+    ] {
+        let series = format!("boxoffice_checkout_step_seconds_count{{step=\"{step}\"}}");
+        assert!(count(&app, &series).await >= 1, "{series} is counted");
+    }
+    let read = "boxoffice_ledger_read_query_seconds_count{query=\"order_of_hold\"}";
+    assert!(count(&app, read).await >= 1, "{read} is counted");
+}
