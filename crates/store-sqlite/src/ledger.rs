@@ -45,12 +45,7 @@ impl SqliteLedger {
             options.read_connections,
             options.busy_timeout(),
         )?;
-        let writer = Writer::spawn(
-            write,
-            options.group_commit,
-            options.max_batch,
-            options.queue_capacity,
-        )?;
+        let writer = Writer::spawn(write, path, &options)?;
         Ok(SqliteLedger {
             writer,
             readers,
@@ -70,6 +65,11 @@ impl SqliteLedger {
     /// the `TempDir` of a test).
     pub fn keep_alive(&self, guard: impl Any + Send) {
         self.guards.lock().push(Box::new(guard));
+    }
+
+    /// Checkpoints the checkpointer ran since open (none runs on the writer's thread).
+    pub fn checkpoints(&self) -> u64 {
+        self.writer.stats.checkpoints.load(Ordering::Relaxed)
     }
 
     /// (transactions, writes) since open: writes per transaction is the grouping.

@@ -8,6 +8,7 @@
 
 mod audit;
 mod cancel;
+mod checkpoint;
 mod commit;
 mod conn;
 mod event_cancel;

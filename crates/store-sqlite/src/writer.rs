@@ -11,6 +11,7 @@
 //! than its ledger writes waited elsewhere (see the server's wake probe).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -20,6 +21,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::conn::db;
+use crate::options::SqliteOptions;
 
 /// What a job decided: keep its writes, or undo them and still answer `T`.
 pub(crate) enum Step<T> {
@@ -70,6 +72,8 @@ where
 pub struct WriterStats {
     pub transactions: AtomicU64,
     pub jobs: AtomicU64,
+    /// Checkpoints run by the checkpointer (`checkpoint`), off the writer's thread.
+    pub checkpoints: Arc<AtomicU64>,
 }
 
 #[derive(Clone)]
@@ -79,20 +83,37 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer thread; it stops when the last `Writer` clone is dropped.
+    /// Starts the writer thread, and the checkpointer on a connection of its own to
+    /// `path` (the writer's connection never checkpoints: see `checkpoint`); both stop
+    /// when the last `Writer` clone is dropped.
     pub(crate) fn spawn(
         conn: Connection,
-        group_commit: bool,
-        max_batch: usize,
-        capacity: usize,
+        path: &Path,
+        options: &SqliteOptions,
     ) -> Result<Self, StoreError> {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0")
+            .map_err(db)?;
+        let (tx, rx) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
-        let limit = if group_commit { max_batch.max(1) } else { 1 };
+        let limit = if options.group_commit {
+            options.max_batch.max(1)
+        } else {
+            1
+        };
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        crate::checkpoint::spawn(
+            path,
+            options.busy_timeout(),
+            stopped,
+            stats.checkpoints.clone(),
+        )?;
         let thread_stats = stats.clone();
         std::thread::Builder::new()
             .name("ledger-writer".into())
-            .spawn(move || run(conn, rx, limit, &thread_stats))
+            .spawn(move || {
+                run(conn, rx, limit, &thread_stats);
+                drop(stop);
+            })
             .map_err(StoreError::new)?;
         Ok(Writer { tx, stats })
     }
@@ -208,5 +229,63 @@ fn begin(conn: &Connection, stats: &WriterStats) -> Result<(), StoreError> {
 fn answer(replies: impl Iterator<Item = Reply>, outcome: Result<(), StoreError>) {
     for reply in replies {
         reply(outcome.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::checkpoint::PERIOD;
+
+    fn writer(dir: &tempfile::TempDir) -> Writer {
+        let path = dir.path().join("ledger.db");
+        let options = SqliteOptions::default();
+        let conn = crate::conn::open(&path, options.busy_timeout()).unwrap();
+        conn.execute_batch("CREATE TABLE t (n INTEGER)").unwrap();
+        Writer::spawn(conn, &path, &options).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_writer_never_checkpoints_and_the_checkpointer_does_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = writer(&dir);
+        // The writer's own connection: no checkpoint in any COMMIT of its batches.
+        let auto: i64 = w
+            .submit(|c| {
+                let n = c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0));
+                n.map(Step::Keep).map_err(db)
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            auto, 0,
+            "the writer's connection checkpoints every {auto} pages"
+        );
+        for n in 0..200 {
+            let write = move |c: &Connection| {
+                let done = c.execute("INSERT INTO t (n) VALUES (?1)", [n]);
+                done.map(|_| Step::Keep(())).map_err(db)
+            };
+            w.submit(write).await.unwrap();
+        }
+        // The checkpointer copies the log beside it, period after period.
+        let checkpoints = w.stats.checkpoints.clone();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while checkpoints.load(Ordering::Relaxed) < 2 {
+            assert!(Instant::now() < deadline, "no checkpoint within 10 s");
+            tokio::time::sleep(PERIOD / 4).await;
+        }
+        // And stops with the writer.
+        drop(w);
+        tokio::time::sleep(PERIOD * 2).await;
+        let after_stop = checkpoints.load(Ordering::Relaxed);
+        tokio::time::sleep(PERIOD * 5).await;
+        assert_eq!(
+            checkpoints.load(Ordering::Relaxed),
+            after_stop,
+            "still checkpointing"
+        );
     }
 }
