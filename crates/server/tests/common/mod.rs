@@ -228,6 +228,19 @@ impl TestApp {
         (token, admission)
     }
 
+    /// A buyer admitted to `event` holding `quantity` of section A's best seats: (buyer
+    /// token, hold id).
+    pub async fn holding(&self, event: EventId, quantity: u32) -> (String, String) {
+        let (token, admission) = self.admitted_buyer(event).await;
+        let body = json!({"best_available": {"section": "A", "quantity": quantity}});
+        let res = self.hold(event, &admission, body).await;
+        let hold: Value = res.json().await.expect("a hold");
+        let id = hold["hold_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no hold: {hold}"));
+        (token, id.to_string())
+    }
+
     pub async fn hold(&self, event: EventId, admission: &str, body: Value) -> Response {
         self.post(
             &format!("/v1/events/{event}/holds"),

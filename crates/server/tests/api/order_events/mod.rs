@@ -38,16 +38,8 @@ pub async fn confirmed_orders(app: &TestApp, n: usize) -> Vec<Placed> {
 }
 
 async fn one_order(app: &TestApp, event: EventId) -> Placed {
-    let (token, admission) = app.admitted_buyer(event).await;
-    let body = json!({"best_available": {"section": "A", "quantity": 1}});
-    let hold: Value = app
-        .hold(event, &admission, body)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let hold_id = hold["hold_id"].as_str().expect("a hold");
-    let res = app.checkout(hold_id, &token, "pm_card_visa").await;
+    let (token, hold_id) = app.holding(event, 1).await;
+    let res = app.checkout(&hold_id, &token, "pm_card_visa").await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let order: Value = res.json().await.unwrap();
     (order["order_id"].as_str().unwrap().to_string(), token)

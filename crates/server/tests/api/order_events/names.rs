@@ -36,15 +36,8 @@ async fn delivered(send_names: bool) -> Vec<Value> {
         max_name_changes: 1,
     });
     let event = app.create_event(&s).await;
-    let (token, admission) = app.admitted_buyer(event).await;
-    let body = json!({"best_available": {"section": "A", "quantity": 2}});
-    let hold: Value = app
-        .hold(event, &admission, body)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let path = format!("/v1/holds/{}/checkout", hold["hold_id"].as_str().unwrap());
+    let (token, hold_id) = app.holding(event, 2).await;
+    let path = format!("/v1/holds/{hold_id}/checkout");
     let body =
         json!({"payment_method": "pm_card_visa", "attendees": ["Ada Lovelace", "Zoë Núñez"]});
     let res = app.post(&path, &token, &uuid(), body).await;

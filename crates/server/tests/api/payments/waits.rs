@@ -4,7 +4,6 @@
 //! ledger call), so a slow checkout can be read off a running node.
 
 use crate::common::{TestApp, spawn, spec};
-use serde_json::{Value, json};
 
 /// The count of a histogram series in /metrics (0 when it was never recorded).
 async fn count(app: &TestApp, series: &str) -> u64 {
@@ -20,15 +19,7 @@ async fn count(app: &TestApp, series: &str) -> u64 {
 async fn a_checkouts_steps_and_its_ledger_reads_are_timed_in_metrics() {
     let app = spawn().await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let (token, admission) = app.admitted_buyer(event).await;
-    let body = json!({"best_available": {"section": "A", "quantity": 2}});
-    let hold: Value = app
-        .hold(event, &admission, body)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let hold = hold["hold_id"].as_str().expect("a hold").to_string();
+    let (token, hold) = app.holding(event, 2).await;
     let res = app.checkout(&hold, &token, "pm_card_visa").await;
     assert_eq!(res.status(), 201);
     for step in [
