@@ -2,7 +2,8 @@
 //!
 //! The standard SipHash costs more than the rest of a hold put together. Every key hashed
 //! here is minted by the server (random hold nonces, UUID buyer ids, numeric event ids),
-//! so a client cannot choose keys to flood one bucket; do not use it for client text.
+//! so a client cannot choose keys to flood one bucket; do not use it for client text
+//! (client text is first digested under a secret key: `Keyed`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

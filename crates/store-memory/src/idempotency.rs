@@ -18,7 +18,7 @@
 //! retry would run alongside it): when a shard holds nothing but running claims the new
 //! key is refused (`Begin::Full`) until one finishes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
@@ -27,7 +27,7 @@ use boxoffice_engine::ports::{
 };
 use parking_lot::Mutex;
 
-use crate::hash::Keyed;
+use crate::hash::{FxHashMap, Keyed};
 
 /// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
@@ -61,7 +61,8 @@ impl Record {
 }
 
 struct Inner {
-    records: HashMap<Id, Record>,
+    /// By a keyed digest, which a client cannot steer: the fast hasher is enough.
+    records: FxHashMap<Id, Record>,
     /// Claims oldest first, for forgetting by age and at the cap. An entry whose record
     /// was claimed again since (or abandoned) is stale and skipped.
     claims: VecDeque<(Millis, Id)>,
@@ -94,7 +95,7 @@ impl MemoryIdempotency {
     /// at most `retention_ms` after its claim.
     pub fn with_limits(max_records: usize, retention_ms: i64) -> Self {
         let empty = || Inner {
-            records: HashMap::new(),
+            records: FxHashMap::default(),
             claims: VecDeque::new(),
         };
         MemoryIdempotency {
