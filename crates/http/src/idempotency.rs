@@ -48,10 +48,18 @@ pub(crate) const REFUSES: &[ErrorCode] = &[
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 
 pub fn reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
+    reply_with(status, |body| serde_json::to_writer(body, value))
+}
+
+/// `reply` with the body written by `write`, for an answer written without `Serialize`.
+pub fn reply_with<F>(status: StatusCode, write: F) -> Reply
+where
+    F: FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+{
     // Room for a typical answer (a hold's is about 200 bytes) from the start, rather
     // than growing from nothing and copying it at each doubling.
     let mut body = Vec::with_capacity(REPLY_CAPACITY);
-    serde_json::to_writer(&mut body, value)
+    write(&mut body)
         .map(|()| (status, body))
         .map_err(|e| ApiError::from(EngineError::Internal(e.to_string())))
 }
