@@ -82,18 +82,28 @@ impl Keyed {
     /// The digest of `parts`, one after the other.
     pub fn digest(&self, parts: &[&[u8]]) -> [u8; 16] {
         let mut out = [0u8; 16];
-        for (half, &(k0, k1)) in out.chunks_exact_mut(8).zip(&self.keys) {
-            // SipHash-2-4 itself is what is wanted, not the process's RandomState
-            // (SipHash-1-3, with related keys across instances): the deprecation only
-            // steers hash maps elsewhere.
-            #[allow(deprecated)]
-            let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
-            for part in parts {
-                h.write(part);
-            }
-            half.copy_from_slice(&h.finish().to_le_bytes());
+        for (half, &keys) in out.chunks_exact_mut(8).zip(&self.keys) {
+            half.copy_from_slice(&Self::half(keys, parts).to_le_bytes());
         }
         out
+    }
+
+    /// The first 64 bits of `digest`, for names compared only among a few texts (a
+    /// replay record's fingerprint is compared only with its own key's retries).
+    pub fn digest64(&self, parts: &[&[u8]]) -> [u8; 8] {
+        Self::half(self.keys[0], parts).to_le_bytes()
+    }
+
+    fn half((k0, k1): (u64, u64), parts: &[&[u8]]) -> u64 {
+        // SipHash-2-4 itself is what is wanted, not the process's RandomState
+        // (SipHash-1-3, with related keys across instances): the deprecation only
+        // steers hash maps elsewhere.
+        #[allow(deprecated)]
+        let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
+        for part in parts {
+            h.write(part);
+        }
+        h.finish()
     }
 }
 
@@ -107,5 +117,6 @@ mod tests {
         assert_eq!(keyed.digest(&[b"ab", b"c"]), keyed.digest(&[b"a", b"bc"]));
         assert_ne!(keyed.digest(&[b"abc"]), keyed.digest(&[b"abd"]));
         assert_ne!(keyed.digest(&[b"abc"]), Keyed::random().digest(&[b"abc"]));
+        assert_eq!(keyed.digest64(&[b"abc"]), keyed.digest(&[b"abc"])[..8]);
     }
 }

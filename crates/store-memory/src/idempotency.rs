@@ -182,10 +182,12 @@ impl Inner {
 
 #[async_trait]
 impl IdempotencyStore for MemoryIdempotency {
-    /// The keyed digest of the parts, in the first 16 bytes (the rest are zero).
+    /// A 64-bit keyed digest of the parts, in the first 8 bytes (the rest are zero): a
+    /// fingerprint is only compared with the retries of its own key, of its own caller,
+    /// who without the store's keys cannot make two requests meet.
     fn fingerprint(&self, parts: &[&[u8]]) -> [u8; 32] {
         let mut fingerprint = [0u8; 32];
-        fingerprint[..16].copy_from_slice(&self.digests.digest(parts));
+        fingerprint[..8].copy_from_slice(&self.digests.digest64(parts));
         fingerprint
     }
 
