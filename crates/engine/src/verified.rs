@@ -5,11 +5,10 @@
 //! Bounded: when full the cache is emptied, so a flood of distinct tokens costs memory
 //! for at most `CAPACITY` of them.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use boxoffice_domain::{BuyerId, EventId, Millis};
 use parking_lot::Mutex;
+
+use crate::tail_hash::TailMap;
 
 const CAPACITY: usize = 200_000;
 
@@ -27,50 +26,15 @@ pub(crate) struct Verified {
 /// requests that land on that shard.
 const SHARDS: usize = 16;
 
-/// Tokens by their text, hashed by their last bytes only (`TailHasher`).
-type Shard = Mutex<HashMap<Box<str>, Verified, BuildHasherDefault<TailHasher>>>;
+/// Tokens by their text, hashed by their last bytes only (`TailHasher`): the end of a
+/// signature, which nobody without the signing key can choose, so the tokens in the
+/// cache (all of them verified) spread evenly. A client may send text that lands on a
+/// cached token's bucket, but that only makes its own lookup compare against the few
+/// tokens there: keys are equal by their whole text as ever.
+type Shard = Mutex<TailMap<Box<str>, Verified>>;
 
 pub(crate) struct VerifiedTokens {
     shards: [Shard; SHARDS],
-}
-
-/// How many of a token's last bytes its hash reads.
-const TAIL: usize = 16;
-
-/// Hashes a token by its last `TAIL` bytes: the end of its signature, which nobody
-/// without the signing key can choose, so tokens in the cache (all of them verified)
-/// spread evenly, while hashing a whole token with SipHash cost more than the rest of
-/// the lookup. A client may send text that lands on a cached token's bucket, but that
-/// only makes its own lookup compare against the few tokens there. Keys are equal by
-/// their whole text as ever: the hash only picks the bucket.
-#[derive(Default)]
-struct TailHasher {
-    hash: u64,
-}
-
-impl Hasher for TailHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let tail = &bytes[bytes.len().saturating_sub(TAIL)..];
-        for chunk in tail.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
-    }
-
-    fn write_u64(&mut self, word: u64) {
-        // FxHash's multiply-rotate step, as in rustc-hash.
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn finish(&self) -> u64 {
-        // The multiply leaves the best bits at the top; the map indexes by the bottom.
-        self.hash.rotate_left(26)
-    }
 }
 
 impl Default for VerifiedTokens {
@@ -113,6 +77,7 @@ impl VerifiedTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tail_hash::TAIL;
 
     fn verified(exp: i64) -> Verified {
         Verified {
