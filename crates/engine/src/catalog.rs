@@ -8,6 +8,7 @@ use boxoffice_domain::{Event, EventId, EventSpec, SaleStatus, SeatIndex, Section
 use parking_lot::RwLock;
 
 use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection, RebuildClaim, SoldSeat};
+use crate::tail_hash::TailMap;
 use crate::{Engine, EngineError, Resource};
 
 /// A cached event with its seat-label index.
@@ -51,7 +52,7 @@ impl EventEntry {
 
 #[derive(Default)]
 pub(crate) struct CatalogCache {
-    events: RwLock<HashMap<EventId, Arc<EventEntry>>>,
+    events: RwLock<TailMap<EventId, Arc<EventEntry>>>,
 }
 
 impl Engine {

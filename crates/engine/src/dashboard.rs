@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::ports::{QueueState, SeatCounts};
+use crate::tail_hash::TailMap;
 use crate::waiting::{AdmissionControl, CurrentRate, WaitingRules};
 use crate::{Engine, EngineError};
 
@@ -132,7 +133,7 @@ impl Tally {
 /// Hold outcomes per event and the dashboards last computed.
 #[derive(Default)]
 pub(crate) struct Dashboards {
-    tallies: Mutex<HashMap<EventId, Tally>>,
+    tallies: Mutex<TailMap<EventId, Tally>>,
     computed: Mutex<HashMap<EventId, Arc<Dashboard>>>,
 }
 

@@ -29,6 +29,7 @@ mod refunds;
 pub mod relay;
 pub mod replays;
 mod settle;
+mod tail_hash;
 pub mod tickets;
 mod velocity;
 mod verified;

@@ -19,7 +19,7 @@ use std::task::{Context, Poll, ready};
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
@@ -28,7 +28,6 @@ use boxoffice_engine::ports::{
 };
 use futures::FutureExt;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use crate::code::ErrorCode;
@@ -49,10 +48,18 @@ pub(crate) const REFUSES: &[ErrorCode] = &[
 pub type Reply = Result<(StatusCode, Vec<u8>), ApiError>;
 
 pub fn reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
+    reply_with(status, |body| serde_json::to_writer(body, value))
+}
+
+/// `reply` with the body written by `write`, for an answer written without `Serialize`.
+pub fn reply_with<F>(status: StatusCode, write: F) -> Reply
+where
+    F: FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+{
     // Room for a typical answer (a hold's is about 200 bytes) from the start, rather
     // than growing from nothing and copying it at each doubling.
     let mut body = Vec::with_capacity(REPLY_CAPACITY);
-    serde_json::to_writer(&mut body, value)
+    write(&mut body)
         .map(|()| (status, body))
         .map_err(|e| ApiError::from(EngineError::Internal(e.to_string())))
 }
@@ -93,26 +100,22 @@ fn tagged(tag: &str, id: &uuid::Uuid) -> String {
 }
 
 /// A write's Idempotency-Key and what identifies the request it was sent with: its
-/// method and path, already folded into the digest that the body completes.
+/// method and path, which the body completes.
 pub struct Replay {
     key: IdempotencyKey,
-    request: Sha256,
+    method: Method,
+    path: String,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Replay {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let key = IdempotencyKey::from_request_parts(parts, state).await?;
-        let mut request = Sha256::new();
-        for part in [
-            parts.method.as_str().as_bytes(),
-            b"\0",
-            parts.uri.path().as_bytes(),
-            b"\0",
-        ] {
-            request.update(part);
-        }
-        Ok(Replay { key, request })
+        Ok(Replay {
+            key,
+            method: parts.method.clone(),
+            path: parts.uri.path().to_owned(),
+        })
     }
 }
 
@@ -134,11 +137,20 @@ impl Replay {
         Replay { key, ..self }
     }
 
-    /// SHA-256 of method, NUL, path, NUL, body: what a retry must send again.
-    fn fingerprint(&self, body: &[u8]) -> [u8; 32] {
-        let mut h = self.request.clone();
-        h.update(body);
-        h.finalize().into()
+    /// What a retry must send again: method, NUL, path, NUL, body.
+    fn parts<'a>(&'a self, body: &'a [u8]) -> [&'a [u8]; 5] {
+        [
+            self.method.as_str().as_bytes(),
+            b"\0",
+            self.path.as_bytes(),
+            b"\0",
+            body,
+        ]
+    }
+
+    /// The request's fingerprint, as `replays` takes it (`IdempotencyStore::fingerprint`).
+    fn fingerprint(&self, replays: &dyn IdempotencyStore, body: &[u8]) -> [u8; 32] {
+        replays.fingerprint(&self.parts(body))
     }
 
     /// Runs `work` once per key and scope, and answers retries from the store.
@@ -146,7 +158,7 @@ impl Replay {
     where
         F: Future<Output = Reply> + Send + 'static,
     {
-        let fingerprint = self.fingerprint(body);
+        let fingerprint = self.fingerprint(&**store.replays, body);
         let key = ReplayKey::new(scope.name(), self.key.0);
         let begun = (store.replays)
             .begin(&key, &fingerprint, store.now, &store.claimant)
@@ -190,7 +202,7 @@ impl Replay {
         R: FnOnce(KeptOutcome) -> RFut + Send + 'static,
         RFut: Future<Output = Reply> + Send,
     {
-        let fingerprint = self.fingerprint(body);
+        let fingerprint = self.fingerprint(&**store.replays, body);
         // The key's digest is taken here, once, for the claim and for the answer's keeping.
         let key = Arc::new(ReplayKey::new(scope.name(), self.key.0));
         let args = ClaimArgs {
@@ -556,8 +568,27 @@ mod tests {
 
     #[tokio::test]
     async fn the_fingerprint_is_the_digest_of_method_path_and_body_as_stored_before() {
+        use sha2::{Digest, Sha256};
         let expected: [u8; 32] = Sha256::digest(b"POST\0/v1/events/7/open\0{}").into();
-        assert_eq!(replay("k").await.fingerprint(b"{}"), expected);
+        let parts = replay("k").await.parts(b"{}").concat();
+        assert_eq!(parts, b"POST\0/v1/events/7/open\0{}");
+        let sha = boxoffice_engine::ports::fingerprint(&replay("k").await.parts(b"{}"));
+        assert_eq!(sha, expected);
+    }
+
+    #[tokio::test]
+    async fn the_fingerprint_is_the_stores_own() {
+        let memory = MemoryIdempotency::new();
+        let replay = replay("k").await;
+        let parts = replay.parts(b"{}");
+        assert_eq!(
+            replay.fingerprint(&memory, b"{}"),
+            memory.fingerprint(&parts)
+        );
+        assert_ne!(
+            replay.fingerprint(&memory, b"{}"),
+            replay.fingerprint(&memory, b"{ }")
+        );
     }
 
     #[tokio::test]

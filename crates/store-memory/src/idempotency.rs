@@ -2,9 +2,12 @@
 //!
 //! A key is claimed by `begin`, then finished with the response or abandoned. A claim
 //! that is never finished lapses after its lease, so a crash mid-request cannot wedge
-//! the key. Records are found by the key's `ReplayKey::id`, a SHA-256 digest of (scope,
-//! key) the caller took once: fixed-size, no string allocations on the hold path, and
-//! client text reaches the map only through a collision-resistant hash.
+//! the key. Records are found by a keyed digest of (scope, key) (`Keyed`, secret keys
+//! of this store): fixed-size, no string allocations on the hold path, and client text
+//! reaches the map only through a digest a client cannot make collide. Nothing here
+//! outlives the process, so neither the name nor the request's fingerprint need be the
+//! SHA-256 that the stores on disk keep: both are `Keyed` digests, a small part of its
+//! cost.
 //!
 //! Memory is bounded twice: every record is forgotten `retention_ms` after its claim
 //! (by the `now` callers pass in), and no shard keeps more than its share of
@@ -15,7 +18,7 @@
 //! retry would run alongside it): when a shard holds nothing but running claims the new
 //! key is refused (`Begin::Full`) until one finishes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
@@ -24,13 +27,15 @@ use boxoffice_engine::ports::{
 };
 use parking_lot::Mutex;
 
+use crate::hash::{FxHashMap, Keyed};
+
 /// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 /// Most records kept, unless configured otherwise. A record with a 300-byte response
 /// takes about 460 bytes (map entry, claim queue entry, the response), so about 230 MB.
 pub const MAX_RECORDS: usize = 500_000;
 
-/// The identity of a (scope, key) pair: `ReplayKey::id`.
+/// The identity of a (scope, key) pair: `MemoryIdempotency::id`.
 type Id = [u8; 16];
 
 struct Record {
@@ -56,7 +61,8 @@ impl Record {
 }
 
 struct Inner {
-    records: HashMap<Id, Record>,
+    /// By a keyed digest, which a client cannot steer: the fast hasher is enough.
+    records: FxHashMap<Id, Record>,
     /// Claims oldest first, for forgetting by age and at the cap. An entry whose record
     /// was claimed again since (or abandoned) is stale and skipped.
     claims: VecDeque<(Millis, Id)>,
@@ -70,6 +76,8 @@ pub struct MemoryIdempotency {
     shards: [Mutex<Inner>; SHARDS],
     per_shard: usize,
     retention_ms: i64,
+    /// Names records and fingerprints requests.
+    digests: Keyed,
 }
 
 impl Default for MemoryIdempotency {
@@ -87,14 +95,23 @@ impl MemoryIdempotency {
     /// at most `retention_ms` after its claim.
     pub fn with_limits(max_records: usize, retention_ms: i64) -> Self {
         let empty = || Inner {
-            records: HashMap::new(),
+            records: FxHashMap::default(),
             claims: VecDeque::new(),
         };
         MemoryIdempotency {
             shards: std::array::from_fn(|_| Mutex::new(empty())),
             per_shard: (max_records / SHARDS).max(1),
             retention_ms,
+            digests: Keyed::random(),
         }
+    }
+
+    /// The record's name: the scope's length goes first, so that scope "a:b" + key
+    /// "c" and scope "a" + key "b:c" cannot meet.
+    fn id(&self, key: &ReplayKey) -> Id {
+        let scope = key.scope().as_bytes();
+        let len = (scope.len() as u64).to_le_bytes();
+        self.digests.digest(&[&len, scope, key.key().as_bytes()])
     }
 
     fn shard(&self, id: &Id) -> &Mutex<Inner> {
@@ -165,6 +182,15 @@ impl Inner {
 
 #[async_trait]
 impl IdempotencyStore for MemoryIdempotency {
+    /// A 64-bit keyed digest of the parts, in the first 8 bytes (the rest are zero): a
+    /// fingerprint is only compared with the retries of its own key, of its own caller,
+    /// who without the store's keys cannot make two requests meet.
+    fn fingerprint(&self, parts: &[&[u8]]) -> [u8; 32] {
+        let mut fingerprint = [0u8; 32];
+        fingerprint[..8].copy_from_slice(&self.digests.digest64(parts));
+        fingerprint
+    }
+
     async fn begin(
         &self,
         key: &ReplayKey,
@@ -172,7 +198,7 @@ impl IdempotencyStore for MemoryIdempotency {
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
-        let id = *key.id();
+        let id = self.id(key);
         let mut inner = self.shard(&id).lock();
         // A record claimed `retention_ms` ago or earlier is gone.
         inner.forget_before(now.plus_millis(1 - self.retention_ms), usize::MAX);
@@ -197,7 +223,7 @@ impl IdempotencyStore for MemoryIdempotency {
     }
 
     async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
-        let id = key.id();
+        let id = &self.id(key);
         let mut inner = self.shard(id).lock();
         // No record means it was forgotten or abandoned: nothing to replay it against.
         if let Some(rec) = inner.records.get_mut(id) {
@@ -207,7 +233,7 @@ impl IdempotencyStore for MemoryIdempotency {
     }
 
     async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
-        let id = key.id();
+        let id = &self.id(key);
         let mut inner = self.shard(id).lock();
         if inner
             .records

@@ -2,6 +2,7 @@ use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::sync::OnceLock;
 
 use super::StoreError;
 
@@ -66,28 +67,33 @@ pub struct Claimant {
 }
 
 /// An Idempotency-Key in its scope (`scope` separates callers: a buyer, the operator),
-/// with the name of its record in stores that find records by a fixed-size id (in
-/// memory, Redis): the first 16 bytes of SHA-256 of the scope's length, the scope and
-/// the key. The length goes first so that scope "a:b" + key "c" and scope "a" + key
-/// "b:c" cannot meet. Taken once per request, not at every call to the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// with the name of its record in stores that find records by a fixed-size id (Redis):
+/// the first 16 bytes of SHA-256 of the scope's length, the scope and the key. The
+/// length goes first so that scope "a:b" + key "c" and scope "a" + key "b:c" cannot
+/// meet. Taken at most once per request, and only when a store asks for it: a store
+/// that names records its own way (in memory) never pays for the digest.
+#[derive(Clone, Debug)]
 pub struct ReplayKey {
     scope: String,
     key: String,
-    id: [u8; 16],
+    id: OnceLock<[u8; 16]>,
 }
+
+impl PartialEq for ReplayKey {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.scope, &self.key) == (&other.scope, &other.key)
+    }
+}
+
+impl Eq for ReplayKey {}
 
 impl ReplayKey {
     pub fn new(scope: impl Into<String>, key: impl Into<String>) -> ReplayKey {
-        let (scope, key) = (scope.into(), key.into());
-        let mut h = Sha256::new();
-        h.update((scope.len() as u64).to_le_bytes());
-        h.update(scope.as_bytes());
-        h.update(key.as_bytes());
-        let digest = h.finalize();
-        let mut id = [0; 16];
-        id.copy_from_slice(&digest[..16]);
-        ReplayKey { scope, key, id }
+        ReplayKey {
+            scope: scope.into(),
+            key: key.into(),
+            id: OnceLock::new(),
+        }
     }
 
     pub fn scope(&self) -> &str {
@@ -101,8 +107,27 @@ impl ReplayKey {
     /// The record's fixed-size name: client text reaches a store's map or key names
     /// only through this collision-resistant digest.
     pub fn id(&self) -> &[u8; 16] {
-        &self.id
+        self.id.get_or_init(|| {
+            let mut h = Sha256::new();
+            h.update((self.scope.len() as u64).to_le_bytes());
+            h.update(self.scope.as_bytes());
+            h.update(self.key.as_bytes());
+            let digest = h.finalize();
+            let mut id = [0; 16];
+            id.copy_from_slice(&digest[..16]);
+            id
+        })
     }
+}
+
+/// What identifies a request for its replays, by default: SHA-256 of `parts`, one
+/// after the other (method, NUL, path, NUL, body), which a retry must send again.
+pub fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update(part);
+    }
+    h.finalize().into()
 }
 
 /// Remembers `Idempotency-Key`s, each in its scope (`ReplayKey`).
@@ -115,6 +140,14 @@ impl ReplayKey {
 /// claims whose lease lapsed, are taken over by the retry.
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
+    /// The fingerprint `begin` is given for the request made of `parts` (method, NUL,
+    /// path, NUL, body): SHA-256 of them (`fingerprint`), as kept in stores that outlive
+    /// the process. A store whose records die with the process may take a cheaper
+    /// digest of its own, as long as different requests cannot be made to meet.
+    fn fingerprint(&self, parts: &[&[u8]]) -> [u8; 32] {
+        fingerprint(parts)
+    }
+
     async fn begin(
         &self,
         key: &ReplayKey,
@@ -146,6 +179,25 @@ mod tests {
         h.update(b"buyer:1k-1");
         assert_eq!(key.id()[..], h.finalize()[..16]);
         assert_eq!((key.scope(), key.key()), ("buyer:1", "k-1"));
+    }
+
+    #[test]
+    fn the_default_fingerprint_is_the_digest_of_the_parts_as_stored_before() {
+        let expected: [u8; 32] = Sha256::digest(b"POST\0/v1/events/7/open\0{}").into();
+        let parts: [&[u8]; 5] = [b"POST", b"\0", b"/v1/events/7/open", b"\0", b"{}"];
+        assert_eq!(fingerprint(&parts), expected);
+    }
+
+    #[test]
+    fn keys_are_equal_by_scope_and_key_whether_or_not_their_id_was_taken() {
+        let (a, b) = (
+            ReplayKey::new("buyer:1", "k-1"),
+            ReplayKey::new("buyer:1", "k-1"),
+        );
+        a.id();
+        assert_eq!(a, b);
+        assert_eq!(a.id(), b.id());
+        assert_ne!(a, ReplayKey::new("buyer:1", "k-2"));
     }
 
     #[test]

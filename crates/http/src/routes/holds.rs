@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{BearerToken, Buyer, BuyerSessionHeader, Dpop, json};
-use crate::idempotency::{ClaimArgs, Replay, Scope, Stepped, reply};
+use crate::idempotency::{ClaimArgs, Replay, Scope, Stepped, reply_with};
 use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -89,6 +89,32 @@ pub struct HoldOut {
     price_quote: Money,
     /// When the seats return to stock unless checkout has started.
     expires_at: Millis,
+}
+
+impl HoldOut {
+    /// The JSON the derived `Serialize` writes (pinned by a test), written directly:
+    /// every hold and release answers with one, and serde_json's struct path escapes
+    /// each key and the hold id byte by byte. Only the seat labels (operator text) and
+    /// the state go through serde_json.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(b"{\"hold_id\":\"");
+        // Digits, '-' and hex digits: nothing to escape.
+        out.extend_from_slice(self.hold_id.text().as_str().as_bytes());
+        out.extend_from_slice(b"\",\"event_id\":");
+        serde_json::to_writer(&mut *out, &self.event_id)?;
+        out.extend_from_slice(b",\"status\":");
+        serde_json::to_writer(&mut *out, &self.status)?;
+        out.extend_from_slice(b",\"seat_ids\":");
+        serde_json::to_writer(&mut *out, &self.seat_ids)?;
+        out.extend_from_slice(b",\"prices\":");
+        serde_json::to_writer(&mut *out, &self.prices)?;
+        out.extend_from_slice(b",\"price_quote\":");
+        serde_json::to_writer(&mut *out, &self.price_quote)?;
+        out.extend_from_slice(b",\"expires_at\":");
+        serde_json::to_writer(&mut *out, &self.expires_at)?;
+        out.push(b'}');
+        Ok(())
+    }
 }
 
 async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
@@ -244,7 +270,10 @@ async fn answer(
     hold: Result<HoldView, EngineError>,
 ) -> crate::idempotency::Reply {
     match hold {
-        Ok(hold) => reply(status, &view(st, hold).await?),
+        Ok(hold) => {
+            let out = view(st, hold).await?;
+            reply_with(status, |b| out.write_json(b))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -324,4 +353,49 @@ pub async fn release(
     replay
         .run_claimed(st.hold_replays(), scope, b"", step, |k| again(again_st, k))
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(seat_ids: &[&str], prices: &[i64]) -> HoldOut {
+        let hold_id = HoldId::random(EventId(42));
+        HoldOut {
+            hold_id,
+            event_id: hold_id.event,
+            status: HoldState::Held,
+            seat_ids: seat_ids.iter().map(|s| s.to_string()).collect(),
+            prices: prices.iter().map(|&p| Money(p)).collect(),
+            price_quote: Money(prices.iter().sum()),
+            expires_at: Millis(1_764_000_000_123),
+        }
+    }
+
+    #[test]
+    fn a_holds_json_is_what_its_derived_serialize_writes() {
+        for hold in [
+            out(&["GA-1"], &[4_500]),
+            out(
+                &["A-1", "A-2", "row \"B\" \\ 7", "Älvsjö\n\u{1}"],
+                &[1, -2, 0, 9_999_999_999],
+            ),
+            out(&[], &[]),
+        ] {
+            let mut written = Vec::new();
+            hold.write_json(&mut written).unwrap();
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                serde_json::to_string(&hold).unwrap()
+            );
+        }
+        let mut states = out(&["GA-1"], &[1]);
+        states.hold_id = HoldId::random(EventId(-7));
+        for status in HoldState::ALL {
+            states.status = status;
+            let mut written = Vec::new();
+            states.write_json(&mut written).unwrap();
+            assert_eq!(written, serde_json::to_vec(&states).unwrap());
+        }
+    }
 }
