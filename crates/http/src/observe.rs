@@ -35,7 +35,26 @@ fn handles() -> &'static RwLock<Handles> {
     HANDLES.get_or_init(Default::default)
 }
 
+/// The method as labelled: one of HTTP's own, or `OTHER` for any a client made up, so
+/// that made-up methods (answered 405) cannot grow the handles or the metric's series.
+fn method_label(method: &Method) -> &Method {
+    static OTHER: OnceLock<Method> = OnceLock::new();
+    match *method {
+        Method::GET
+        | Method::POST
+        | Method::PUT
+        | Method::DELETE
+        | Method::PATCH
+        | Method::HEAD
+        | Method::OPTIONS
+        | Method::CONNECT
+        | Method::TRACE => method,
+        _ => OTHER.get_or_init(|| Method::from_bytes(b"OTHER").expect("a valid method")),
+    }
+}
+
 fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
+    let method = method_label(method);
     if let Some(h) = handles()
         .read()
         .get(route)
@@ -51,7 +70,8 @@ fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
     ];
     let h = metrics::histogram!("boxoffice_http_request_duration_seconds", &labels);
     h.record(seconds);
-    // Bounded: routes are the router's, methods and statuses are few.
+    // Bounded: routes are the router's, methods are HTTP's nine and `OTHER`, statuses
+    // are few.
     handles()
         .write()
         .entry(route.to_owned())
@@ -195,6 +215,21 @@ fn is_ours(e: &EngineError) -> bool {
 mod tests {
     use super::*;
     use crate::code::ErrorCode;
+
+    #[test]
+    fn made_up_methods_share_one_latency_series_per_route_and_status() {
+        let route = "/test/made-up-methods";
+        for i in 0..200 {
+            let method = Method::from_bytes(format!("MADEUP{i}").as_bytes()).unwrap();
+            record(route, &method, StatusCode::METHOD_NOT_ALLOWED, 0.001);
+        }
+        record(route, &Method::GET, StatusCode::METHOD_NOT_ALLOWED, 0.001);
+        let kept = handles().read()[route].len();
+        assert_eq!(
+            kept, 2,
+            "one series for GET and one for every made-up method"
+        );
+    }
 
     const DOC: Doc = Doc {
         op: "testOp",
