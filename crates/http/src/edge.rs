@@ -74,6 +74,13 @@ impl Edge {
         self.stop.clone()
     }
 
+    /// Requests holding a place now (`boxoffice_http_in_flight` at each scrape).
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight
+            .load(Ordering::Relaxed)
+            .min(self.max_in_flight)
+    }
+
     /// A place among the requests in flight, or none when the node is full.
     pub(crate) fn enter(&self) -> Option<InFlight<'_>> {
         let before = self.in_flight.fetch_add(1, Ordering::Relaxed);

@@ -60,6 +60,8 @@ pub(crate) const METRICS_DOC: Doc = Doc {
 };
 
 pub async fn metrics(State(st): State<AppState>) -> Response {
+    // Read at scrape time rather than kept on every request's way in and out.
+    metrics::gauge!("boxoffice_http_in_flight").set(st.edge.in_flight() as f64);
     let body = st
         .metrics
         .as_ref()

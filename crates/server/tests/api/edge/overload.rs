@@ -45,6 +45,18 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         stalled_hold(&node, release_b),
     );
     let check = async {
+        // Both stuck requests hold their places before anything else is sent: a request
+        // of the check's own in flight at that moment would have the second one shed
+        // (seen on a busy machine: every later check then fit beside the one stuck).
+        let what = "both stalled requests in flight (boxoffice_http_in_flight = 2)";
+        let every = Duration::from_millis(20);
+        eventually(what, Duration::from_secs(20), every, || async {
+            match node.metric("boxoffice_http_in_flight").await {
+                Some(2.0) => Ok(()),
+                other => Err(other),
+            }
+        })
+        .await;
         let what = "a request shed (503) while two requests are stuck";
         let every = Duration::from_millis(20);
         let shed = eventually(what, Duration::from_secs(20), every, || async {
