@@ -141,8 +141,13 @@ impl ClaimedHolds for RedisClaimedHolds {
             return Ok(Claimed::Refused(refused));
         }
         let outcome = ok_or_arbiter_error(reply).and_then(|payload| one_hold(req.hold, payload));
-        // The script kept every outcome but a lost event as the key's answer.
-        let kept = !matches!(outcome, Err(ArbiterError::UnknownEvent));
+        // The script kept every outcome but a lost event as the key's answer; a reply
+        // this node cannot read is its failure, answered as a store error (the port's
+        // `Kept` never carries one: the caller abandons, which leaves the record alone).
+        let kept = !matches!(
+            outcome,
+            Err(ArbiterError::UnknownEvent | ArbiterError::Store(_))
+        );
         Ok(Claimed::of(outcome, kept))
     }
 
@@ -175,8 +180,10 @@ impl ClaimedHolds for RedisClaimedHolds {
         if let Some(refused) = refused_claim(&reply)? {
             return Ok(Claimed::Refused(refused));
         }
-        // The script kept every outcome as the key's answer.
+        // The script kept every outcome as the key's answer (a reply this node cannot
+        // read is answered as a store error, as for a hold).
         let outcome = ok_or_arbiter_error(reply).and_then(|payload| released(hold, payload));
-        Ok(Claimed::Kept(outcome))
+        let kept = !matches!(outcome, Err(ArbiterError::Store(_)));
+        Ok(Claimed::of(outcome, kept))
     }
 }
