@@ -145,8 +145,11 @@ async fn write_claimed(
         return Ok(begun);
     }
     match write {
-        KnownWrite::SignUp { buyer, at } => crate::events::create_buyer(conn, buyer, at).await?,
-    };
+        KnownWrite::AnswerOnly => {}
+        KnownWrite::SignUp { buyer, at } => {
+            crate::events::create_buyer(conn, buyer, at).await?;
+        }
+    }
     finish(conn, key, answer).await?;
     Ok(Begin::Proceed)
 }

@@ -130,8 +130,11 @@ fn write_claimed(
         return Ok(begun);
     }
     match write {
-        KnownWrite::SignUp { buyer, at } => crate::events::create_buyer(conn, buyer, at)?,
-    };
+        KnownWrite::AnswerOnly => {}
+        KnownWrite::SignUp { buyer, at } => {
+            crate::events::create_buyer(conn, buyer, at)?;
+        }
+    }
     finish(conn, scope, key, answer)?;
     Ok(Begin::Proceed)
 }

@@ -347,4 +347,14 @@ pub async fn a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_calle
     store.finish(&running, &created()).await.unwrap();
     let kept = store.begin(&running, &FP, later, &me).await.unwrap();
     assert_eq!(kept, Begin::Replay(created()));
+    // A request whose answer is all it leaves is kept the same way.
+    let grant = ReplayKey::new(&s, "k3");
+    let answer_only = KnownWrite::AnswerOnly;
+    let granted = store
+        .write_claimed(&grant, &FP, NOW, &me, answer_only, &created())
+        .await
+        .unwrap();
+    assert_eq!(granted, Some(Begin::Proceed));
+    let regranted = store.begin(&grant, &FP, later, &claimant()).await.unwrap();
+    assert_eq!(regranted, Begin::Replay(created()));
 }

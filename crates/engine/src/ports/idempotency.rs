@@ -37,6 +37,9 @@ pub enum Begin {
 /// the same write (`IdempotencyStore::write_claimed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KnownWrite {
+    /// No ledger row: the kept answer is all the request leaves (an operator's grant of
+    /// a buyer token), so claiming and keeping it are the one write.
+    AnswerOnly,
     /// A buyer signed up at `at`, as `Ledger::create_buyer` records one.
     SignUp { buyer: BuyerId, at: Millis },
 }

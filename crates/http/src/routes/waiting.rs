@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
+use boxoffice_engine::ports::KnownWrite;
 use boxoffice_engine::waiting::{
     AdmissionControl, BuyerGrant, CurrentRate, FairnessView, Refusal, WaitingError, WaitingRules,
 };
@@ -215,17 +216,18 @@ pub async fn grant_buyer_token(
         Ok(g) => g,
         Err(e) => return e.into_response(),
     };
-    let engine = st.engine.clone();
+    // The token is all a grant leaves: its claim and its kept answer are one write.
+    let out = BuyerOut {
+        buyer_id: grant.buyer_id,
+        token: st.engine.grant_buyer_token(&grant),
+    };
+    let answer = match reply(StatusCode::CREATED, &out) {
+        Ok(answer) => answer,
+        Err(e) => return e.into_response(),
+    };
+    let write = KnownWrite::AnswerOnly;
+    let nothing = async { Ok(()) };
     replay
-        .run(st.replays(), Scope::Operator, &body, async move {
-            let token = engine.grant_buyer_token(&grant);
-            reply(
-                StatusCode::CREATED,
-                &BuyerOut {
-                    buyer_id: grant.buyer_id,
-                    token,
-                },
-            )
-        })
+        .run_known(st.replays(), Scope::Operator, &body, write, answer, nothing)
         .await
 }
