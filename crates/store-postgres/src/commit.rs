@@ -69,6 +69,9 @@ pub(crate) async fn commit_batch<'a>(
         .collect())
 }
 
+/// The authorized order and its commit's outcome, or the move's refusal.
+pub(crate) type AuthorizedCommit = Result<(Order, CommitOutcome), LedgerError>;
+
 /// Writer job: a live checkout's authorization, then its commit through the same
 /// function (which runs it in a subtransaction of its own, so a refused commit undoes
 /// only itself and the order stays `authorized` for the caller to void). A refused move
@@ -78,7 +81,7 @@ pub(crate) async fn authorize_and_commit(
     conn: &mut PgConnection,
     c: &Commit,
     reference: &str,
-) -> Result<Step<Result<(Order, CommitOutcome), LedgerError>>, StoreError> {
+) -> Result<Step<AuthorizedCommit>, StoreError> {
     let moved = moves::apply(
         conn,
         c.order,

@@ -69,6 +69,9 @@ pub(crate) fn commit(conn: &Connection, c: &Commit) -> Result<Step<CommitOutcome
     Ok(Step::Keep(CommitOutcome::Committed))
 }
 
+/// The authorized order and its commit's outcome, or the move's refusal.
+pub(crate) type AuthorizedCommit = Result<(Order, CommitOutcome), LedgerError>;
+
 /// Writer job: a live checkout's authorization, then its commit in a savepoint of its
 /// own (nested in the job's), so a refused commit undoes only itself and the order stays
 /// `authorized` for the caller to void. A refused move writes nothing.
@@ -76,7 +79,7 @@ pub(crate) fn authorize_and_commit(
     conn: &Connection,
     c: &Commit,
     reference: &str,
-) -> Result<Step<Result<(Order, CommitOutcome), LedgerError>>, StoreError> {
+) -> Result<Step<AuthorizedCommit>, StoreError> {
     let moved = moves::apply(
         conn,
         c.order,
