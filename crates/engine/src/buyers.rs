@@ -60,6 +60,27 @@ pub struct Identity {
     pub account_created_at: Option<Millis>,
 }
 
+/// A signed-up buyer before the ledger records them (`Engine::new_buyer`).
+#[derive(Clone, Debug)]
+pub struct NewBuyer {
+    pub buyer: BuyerId,
+    /// When they signed up: their account's creation, in the token and the ledger.
+    pub at: Millis,
+    /// Their session token.
+    pub token: String,
+}
+
+impl NewBuyer {
+    /// The ledger's write of this sign-up, for a replay store that keeps it with its
+    /// claim (`IdempotencyStore::write_claimed`).
+    pub fn write(&self) -> crate::ports::KnownWrite {
+        crate::ports::KnownWrite::SignUp {
+            buyer: self.buyer,
+            at: self.at,
+        }
+    }
+}
+
 impl Engine {
     /// Accepts buyer identities from an identity provider as well as our own tokens.
     pub fn with_identity_provider(mut self, provider: Arc<dyn IdentityProvider>) -> Engine {
@@ -84,20 +105,39 @@ impl Engine {
             .check(Key::SignupIp(ip), limit, self.now())
     }
 
+    /// Signs up a new buyer: recorded in the ledger, with the session token that acts
+    /// as them.
     pub async fn create_buyer(&self) -> Result<(BuyerId, String), EngineError> {
+        let new = self.new_buyer();
+        self.record_buyer(&new).await?;
+        Ok((new.buyer, new.token))
+    }
+
+    /// A new buyer and their session token, not recorded yet: the answer to a sign-up
+    /// is known before its write, so the write can be kept with its Idempotency-Key's
+    /// claim and answer in one (`KnownWrite::SignUp`); `record_buyer` writes it alone.
+    pub fn new_buyer(&self) -> NewBuyer {
         let buyer = BuyerId::random();
-        let now = self.now();
-        self.ports.ledger.create_buyer(buyer, now).await?;
+        let at = self.now();
         let claims = Claims {
-            account_created_at: Some(now),
+            account_created_at: Some(at),
             ..Claims::new(
                 TokenKind::Buyer,
                 buyer,
                 Uuid::new_v4().simple().to_string(),
-                now.plus_secs(self.config.buyer_token_ttl_s),
+                at.plus_secs(self.config.buyer_token_ttl_s),
             )
         };
-        Ok((buyer, self.keys.sign(claims)))
+        NewBuyer {
+            buyer,
+            at,
+            token: self.keys.sign(claims),
+        }
+    }
+
+    /// Records a buyer made by `new_buyer`.
+    pub async fn record_buyer(&self, new: &NewBuyer) -> Result<(), EngineError> {
+        Ok(self.ports.ledger.create_buyer(new.buyer, new.at).await?)
     }
 
     /// The buyer behind a token: one of ours, or the identity provider's when one is

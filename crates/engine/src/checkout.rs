@@ -9,7 +9,7 @@ use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderStat
 use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
 use crate::ports::{
-    ArbiterError, AuthorizeOutcome, AuthorizeRequest, HoldView, InsertOrder, LedgerError,
+    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, HoldView, InsertOrder, LedgerError,
     NextAction, Order, OrderSeat, ProviderPayment, ProviderState, authorize,
 };
 use crate::velocity::Origin;
@@ -207,15 +207,33 @@ impl Engine {
                 return self.current(order.id).await;
             }
         };
+        // The hold still pinned to this order (nearly always): the authorization and
+        // the commit are one ledger write.
+        if step("pinned", self.pinned(order)).await? {
+            let commit = Commit {
+                order: order.id,
+                max_per_buyer,
+                now: self.now(),
+            };
+            let both = self.ports.ledger.authorize_and_commit(&commit, &reference);
+            return step("commit_and_capture", async {
+                match both.await {
+                    Ok((authorized, outcome)) => {
+                        let via = &*self.ports.payments;
+                        let committed = &authorized;
+                        self.committed(committed, &reference, outcome, max_per_buyer, via)
+                            .await
+                    }
+                    Err(LedgerError::Conflict(_)) => self.moved_meanwhile(order).await,
+                    Err(e) => Err(e.into()),
+                }
+            })
+            .await;
+        }
         let authorized = self.try_move(order.id, OrderEvent::Authorized, Some(&reference));
         let moved = step("authorized", authorized).await?;
         let Some(authorized) = moved else {
-            // A webhook or the recovery sweep moved the order while the provider was
-            // answering: let the same settling logic finish it from where it is.
-            if let Some(now) = self.ports.ledger.order(order.id).await? {
-                self.settle(&now).await?;
-            }
-            return self.current(order.id).await;
+            return self.moved_meanwhile(order).await;
         };
         let approved = ProviderPayment {
             order: order.id,
@@ -227,6 +245,15 @@ impl Engine {
         let commit =
             self.commit_or_give_back(&authorized, &reference, Some(&approved), max_per_buyer, via);
         step("commit_and_capture", commit).await
+    }
+
+    /// A webhook or the recovery sweep moved the order while the provider was
+    /// answering: the same settling logic finishes it from where it is.
+    async fn moved_meanwhile(&self, order: &Order) -> Result<CheckoutOutcome, EngineError> {
+        if let Some(now) = self.ports.ledger.order(order.id).await? {
+            self.settle(&now).await?;
+        }
+        self.current(order.id).await
     }
 
     /// Applies a move if the order's state still allows it. `None` means another path

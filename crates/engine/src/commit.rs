@@ -25,7 +25,22 @@ impl Engine {
             max_per_buyer,
             now: self.now(),
         };
-        match self.ports.ledger.commit(&commit).await? {
+        let outcome = self.ports.ledger.commit(&commit).await?;
+        self.committed(order, reference, outcome, max_per_buyer, via)
+            .await
+    }
+
+    /// What follows the commit point: a sale recorded in the hot store and captured, or
+    /// a lost commit's authorization voided.
+    pub(crate) async fn committed(
+        &self,
+        order: &Order,
+        reference: &str,
+        outcome: CommitOutcome,
+        max_per_buyer: u32,
+        via: &dyn PaymentGateway,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        match outcome {
             CommitOutcome::Committed => {
                 metrics::counter!("boxoffice_seats_sold_total").increment(order.seats.len() as u64);
                 self.record_sale_in_hot_store(order).await;

@@ -44,7 +44,7 @@ use serde::Deserialize;
 
 pub use audit::AuditReport;
 pub use availability::{AvailabilitySnapshot, availability_delta};
-pub use buyers::{BuyerSession, BuyersConfig, Identity};
+pub use buyers::{BuyerSession, BuyersConfig, Identity, NewBuyer};
 pub use catalog::EventEntry;
 pub use checkout::CheckoutOutcome;
 pub use error::{EngineError, Resource};

@@ -24,7 +24,8 @@ use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, KeptOutcome, ReplayClaim, ReplayKey, StoredResponse,
+    Begin, Claimant, IdempotencyStore, KeptOutcome, KnownWrite, ReplayClaim, ReplayKey,
+    StoredResponse,
 };
 use futures::FutureExt;
 use serde::Serialize;
@@ -197,6 +198,62 @@ impl Replay {
     {
         let fingerprint = self.fingerprint(&**store.replays, body);
         let key = ReplayKey::new(scope.name(), self.key.0);
+        Self::run_keyed(store, key, fingerprint, work, keeping).await
+    }
+
+    /// Runs a write whose answer is known before it runs (`answer`, a success) with its
+    /// key's claim and the answer's keeping in one write of the replay store, where the
+    /// store keeps its records in the ledger's own database
+    /// (`IdempotencyStore::write_claimed`): one write instead of three. Elsewhere the
+    /// write runs as `run` runs work: `fallback` makes the same write by itself, and
+    /// `answer` follows it. Either way the answers to retries are `run`'s.
+    pub async fn run_known<F>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        write: KnownWrite,
+        answer: (StatusCode, Vec<u8>),
+        fallback: F,
+    ) -> Response
+    where
+        F: Future<Output = Result<(), ApiError>> + Send + 'static,
+    {
+        let fingerprint = self.fingerprint(&**store.replays, body);
+        let key = ReplayKey::new(scope.name(), self.key.0);
+        let (status, body) = answer;
+        let kept = StoredResponse {
+            status: status.as_u16(),
+            body,
+        };
+        let claimant = &store.claimant;
+        let written = (store.replays)
+            .write_claimed(&key, &fingerprint, store.now, claimant, write, &kept)
+            .await;
+        match written {
+            Ok(Some(Begin::Proceed)) => respond(status, kept.body, false),
+            Ok(Some(refusal)) => refused(refusal),
+            Err(e) => ApiError::from(EngineError::from(e)).into_response(),
+            Ok(None) => {
+                let work = async move {
+                    fallback.await?;
+                    Ok((status, kept.body))
+                };
+                Self::run_keyed(store, key, fingerprint, work, Keeping::Waited).await
+            }
+        }
+    }
+
+    async fn run_keyed<F>(
+        store: Store<'_>,
+        key: ReplayKey,
+        fingerprint: [u8; 32],
+        work: F,
+        keeping: Keeping,
+    ) -> Response
+    where
+        F: Future<Output = Reply> + Send + 'static,
+    {
         let begun = (store.replays)
             .begin(&key, &fingerprint, store.now, &store.claimant)
             .await;

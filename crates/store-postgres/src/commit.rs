@@ -9,11 +9,14 @@
 //! CHECK refuses a buyer over the limit; this file turns those named refusals into
 //! outcomes.
 
-use boxoffice_engine::ports::{Commit, CommitOutcome, StoreError};
+use boxoffice_domain::OrderEvent;
+use boxoffice_engine::ports::{Commit, CommitOutcome, LedgerError, Order, StoreError};
 use sqlx::PgConnection;
 
 use crate::conn::db;
+use crate::moves;
 use crate::orders::parse_state;
+use crate::writer::Step;
 
 const BATCH: &str =
     "SELECT outcome, state, refused_by, detail FROM ledger_commit_batch($1, $2, $3)";
@@ -64,6 +67,43 @@ pub(crate) async fn commit_batch<'a>(
         .zip(&ids)
         .map(|(row, id)| outcome(row, id))
         .collect())
+}
+
+/// Writer job: a live checkout's authorization, then its commit through the same
+/// function (which runs it in a subtransaction of its own, so a refused commit undoes
+/// only itself and the order stays `authorized` for the caller to void). A refused move
+/// writes nothing. A commit the function undid to wait for held rows makes the whole job
+/// a lost race, run again from the start in a later batch.
+pub(crate) async fn authorize_and_commit(
+    conn: &mut PgConnection,
+    c: &Commit,
+    reference: &str,
+) -> Result<Step<Result<(Order, CommitOutcome), LedgerError>>, StoreError> {
+    let moved = moves::apply(
+        conn,
+        c.order,
+        OrderEvent::Authorized,
+        Some(reference),
+        c.now,
+    );
+    let authorized = match moved.await? {
+        Step::Keep(Ok(order)) => order,
+        Step::Keep(Err(e)) | Step::Undo(Err(e)) => return Ok(Step::Undo(Err(e))),
+        Step::Undo(Ok(_)) => {
+            return Err(StoreError::new("postgres: an authorization undid itself"));
+        }
+    };
+    match commit_batch(conn, [c]).await?.pop() {
+        Some(Answer::Done(out)) => Ok(Step::Keep(Ok((authorized, out?)))),
+        // SQLSTATE 55P03 (lock_not_available) is what the function waited out: the
+        // writer runs a job that lost such a race again.
+        Some(Answer::Retry) => Err(StoreError::new(
+            "postgres: a commit waited too long for rows another transaction holds (SQLSTATE 55P03)",
+        )),
+        None => Err(StoreError::new(
+            "postgres: ledger_commit_batch answered nothing",
+        )),
+    }
 }
 
 /// One row of the function as the port's answer; the named constraints are the only

@@ -15,7 +15,8 @@
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KnownWrite, ReplayKey, StoreError,
+    StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -127,6 +128,29 @@ async fn finish(
     }
 }
 
+/// `begin`, and when it is granted the write and `finish`, in one job: the claim, the
+/// write and the answer share the job's savepoint, so a failure of any undoes all three
+/// (and a lost race runs all three again).
+async fn write_claimed(
+    conn: &mut PgConnection,
+    key: (&str, &str),
+    fingerprint: &[u8; 32],
+    now: Millis,
+    claimant: &Claimant,
+    write: KnownWrite,
+    answer: &StoredResponse,
+) -> Result<Begin, StoreError> {
+    let begun = begin(conn, key, fingerprint, now, claimant).await?;
+    if begun != Begin::Proceed {
+        return Ok(begun);
+    }
+    match write {
+        KnownWrite::SignUp { buyer, at } => crate::events::create_buyer(conn, buyer, at).await?,
+    };
+    finish(conn, key, answer).await?;
+    Ok(Begin::Proceed)
+}
+
 async fn abandon(
     conn: &mut PgConnection,
     (scope, key): (&str, &str),
@@ -189,6 +213,31 @@ impl IdempotencyStore for PostgresIdempotency {
                 Box::pin(async move { abandon(conn, (&scope, &key)).await })
             })
             .await
+    }
+
+    async fn write_claimed(
+        &self,
+        replay: &ReplayKey,
+        fingerprint: &[u8; 32],
+        now: Millis,
+        claimant: &Claimant,
+        write: KnownWrite,
+        answer: &StoredResponse,
+    ) -> Result<Option<Begin>, StoreError> {
+        let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
+        let (fingerprint, claimant, answer) = (*fingerprint, *claimant, answer.clone());
+        self.writer
+            .submit_row(row.clone(), move |conn| {
+                let ((scope, key), answer) = (row.clone(), answer.clone());
+                Box::pin(async move {
+                    let key = (scope.as_str(), key.as_str());
+                    write_claimed(conn, key, &fingerprint, now, &claimant, write, &answer)
+                        .await
+                        .map(Step::Keep)
+                })
+            })
+            .await
+            .map(Some)
     }
 
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {

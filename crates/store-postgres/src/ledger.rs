@@ -22,7 +22,7 @@ use sqlx::{PgConnection, PgPool};
 use crate::idempotency::PostgresIdempotency;
 use crate::options::PostgresOptions;
 use crate::writer::{OpFuture, Writer};
-use crate::{audit, cancel, conn, event_cancel, events, migrate, moves, orders};
+use crate::{audit, cancel, commit, conn, event_cancel, events, migrate, moves, orders};
 
 /// Things that must live as long as the database is in use, such as a test's
 /// throw-away database (dropped with the last ledger or idempotency store).
@@ -350,6 +350,21 @@ impl Ledger for PostgresLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(order = %commit.order))]
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError> {
         self.writer.commit(commit.clone()).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %commit.order))]
+    async fn authorize_and_commit(
+        &self,
+        commit: &Commit,
+        reference: &str,
+    ) -> Result<(Order, CommitOutcome), LedgerError> {
+        let (commit, reference) = (commit.clone(), reference.to_owned());
+        self.writer
+            .submit(move |c| {
+                let (commit, reference) = (commit.clone(), reference.clone());
+                Box::pin(async move { commit::authorize_and_commit(c, &commit, &reference).await })
+            })
+            .await?
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]

@@ -7,7 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, Event, OrderEvent};
-use boxoffice_engine::ports::{CommitOutcome, Ledger, Order};
+use boxoffice_engine::ports::{
+    Begin, Claimant, CommitOutcome, IdempotencyStore, Incarnation, KnownWrite, Ledger, Order,
+    ReplayKey, StoredResponse,
+};
 use boxoffice_store_postgres::{PostgresLedger, migrate};
 use boxoffice_testkit::ledger as suite;
 use boxoffice_testkit::ledger::fixtures::{T0, authorized, commit_of, event};
@@ -37,6 +40,51 @@ async fn migrating_twice_applies_each_migration_once() {
     assert_eq!(ledger.migrate().await.unwrap(), Vec::<i64>::new());
     assert!(ledger.audit_facts().await.unwrap().events.is_empty());
     ledger.pool().close().await;
+}
+
+/// A sign-up under its Idempotency-Key is one job of the writer: the claim, the buyer's
+/// row and the kept answer (three jobs when made as `begin`, `create_buyer`, `finish`).
+/// A refused claim writes no buyer.
+#[boxoffice_testkit::test]
+async fn a_sign_up_is_claimed_written_and_kept_in_one_write() {
+    let pg = common::ledger(true).await;
+    let (pool, replays) = (pg.pool().clone(), pg.idempotency());
+    let me = Claimant {
+        node: Incarnation::random(),
+        lease_ms: 30_000,
+        dead_after_ms: 10_000,
+    };
+    let key = ReplayKey::new("secrets", format!("digest-{}", BuyerId::random()));
+    let answer = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let (first, second) = (BuyerId::random(), BuyerId::random());
+    let buyers = |b: BuyerId| {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM buyers WHERE id = $1")
+            .bind(b.to_string())
+            .fetch_one(&pool)
+    };
+    let (_, jobs_before) = pg.write_stats();
+    let sign_up = |buyer| KnownWrite::SignUp { buyer, at: T0 };
+    let written = replays
+        .write_claimed(&key, &[1; 32], T0, &me, sign_up(first), &answer)
+        .await
+        .unwrap();
+    assert_eq!(written, Some(Begin::Proceed));
+    let (_, jobs) = pg.write_stats();
+    assert_eq!(jobs - jobs_before, 1, "writer jobs for one sign-up");
+    assert_eq!(buyers(first).await.unwrap(), 1);
+    let retried = replays
+        .write_claimed(&key, &[1; 32], T0, &me, sign_up(second), &answer)
+        .await
+        .unwrap();
+    assert_eq!(retried, Some(Begin::Replay(answer)));
+    assert_eq!(
+        buyers(second).await.unwrap(),
+        0,
+        "a replayed sign-up wrote a second buyer"
+    );
 }
 
 #[boxoffice_testkit::test]

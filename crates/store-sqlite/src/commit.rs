@@ -5,13 +5,13 @@
 //! CHECK refuses a buyer over the limit; this file turns those refusals into outcomes.
 
 use boxoffice_domain::{OrderEvent, OrderState};
-use boxoffice_engine::ports::{Commit, CommitOutcome, Order, StoreError};
+use boxoffice_engine::ports::{Commit, CommitOutcome, LedgerError, Order, StoreError};
 use rusqlite::{Connection, ErrorCode, ffi, params};
 
 use crate::conn::db;
-use crate::moves::record;
+use crate::moves::{self, record};
 use crate::orders;
-use crate::writer::Step;
+use crate::writer::{Step, in_savepoint};
 
 /// A refusal by a constraint that means a business answer, not a store failure.
 pub(crate) enum Refusal {
@@ -67,6 +67,32 @@ pub(crate) fn commit(conn: &Connection, c: &Commit) -> Result<Step<CommitOutcome
         c.now,
     )?;
     Ok(Step::Keep(CommitOutcome::Committed))
+}
+
+/// Writer job: a live checkout's authorization, then its commit in a savepoint of its
+/// own (nested in the job's), so a refused commit undoes only itself and the order stays
+/// `authorized` for the caller to void. A refused move writes nothing.
+pub(crate) fn authorize_and_commit(
+    conn: &Connection,
+    c: &Commit,
+    reference: &str,
+) -> Result<Step<Result<(Order, CommitOutcome), LedgerError>>, StoreError> {
+    let moved = moves::apply(
+        conn,
+        c.order,
+        OrderEvent::Authorized,
+        Some(reference),
+        c.now,
+    )?;
+    let authorized = match moved {
+        Step::Keep(Ok(order)) => order,
+        Step::Keep(Err(e)) | Step::Undo(Err(e)) => return Ok(Step::Undo(Err(e))),
+        Step::Undo(Ok(_)) => {
+            return Err(StoreError::new("sqlite: an authorization undid itself"));
+        }
+    };
+    let outcome = in_savepoint(conn, |conn| commit(conn, c))?;
+    Ok(Step::Keep(Ok((authorized, outcome))))
 }
 
 fn sell_seats(

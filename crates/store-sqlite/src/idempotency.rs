@@ -9,7 +9,8 @@
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KnownWrite, ReplayKey, StoreError,
+    StoredResponse,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -92,6 +93,49 @@ fn begin(
     }
 }
 
+/// Keeps `response` as the key's answer.
+fn finish(
+    conn: &Connection,
+    scope: &str,
+    key: &str,
+    response: &StoredResponse,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4 WHERE scope = ?1 AND key = ?2",
+        )
+        .and_then(|mut s| s.execute(params![scope, key, response.status, response.body]))
+        .map_err(db)?;
+    match changed {
+        0 => Err(StoreError::new(format_args!(
+            "no claim for idempotency key {key:?} to finish"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `begin`, and when it is granted the write and `finish`, in one job: the claim, the
+/// write and the answer share the job's savepoint, so a failure of any undoes all three.
+fn write_claimed(
+    conn: &Connection,
+    (scope, key): (&str, &str),
+    fingerprint: &[u8; 32],
+    now: Millis,
+    claimant: &Claimant,
+    write: KnownWrite,
+    answer: &StoredResponse,
+) -> Result<Begin, StoreError> {
+    let begun = begin(conn, scope, key, fingerprint, now, claimant)?;
+    if begun != Begin::Proceed {
+        return Ok(begun);
+    }
+    match write {
+        KnownWrite::SignUp { buyer, at } => crate::events::create_buyer(conn, buyer, at)?,
+    };
+    finish(conn, scope, key, answer)?;
+    Ok(Begin::Proceed)
+}
+
 /// The oldest records claimed before `before`, at most `limit`, in one short write.
 fn prune(conn: &Connection, before: Millis, limit: u32) -> Result<u64, StoreError> {
     conn.prepare_cached(
@@ -137,18 +181,7 @@ impl IdempotencyStore for SqliteIdempotency {
             response.clone(),
         );
         self.writer
-            .submit(move |conn| {
-                let changed = conn
-                    .prepare_cached(
-                        "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4 WHERE scope = ?1 AND key = ?2",
-                    )
-                    .and_then(|mut s| s.execute(params![scope, key, response.status, response.body]))
-                    .map_err(db)?;
-                match changed {
-                    0 => Err(StoreError::new(format_args!("no claim for idempotency key {key:?} to finish"))),
-                    _ => Ok(Step::Keep(())),
-                }
-            })
+            .submit(move |conn| finish(conn, &scope, &key, &response).map(Step::Keep))
             .await
     }
 
@@ -166,6 +199,27 @@ impl IdempotencyStore for SqliteIdempotency {
 
     async fn heartbeat(&self, _node: Incarnation, _now: Millis) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    async fn write_claimed(
+        &self,
+        replay: &ReplayKey,
+        fingerprint: &[u8; 32],
+        now: Millis,
+        claimant: &Claimant,
+        write: KnownWrite,
+        answer: &StoredResponse,
+    ) -> Result<Option<Begin>, StoreError> {
+        let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
+        let (fingerprint, claimant, answer) = (*fingerprint, *claimant, answer.clone());
+        self.writer
+            .submit(move |conn| {
+                let key = (scope.as_str(), key.as_str());
+                write_claimed(conn, key, &fingerprint, now, &claimant, write, &answer)
+                    .map(Step::Keep)
+            })
+            .await
+            .map(Some)
     }
 
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {

@@ -304,6 +304,18 @@ impl Ledger for SqliteLedger {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %commit.order))]
+    async fn authorize_and_commit(
+        &self,
+        commit: &Commit,
+        reference: &str,
+    ) -> Result<(Order, CommitOutcome), LedgerError> {
+        let (commit, reference) = (commit.clone(), reference.to_owned());
+        self.writer
+            .submit(move |c| commit::authorize_and_commit(c, &commit, &reference))
+            .await?
+    }
+
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer

@@ -136,7 +136,7 @@ impl Writer {
     }
 }
 
-fn in_savepoint<T>(
+pub(crate) fn in_savepoint<T>(
     conn: &Connection,
     op: impl FnOnce(&Connection) -> Result<Step<T>, StoreError>,
 ) -> Result<T, StoreError> {

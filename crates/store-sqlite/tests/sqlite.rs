@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, Event, OrderEvent};
-use boxoffice_engine::ports::{AuditFacts, CommitOutcome, Ledger, Order};
+use boxoffice_engine::ports::{
+    AuditFacts, Begin, Claimant, CommitOutcome, IdempotencyStore, Incarnation, KnownWrite, Ledger,
+    Order, ReplayKey, StoredResponse,
+};
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions, migrate};
 use boxoffice_testkit::ledger::fixtures::{T0, authorized, commit_of, event};
 use rusqlite::Connection;
@@ -166,6 +169,48 @@ async fn concurrent_commits_share_transactions() {
         "{} transactions for 200 commits",
         tx - tx_before
     );
+}
+
+/// A sign-up under its Idempotency-Key is one job of the writer: the claim, the buyer's
+/// row and the kept answer (three jobs when made as `begin`, `create_buyer`, `finish`).
+/// A refused claim writes no buyer.
+#[boxoffice_testkit::test]
+async fn a_sign_up_is_claimed_written_and_kept_in_one_write() {
+    let f = open();
+    let replays = f.sqlite.idempotency();
+    let me = Claimant {
+        node: Incarnation::random(),
+        lease_ms: 30_000,
+        dead_after_ms: 10_000,
+    };
+    let key = ReplayKey::new("secrets", "digest-1");
+    let answer = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let (first, second) = (BuyerId::random(), BuyerId::random());
+    let buyers = |b: BuyerId| -> i64 {
+        let sql = "SELECT COUNT(*) FROM buyers WHERE id = ?1";
+        backdoor(&f.path)
+            .query_row(sql, [b.to_string()], |r| r.get(0))
+            .unwrap()
+    };
+    let (_, jobs_before) = f.sqlite.write_stats();
+    let sign_up = |buyer| KnownWrite::SignUp { buyer, at: T0 };
+    let written = replays
+        .write_claimed(&key, &[1; 32], T0, &me, sign_up(first), &answer)
+        .await
+        .unwrap();
+    assert_eq!(written, Some(Begin::Proceed));
+    let (_, jobs) = f.sqlite.write_stats();
+    assert_eq!(jobs - jobs_before, 1, "writer jobs for one sign-up");
+    assert_eq!(buyers(first), 1);
+    let retried = replays
+        .write_claimed(&key, &[1; 32], T0, &me, sign_up(second), &answer)
+        .await
+        .unwrap();
+    assert_eq!(retried, Some(Begin::Replay(answer)));
+    assert_eq!(buyers(second), 0, "a replayed sign-up wrote a second buyer");
 }
 
 #[boxoffice_testkit::test]

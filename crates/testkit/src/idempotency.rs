@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, Millis};
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KnownWrite, ReplayKey, StoredResponse,
 };
 
 mod bounded;
@@ -52,6 +52,7 @@ macro_rules! __idempotency_cases {
             the_same_key_in_two_scopes_is_two_keys,
             a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once,
             records_claimed_before_the_cutoff_are_pruned_in_batches,
+            a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_caller,
         );
     };
 }
@@ -287,4 +288,63 @@ pub async fn records_claimed_before_the_cutoff_are_pruned_in_batches(
         Begin::Replay(created()),
         "a younger record is kept"
     );
+}
+
+/// `write_claimed`: a store that keeps its records in the ledger's database takes the
+/// claim, makes the write and keeps the answer in one, and answers every later request
+/// with the key as `begin` would after a `finish`; a refused claim comes back as
+/// `begin`'s refusal. A store that keeps no ledger rows answers `None` (its callers
+/// claim, write and finish in turn) and must not have claimed the key.
+pub async fn a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_caller(
+    store: Arc<dyn IdempotencyStore>,
+) {
+    let (s, me) = (scope(), claimant());
+    let sign_up = || KnownWrite::SignUp {
+        buyer: BuyerId::random(),
+        at: NOW,
+    };
+    let key = ReplayKey::new(&s, "k1");
+    let first = store
+        .write_claimed(&key, &FP, NOW, &me, sign_up(), &created())
+        .await
+        .unwrap();
+    let Some(first) = first else {
+        // Left to the caller: the key is untouched, so its own claim proceeds.
+        let begun = store.begin(&key, &FP, NOW, &me).await.unwrap();
+        assert_eq!(begun, Begin::Proceed);
+        return;
+    };
+    assert_eq!(first, Begin::Proceed);
+    // Kept at once: a retry from another process, later, is a replay, by either call.
+    let later = NOW.plus_secs(3_600);
+    let replayed = store.begin(&key, &FP, later, &claimant()).await.unwrap();
+    assert_eq!(replayed, Begin::Replay(created()));
+    let again = StoredResponse {
+        status: 201,
+        body: b"another answer".to_vec(),
+    };
+    let retried = store
+        .write_claimed(&key, &FP, later, &claimant(), sign_up(), &again)
+        .await
+        .unwrap();
+    assert_eq!(retried, Some(Begin::Replay(created())));
+    let other = store
+        .write_claimed(&key, &[8; 32], later, &me, sign_up(), &again)
+        .await
+        .unwrap();
+    assert_eq!(other, Some(Begin::Mismatch));
+    // A key a running request holds is in flight, and that request still keeps its own.
+    let running = ReplayKey::new(&s, "k2");
+    assert_eq!(
+        store.begin(&running, &FP, NOW, &me).await.unwrap(),
+        Begin::Proceed
+    );
+    let meanwhile = store
+        .write_claimed(&running, &FP, NOW, &me, sign_up(), &again)
+        .await
+        .unwrap();
+    assert_eq!(meanwhile, Some(Begin::InFlight));
+    store.finish(&running, &created()).await.unwrap();
+    let kept = store.begin(&running, &FP, later, &me).await.unwrap();
+    assert_eq!(kept, Begin::Replay(created()));
 }

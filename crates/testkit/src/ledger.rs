@@ -10,6 +10,7 @@
 //! for the whole run) passes as well as a fresh file per case.
 
 mod audit;
+mod authorize_commit;
 mod cancel;
 mod catalog;
 mod commit;
@@ -21,6 +22,7 @@ mod revoke;
 mod schedule;
 
 pub use audit::*;
+pub use authorize_commit::*;
 pub use cancel::*;
 pub use catalog::*;
 pub use commit::*;
@@ -77,6 +79,10 @@ macro_rules! ledger_conformance {
                 a_committed_order_moves_on_to_capture_and_keeps_its_seats,
                 one_conflicting_commit_in_a_batch_does_not_undo_the_others,
                 k_seats_and_many_more_orders_sell_exactly_k_seats,
+                authorizing_and_committing_in_one_sells_the_seats_with_the_reference,
+                a_commit_lost_after_the_authorization_leaves_the_order_authorized,
+                an_authorization_the_orders_state_refuses_writes_nothing,
+                k_seats_and_many_more_orders_authorized_and_committed_in_one_sell_exactly_k,
                 a_clean_ledger_has_clean_audit_facts,
             );
         }

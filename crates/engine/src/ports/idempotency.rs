@@ -1,5 +1,5 @@
 use async_trait::async_trait;
-use boxoffice_domain::Millis;
+use boxoffice_domain::{BuyerId, Millis};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
@@ -30,6 +30,15 @@ pub enum Begin {
     /// A store with a count cap is full of requests still running: nothing could be
     /// forgotten to make room (finished records go first; running claims never do).
     Full,
+}
+
+/// A ledger write whose answer is known before it runs, which a replay store kept in the
+/// ledger's own database can take with its key's claim and keep as the key's answer in
+/// the same write (`IdempotencyStore::write_claimed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnownWrite {
+    /// A buyer signed up at `at`, as `Ledger::create_buyer` records one.
+    SignUp { buyer: BuyerId, at: Millis },
 }
 
 /// One life of a process: a random id drawn at every start. A claim records the
@@ -165,6 +174,26 @@ pub trait IdempotencyStore: Send + Sync {
     /// Forgets at most `limit` records claimed before `before` (their retention is
     /// over), and heartbeats older than that; returns how many records went.
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
+
+    /// Claims the key and, only when the claim is granted, makes `write` and keeps
+    /// `answer` as the key's answer, all in one write of the ledger's database: three
+    /// writes (`begin`, the write, `finish`) become one, for a store kept beside the
+    /// ledger in its database. `Some(Begin::Proceed)`: all of it is written, nothing is
+    /// left to finish. `Some` of any other answer: the claim was refused (`begin`'s
+    /// answers) and nothing was written. An error: nothing was written. `None` (the
+    /// default): this store keeps no ledger rows; the caller claims, writes and
+    /// finishes in turn.
+    async fn write_claimed(
+        &self,
+        _key: &ReplayKey,
+        _fingerprint: &[u8; 32],
+        _now: Millis,
+        _claimant: &Claimant,
+        _write: KnownWrite,
+        _answer: &StoredResponse,
+    ) -> Result<Option<Begin>, StoreError> {
+        Ok(None)
+    }
 }
 
 #[cfg(test)]

@@ -274,6 +274,28 @@ pub trait Ledger: Send + Sync {
     /// transaction. Concurrent commits may share a transaction (group commit); each
     /// gets its own outcome.
     async fn commit(&self, commit: &Commit) -> Result<CommitOutcome, StoreError>;
+    /// A live checkout's two moves after the provider approved: `apply(Authorized,
+    /// reference)` at `commit.now`, then `commit`, as one write where the store can. The
+    /// authorization is recorded whatever the commit's outcome (a refused commit leaves
+    /// the order `authorized` for its caller to void), and nothing is written when the
+    /// move is refused (`Conflict`: a webhook or the sweep moved the order first). The
+    /// authorized order and the commit's outcome come back. After a `Store` error the
+    /// authorization may or may not be recorded (recovery asks the provider either way).
+    async fn authorize_and_commit(
+        &self,
+        commit: &Commit,
+        reference: &str,
+    ) -> Result<(Order, CommitOutcome), LedgerError> {
+        let authorized = self
+            .apply(
+                commit.order,
+                OrderEvent::Authorized,
+                Some(reference),
+                commit.now,
+            )
+            .await?;
+        Ok((authorized, self.commit(commit).await?))
+    }
     /// pending_capture → cancelling (`OrderEvent::CaptureAbandoned`): the order's sold
     /// seats are deleted and its buyer's ticket count lowered, with an `order_cancelled`
     /// outbox row and a history line, in one transaction. `Conflict` (holding the

@@ -84,11 +84,20 @@ pub async fn create_buyer(
         Ok(d) => replay.rekey(d),
         Err(e) => return e.into_response(),
     };
-    let engine = st.engine.clone();
+    // The answer is known before the write: where the replay store lives in the
+    // ledger's database, the claim, the buyer's row and the kept answer are one write.
+    let new = st.engine.new_buyer();
+    let out = BuyerOut {
+        buyer_id: new.buyer,
+        token: new.token.clone(),
+    };
+    let answer = match reply(StatusCode::CREATED, &out) {
+        Ok(answer) => answer,
+        Err(e) => return e.into_response(),
+    };
+    let (engine, write) = (st.engine.clone(), new.write());
+    let fallback = async move { Ok(engine.record_buyer(&new).await?) };
     replay
-        .run(st.replays(), Scope::Secrets, b"", async move {
-            let (buyer_id, token) = engine.create_buyer().await?;
-            reply(StatusCode::CREATED, &BuyerOut { buyer_id, token })
-        })
+        .run_known(st.replays(), Scope::Secrets, b"", write, answer, fallback)
         .await
 }

@@ -89,6 +89,47 @@ async fn self_signup_is_rate_limited_per_client_address() {
     .await;
 }
 
+/// A sign-up is kept with its claim in the same ledger write as the buyer's row: a retry
+/// with the same key is the first answer again, marked as a replay, and its token is a
+/// working session of that one buyer.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_sign_up_gets_the_first_buyer_and_token_again() {
+    within(async {
+        let app = spawn().await;
+        let key = uuid();
+        let first = app
+            .client
+            .post(app.url("/v1/buyers"))
+            .header("Idempotency-Key", &key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(first.status(), StatusCode::CREATED);
+        assert!(first.headers().get("idempotent-replayed").is_none());
+        let first = first.bytes().await.unwrap();
+        let again = app
+            .client
+            .post(app.url("/v1/buyers"))
+            .header("Idempotency-Key", &key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), StatusCode::CREATED);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+        assert_eq!(
+            again.bytes().await.unwrap(),
+            first,
+            "the first answer, byte for byte"
+        );
+        let body: Value = serde_json::from_slice(&first).unwrap();
+        let token = body["token"].as_str().unwrap();
+        let me = app.get("/v1/me/orders", token).await;
+        assert_eq!(me.status(), StatusCode::OK, "the kept token is a session");
+        app.stop().await;
+    })
+    .await;
+}
+
 /// Replays used to be scoped by address: two people behind one NAT who copied the same
 /// key from an example got the same buyer and token.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,7 +29,7 @@ async fn a_checkouts_steps_and_its_ledger_reads_are_timed_in_metrics() {
         "pin",
         "insert_order",
         "authorize",
-        "authorized",
+        "pinned",
         "commit_and_capture",
     ] {
         let series = format!("boxoffice_checkout_step_seconds_count{{step=\"{step}\"}}");
