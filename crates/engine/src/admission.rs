@@ -160,9 +160,7 @@ impl Engine {
         }
         let json =
             serde_json::to_string(&rate).map_err(|e| EngineError::Internal(e.to_string()))?;
-        self.ports
-            .queue
-            .set_setting(event, crate::waiting::settings_internal::RATE, &json, false)
+        self.put_setting(event, crate::waiting::settings_internal::RATE, &json, false)
             .await?;
         Ok(())
     }

@@ -134,6 +134,9 @@ impl Engine {
             .ledger
             .set_sale_status(entry.event.id, status)
             .await?;
+        // An opening may bring the event's settings back into the queue store (a line
+        // restored): the next check reads them rather than this node's copy.
+        self.waiting.settings.forget(entry.event.id);
         let mut event = entry.event.clone();
         event.status = status;
         Ok(self.cache(event))

@@ -143,7 +143,9 @@ impl Engine {
         if entry.event.status == SaleStatus::Closed {
             return Err(EngineError::SaleClosed.into());
         }
-        let rules = self.event_settings(event).await?.rules;
+        // This node's copy: a read of the queue store per join would be a round trip
+        // on the herd's path for settings that change a few times per sale.
+        let rules = self.cached_settings(event).await?.rules;
         check_rules(&rules, buyer)?;
         let hosted = match rules.human_check() {
             HumanCheck::None => None,
@@ -197,7 +199,7 @@ impl Engine {
         } else {
             // The commitment must exist before the pool can be seen by anyone, and the
             // pool outlives the queue store: journaled before the join.
-            self.fairness_seed(event).await?;
+            self.join_seed(event).await?;
             self.journal_join(JoinRecord {
                 event,
                 buyer,

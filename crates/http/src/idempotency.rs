@@ -159,9 +159,46 @@ impl Replay {
     where
         F: Future<Output = Reply> + Send + 'static,
     {
+        self.run_keeping(store, scope, body, work, Keeping::Waited)
+            .await
+    }
+
+    /// As `run`, for work that gives the same answer when run again for the same
+    /// scope and body (a join: one place per buyer and event, found again by a second
+    /// join). The request does not wait for the store to keep the answer: the keeping
+    /// is handed to the store before the answer is sent (`Claim::finish_unwaited`), and
+    /// a process that dies before it is durable leaves a claim whose holder is dead,
+    /// which a retry takes over at once and runs again, to the same answer. A retry
+    /// while the keeping is in flight is told the request is still running (409), as
+    /// it would be while the work ran.
+    pub async fn run_repeatable<F>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        work: F,
+    ) -> Response
+    where
+        F: Future<Output = Reply> + Send + 'static,
+    {
+        self.run_keeping(store, scope, body, work, Keeping::Unwaited)
+            .await
+    }
+
+    async fn run_keeping<F>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        work: F,
+        keeping: Keeping,
+    ) -> Response
+    where
+        F: Future<Output = Reply> + Send + 'static,
+    {
         let fingerprint = self.fingerprint(&**store.replays, body);
         let key = ReplayKey::new(scope.name(), self.key.0);
-        Self::run_keyed(store, key, fingerprint, work).await
+        Self::run_keyed(store, key, fingerprint, work, keeping).await
     }
 
     /// Runs a write whose answer is known before it runs (`answer`, a success) with its
@@ -202,7 +239,7 @@ impl Replay {
                     fallback.await?;
                     Ok((status, kept.body))
                 };
-                Self::run_keyed(store, key, fingerprint, work).await
+                Self::run_keyed(store, key, fingerprint, work, Keeping::Waited).await
             }
         }
     }
@@ -212,6 +249,7 @@ impl Replay {
         key: ReplayKey,
         fingerprint: [u8; 32],
         work: F,
+        keeping: Keeping,
     ) -> Response
     where
         F: Future<Output = Reply> + Send + 'static,
@@ -226,7 +264,7 @@ impl Replay {
                     replays: store.replays.clone(),
                     key: Arc::new(key),
                 };
-                return claim.run_detached(work).await;
+                return claim.run_detached(work, keeping).await;
             }
             Ok(other) => other,
         };
@@ -407,6 +445,14 @@ fn refused(begin: Begin) -> Response {
     }
 }
 
+/// Whether a request waits for its answer to be kept before sending it.
+#[derive(Clone, Copy)]
+enum Keeping {
+    Waited,
+    /// Only for work whose second run answers as its first (`Replay::run_repeatable`).
+    Unwaited,
+}
+
 /// A key claimed by this request: it is finished with the answer, or abandoned.
 struct Claim {
     replays: Arc<dyn IdempotencyStore>,
@@ -417,7 +463,7 @@ impl Claim {
     /// Runs the work and records its answer. The work runs in the request's own task,
     /// and goes on in a task of its own only if the request is dropped first (the client
     /// left, or the deadline passed): see `Detached`.
-    async fn run_detached<F>(self, work: F) -> Response
+    async fn run_detached<F>(self, work: F, keeping: Keeping) -> Response
     where
         F: Future<Output = Reply> + Send + 'static,
     {
@@ -428,7 +474,10 @@ impl Claim {
                     "the request's work panicked".into(),
                 )))
             });
-            self.finish(reply).await
+            match keeping {
+                Keeping::Waited => self.finish(reply).await,
+                Keeping::Unwaited => self.finish_unwaited(reply),
+            }
         };
         Detached::new(Box::pin(task.in_current_span())).await
     }
@@ -448,9 +497,11 @@ impl Claim {
     }
 
     /// As `finish`, but the request does not wait for the store to confirm: the
-    /// store's command is handed to its connection before the answer is sent (so a
-    /// retry through the same connection finds the answer kept), and its reply is read
-    /// by a task of its own. A failure is logged, as `finish` logs it.
+    /// store's command is handed over before the answer is sent (to its connection in
+    /// Redis, so a retry through the same connection finds the answer kept; to the
+    /// writer's queue in the ledger, where a retry's claim finds it kept or still
+    /// running), and its reply is read by a task of its own. A failure is logged, as
+    /// `finish` logs it.
     fn finish_unwaited(self, reply: Reply) -> Response {
         let (status, body, error) = match reply {
             Ok((status, body)) => (status, body, None),
@@ -678,6 +729,127 @@ mod tests {
         assert_eq!(res.status(), StatusCode::CREATED);
         assert_eq!(res.headers()["idempotent-replayed"], "true");
         assert_eq!(body(res).await, b"{\"made\":1}");
+    }
+
+    /// A store whose `finish` waits for a permit of `kept` (none at first): an answer
+    /// whose keeping is slow, or never durable (the process died first).
+    struct SlowKeeping {
+        inner: MemoryIdempotency,
+        kept: Arc<tokio::sync::Semaphore>,
+    }
+
+    #[async_trait::async_trait]
+    impl IdempotencyStore for SlowKeeping {
+        async fn begin(
+            &self,
+            key: &ReplayKey,
+            fingerprint: &[u8; 32],
+            now: Millis,
+            claimant: &Claimant,
+        ) -> Result<Begin, boxoffice_engine::ports::StoreError> {
+            self.inner.begin(key, fingerprint, now, claimant).await
+        }
+        async fn finish(
+            &self,
+            key: &ReplayKey,
+            response: &StoredResponse,
+        ) -> Result<(), boxoffice_engine::ports::StoreError> {
+            let permit = self.kept.acquire().await;
+            drop(permit);
+            self.inner.finish(key, response).await
+        }
+        async fn abandon(
+            &self,
+            key: &ReplayKey,
+        ) -> Result<(), boxoffice_engine::ports::StoreError> {
+            self.inner.abandon(key).await
+        }
+        async fn heartbeat(
+            &self,
+            node: Incarnation,
+            now: Millis,
+        ) -> Result<(), boxoffice_engine::ports::StoreError> {
+            self.inner.heartbeat(node, now).await
+        }
+        async fn prune(
+            &self,
+            before: Millis,
+            limit: u32,
+        ) -> Result<u64, boxoffice_engine::ports::StoreError> {
+            self.inner.prune(before, limit).await
+        }
+    }
+
+    /// `send` through `run_repeatable`.
+    async fn send_repeatable(
+        replays: &Arc<dyn IdempotencyStore>,
+        claimant: Claimant,
+        work: impl Future<Output = Reply> + Send + 'static,
+    ) -> Response {
+        let store = Store {
+            replays,
+            claimant,
+            now: Millis(1_000),
+        };
+        replay("k-1")
+            .await
+            .run_repeatable(store, Scope::Operator, b"{}", work)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_repeatable_writes_answer_is_sent_before_the_store_has_kept_it() {
+        let kept = Arc::new(tokio::sync::Semaphore::new(0));
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(SlowKeeping {
+            inner: MemoryIdempotency::new(),
+            kept: kept.clone(),
+        });
+        let claimant = claimant();
+        let work = async { Ok((StatusCode::OK, b"{\"place\":1}".to_vec())) };
+        let sent = send_repeatable(&replays, claimant, work);
+        let res = tokio::time::timeout(Duration::from_secs(5), sent)
+            .await
+            .expect("answered while the store still keeps it");
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(body(res).await, b"{\"place\":1}");
+        // Kept or not, the key is this live process's: a retry does not run it again.
+        let again = send_repeatable(&replays, claimant, async { unreachable!("ran twice") });
+        assert_eq!(again.await.status(), StatusCode::CONFLICT);
+        kept.add_permits(1);
+        let retry = || async {
+            let res =
+                send_repeatable(&replays, claimant, async { unreachable!("ran twice") }).await;
+            match res.status() {
+                StatusCode::CONFLICT => Err("still keeping"),
+                _ => Ok(res),
+            }
+        };
+        let every = Duration::from_millis(5);
+        let res = eventually("the answer kept", Duration::from_secs(5), every, retry).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(res).await, b"{\"place\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_repeatable_write_whose_process_died_before_its_answer_was_kept_runs_again() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(SlowKeeping {
+            inner: MemoryIdempotency::new(),
+            kept: Arc::new(tokio::sync::Semaphore::new(0)),
+        });
+        let first = async { Ok((StatusCode::OK, b"{\"place\":1}".to_vec())) };
+        let res = send_repeatable(&replays, claimant(), first).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        // The keeping never lands; the next life of the process (another incarnation)
+        // takes the claim over and runs the work again.
+        let again = async { Ok((StatusCode::OK, b"{\"place\":1}".to_vec())) };
+        let res = send_repeatable(&replays, claimant(), again).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(
+            res.headers().get("idempotent-replayed").is_none(),
+            "ran again"
+        );
+        assert_eq!(body(res).await, b"{\"place\":1}");
     }
 
     #[tokio::test]

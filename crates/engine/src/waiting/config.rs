@@ -28,7 +28,10 @@ pub struct WaitingConfig {
     /// How long a used hosted human check is remembered (refused to any other buyer):
     /// longer than any provider keeps its tokens valid (Turnstile 300 s).
     pub human_check_remember_s: u64,
-    /// How long a node serves the pre-serialized public document before rebuilding it.
+    /// How long a node serves the pre-serialized public document before rebuilding it,
+    /// and its copy of an event's waiting-room settings (the rules joins are checked
+    /// against) before reading them again: a change made on another node reaches this
+    /// node's checks within this time.
     pub public_doc_ttl_ms: u64,
     /// Holds must carry the buyer's session token (`X-Buyer-Session`) whose session
     /// matches the admission token's. Off by default so plain API clients keep working;

@@ -49,9 +49,29 @@ impl Engine {
     /// The event's seed, drawn now if no node has drawn it yet. The ledger keeps it for
     /// good (first writer wins), so a restart or a lost queue store never draws another
     /// one behind a published commitment; the queue store's copy spares the ledger a
-    /// read per join.
+    /// read per join, and puts the commitment in the public document. Read from the
+    /// queue store now, so a store that lost its copy gets it back from the ledger.
     pub(crate) async fn fairness_seed(&self, event: EventId) -> Result<Seed, EngineError> {
-        let stored = match self.ports.queue.settings(event).await?.remove(SEED) {
+        let stored = self.event_settings(event).await?.seed.clone();
+        self.seed_or_draw(event, stored).await
+    }
+
+    /// `fairness_seed` for a join before opening: from this node's copy of the
+    /// settings (`cached_settings`), so a join does not read the queue store for it. A
+    /// seed never changes once kept, so any copy of it is the store's; a store that
+    /// lost its copy gets it back once this node's copy is read again (within
+    /// `public_doc_ttl_ms`), as it does when a join finds it missing.
+    pub(crate) async fn join_seed(&self, event: EventId) -> Result<Seed, EngineError> {
+        let stored = self.cached_settings(event).await?.seed.clone();
+        self.seed_or_draw(event, stored).await
+    }
+
+    async fn seed_or_draw(
+        &self,
+        event: EventId,
+        stored: Option<String>,
+    ) -> Result<Seed, EngineError> {
+        let stored = match stored {
             Some(seed) => seed,
             None => {
                 let mut bytes = [0u8; 32];
@@ -59,10 +79,7 @@ impl Engine {
                 bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
                 let fresh = Seed(bytes).to_hex();
                 let kept = self.ports.ledger.fairness_seed(event, &fresh).await?;
-                self.ports
-                    .queue
-                    .set_setting(event, SEED, &kept, false)
-                    .await?
+                self.put_setting(event, SEED, &kept, false).await?
             }
         };
         Seed::from_hex(&stored)
@@ -160,10 +177,7 @@ impl Engine {
     ) -> Result<(), EngineError> {
         for (name, value) in self.ports.ledger.line_settings(event).await? {
             claim.held()?;
-            self.ports
-                .queue
-                .set_setting(event, &name, &value, true)
-                .await?;
+            self.put_setting(event, &name, &value, true).await?;
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ mod journal;
 pub(crate) mod limits;
 mod public;
 pub(crate) mod settings;
+mod snapshot;
 mod stats;
 mod tokens;
 
@@ -42,6 +43,8 @@ pub struct WaitingRoom {
     pub(crate) limits: limits::Limiter,
     pub(crate) health: health::HealthWindow,
     pub(crate) journal: journal::JoinJournal,
+    /// Each event's settings as this node last read them, for the joins' checks.
+    pub(crate) settings: snapshot::SettingsCache,
     docs: RwLock<HashMap<EventId, Arc<PublicDoc>>>,
     /// Per event: (when, serving_up_to, finished) at each tick, for the active-shopper
     /// estimate over the admission token's lifetime.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::settings::{CurrentRate, EventSettings};
+use super::settings::CurrentRate;
 use crate::ports::QueueState;
 use crate::{Engine, EngineError};
 
@@ -79,8 +79,9 @@ impl Engine {
             self.ensure_line(event).await?;
             state = self.ports.queue.state(event).await?;
         }
-        let raw = self.ports.queue.settings(event).await?;
-        let settings = EventSettings::parse(&raw, self.config.waiting.rules);
+        // Read through `event_settings`, so the rules the node checks joins against
+        // are never older than the document that tells buyers what to pass.
+        let settings = self.event_settings(event).await?;
         let rate = settings.rate.unwrap_or(CurrentRate {
             rate_per_s: settings
                 .control

@@ -1,6 +1,8 @@
 //! Operator controls and the operator's view: admission override (PUT /admission),
 //! the event's rules (PUT /waiting-room), health samples, and GET /stats.
 
+use std::sync::Arc;
+
 use boxoffice_domain::EventId;
 use boxoffice_domain::admission::Health;
 use serde::Serialize;
@@ -47,10 +49,7 @@ impl Engine {
             .ledger
             .keep_line_setting(event, CONTROL, &json)
             .await?;
-        self.ports
-            .queue
-            .set_setting(event, CONTROL, &json, false)
-            .await?;
+        self.put_setting(event, CONTROL, &json, false).await?;
         // Apply at once rather than at the next tick, so the operator sees the effect.
         self.refresh_rate(event).await?;
         Ok(control)
@@ -70,20 +69,65 @@ impl Engine {
             .ledger
             .keep_line_setting(event, RULES, &json)
             .await?;
-        self.ports
-            .queue
-            .set_setting(event, RULES, &json, false)
-            .await?;
+        self.put_setting(event, RULES, &json, false).await?;
         self.rebuild_public_doc(event).await?;
         Ok(rules)
     }
 
+    /// The event's settings as the queue store has them now; this node's copy
+    /// (`cached_settings`) is refreshed with them.
     pub(crate) async fn event_settings(
         &self,
         event: EventId,
-    ) -> Result<EventSettings, EngineError> {
+    ) -> Result<Arc<EventSettings>, EngineError> {
+        let cache = &self.waiting.settings;
+        let (read, read_at) = (cache.generation(), self.now());
         let raw = self.ports.queue.settings(event).await?;
-        Ok(EventSettings::parse(&raw, self.config.waiting.rules))
+        let settings = Arc::new(EventSettings::parse(&raw, self.config.waiting.rules));
+        cache.keep(
+            event,
+            read,
+            read_at,
+            settings.clone(),
+            self.settings_ttl_ms(),
+        );
+        Ok(settings)
+    }
+
+    /// The event's settings as this node read them at most `public_doc_ttl_ms` ago:
+    /// what a join is checked against (its rules, the seed), without a store read on
+    /// the herd's path. See `waiting::snapshot` for the bound on staleness.
+    pub(crate) async fn cached_settings(
+        &self,
+        event: EventId,
+    ) -> Result<Arc<EventSettings>, EngineError> {
+        let ttl = self.settings_ttl_ms();
+        match self.waiting.settings.fresh(event, self.now(), ttl) {
+            Some(settings) => Ok(settings),
+            None => self.event_settings(event).await,
+        }
+    }
+
+    /// Writes one of the event's settings and forgets this node's copy, so the node's
+    /// next check reads what was written.
+    pub(crate) async fn put_setting(
+        &self,
+        event: EventId,
+        name: &str,
+        value: &str,
+        only_if_absent: bool,
+    ) -> Result<String, EngineError> {
+        let stored = self
+            .ports
+            .queue
+            .set_setting(event, name, value, only_if_absent)
+            .await;
+        self.waiting.settings.forget(event);
+        Ok(stored?)
+    }
+
+    fn settings_ttl_ms(&self) -> i64 {
+        i64::try_from(self.config.waiting.public_doc_ttl_ms).unwrap_or(i64::MAX)
     }
 
     pub async fn waiting_stats(&self, event: EventId) -> Result<StatsView, EngineError> {

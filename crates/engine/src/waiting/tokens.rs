@@ -51,7 +51,9 @@ impl Engine {
                 .check(Key::JoinIp(ip), cfg.join_per_ip, now)?;
         }
         self.event(event).await?;
-        let difficulty = self.event_settings(event).await?.rules.pow_difficulty;
+        // The difficulty this node checks joins against (its copy), so a challenge it
+        // hands out is never stale to its own check.
+        let difficulty = self.cached_settings(event).await?.rules.pow_difficulty;
         let exp = now.plus_secs(cfg.challenge_ttl_s);
         let challenge = Claims {
             event: Some(event),

@@ -8,6 +8,7 @@ mod common;
 
 mod checkout;
 mod holds;
+mod join_settings;
 mod line_restore;
 mod queue;
 

@@ -8,6 +8,7 @@ mod common;
 mod checkout_retry;
 mod failover;
 mod faults;
+mod join_trips;
 mod line_claim;
 mod line_restart;
 mod lost_event;

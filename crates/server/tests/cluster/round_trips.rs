@@ -117,7 +117,7 @@ fn sent_by_clients(monitored: &str) -> Vec<String> {
 }
 
 /// A connection of the test's own to `redis`, for its counts.
-async fn connection(redis: &OwnRedis) -> redis::aio::MultiplexedConnection {
+pub(crate) async fn connection(redis: &OwnRedis) -> redis::aio::MultiplexedConnection {
     let url = format!("redis://127.0.0.1:{}", redis.port);
     let client = redis::Client::open(url.as_str()).expect("a Redis URL");
     client
@@ -127,7 +127,7 @@ async fn connection(redis: &OwnRedis) -> redis::aio::MultiplexedConnection {
 }
 
 /// What Redis served while the measured requests ran.
-struct Measured {
+pub(crate) struct Measured {
     /// Scripts run (`INFO commandstats`).
     scripts: u64,
     /// Every command's count change, the commands the scripts called included.
@@ -138,7 +138,7 @@ struct Measured {
 
 /// Runs `requests` with `own` watched: its counts once settled before and after, and
 /// MONITOR between.
-async fn measure(
+pub(crate) async fn measure(
     own: &OwnRedis,
     redis: &mut redis::aio::MultiplexedConnection,
     requests: impl Future<Output = ()>,
@@ -165,7 +165,7 @@ async fn measure(
 impl Measured {
     /// Prints what `n` requests (each a `one`: hold, release) cost, and checks each cost
     /// `per` scripts, sent by the node as that many commands and nothing else.
-    fn expect(&self, n: usize, one: &str, per: u64) {
+    pub(crate) fn expect(&self, n: usize, one: &str, per: u64) {
         let Measured {
             scripts,
             delta,
@@ -191,7 +191,7 @@ impl Measured {
 
 /// A node in cluster mode on `redis` and a fresh PostgreSQL database, its background
 /// workers idle (they run once at start, then not for an hour).
-async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
+pub(crate) async fn node(redis: &OwnRedis) -> (TestApp, TestDatabase) {
     let (app, db, _) = node_with_prefix(redis).await;
     (app, db)
 }
