@@ -93,7 +93,12 @@ impl Engine {
         input: crate::ProofInput<'_>,
     ) -> Result<(), EngineError> {
         let mode = entry.event.sale.proof_of_possession;
-        (self.prove(admitted.event, mode, admitted.key.as_ref(), Some(input))).await
+        if mode == PopMode::Off {
+            return Ok(());
+        }
+        // Boxed: a proof's checks are a large future, which a hold's future would carry
+        // (and copy when moved) on sales that take no proof.
+        Box::pin(self.prove(admitted.event, mode, admitted.key.as_ref(), Some(input))).await
     }
 
     /// Takes one hold attempt from the buyer's allowance, or refuses with how long to
@@ -194,7 +199,9 @@ impl Engine {
         let event = req.hold.event;
         let result = match result {
             Err(ArbiterError::UnknownEvent) => {
-                self.rebuild_lost(event).await?;
+                // Boxed: a rebuild is rare and its future large, and every hold's
+                // future would otherwise carry its size (and copy it when moved).
+                Box::pin(self.rebuild_lost(event)).await?;
                 self.ports.arbiter.hold(req, now).await
             }
             other => other,
@@ -329,3 +336,4 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
         }
     }
 }
+
