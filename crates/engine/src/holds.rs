@@ -1,6 +1,6 @@
 //! Holds: an admitted buyer claims seats, all or none, for the event's hold TTL.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use boxoffice_domain::possession::{PopMode, Thumbprint};
 use boxoffice_domain::token::TokenKind;
@@ -207,8 +207,7 @@ impl Engine {
             other => other,
         };
         self.dashboards.hold(event, now, result.is_ok());
-        let outcome = if result.is_ok() { "won" } else { "lost" };
-        metrics::counter!("boxoffice_holds_total", "outcome" => outcome).increment(1);
+        holds_counted(result.is_ok()).increment(1);
         Ok(result?)
     }
 
@@ -337,3 +336,14 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
     }
 }
 
+/// The series of `boxoffice_holds_total` for a hold won or lost, looked up once (after
+/// the recorder is installed, at the first hold): `counter!` with a label builds the
+/// label set and searches the registry each time, and every hold counts itself.
+fn holds_counted(won: bool) -> &'static metrics::Counter {
+    static SERIES: OnceLock<[metrics::Counter; 2]> = OnceLock::new();
+    let [won_series, lost_series] = SERIES.get_or_init(|| {
+        ["won", "lost"]
+            .map(|outcome| metrics::counter!("boxoffice_holds_total", "outcome" => outcome))
+    });
+    if won { won_series } else { lost_series }
+}
