@@ -1,5 +1,7 @@
 //! Holds: an admitted buyer claims seats, all or none, for the event's hold TTL.
 
+use std::sync::{Arc, OnceLock};
+
 use boxoffice_domain::possession::{PopMode, Thumbprint};
 use boxoffice_domain::token::TokenKind;
 use boxoffice_domain::{EventId, HoldId, Millis, SaleStatus, SeatIndex};
@@ -83,19 +85,20 @@ impl Engine {
     }
 
     /// The proof of possession of a hold request: signed with the key the admission
-    /// token is bound to, when the event checks proofs.
+    /// token is bound to, when the event (`entry`, the admission's) checks proofs.
     pub async fn prove_admission(
         &self,
+        entry: &EventEntry,
         admitted: &Admitted,
         input: crate::ProofInput<'_>,
     ) -> Result<(), EngineError> {
-        let mode = self
-            .event(admitted.event)
-            .await?
-            .event
-            .sale
-            .proof_of_possession;
-        (self.prove(admitted.event, mode, admitted.key.as_ref(), Some(input))).await
+        let mode = entry.event.sale.proof_of_possession;
+        if mode == PopMode::Off {
+            return Ok(());
+        }
+        // Boxed: a proof's checks are a large future, which a hold's future would carry
+        // (and copy when moved) on sales that take no proof.
+        Box::pin(self.prove(admitted.event, mode, admitted.key.as_ref(), Some(input))).await
     }
 
     /// Takes one hold attempt from the buyer's allowance, or refuses with how long to
@@ -115,7 +118,8 @@ impl Engine {
         input: &HoldInput,
     ) -> Result<HoldView, EngineError> {
         let now = self.now();
-        let req = self.prepare_hold(admitted, input, now).await?;
+        let entry = self.event(admitted.event).await?;
+        let req = self.prepare_hold(&entry, admitted, input, now).await?;
         let result = self.ports.arbiter.hold(&req, now).await;
         self.finish_hold(&req, now, result).await
     }
@@ -126,16 +130,19 @@ impl Engine {
     /// the key's answer the ordinary way. `Refused` is the claim's answer (replay,
     /// mismatch, in flight, full): no hold was tried. `Ran` is the hold's outcome under
     /// the caller's claim; `Kept` the same, already kept as the key's answer by `holds`.
+    /// `entry` is the admission's event as the caller read it for the request's other
+    /// checks, so a hold looks its event up once (again only if the sale looks shut).
     #[tracing::instrument(skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
     pub async fn hold_claimed(
         &self,
+        entry: &Arc<EventEntry>,
         admitted: &Admitted,
         input: &HoldInput,
         holds: &dyn ClaimedHolds,
         claim: &ReplayClaim<'_>,
     ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
         let now = self.now();
-        let req = self.prepare_hold(admitted, input, now).await?;
+        let req = self.prepare_hold(entry, admitted, input, now).await?;
         let (result, kept) = match holds.hold(claim, &req, now).await?.outcome() {
             Err(begin) => return Ok(Claimed::Refused(begin)),
             Ok(ran) => ran,
@@ -150,13 +157,15 @@ impl Engine {
     /// hold's id is bound to the buyer's key, so a hold never exists unbound.
     async fn prepare_hold(
         &self,
+        entry: &Arc<EventEntry>,
         admitted: &Admitted,
         input: &HoldInput,
         now: Millis,
     ) -> Result<HoldRequest, EngineError> {
         let (event, who) = (admitted.event, &admitted.who);
-        let mut entry = self.event(event).await?;
+        let mut entry = entry.clone();
         if entry.event.status != SaleStatus::Open {
+            // Another node may have opened the sale since this node cached the event.
             entry = self.reload_event(event).await?;
         }
         if entry.event.status != SaleStatus::Open {
@@ -190,14 +199,15 @@ impl Engine {
         let event = req.hold.event;
         let result = match result {
             Err(ArbiterError::UnknownEvent) => {
-                self.rebuild_lost(event).await?;
+                // Boxed: a rebuild is rare and its future large, and every hold's
+                // future would otherwise carry its size (and copy it when moved).
+                Box::pin(self.rebuild_lost(event)).await?;
                 self.ports.arbiter.hold(req, now).await
             }
             other => other,
         };
         self.dashboards.hold(event, now, result.is_ok());
-        let outcome = if result.is_ok() { "won" } else { "lost" };
-        metrics::counter!("boxoffice_holds_total", "outcome" => outcome).increment(1);
+        holds_counted(result.is_ok()).increment(1);
         Ok(result?)
     }
 
@@ -324,4 +334,16 @@ fn resolve(entry: &EventEntry, selection: &SeatSelection) -> Result<SeatChoice, 
             })
         }
     }
+}
+
+/// The series of `boxoffice_holds_total` for a hold won or lost, looked up once (after
+/// the recorder is installed, at the first hold): `counter!` with a label builds the
+/// label set and searches the registry each time, and every hold counts itself.
+fn holds_counted(won: bool) -> &'static metrics::Counter {
+    static SERIES: OnceLock<[metrics::Counter; 2]> = OnceLock::new();
+    let [won_series, lost_series] = SERIES.get_or_init(|| {
+        ["won", "lost"]
+            .map(|outcome| metrics::counter!("boxoffice_holds_total", "outcome" => outcome))
+    });
+    if won { won_series } else { lost_series }
 }

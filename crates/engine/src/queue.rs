@@ -174,7 +174,7 @@ impl Engine {
             ip: who.ip,
             device: key.as_ref().map(|k| k.0.clone()),
         };
-        self.signals_at_entry(event, buyer.buyer, &origin).await?;
+        self.signals_at_entry(&entry, buyer.buyer, &origin).await?;
         Ok(JoinPass {
             event,
             buyer: buyer.buyer,

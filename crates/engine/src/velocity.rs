@@ -20,6 +20,7 @@ use boxoffice_domain::{BuyerId, EventId, Millis, OrderId};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::catalog::EventEntry;
 use crate::ports::{Admission, Counter, Dimension, Join, Links, Order, Swap, VelocityStore};
 use crate::{Engine, EngineError};
 
@@ -142,19 +143,19 @@ impl Engine {
     /// nothing, in the store or elsewhere.
     pub async fn signals_at_entry(
         &self,
-        event: EventId,
+        entry: &EventEntry,
         buyer: BuyerId,
         origin: &Origin,
     ) -> Result<(), EngineError> {
         if self.velocity.is_none() {
             return Ok(());
         }
-        let entry = self.event(event).await?;
         let Some(rules) = entry.event.sale.velocity.as_ref() else {
             return Ok(());
         };
         let s = Subjects::of(rules, buyer, None, origin);
-        self.join_clusters(event, rules, &s, self.now()).await
+        self.join_clusters(entry.event.id, rules, &s, self.now())
+            .await
     }
 
     /// Stashes what a payment's declines count under (its payment method and network,

@@ -3,7 +3,7 @@
 //! event streams, the per-node caches of expensive public reads, and the stop signal
 //! that ends event streams when the server shuts down.
 
-use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -37,12 +37,29 @@ pub struct Edge {
     stop: CancellationToken,
 }
 
-/// A request's place among those in flight; given back when dropped.
-pub(crate) struct InFlight<'a>(&'a AtomicUsize);
+/// A request's place among those in flight; given back when dropped. It owns its
+/// reference to the edge, so the request's future carries it without a borrow.
+pub(crate) struct InFlight(Arc<Edge>);
 
-impl Drop for InFlight<'_> {
+impl InFlight {
+    /// The answer to a request that did not finish within the deadline.
+    pub(crate) fn timed_out(&self) -> Response {
+        metrics::counter!("boxoffice_http_timeouts_total").increment(1);
+        ApiError::new(
+            ErrorCode::RequestTimeout,
+            format!(
+                "the request did not finish within {} ms; retry (a write with \
+                 the same Idempotency-Key)",
+                self.0.request_timeout.as_millis()
+            ),
+        )
+        .into_response()
+    }
+}
+
+impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -82,10 +99,15 @@ impl Edge {
     }
 
     /// A place among the requests in flight, or none when the node is full.
-    pub(crate) fn enter(&self) -> Option<InFlight<'_>> {
+    pub(crate) fn enter(self: &Arc<Edge>) -> Option<InFlight> {
         let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let place = InFlight(&self.in_flight);
+        let place = InFlight(self.clone());
         (before < self.max_in_flight).then_some(place)
+    }
+
+    /// The deadline of a request that holds a place.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
     }
 
     /// The answer to a request shed because the node is full.
@@ -96,25 +118,6 @@ impl Edge {
             "this node is handling as many requests as it can; retry shortly",
         )
         .into_response()
-    }
-
-    /// Runs a request to its response within the request deadline.
-    pub(crate) async fn within_deadline(&self, work: impl Future<Output = Response>) -> Response {
-        match tokio::time::timeout(self.request_timeout, work).await {
-            Ok(res) => res,
-            Err(_) => {
-                metrics::counter!("boxoffice_http_timeouts_total").increment(1);
-                ApiError::new(
-                    ErrorCode::RequestTimeout,
-                    format!(
-                        "the request did not finish within {} ms; retry (a write with \
-                         the same Idempotency-Key)",
-                        self.request_timeout.as_millis()
-                    ),
-                )
-                .into_response()
-            }
-        }
     }
 }
 

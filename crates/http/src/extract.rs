@@ -111,10 +111,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Dpop {
             (Some(one), None) => Some(one.to_str().unwrap_or_default().to_owned()),
             (Some(_), Some(_)) => Some(String::new()),
         };
+        // The path is what a proof is checked against: without one it is never read.
+        let path = match proof {
+            Some(_) => parts.uri.path().to_owned(),
+            None => String::new(),
+        };
         Ok(Dpop {
             proof,
             method: parts.method.clone(),
-            path: parts.uri.path().to_owned(),
+            path,
         })
     }
 }

@@ -319,19 +319,25 @@ impl Replay {
                     "the request's work panicked".into(),
                 ))))
             });
+            // The answers of a retry or a refusal are boxed: they are rare, and their
+            // futures (the store's calls, the render) would otherwise set the size of
+            // every write's task, which is copied into its box.
             match stepped {
                 Stepped::Ran(reply) => claim.finish_unwaited(reply),
                 Stepped::Kept(reply) => answered(reply),
-                Stepped::Refused(begin) => replayed_or_refused(begin, render).await,
+                Stepped::Refused(begin) => Box::pin(replayed_or_refused(begin, render)).await,
                 Stepped::Before(e) => {
-                    let begun = (claim.replays)
-                        .begin(&claim.key, &fingerprint, now, &claimant)
-                        .await;
-                    match begun {
-                        Err(e) => ApiError::from(EngineError::from(e)).into_response(),
-                        Ok(Begin::Proceed) => claim.finish(Err(e)).await,
-                        Ok(other) => replayed_or_refused(other, render).await,
-                    }
+                    let again = async move {
+                        let begun = (claim.replays)
+                            .begin(&claim.key, &fingerprint, now, &claimant)
+                            .await;
+                        match begun {
+                            Err(e) => ApiError::from(EngineError::from(e)).into_response(),
+                            Ok(Begin::Proceed) => claim.finish(Err(e)).await,
+                            Ok(other) => replayed_or_refused(other, render).await,
+                        }
+                    };
+                    Box::pin(again).await
                 }
             }
         };

@@ -10,6 +10,7 @@ mod edge;
 mod error;
 mod extract;
 mod feed;
+mod front;
 mod idempotency;
 mod observe;
 pub mod openapi;
@@ -25,11 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::middleware;
+use axum::handler::Handler;
 use axum::routing::MethodRouter;
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::{Claimant, ClaimedHolds, IdempotencyStore};
+
+use crate::front::Front;
 
 pub use client_addr::ClientAddr;
 pub use code::ErrorCode;
@@ -107,21 +109,21 @@ pub fn app(state: AppState) -> Router {
     std::sync::LazyLock::force(&web::APP);
     let mut by_path: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();
     for def in routes::table() {
-        let admit =
-            middleware::from_fn_with_state((state.clone(), def.class, def.doc), observe::admit);
-        let handler = def.handler.route_layer(admit);
-        match by_path.iter_mut().find(|(p, _)| *p == def.path) {
+        let path = def.path;
+        let handler = def.serve(&state);
+        match by_path.iter_mut().find(|(p, _)| *p == path) {
             Some((_, methods)) => *methods = std::mem::take(methods).merge(handler),
-            None => by_path.push((def.path, handler)),
+            None => by_path.push((path, handler)),
         }
     }
-    let router =
-        (by_path.into_iter()).fold(Router::new(), |r, (path, methods)| r.route(path, methods));
+    // The router's own answers pass the same middleware as the routes (traced and
+    // observed, never shed); each is one service around its handler.
+    let router = (by_path.into_iter()).fold(Router::new(), |r, (path, methods)| {
+        let refused = Front::observed(path, method_not_allowed.with_state(()));
+        r.route(path, methods.fallback_service(refused))
+    });
     router
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn(trace::trace))
+        .fallback_service(Front::observed("unmatched", not_found.with_state(())))
         .with_state(state)
 }
 

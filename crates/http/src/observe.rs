@@ -1,7 +1,7 @@
-//! The middleware every request passes: a latency histogram per (route, method,
-//! status), and, by the class the route table gives each route, load shedding and the
-//! request deadline (see `edge`) and the health samples of the adaptive admission mode.
-//! The histogram handles are cached so a request costs one read-locked lookup and one
+//! What the edge records of every request: a latency histogram per (route, method,
+//! status), the check (debug builds) that a route answers only with the codes its
+//! document lists, and the health samples of the adaptive admission mode. The
+//! histogram handles are cached so a request costs one read-locked lookup and one
 //! atomic update, not a registry search with freshly allocated label strings.
 
 use std::collections::HashMap;
@@ -10,10 +10,9 @@ use std::time::Instant;
 
 use std::convert::Infallible;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use boxoffice_engine::waiting::Signal;
 use boxoffice_engine::{CheckoutOutcome, EngineError};
@@ -79,31 +78,9 @@ fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
         .insert((method.clone(), status), h);
 }
 
-/// Sheds what the node cannot take and holds the request to the deadline, unless the
-/// route is a probe; tells the handler its route's class (see `Feeds`).
-pub async fn admit(
-    State((st, class, doc)): State<(AppState, RouteClass, &'static Doc)>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    req.extensions_mut().insert(class);
-    let res = if class == RouteClass::Probe {
-        next.run(req).await
-    } else {
-        match st.edge.enter() {
-            Some(_place) => st.edge.within_deadline(next.run(req)).await,
-            None => st.edge.shed(),
-        }
-    };
-    if cfg!(debug_assertions) {
-        undocumented(doc, class, &res);
-    }
-    res
-}
-
 /// Debug builds (every test run) refuse to answer with an error code the route's
 /// document does not list: the contract must name every code a route can send.
-fn undocumented(doc: &Doc, class: RouteClass, res: &Response) {
+pub(crate) fn undocumented(doc: &Doc, class: RouteClass, res: &Response) {
     if let Some(f) = res.extensions().get::<Failure>()
         && !doc.codes(class).contains(&f.code)
     {
@@ -118,8 +95,8 @@ fn undocumented(doc: &Doc, class: RouteClass, res: &Response) {
 
 /// Records a request's latency per route and status, and gives a JSON body to
 /// rejections axum makes itself (e.g. a body over the limit), so every error a client
-/// sees has a code. Called by the request's span (`trace`), the one middleware that
-/// wraps every route, so a request passes one layer of the edge's, not two.
+/// sees has a code. Called as the request is answered (`front`), the one middleware that
+/// wraps every route.
 pub(crate) fn observe(route: &str, method: &Method, started: Instant, res: Response) -> Response {
     let status = res.status();
     record(route, method, status, started.elapsed().as_secs_f64());

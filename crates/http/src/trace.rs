@@ -5,12 +5,10 @@
 //! inside detail the client never sees, 4xx at debug level. The latency of the request
 //! is recorded here too (`observe`).
 
-use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderName, HeaderValue};
-use axum::middleware::Next;
+use axum::http::{HeaderName, HeaderValue, Method};
 use axum::response::Response;
 use std::time::Instant;
-use tracing::Instrument;
+use tracing::Span;
 
 use crate::error::Failure;
 
@@ -19,21 +17,29 @@ pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id"
 /// Longest client request id taken as is.
 const MAX_REQUEST_ID: usize = 64;
 
-pub async fn trace(req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let id = request_id(req.headers().get(&REQUEST_ID));
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    let span = tracing::info_span!(
+/// The span of a request by `method` to `route` (the route table's path, or
+/// `unmatched`), with its request id.
+pub(crate) fn span(method: &Method, route: &'static str, id: &HeaderValue) -> Span {
+    tracing::info_span!(
         "request",
-        method = %req.method(),
+        method = %method,
         route,
         request_id = id.to_str().unwrap_or_default(),
         status = tracing::field::Empty,
-    );
-    let method = req.method().clone();
-    let answered = next.run(req).instrument(span.clone()).await;
-    let mut res = crate::observe::observe(route, &method, started, answered);
+    )
+}
+
+/// The request's answer as sent: its latency recorded (`observe`), its status in the
+/// span, its failure logged there once, and its request id echoed.
+pub(crate) fn finish(
+    span: &Span,
+    route: &'static str,
+    method: &Method,
+    started: Instant,
+    id: HeaderValue,
+    answered: Response,
+) -> Response {
+    let mut res = crate::observe::observe(route, method, started, answered);
     let status = res.status();
     span.record("status", status.as_u16());
     if let Some(f) = res.extensions_mut().remove::<Failure>() {
@@ -55,7 +61,7 @@ fn log(status: axum::http::StatusCode, f: &Failure) {
 }
 
 /// The client's id when well formed, else a new random one.
-fn request_id(sent: Option<&HeaderValue>) -> HeaderValue {
+pub(crate) fn request_id(sent: Option<&HeaderValue>) -> HeaderValue {
     match sent {
         Some(v) if well_formed(v.as_bytes()) => v.clone(),
         _ => {
@@ -77,14 +83,16 @@ fn well_formed(id: &[u8]) -> bool {
 mod tests {
     use axum::Router;
     use axum::body::Body;
+    use axum::handler::Handler;
     use axum::http::StatusCode;
-    use axum::routing::get;
+    use axum::routing::get_service;
     use boxoffice_engine::EngineError;
     use boxoffice_testkit::logs::LogLines;
     use tower::ServiceExt;
 
     use super::*;
     use crate::error::ApiError;
+    use crate::front::Front;
 
     async fn failing() -> ApiError {
         ApiError::from(EngineError::Internal("the disk is on fire".into()))
@@ -99,9 +107,8 @@ mod tests {
             .with_ansi(false)
             .finish();
         let _guard = tracing::subscriber::set_default(subscriber);
-        let app = Router::new()
-            .route("/boom/{id}", get(failing))
-            .layer(axum::middleware::from_fn(trace));
+        let failing = Front::observed("/boom/{id}", failing.with_state(()));
+        let app = Router::new().route("/boom/{id}", get_service(failing));
         let req = axum::http::Request::get("/boom/7")
             .header("x-request-id", "client-1")
             .body(Body::empty())

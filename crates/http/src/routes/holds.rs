@@ -118,15 +118,22 @@ impl HoldOut {
 }
 
 async fn view(st: &AppState, h: HoldView) -> Result<HoldOut, ApiError> {
-    Ok(HoldOut {
-        seat_ids: st.engine.hold_seat_labels(&h).await?,
-        hold_id: h.hold,
-        event_id: h.hold.event,
-        status: h.state,
-        price_quote: h.total(),
-        prices: h.prices,
-        expires_at: h.expires_at,
-    })
+    let seat_ids = st.engine.hold_seat_labels(&h).await?;
+    Ok(HoldOut::of(h, seat_ids))
+}
+
+impl HoldOut {
+    fn of(h: HoldView, seat_ids: Vec<String>) -> HoldOut {
+        HoldOut {
+            seat_ids,
+            hold_id: h.hold,
+            event_id: h.hold.event,
+            status: h.state,
+            price_quote: h.total(),
+            prices: h.prices,
+            expires_at: h.expires_at,
+        }
+    }
 }
 
 /// How the API document describes `create`, and what it refuses with.
@@ -218,8 +225,16 @@ pub async fn create(
     if let Err(r) = st.engine.limit_hold(&admitted) {
         return refused(r.into());
     }
+    // The event, looked up once for the checks, the hold and its answer.
+    let entry = match st.engine.event(admitted.event).await {
+        Ok(entry) => entry,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
     // Last of the checks: only a proof that passed everything else is remembered.
-    if let Err(e) = st.engine.prove_admission(&admitted, dpop.input()).await {
+    if let Err(e) = (st.engine)
+        .prove_admission(&entry, &admitted, dpop.input())
+        .await
+    {
         return ApiError::from(e).into_response();
     }
     // The buyer joins the clusters of the key the proof just proved (the admission's)
@@ -229,7 +244,7 @@ pub async fn create(
         device: admitted.key.as_ref().map(|k| k.0.clone()),
     };
     if let Err(e) = (st.engine)
-        .signals_at_entry(admitted.event, admitted.who.buyer, &origin)
+        .signals_at_entry(&entry, admitted.who.buyer, &origin)
         .await
     {
         return ApiError::from(e).into_response();
@@ -242,7 +257,7 @@ pub async fn create(
         let sample = feeds.start();
         let holds = state.hold_claims.clone();
         let claimed = (state.engine)
-            .hold_claimed(&admitted, &input, &*holds, &args.claim())
+            .hold_claimed(&entry, &admitted, &input, &*holds, &args.claim())
             .await;
         let (hold, kept) = match claimed.map(Claimed::outcome) {
             Err(e) => {
@@ -253,7 +268,12 @@ pub async fn create(
             Ok(Ok(ran)) => ran,
         };
         sample.hold(&state, hold.as_ref().err());
-        Stepped::answered(answer(&state, StatusCode::CREATED, hold).await, kept)
+        let reply = hold.map_err(ApiError::from).and_then(|hold| {
+            let seat_ids = state.engine.seat_labels(&entry, &hold.seats);
+            let out = HoldOut::of(hold, seat_ids);
+            reply_with(StatusCode::CREATED, |b| out.write_json(b))
+        });
+        Stepped::answered(reply, kept)
     };
     replay
         .run_claimed(st.hold_replays(), scope, &body, step, |k| {
@@ -262,8 +282,10 @@ pub async fn create(
         .await
 }
 
-/// A hold's outcome as the buyer is told it (`status` when it is the hold): the first
-/// time, and again to a retry of the same request whose outcome the hot store kept.
+/// A hold's outcome as the buyer is told it (`status` when it is the hold): a
+/// release's, and a hold's again to a retry of the same request whose outcome the hot
+/// store kept (`create` answers the first time from the event it already has, with the
+/// same labels).
 async fn answer(
     st: &AppState,
     status: StatusCode,

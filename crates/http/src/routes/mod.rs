@@ -23,12 +23,15 @@ pub mod transfers;
 pub mod waiting;
 pub mod web;
 
+use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::Method;
-use axum::routing::{MethodFilter, MethodRouter, on};
+use axum::routing::{MethodFilter, MethodRouter, on_service};
+use tower::Layer;
 
-use crate::AppState;
+use crate::front::{Admit, Front};
 use crate::openapi::{Doc, docs_asset, docs_page};
+use crate::{AppState, MAX_BODY};
 
 /// What the edge does with a route's requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +46,9 @@ pub enum RouteClass {
     Checkouts,
 }
 
+/// Makes a route's method, for the router of `state`.
+pub(crate) type Serve = Box<dyn FnOnce(&AppState) -> MethodRouter<AppState> + Send>;
+
 /// One method of one path.
 pub struct RouteDef {
     pub method: Method,
@@ -50,7 +56,14 @@ pub struct RouteDef {
     pub class: RouteClass,
     /// How the API document describes it.
     pub doc: &'static Doc,
-    pub(crate) handler: MethodRouter<AppState>,
+    pub(crate) handler: Serve,
+}
+
+impl RouteDef {
+    /// The route's method served by its handler behind the edge's middleware (`Front`).
+    pub(crate) fn serve(self, state: &AppState) -> MethodRouter<AppState> {
+        (self.handler)(state)
+    }
 }
 
 fn route<H, T>(
@@ -65,11 +78,22 @@ where
     T: 'static,
 {
     let filter = MethodFilter::try_from(method.clone()).unwrap_or(MethodFilter::GET);
+    // The handler is typed down to the middleware: one boxed service per route in the
+    // router, not one per layer.
+    let handler = move |state: &AppState| {
+        let admit = Admit {
+            edge: state.edge.clone(),
+            class,
+            doc,
+        };
+        let handler = DefaultBodyLimit::max(MAX_BODY).layer(h.with_state(state.clone()));
+        on_service(filter, Front::route(path, admit, handler))
+    };
     RouteDef {
         method,
         path,
         class,
-        handler: on(filter, h),
+        handler: Box::new(handler),
         doc,
     }
 }
