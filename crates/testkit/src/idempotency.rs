@@ -53,6 +53,7 @@ macro_rules! __idempotency_cases {
             a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once,
             records_claimed_before_the_cutoff_are_pruned_in_batches,
             a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_caller,
+            known_writes_racing_under_one_key_are_made_once,
         );
     };
 }
@@ -357,4 +358,50 @@ pub async fn a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_calle
     assert_eq!(granted, Some(Begin::Proceed));
     let regranted = store.begin(&grant, &FP, later, &claimant()).await.unwrap();
     assert_eq!(regranted, Begin::Replay(created()));
+}
+
+/// Many requests under one key, each with the answer its own write would give, race
+/// through `write_claimed`: exactly one is made and kept, and every other is told the
+/// first's answer (or, while it runs, that it is in flight), never its own.
+pub async fn known_writes_racing_under_one_key_are_made_once(store: Arc<dyn IdempotencyStore>) {
+    const RACERS: usize = 20;
+    let s = scope();
+    let key = ReplayKey::new(&s, "k1");
+    let answer = |i: usize| StoredResponse {
+        status: 201,
+        body: format!("racer {i}").into_bytes(),
+    };
+    let racers = (0..RACERS).map(|i| {
+        let (store, key) = (store.clone(), key.clone());
+        tokio::spawn(async move {
+            let (who, write) = (claimant(), KnownWrite::AnswerOnly);
+            store
+                .write_claimed(&key, &FP, NOW, &who, write, &answer(i))
+                .await
+        })
+    });
+    let mut made = Vec::new();
+    let mut told = Vec::new();
+    for (i, racer) in futures::future::join_all(racers)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        match racer
+            .expect("a racer panicked")
+            .expect("a racer's write failed")
+        {
+            // Left to the caller: this store has no one write for it to race.
+            None => return,
+            Some(Begin::Proceed) => made.push(i),
+            Some(Begin::Replay(r)) => told.push(r),
+            Some(Begin::InFlight) => {}
+            Some(other) => panic!("racer {i} was answered {other:?}"),
+        }
+    }
+    assert_eq!(made.len(), 1, "racers made and kept: {made:?}");
+    let first = answer(made[0]);
+    assert!(told.iter().all(|r| *r == first), "told {told:?}");
+    let later = store.begin(&key, &FP, NOW.plus_secs(60), &claimant()).await;
+    assert_eq!(later.unwrap(), Begin::Replay(first));
 }

@@ -97,23 +97,15 @@ async fn a_retried_sign_up_gets_the_first_buyer_and_token_again() {
     within(async {
         let app = spawn().await;
         let key = uuid();
-        let first = app
-            .client
-            .post(app.url("/v1/buyers"))
-            .header("Idempotency-Key", &key)
-            .send()
-            .await
-            .unwrap();
+        let post = || {
+            let req = app.client.post(app.url("/v1/buyers"));
+            req.header("Idempotency-Key", &key).send()
+        };
+        let first = post().await.unwrap();
         assert_eq!(first.status(), StatusCode::CREATED);
         assert!(first.headers().get("idempotent-replayed").is_none());
         let first = first.bytes().await.unwrap();
-        let again = app
-            .client
-            .post(app.url("/v1/buyers"))
-            .header("Idempotency-Key", &key)
-            .send()
-            .await
-            .unwrap();
+        let again = post().await.unwrap();
         assert_eq!(again.status(), StatusCode::CREATED);
         assert_eq!(again.headers()["idempotent-replayed"], "true");
         assert_eq!(
