@@ -244,6 +244,53 @@ impl Replay {
         }
     }
 
+    /// As `run`, for work that may keep its own answer in its last ledger write (a
+    /// confirmed checkout: `boxoffice_engine::KeepConfirmed`). Once the key is claimed,
+    /// `work` is given the replay store and the key it claimed, and answers its reply
+    /// and whether the store kept that reply as the key's answer already: a kept reply
+    /// is sent as it is, not kept again (one write fewer); any other is kept as `run`
+    /// keeps it. Either way the request waits for the keeping, and retries are
+    /// answered as `run` answers them.
+    pub async fn run_self_keeping<F, Fut>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        work: F,
+    ) -> Response
+    where
+        F: FnOnce(Arc<dyn IdempotencyStore>, Arc<ReplayKey>) -> Fut,
+        Fut: Future<Output = (Reply, bool)> + Send + 'static,
+    {
+        let fingerprint = self.fingerprint(&**store.replays, body);
+        let key = Arc::new(ReplayKey::new(scope.name(), self.key.0));
+        let begun = (store.replays)
+            .begin(&key, &fingerprint, store.now, &store.claimant)
+            .await;
+        match begun {
+            Ok(Begin::Proceed) => {}
+            Ok(other) => return refused(other),
+            Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
+        }
+        let claim = Claim {
+            replays: store.replays.clone(),
+            key: key.clone(),
+        };
+        let work = work(store.replays.clone(), key);
+        let task = async move {
+            match AssertUnwindSafe(work).catch_unwind().await {
+                Ok((reply, true)) => answered(reply),
+                Ok((reply, false)) => claim.finish(reply).await,
+                // A panic may have come after the claim: free the key, as `run` does.
+                Err(_) => {
+                    let e = EngineError::Internal("the request's work panicked".into());
+                    claim.finish(Err(ApiError::from(e))).await
+                }
+            }
+        };
+        Detached::new(Box::pin(task.in_current_span())).await
+    }
+
     async fn run_keyed<F>(
         store: Store<'_>,
         key: ReplayKey,
