@@ -1001,6 +1001,56 @@ mod tests {
         assert_eq!(body(again).await, b"{\"h\":1}");
     }
 
+    /// A `run_self_keeping` write whose work answers `answer`, kept by its store already
+    /// when `kept` (the work then checks it was given the key it claimed).
+    async fn send_self_keeping(
+        replays: &Arc<dyn IdempotencyStore>,
+        answer: Reply,
+        kept: bool,
+    ) -> Response {
+        let store = Store {
+            replays,
+            claimant: claimant(),
+            now: Millis(1_000),
+        };
+        let work = move |_: Arc<dyn IdempotencyStore>, key: Arc<ReplayKey>| async move {
+            assert_eq!(key.key(), "k-1");
+            (answer, kept)
+        };
+        replay("k-1")
+            .await
+            .run_self_keeping(store, Scope::Operator, b"{}", work)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_self_kept_answer_is_sent_and_not_kept_again() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let created = Ok((StatusCode::CREATED, b"{\"o\":1}".to_vec()));
+        let res = send_self_keeping(&replays, created, true).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+        assert_eq!(body(res).await, b"{\"o\":1}");
+        // Not kept again: this store keeps nothing by itself, so the next request
+        // (another process's: the claim's holder is gone) runs anew where a kept answer
+        // would have been replayed.
+        let again = send_self_keeping(&replays, Ok((StatusCode::OK, vec![])), false).await;
+        assert_eq!(again.status(), StatusCode::OK);
+        assert!(again.headers().get("idempotent-replayed").is_none());
+    }
+
+    #[tokio::test]
+    async fn an_answer_not_kept_by_its_work_is_kept_as_run_keeps_it() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let pending = Ok((StatusCode::ACCEPTED, b"{\"p\":1}".to_vec()));
+        let res = send_self_keeping(&replays, pending, false).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let again = send_self_keeping(&replays, Ok((StatusCode::OK, vec![])), false).await;
+        assert_eq!(again.status(), StatusCode::ACCEPTED);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(again).await, b"{\"p\":1}");
+    }
+
     #[tokio::test]
     async fn a_claimed_writes_failure_of_ours_frees_the_key() {
         let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
