@@ -5,15 +5,50 @@
 
 use boxoffice_domain::ticket::AttendeeName;
 use boxoffice_domain::{HoldId, HoldState, Millis, OrderEvent, OrderId, OrderState, SaleStatus};
+use std::sync::{Arc, OnceLock};
 
 use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
 use crate::ports::{
-    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, HoldView, InsertOrder, LedgerError,
-    NextAction, Order, OrderSeat, ProviderPayment, ProviderState, authorize,
+    ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, HoldView, IdempotencyStore,
+    InsertOrder, KeptMove, LedgerError, NextAction, Order, OrderSeat, ProviderPayment,
+    ProviderState, RenderKept, ReplayKey, StoredResponse, authorize,
 };
 use crate::velocity::Origin;
 use crate::{Engine, EngineError, Resource};
+
+/// What a live checkout needs to keep its confirmed answer in the ledger write that
+/// records the capture (`Engine::checkout_keeping`): the replay store, the key the
+/// request claimed in it, and the route's rendering of a confirmed order (the engine
+/// knows no route's answers). Only the capture of the checkout's own confirmed path
+/// keeps with it; every other outcome is kept by the caller, as before.
+pub struct KeepConfirmed {
+    replays: Arc<dyn IdempotencyStore>,
+    key: Arc<ReplayKey>,
+    render: Arc<RenderKept>,
+    kept: OnceLock<StoredResponse>,
+}
+
+impl KeepConfirmed {
+    pub fn new(
+        replays: Arc<dyn IdempotencyStore>,
+        key: Arc<ReplayKey>,
+        render: Arc<RenderKept>,
+    ) -> KeepConfirmed {
+        KeepConfirmed {
+            replays,
+            key,
+            render,
+            kept: OnceLock::new(),
+        }
+    }
+
+    /// The answer the capture's write kept as the key's, if it kept one: the answer a
+    /// retry is replayed, so the one to send.
+    pub fn into_kept(self) -> Option<StoredResponse> {
+        self.kept.into_inner()
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckoutOutcome {
@@ -42,7 +77,6 @@ impl Engine {
     /// empty: none given), from `origin` (the client's network and device, for the
     /// velocity limits). The event says whether names are required, allowed or not
     /// taken; the names are recorded with the order and printed on its tickets.
-    #[tracing::instrument(skip_all, fields(hold = %hold))]
     pub async fn checkout_with(
         &self,
         who: &BuyerSession,
@@ -50,6 +84,27 @@ impl Engine {
         payment_method: &str,
         names: Vec<AttendeeName>,
         origin: &Origin,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        self.checkout_keeping(who, hold, payment_method, names, origin, None)
+            .await
+    }
+
+    /// `checkout_with`, whose confirmed answer is kept by `keep` in the write that
+    /// records the capture, where its replay store keeps answers in the ledger's
+    /// database (`IdempotencyStore::apply_kept`): the request's last ledger write and
+    /// the keeping of its answer are one. `KeepConfirmed::into_kept` then holds the
+    /// answer kept, which is the one to send; `None` there (another outcome, a capture
+    /// that lost its race, a store that keeps answers elsewhere) leaves the keeping to
+    /// the caller, as for `checkout_with`.
+    #[tracing::instrument(skip_all, fields(hold = %hold))]
+    pub async fn checkout_keeping(
+        &self,
+        who: &BuyerSession,
+        hold: HoldId,
+        payment_method: &str,
+        names: Vec<AttendeeName>,
+        origin: &Origin,
+        keep: Option<&KeepConfirmed>,
     ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
         if let Some(order) = step("order_of_hold", self.ports.ledger.order_of_hold(hold)).await? {
@@ -119,6 +174,7 @@ impl Engine {
                 payment_method,
                 origin,
                 entry.event.sale.max_tickets_per_buyer,
+                keep,
             )
             .await;
         if matches!(outcome, Ok(CheckoutOutcome::Confirmed(_))) {
@@ -175,6 +231,7 @@ impl Engine {
         payment_method: &str,
         origin: &Origin,
         max_per_buyer: u32,
+        keep: Option<&KeepConfirmed>,
     ) -> Result<CheckoutOutcome, EngineError> {
         let req = AuthorizeRequest {
             order: order.id,
@@ -221,7 +278,8 @@ impl Engine {
                     Ok((authorized, outcome)) => {
                         let via = &*self.ports.payments;
                         let committed = &authorized;
-                        self.committed(committed, &reference, outcome, max_per_buyer, via)
+                        let (limit, keep) = (max_per_buyer, keep);
+                        self.committed(committed, &reference, outcome, limit, via, keep)
                             .await
                     }
                     Err(LedgerError::Conflict(_)) => self.moved_meanwhile(order).await,
@@ -272,6 +330,33 @@ impl Engine {
             .await
         {
             Ok(o) => Ok(Some(o)),
+            Err(LedgerError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `try_move(order, Captured)` whose write also keeps the checkout's answer for the
+    /// order it moved to, where `keep`'s replay store keeps answers in the ledger's
+    /// database; elsewhere the move alone, the answer left to the caller. `None` as for
+    /// `try_move`: the order moved first, and nothing was kept.
+    pub(crate) async fn captured_kept(
+        &self,
+        order: OrderId,
+        keep: &KeepConfirmed,
+    ) -> Result<Option<Order>, EngineError> {
+        let (event, render) = (OrderEvent::Captured, keep.render.clone());
+        let moved = (keep.replays)
+            .apply_kept(&keep.key, order, event, self.now(), render)
+            .await;
+        match moved {
+            Ok(Some(KeptMove { order, kept })) => {
+                if let Some(kept) = kept {
+                    // Set once: a checkout captures once.
+                    let _ = keep.kept.set(kept);
+                }
+                Ok(Some(order))
+            }
+            Ok(None) => self.try_move(order, event, None).await,
             Err(LedgerError::Conflict(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -6,7 +6,7 @@
 use boxoffice_domain::OrderEvent;
 
 use crate::cancel::Capturable;
-use crate::checkout::{CheckoutOutcome, outcome_of};
+use crate::checkout::{CheckoutOutcome, KeepConfirmed, outcome_of};
 use crate::ports::{Commit, CommitOutcome, Order, PaymentGateway};
 use crate::{Engine, EngineError};
 
@@ -26,12 +26,13 @@ impl Engine {
             now: self.now(),
         };
         let outcome = self.ports.ledger.commit(&commit).await?;
-        self.committed(order, reference, outcome, max_per_buyer, via)
+        self.committed(order, reference, outcome, max_per_buyer, via, None)
             .await
     }
 
     /// What follows the commit point: a sale recorded in the hot store and captured, or
-    /// a lost commit's authorization voided.
+    /// a lost commit's authorization voided. A live checkout's confirmed answer is kept
+    /// with the capture's move by `keep`, when given (see `capture_keeping`).
     pub(crate) async fn committed(
         &self,
         order: &Order,
@@ -39,6 +40,7 @@ impl Engine {
         outcome: CommitOutcome,
         max_per_buyer: u32,
         via: &dyn PaymentGateway,
+        keep: Option<&KeepConfirmed>,
     ) -> Result<CheckoutOutcome, EngineError> {
         match outcome {
             CommitOutcome::Committed => {
@@ -59,18 +61,31 @@ impl Engine {
             }
             CommitOutcome::NotCommittable(_) => return self.current(order.id).await,
         }
-        self.capture(order, reference, via).await
+        self.capture_keeping(order, reference, via, keep).await
     }
 
     /// Captures a committed sale. A capture the provider refuses because it holds no
     /// authorization any more (expired, cancelled) cancels the sale; any other failure
     /// leaves the order in `pending_capture` for the sweep to retry.
-    #[tracing::instrument(skip_all, fields(order = %order.id))]
     pub(crate) async fn capture(
         &self,
         order: &Order,
         reference: &str,
         via: &dyn PaymentGateway,
+    ) -> Result<CheckoutOutcome, EngineError> {
+        self.capture_keeping(order, reference, via, None).await
+    }
+
+    /// `capture`, whose `captured` move keeps a live checkout's answer in the same write
+    /// when `keep` is given (`Engine::captured_kept`). Only that move keeps: a capture
+    /// that failed or can never happen leaves the answer to the caller.
+    #[tracing::instrument(skip_all, fields(order = %order.id))]
+    async fn capture_keeping(
+        &self,
+        order: &Order,
+        reference: &str,
+        via: &dyn PaymentGateway,
+        keep: Option<&KeepConfirmed>,
     ) -> Result<CheckoutOutcome, EngineError> {
         let event = match via.capture(order.id, reference).await {
             Ok(()) => OrderEvent::Captured,
@@ -86,7 +101,13 @@ impl Engine {
                 }
             },
         };
-        let Some(after) = self.try_move(order.id, event, None).await? else {
+        let moved = match keep {
+            Some(keep) if event == OrderEvent::Captured => {
+                self.captured_kept(order.id, keep).await?
+            }
+            _ => self.try_move(order.id, event, None).await?,
+        };
+        let Some(after) = moved else {
             return self.current(order.id).await;
         };
         metrics::counter!("boxoffice_orders_total", "outcome" => after.state.as_str()).increment(1);

@@ -244,6 +244,53 @@ impl Replay {
         }
     }
 
+    /// As `run`, for work that may keep its own answer in its last ledger write (a
+    /// confirmed checkout: `boxoffice_engine::KeepConfirmed`). Once the key is claimed,
+    /// `work` is given the replay store and the key it claimed, and answers its reply
+    /// and whether the store kept that reply as the key's answer already: a kept reply
+    /// is sent as it is, not kept again (one write fewer); any other is kept as `run`
+    /// keeps it. Either way the request waits for the keeping, and retries are
+    /// answered as `run` answers them.
+    pub async fn run_self_keeping<F, Fut>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        work: F,
+    ) -> Response
+    where
+        F: FnOnce(Arc<dyn IdempotencyStore>, Arc<ReplayKey>) -> Fut,
+        Fut: Future<Output = (Reply, bool)> + Send + 'static,
+    {
+        let fingerprint = self.fingerprint(&**store.replays, body);
+        let key = Arc::new(ReplayKey::new(scope.name(), self.key.0));
+        let begun = (store.replays)
+            .begin(&key, &fingerprint, store.now, &store.claimant)
+            .await;
+        match begun {
+            Ok(Begin::Proceed) => {}
+            Ok(other) => return refused(other),
+            Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
+        }
+        let claim = Claim {
+            replays: store.replays.clone(),
+            key: key.clone(),
+        };
+        let work = work(store.replays.clone(), key);
+        let task = async move {
+            match AssertUnwindSafe(work).catch_unwind().await {
+                Ok((reply, true)) => answered(reply),
+                Ok((reply, false)) => claim.finish(reply).await,
+                // A panic may have come after the claim: free the key, as `run` does.
+                Err(_) => {
+                    let e = EngineError::Internal("the request's work panicked".into());
+                    claim.finish(Err(ApiError::from(e))).await
+                }
+            }
+        };
+        Detached::new(Box::pin(task.in_current_span())).await
+    }
+
     async fn run_keyed<F>(
         store: Store<'_>,
         key: ReplayKey,
@@ -952,6 +999,56 @@ mod tests {
         assert_eq!(again.status(), StatusCode::CREATED);
         assert_eq!(again.headers()["idempotent-replayed"], "true");
         assert_eq!(body(again).await, b"{\"h\":1}");
+    }
+
+    /// A `run_self_keeping` write whose work answers `answer`, kept by its store already
+    /// when `kept` (the work then checks it was given the key it claimed).
+    async fn send_self_keeping(
+        replays: &Arc<dyn IdempotencyStore>,
+        answer: Reply,
+        kept: bool,
+    ) -> Response {
+        let store = Store {
+            replays,
+            claimant: claimant(),
+            now: Millis(1_000),
+        };
+        let work = move |_: Arc<dyn IdempotencyStore>, key: Arc<ReplayKey>| async move {
+            assert_eq!(key.key(), "k-1");
+            (answer, kept)
+        };
+        replay("k-1")
+            .await
+            .run_self_keeping(store, Scope::Operator, b"{}", work)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_self_kept_answer_is_sent_and_not_kept_again() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let created = Ok((StatusCode::CREATED, b"{\"o\":1}".to_vec()));
+        let res = send_self_keeping(&replays, created, true).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+        assert_eq!(body(res).await, b"{\"o\":1}");
+        // Not kept again: this store keeps nothing by itself, so the next request
+        // (another process's: the claim's holder is gone) runs anew where a kept answer
+        // would have been replayed.
+        let again = send_self_keeping(&replays, Ok((StatusCode::OK, vec![])), false).await;
+        assert_eq!(again.status(), StatusCode::OK);
+        assert!(again.headers().get("idempotent-replayed").is_none());
+    }
+
+    #[tokio::test]
+    async fn an_answer_not_kept_by_its_work_is_kept_as_run_keeps_it() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let pending = Ok((StatusCode::ACCEPTED, b"{\"p\":1}".to_vec()));
+        let res = send_self_keeping(&replays, pending, false).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let again = send_self_keeping(&replays, Ok((StatusCode::OK, vec![])), false).await;
+        assert_eq!(again.status(), StatusCode::ACCEPTED);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(again).await, b"{\"p\":1}");
     }
 
     #[tokio::test]

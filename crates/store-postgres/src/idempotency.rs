@@ -13,10 +13,13 @@
 //! neither has anything to wait for, nor should a commit wait for them.
 
 use async_trait::async_trait;
-use boxoffice_domain::Millis;
+use std::sync::Arc;
+
+use boxoffice_domain::{Millis, OrderEvent, OrderId};
+use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, KnownWrite, ReplayKey, StoreError,
-    StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
+    ReplayKey, StoreError, StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -154,6 +157,43 @@ async fn write_claimed(
     Ok(Begin::Proceed)
 }
 
+/// The order's move and, only when it moved, its rendered answer kept as the key's, in
+/// one job (`IdempotencyStore::apply_kept`); run again after a lost race, it decides
+/// again on what it finds. A refused move writes nothing and keeps nothing. A key with
+/// no running claim (pruned, or finished already) keeps the move and no answer: the
+/// move is the ledger's truth, and the caller keeps its answer as it would have.
+async fn apply_kept(
+    conn: &mut PgConnection,
+    (scope, key): (&str, &str),
+    (order, event, now): (OrderId, OrderEvent, Millis),
+    render: &RenderKept,
+) -> Result<Step<Result<KeptMove, LedgerError>>, StoreError> {
+    let order = match crate::moves::apply(conn, order, event, None, now).await? {
+        Step::Keep(Ok(order)) => order,
+        Step::Keep(Err(e)) | Step::Undo(Err(e)) => return Ok(Step::Undo(Err(e))),
+        Step::Undo(Ok(_)) => return Err(StoreError::new("postgres: a move undid itself")),
+    };
+    let kept = match render(&OrderView::from(&order)) {
+        Some(answer) => {
+            let claimed = sqlx::query(
+                "UPDATE idempotency_keys SET state = 'done', status = $3, body = $4
+                 WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
+            )
+            .bind(scope)
+            .bind(key)
+            .bind(i32::from(answer.status))
+            .bind(&answer.body)
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?
+            .rows_affected();
+            (claimed == 1).then_some(answer)
+        }
+        None => None,
+    };
+    Ok(Step::Keep(Ok(KeptMove { order, kept })))
+}
+
 async fn abandon(
     conn: &mut PgConnection,
     (scope, key): (&str, &str),
@@ -241,6 +281,31 @@ impl IdempotencyStore for PostgresIdempotency {
             })
             .await
             .map(Some)
+    }
+
+    /// A plain job, not one of a key's row (`submit_row`): it locks the order's row as
+    /// the ledger's own moves do, and the key's row after it; should that ever meet
+    /// another batch in a deadlock, it is undone and run again as any job is.
+    async fn apply_kept(
+        &self,
+        replay: &ReplayKey,
+        order: OrderId,
+        event: OrderEvent,
+        now: Millis,
+        render: Arc<RenderKept>,
+    ) -> Result<Option<KeptMove>, LedgerError> {
+        let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
+        let moved = self
+            .writer
+            .submit(move |conn| {
+                let (scope, key, render) = (scope.clone(), key.clone(), render.clone());
+                Box::pin(async move {
+                    let key = (scope.as_str(), key.as_str());
+                    apply_kept(conn, key, (order, event, now), &*render).await
+                })
+            })
+            .await?;
+        moved.map(Some)
     }
 
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {

@@ -33,6 +33,16 @@ async fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(common::ledger(true).await.idempotency())
 }
 
+/// The ledger and the replay store of its own database.
+async fn fresh_kept() -> boxoffice_testkit::ledger::KeptPorts {
+    let ledger = common::ledger(true).await;
+    let replays = Arc::new(ledger.idempotency());
+    boxoffice_testkit::ledger::KeptPorts {
+        ledger: Arc::new(ledger),
+        replays,
+    }
+}
+
 async fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
     let ledger = Arc::new(common::ledger(true).await);
     boxoffice_testkit::tickets::TicketStores {
@@ -51,6 +61,7 @@ async fn fresh_exchange() -> boxoffice_testkit::exchange::ExchangeStores {
 }
 
 boxoffice_testkit::ledger_conformance!(fresh_ledger());
+boxoffice_testkit::ledger_kept_conformance!(fresh_kept());
 boxoffice_testkit::exchange_conformance!(fresh_exchange());
 boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());

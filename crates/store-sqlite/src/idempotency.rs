@@ -7,10 +7,13 @@
 //! restart takes it over at once. Records are pruned by age in small batches.
 
 use async_trait::async_trait;
-use boxoffice_domain::Millis;
+use std::sync::Arc;
+
+use boxoffice_domain::{Millis, OrderEvent, OrderId};
+use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, KnownWrite, ReplayKey, StoreError,
-    StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
+    ReplayKey, StoreError, StoredResponse,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -139,6 +142,38 @@ fn write_claimed(
     Ok(Begin::Proceed)
 }
 
+/// The order's move and, only when it moved, its rendered answer kept as the key's, in
+/// one job (`IdempotencyStore::apply_kept`). A refused move writes nothing and keeps
+/// nothing. A key with no running claim (pruned, or finished already) keeps the move
+/// and no answer: the move is the ledger's truth, and the caller keeps its answer as
+/// it would have.
+fn apply_kept(
+    conn: &Connection,
+    (scope, key): (&str, &str),
+    (order, event, now): (OrderId, OrderEvent, Millis),
+    render: &RenderKept,
+) -> Result<Step<Result<KeptMove, LedgerError>>, StoreError> {
+    let order = match crate::moves::apply(conn, order, event, None, now)? {
+        Step::Keep(Ok(order)) => order,
+        Step::Keep(Err(e)) | Step::Undo(Err(e)) => return Ok(Step::Undo(Err(e))),
+        Step::Undo(Ok(_)) => return Err(StoreError::new("sqlite: a move undid itself")),
+    };
+    let kept = match render(&OrderView::from(&order)) {
+        Some(answer) => {
+            let claimed = conn
+                .prepare_cached(
+                    "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4
+                     WHERE scope = ?1 AND key = ?2 AND state = 'in_flight'",
+                )
+                .and_then(|mut s| s.execute(params![scope, key, answer.status, answer.body]))
+                .map_err(db)?;
+            (claimed == 1).then_some(answer)
+        }
+        None => None,
+    };
+    Ok(Step::Keep(Ok(KeptMove { order, kept })))
+}
+
 /// The oldest records claimed before `before`, at most `limit`, in one short write.
 fn prune(conn: &Connection, before: Millis, limit: u32) -> Result<u64, StoreError> {
     conn.prepare_cached(
@@ -223,6 +258,25 @@ impl IdempotencyStore for SqliteIdempotency {
             })
             .await
             .map(Some)
+    }
+
+    async fn apply_kept(
+        &self,
+        replay: &ReplayKey,
+        order: OrderId,
+        event: OrderEvent,
+        now: Millis,
+        render: Arc<RenderKept>,
+    ) -> Result<Option<KeptMove>, LedgerError> {
+        let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
+        let moved = self
+            .writer
+            .submit(move |conn| {
+                let key = (scope.as_str(), key.as_str());
+                apply_kept(conn, key, (order, event, now), &*render)
+            })
+            .await?;
+        moved.map(Some)
     }
 
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {

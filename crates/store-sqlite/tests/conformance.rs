@@ -20,6 +20,31 @@ fn fresh_ledger() -> Arc<dyn Ledger> {
     Arc::new(fresh())
 }
 
+/// The ledger and the replay store of its own file.
+fn fresh_kept() -> boxoffice_testkit::ledger::KeptPorts {
+    let ledger = fresh();
+    let replays = Arc::new(ledger.idempotency());
+    boxoffice_testkit::ledger::KeptPorts {
+        ledger: Arc::new(ledger),
+        replays,
+    }
+}
+
+/// A replay store kept outside the ledger's database (in memory) falls back: its
+/// callers move and keep in turn.
+mod kept_elsewhere {
+    use super::*;
+
+    fn fresh_kept() -> boxoffice_testkit::ledger::KeptPorts {
+        boxoffice_testkit::ledger::KeptPorts {
+            ledger: Arc::new(fresh()),
+            replays: Arc::new(boxoffice_store_memory::MemoryIdempotency::new()),
+        }
+    }
+
+    boxoffice_testkit::ledger_kept_conformance!(async { fresh_kept() });
+}
+
 fn fresh_outbox() -> OutboxUnderTest {
     let ledger = Arc::new(fresh());
     OutboxUnderTest {
@@ -51,6 +76,7 @@ fn fresh_exchange() -> boxoffice_testkit::exchange::ExchangeStores {
 }
 
 boxoffice_testkit::ledger_conformance!(async { fresh_ledger() });
+boxoffice_testkit::ledger_kept_conformance!(async { fresh_kept() });
 boxoffice_testkit::exchange_conformance!(async { fresh_exchange() });
 boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });

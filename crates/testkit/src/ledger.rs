@@ -17,6 +17,7 @@ mod commit;
 mod concurrency;
 mod event_cancel;
 pub mod fixtures;
+mod kept;
 mod orders;
 mod revoke;
 mod schedule;
@@ -28,6 +29,7 @@ pub use catalog::*;
 pub use commit::*;
 pub use concurrency::*;
 pub use event_cancel::*;
+pub use kept::*;
 pub use orders::*;
 pub use revoke::*;
 pub use schedule::*;
@@ -84,6 +86,23 @@ macro_rules! ledger_conformance {
                 an_authorization_the_orders_state_refuses_writes_nothing,
                 k_seats_and_many_more_orders_authorized_and_committed_in_one_sell_exactly_k,
                 a_clean_ledger_has_clean_audit_facts,
+            );
+        }
+    };
+}
+
+/// Expands into `mod ledger_kept { … }`: the cases of a move whose answer the replay
+/// store keeps in the same write. The expression yields a fresh `KeptPorts` (a ledger
+/// and the replay store of its own database, or one kept elsewhere, which falls back).
+#[macro_export]
+macro_rules! ledger_kept_conformance {
+    ($make:expr) => {
+        mod ledger_kept {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__port_suite_cases!(ledger, $make;
+                a_captured_move_keeps_its_answer_in_the_same_write,
+                a_kept_move_that_loses_keeps_nothing,
             );
         }
     };

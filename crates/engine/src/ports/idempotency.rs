@@ -1,10 +1,11 @@
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, Millis};
+use boxoffice_domain::{BuyerId, Millis, OrderEvent, OrderId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use super::StoreError;
+use super::{LedgerError, Order, StoreError};
+use crate::OrderView;
 
 /// A finished response kept for replays.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +43,22 @@ pub enum KnownWrite {
     AnswerOnly,
     /// A buyer signed up at `at`, as `Ledger::create_buyer` records one.
     SignUp { buyer: BuyerId, at: Millis },
+}
+
+/// Renders the answer a route sends for an order a move left it in (`None`: no answer
+/// to keep, the caller keeps its own), so a store can keep it in the move's own write
+/// (`IdempotencyStore::apply_kept`). The route's rendering stays the route's: the store
+/// only calls it.
+pub type RenderKept = dyn Fn(&OrderView) -> Option<StoredResponse> + Send + Sync;
+
+/// An order's move whose answer a replay store kept in the same write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptMove {
+    /// The order as the move left it.
+    pub order: Order,
+    /// The answer kept as the key's, as `RenderKept` rendered it; `None` when it
+    /// rendered none (the move alone was written).
+    pub kept: Option<StoredResponse>,
 }
 
 /// One life of a process: a random id drawn at every start. A claim records the
@@ -195,6 +212,26 @@ pub trait IdempotencyStore: Send + Sync {
         _write: KnownWrite,
         _answer: &StoredResponse,
     ) -> Result<Option<Begin>, StoreError> {
+        Ok(None)
+    }
+
+    /// Moves `order` by `event` at `now` as `Ledger::apply` does (no payment reference)
+    /// and, only when it moved, keeps `render`'s answer for the order it moved to as the
+    /// answer of `key` (claimed by the caller's request), in one write of the ledger's
+    /// database: the move's write and `finish` become one, for a store kept beside the
+    /// ledger in its database. `Ok(Some(_))`: the move and the kept answer (if any) are
+    /// written. `Err(LedgerError::Conflict(_))` (the order was not in a state the move
+    /// applies to) and any other error: nothing was written, nothing kept. `Ok(None)`
+    /// (the default): this store keeps no ledger rows; the caller moves and finishes in
+    /// turn.
+    async fn apply_kept(
+        &self,
+        _key: &ReplayKey,
+        _order: OrderId,
+        _event: OrderEvent,
+        _now: Millis,
+        _render: Arc<RenderKept>,
+    ) -> Result<Option<KeptMove>, LedgerError> {
         Ok(None)
     }
 }

@@ -1,10 +1,16 @@
 //! Checkout: a card approved (the seats are sold), declined (the seats come back), or
 //! asking for 3-D Secure (the seats stay pinned until the buyer's answer is known).
 
+use std::sync::Arc;
+
 use boxoffice_domain::{HoldState, OrderId, OrderState};
-use boxoffice_engine::ports::{HoldView, Inquiry, PaymentGateway, ProviderState};
-use boxoffice_engine::{CheckoutOutcome, EngineConfig, EngineError};
+use boxoffice_engine::ports::{
+    Begin, Claimant, HoldView, IdempotencyStore, Incarnation, Inquiry, PaymentGateway,
+    ProviderState, ReplayKey, StoredResponse,
+};
+use boxoffice_engine::{CheckoutOutcome, EngineConfig, EngineError, KeepConfirmed};
 use boxoffice_payment_fake::{FakeGatewayConfig, methods};
+use boxoffice_store_memory::MemoryIdempotency;
 
 use super::{admitted, hold_named};
 use crate::common::*;
@@ -140,4 +146,145 @@ async fn nobody_checks_out_another_buyers_hold() {
         .await;
     assert!(matches!(out, Err(EngineError::NotFound(_))), "{out:?}");
     assert_eq!(hold_state(&n.engine, &hold).await, Some(HoldState::Held));
+}
+
+/// The answer a route keeps for a confirmed order in these tests: the order's id and
+/// status, rendered from the view the captured move left.
+fn render_confirmed() -> std::sync::Arc<boxoffice_engine::ports::RenderKept> {
+    std::sync::Arc::new(|view: &boxoffice_engine::OrderView| {
+        Some(StoredResponse {
+            status: 201,
+            body: format!("{}:{}", view.order_id, view.status.as_str()).into_bytes(),
+        })
+    })
+}
+
+/// A request's claim of a checkout's Idempotency-Key, as the route takes it.
+async fn claimed(replays: &Arc<dyn IdempotencyStore>, me: &Claimant) -> Arc<ReplayKey> {
+    let key = Arc::new(ReplayKey::new("buyer:b", uuid::Uuid::new_v4().to_string()));
+    let begun = replays.begin(&key, &[1; 32], T0, me).await.unwrap();
+    assert_eq!(begun, Begin::Proceed);
+    key
+}
+
+fn me() -> Claimant {
+    Claimant {
+        node: Incarnation::random(),
+        lease_ms: 60_000,
+        dead_after_ms: 30_000,
+    }
+}
+
+/// Writer jobs of the ledger from `before` on.
+fn jobs_since(d: &Durable, before: u64) -> u64 {
+    d.ledger.write_stats().1 - before
+}
+
+/// A confirmed checkout under an Idempotency-Key kept in the SQLite ledger's file costs
+/// the writer four jobs (the claim, the order, the authorization and commit, the
+/// capture with the kept answer), where it cost five with the answer kept by a `finish`
+/// of its own; a retry is answered the kept answer, rendered from the confirmed order.
+#[boxoffice_testkit::test]
+async fn a_confirmed_checkout_keeps_its_answer_in_the_captures_write() {
+    let (d, n, buyer, hold) = holding().await;
+    let replays: Arc<dyn IdempotencyStore> = Arc::new(d.ledger.idempotency());
+    let me = me();
+    // As before: the claim, the checkout, then `finish`.
+    let second = admitted(&n.engine, hold.hold.event).await;
+    let other = hold_named(&n.engine, &second, &["A-1-3"]).await.unwrap();
+    let before = d.ledger.write_stats().1;
+    let key = claimed(&replays, &me).await;
+    let out = checkout(&n.engine, &second.who, &other, methods::VISA).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    let answer = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    replays.finish(&key, &answer).await.unwrap();
+    assert_eq!(jobs_since(&d, before), 5, "writer jobs, answer kept apart");
+    // Kept with the capture.
+    let before = d.ledger.write_stats().1;
+    let key = claimed(&replays, &me).await;
+    let keep = KeepConfirmed::new(replays.clone(), key.clone(), render_confirmed());
+    let out = (n.engine)
+        .checkout_keeping(
+            &buyer.who,
+            hold.hold,
+            methods::VISA,
+            vec![],
+            &Default::default(),
+            Some(&keep),
+        )
+        .await;
+    let Ok(CheckoutOutcome::Confirmed(view)) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        jobs_since(&d, before),
+        4,
+        "writer jobs, answer kept by the capture"
+    );
+    let kept = keep.into_kept().expect("kept by the capture's write");
+    assert_eq!(
+        kept.body,
+        format!("{}:confirmed", view.order_id).into_bytes()
+    );
+    let order = order_of(&n.engine, &hold).await;
+    assert_eq!(order.state, OrderState::Confirmed);
+    let later = T0.plus_secs(3_600);
+    let retried = replays.begin(&key, &[1; 32], later, &me).await.unwrap();
+    assert_eq!(retried, Begin::Replay(kept));
+}
+
+/// Only the confirmed path keeps: a declined card keeps nothing (the claim still runs,
+/// for the route to keep its refusal), and a replay store kept outside the ledger's
+/// database (in memory) leaves a confirmed answer to the caller.
+#[boxoffice_testkit::test]
+async fn a_checkout_not_confirmed_or_beside_another_store_keeps_nothing() {
+    let (d, n, buyer, hold) = holding().await;
+    let replays: Arc<dyn IdempotencyStore> = Arc::new(d.ledger.idempotency());
+    let me = me();
+    let key = claimed(&replays, &me).await;
+    let keep = KeepConfirmed::new(replays.clone(), key.clone(), render_confirmed());
+    let out = (n.engine)
+        .checkout_keeping(
+            &buyer.who,
+            hold.hold,
+            methods::DECLINED,
+            vec![],
+            &Default::default(),
+            Some(&keep),
+        )
+        .await;
+    assert!(
+        matches!(out, Err(EngineError::PaymentDeclined(_))),
+        "{out:?}"
+    );
+    assert_eq!(keep.into_kept(), None);
+    let again = replays.begin(&key, &[1; 32], T0, &me).await.unwrap();
+    assert_eq!(again, Begin::InFlight);
+
+    let memory: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+    let key = claimed(&memory, &me).await;
+    let keep = KeepConfirmed::new(memory.clone(), key.clone(), render_confirmed());
+    let second = admitted(&n.engine, hold.hold.event).await;
+    let other = hold_named(&n.engine, &second, &["A-1-3"]).await.unwrap();
+    let out = (n.engine)
+        .checkout_keeping(
+            &second.who,
+            other.hold,
+            methods::VISA,
+            vec![],
+            &Default::default(),
+            Some(&keep),
+        )
+        .await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    assert_eq!(keep.into_kept(), None);
+    assert_eq!(
+        order_of(&n.engine, &other).await.state,
+        OrderState::Confirmed
+    );
+    let again = memory.begin(&key, &[1; 32], T0, &me).await.unwrap();
+    assert_eq!(again, Begin::InFlight);
 }

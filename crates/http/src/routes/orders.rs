@@ -1,5 +1,7 @@
 //! Checkout and orders.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -8,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use boxoffice_domain::catalog::MAX_TICKETS_PER_BUYER;
 use boxoffice_domain::ticket::AttendeeName;
 use boxoffice_domain::{HoldId, OrderId};
-use boxoffice_engine::ports::NextAction;
-use boxoffice_engine::{CheckoutOutcome, OrderView, Origin};
+use boxoffice_engine::ports::{NextAction, RenderKept, StoredResponse};
+use boxoffice_engine::{CheckoutOutcome, EngineError, KeepConfirmed, OrderView, Origin};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
@@ -19,7 +21,7 @@ use crate::client_addr::ClientAddr;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Buyer, Dpop, json};
-use crate::idempotency::{Replay, Scope, reply};
+use crate::idempotency::{Replay, Reply, Scope, reply};
 use crate::observe::Feeds;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -164,29 +166,61 @@ pub async fn checkout(
         ip: Some(addr),
         device: device.map(|k| k.0),
     };
+    let render: Arc<RenderKept> = Arc::new(kept_confirmed);
     replay
-        .run(st.replays(), scope, &body, async move {
+        .run_self_keeping(st.replays(), scope, &body, |replays, key| async move {
             let sample = feeds.start();
+            // A confirmed order's answer is kept in the write that records its capture,
+            // where the replay store keeps answers in the ledger's database.
+            let keep = KeepConfirmed::new(replays, key, render);
             let outcome = (state.engine)
-                .checkout_with(&who, hold, &input.payment_method, names, &origin)
+                .checkout_keeping(
+                    &who,
+                    hold,
+                    &input.payment_method,
+                    names,
+                    &origin,
+                    Some(&keep),
+                )
                 .await;
             sample.checkout(&state, &outcome);
-            match outcome? {
-                CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
-                CheckoutOutcome::Pending(order) => {
-                    let poll = NextAction {
-                        kind: "poll".into(),
-                        url: Some(format!("/v1/orders/{}", order.order_id)),
-                    };
-                    reply(StatusCode::ACCEPTED, &PaymentPending::new(order, poll))
-                }
-                // The buyer must finish at their bank; the provider's webhook completes it.
-                CheckoutOutcome::ActionRequired(order, next) => {
-                    reply(StatusCode::ACCEPTED, &PaymentPending::new(order, next))
-                }
+            // What was kept is what a retry is replayed: send that.
+            if let Some(kept) = keep.into_kept() {
+                let status = StatusCode::from_u16(kept.status).unwrap_or(StatusCode::CREATED);
+                return (Ok((status, kept.body)), true);
             }
+            (checkout_reply(outcome), false)
         })
         .await
+}
+
+/// A checkout's answer: 201 and the order once confirmed, 202 while the payment is
+/// pending.
+fn checkout_reply(outcome: Result<CheckoutOutcome, EngineError>) -> Reply {
+    match outcome? {
+        CheckoutOutcome::Confirmed(order) => reply(StatusCode::CREATED, &order),
+        CheckoutOutcome::Pending(order) => {
+            let poll = NextAction {
+                kind: "poll".into(),
+                url: Some(format!("/v1/orders/{}", order.order_id)),
+            };
+            reply(StatusCode::ACCEPTED, &PaymentPending::new(order, poll))
+        }
+        // The buyer must finish at their bank; the provider's webhook completes it.
+        CheckoutOutcome::ActionRequired(order, next) => {
+            reply(StatusCode::ACCEPTED, &PaymentPending::new(order, next))
+        }
+    }
+}
+
+/// A confirmed order's answer as `checkout_reply` renders it, for the store that keeps
+/// it in the capture's own write.
+fn kept_confirmed(order: &OrderView) -> Option<StoredResponse> {
+    let (status, body) = reply(StatusCode::CREATED, order).ok()?;
+    Some(StoredResponse {
+        status: status.as_u16(),
+        body,
+    })
 }
 
 /// How the API document describes `get`, and what it refuses with.

@@ -9,6 +9,7 @@ mod common;
 mod availability;
 mod bad_input;
 mod bounded_state;
+mod checkout_kept;
 mod concurrency;
 mod console;
 mod contract;

@@ -1,0 +1,117 @@
+//! Cases: an order's move whose answer the replay store keeps in the same write
+//! (`IdempotencyStore::apply_kept`), for a replay store kept in the ledger's database.
+//! A store that keeps its records elsewhere answers `None` and must have written
+//! nothing: its callers move and finish in turn.
+
+use std::sync::Arc;
+
+use boxoffice_domain::{BuyerId, OrderEvent, OrderState};
+use boxoffice_engine::OrderView;
+use boxoffice_engine::ports::{
+    Begin, CommitOutcome, IdempotencyStore, KeptMove, Ledger, LedgerError, RenderKept, ReplayKey,
+    StoredResponse,
+};
+
+use super::fixtures::{T0, authorized, commit_of, event};
+use crate::idempotency::claimant;
+
+/// A ledger and the replay store beside it, of one database.
+pub struct KeptPorts {
+    pub ledger: Arc<dyn Ledger>,
+    pub replays: Arc<dyn IdempotencyStore>,
+}
+
+/// An answer rendered from the order's view, so a case can tell it was rendered from
+/// the order the move left.
+fn render() -> Arc<RenderKept> {
+    Arc::new(|view: &OrderView| {
+        Some(StoredResponse {
+            status: 201,
+            body: format!("{}:{}", view.order_id, view.status.as_str()).into_bytes(),
+        })
+    })
+}
+
+fn key() -> ReplayKey {
+    ReplayKey::new(format!("buyer:{}", BuyerId::random()), "checkout-1")
+}
+
+/// The captured move and its answer are written by the one call: the order is
+/// confirmed, and the key (claimed by a request still running) is answered by the
+/// answer rendered from the confirmed order, for any later request, with no `finish`.
+pub async fn a_captured_move_keeps_its_answer_in_the_same_write(ports: KeptPorts) {
+    let KeptPorts { ledger, replays } = ports;
+    let e = event(&ledger, 3, 4).await;
+    let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
+    let committed = ledger.commit(&commit_of(&o, 4)).await.unwrap();
+    assert_eq!(committed, CommitOutcome::Committed);
+    let (key, me, fp) = (key(), claimant(), [3; 32]);
+    assert_eq!(
+        replays.begin(&key, &fp, T0, &me).await.unwrap(),
+        Begin::Proceed
+    );
+    let at = T0.plus_secs(3);
+    let moved = replays
+        .apply_kept(&key, o.id, OrderEvent::Captured, at, render())
+        .await
+        .unwrap();
+    let Some(KeptMove { order, kept }) = moved else {
+        // Left to the caller: nothing moved, and the claim still runs.
+        let stored = ledger.order(o.id).await.unwrap().unwrap();
+        assert_eq!(stored.state, OrderState::Committed);
+        let again = replays.begin(&key, &fp, T0, &me).await.unwrap();
+        assert_eq!(again, Begin::InFlight);
+        return;
+    };
+    assert_eq!(
+        (order.id, order.state, order.updated_at),
+        (o.id, OrderState::Confirmed, at)
+    );
+    let answer = StoredResponse {
+        status: 201,
+        body: format!("{}:confirmed", o.id).into_bytes(),
+    };
+    assert_eq!(kept, Some(answer.clone()));
+    let stored = ledger.order(o.id).await.unwrap().unwrap();
+    assert_eq!(stored.state, OrderState::Confirmed);
+    // A retry from another process, later: the answer kept by the move.
+    let later = T0.plus_secs(3_600);
+    let retried = replays.begin(&key, &fp, later, &claimant()).await.unwrap();
+    assert_eq!(retried, Begin::Replay(answer));
+}
+
+/// A move the order's state refuses (it is not capturable: still authorized) writes
+/// nothing and keeps nothing: the order stays as it was, the render is never asked, and
+/// the key's claim still runs for its request to keep its own answer.
+pub async fn a_kept_move_that_loses_keeps_nothing(ports: KeptPorts) {
+    let KeptPorts { ledger, replays } = ports;
+    let e = event(&ledger, 3, 4).await;
+    let o = authorized(&ledger, &e, BuyerId::random(), &[1]).await;
+    let (key, me, fp) = (key(), claimant(), [4; 32]);
+    assert_eq!(
+        replays.begin(&key, &fp, T0, &me).await.unwrap(),
+        Begin::Proceed
+    );
+    let never: Arc<RenderKept> = Arc::new(|_: &OrderView| panic!("rendered for a lost move"));
+    let moved = replays
+        .apply_kept(&key, o.id, OrderEvent::Captured, T0.plus_secs(3), never)
+        .await;
+    match moved {
+        Ok(None) => {}
+        Err(LedgerError::Conflict(state)) => assert_eq!(state, OrderState::Authorized),
+        other => panic!("a refused move answered {other:?}"),
+    }
+    let stored = ledger.order(o.id).await.unwrap().unwrap();
+    assert_eq!(stored.state, OrderState::Authorized);
+    let again = replays.begin(&key, &fp, T0, &me).await.unwrap();
+    assert_eq!(again, Begin::InFlight, "the claim was finished");
+    // Its request keeps its own answer, as it would have.
+    let own = StoredResponse {
+        status: 409,
+        body: b"own".to_vec(),
+    };
+    replays.finish(&key, &own).await.unwrap();
+    let later = T0.plus_secs(3_600);
+    let retried = replays.begin(&key, &fp, later, &claimant()).await.unwrap();
+    assert_eq!(retried, Begin::Replay(own));
+}
