@@ -271,6 +271,51 @@ impl Replay {
         refused(begin)
     }
 
+    /// Runs a write that takes the key's claim and keeps its answer itself, in a write
+    /// of the ledger it makes anyway (a queue join: the join journal's batch, where the
+    /// replay store `journals_joins`). The work is handed the claim's arguments and
+    /// answers `Journaled`: the answer it kept, or the claim's refusal, both answered
+    /// as `run` answers them. A failure is answered as it is and nothing is freed: a
+    /// work that failed took no claim (its write failed or never ran), so a retry runs
+    /// again; one that failed after its write (the key answered already) is answered
+    /// by the kept answer from then on.
+    pub async fn run_journaled<F, Fut>(
+        self,
+        store: Store<'_>,
+        scope: Scope,
+        body: &[u8],
+        work: F,
+    ) -> Response
+    where
+        F: FnOnce(ClaimArgs) -> Fut,
+        Fut: Future<Output = Result<Journaled, ApiError>> + Send + 'static,
+    {
+        let fingerprint = self.fingerprint(&**store.replays, body);
+        let args = ClaimArgs {
+            key: Arc::new(ReplayKey::new(scope.name(), self.key.0)),
+            fingerprint,
+            now: store.now,
+            claimant: store.claimant,
+        };
+        let work = work(args);
+        let task = async move {
+            let done = AssertUnwindSafe(work).catch_unwind().await;
+            match done {
+                Ok(Ok(Journaled::Kept(kept))) => {
+                    let status = StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK);
+                    respond(status, kept.body, false)
+                }
+                Ok(Ok(Journaled::Refused(begin))) => refused(begin),
+                Ok(Err(e)) => e.into_response(),
+                Err(_) => {
+                    ApiError::from(EngineError::Internal("the request's work panicked".into()))
+                        .into_response()
+                }
+            }
+        };
+        Detached::new(Box::pin(task.in_current_span())).await
+    }
+
     /// Runs a write whose step takes the key's claim itself, in the same call to the
     /// store as the write (a hold: `ClaimedHolds`), so the claim costs no round trip of
     /// its own. The answers are `run`'s: the step reports the claim's answer
@@ -343,6 +388,14 @@ impl Replay {
         };
         Detached::new(Box::pin(task.in_current_span())).await
     }
+}
+
+/// What a `run_journaled` work answered.
+pub enum Journaled {
+    /// The claim was granted and this answer kept with the work's write: send it.
+    Kept(StoredResponse),
+    /// The claim was not granted (never `Begin::Proceed`): nothing was written.
+    Refused(Begin),
 }
 
 /// The claim a `run_claimed` step asks for, owned so the step may outlive the request.

@@ -33,6 +33,15 @@ async fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(common::ledger(true).await.idempotency())
 }
 
+async fn fresh_join_stores() -> boxoffice_testkit::idempotency::JoinStores {
+    let ledger = common::ledger(true).await;
+    let replays = Arc::new(ledger.idempotency());
+    boxoffice_testkit::idempotency::JoinStores {
+        ledger: Arc::new(ledger),
+        replays,
+    }
+}
+
 async fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
     let ledger = Arc::new(common::ledger(true).await);
     boxoffice_testkit::tickets::TicketStores {
@@ -55,4 +64,5 @@ boxoffice_testkit::exchange_conformance!(fresh_exchange());
 boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());
+boxoffice_testkit::claimed_joins_conformance!(fresh_join_stores());
 boxoffice_testkit::outbox_conformance!(fresh_outbox());

@@ -33,6 +33,15 @@ fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
     Arc::new(fresh().idempotency())
 }
 
+fn fresh_join_stores() -> boxoffice_testkit::idempotency::JoinStores {
+    let ledger = fresh();
+    let replays = Arc::new(ledger.idempotency());
+    boxoffice_testkit::idempotency::JoinStores {
+        ledger: Arc::new(ledger),
+        replays,
+    }
+}
+
 fn fresh_tickets() -> boxoffice_testkit::tickets::TicketStores {
     let ledger = Arc::new(fresh());
     boxoffice_testkit::tickets::TicketStores {
@@ -55,4 +64,5 @@ boxoffice_testkit::exchange_conformance!(async { fresh_exchange() });
 boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });
+boxoffice_testkit::claimed_joins_conformance!(async { fresh_join_stores() });
 boxoffice_testkit::outbox_conformance!(async { fresh_outbox() });
