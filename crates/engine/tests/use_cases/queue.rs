@@ -146,5 +146,23 @@ async fn a_keyed_join_costs_the_ledger_writer_no_job_beyond_the_journals_batch()
             KeyedJoin::Refused(Begin::Replay(kept)) => assert_eq!(kept, answer),
             other => panic!("{other:?}"),
         }
+        // The same join claimed, journaled and kept in turn, as a store that does not
+        // journal joins takes it: three jobs.
+        let who = buyer(&n.engine).await;
+        let joiner = Joiner {
+            who: &who,
+            ip: None,
+            pow: None,
+            proof: None,
+            human_token: None,
+        };
+        let pass = n.engine.check_join(event, joiner).await.expect("checked");
+        let key = ReplayKey::new(format!("buyer:{}", who.buyer), "k-1");
+        let before = jobs();
+        let begun = replays.begin(&key, &[3; 32], T0, &claimant).await;
+        assert_eq!(begun.expect("claimed"), Begin::Proceed);
+        n.engine.join_checked(pass).await.expect("joined");
+        replays.finish(&key, &answer).await.expect("kept");
+        assert_eq!(jobs() - before, 3, "writer jobs for one join in turn");
     }
 }
