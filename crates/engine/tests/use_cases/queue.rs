@@ -166,3 +166,35 @@ async fn a_keyed_join_costs_the_ledger_writer_no_job_beyond_the_journals_batch()
         assert_eq!(jobs() - before, 3, "writer jobs for one join in turn");
     }
 }
+
+/// A pool entry the ledger journaled and the queue store missed (a keyed join's answer
+/// is kept with its entry, so its queue store join failing or its node dying afterwards
+/// leaves the buyer in the ledger's pool only) is placed at the opening with the rest.
+#[boxoffice_testkit::test]
+async fn a_pool_entry_the_queue_store_missed_is_placed_at_the_opening() {
+    use boxoffice_domain::BuyerId;
+    use boxoffice_engine::ports::{JoinRecord, Ledger};
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = scheduled_event(&n.engine, 1, 4).await;
+    join(&n.engine, event, &buyer(&n.engine).await).await;
+    let missed = BuyerId::random();
+    let entry = JoinRecord {
+        event,
+        buyer: missed,
+        at: T0,
+        position: None,
+        pool: false,
+    };
+    let stood = d.ledger.record_joins(&[entry]).await.expect("journaled");
+    assert_eq!(stood, vec![true]);
+    n.engine.open_sale(event).await.expect("opened");
+    n.engine.admit_batch(event).await.expect("the line placed");
+    let placed = d.ledger.line_places(event).await.expect("the journal");
+    assert_eq!(placed.len(), 2, "{placed:?}");
+    assert!(
+        placed.iter().any(|p| p.buyer == missed && p.pool),
+        "{placed:?}"
+    );
+}
