@@ -149,7 +149,9 @@ impl JoinKey {
 #[derive(Debug)]
 pub enum KeyedJoin {
     /// The claim was granted, and the join's answer (200, the `JoinOutcome`) kept in
-    /// the write that journaled it: send it; nothing is left to keep.
+    /// the write that journaled it: send this; nothing is left to keep. It is the kept
+    /// answer, except for a pool join that found the line opened meanwhile: the key
+    /// keeps the pool ticket, and this is the place (see `keyed_in_pool`).
     Joined(StoredResponse),
     /// The claim was not granted (a replay, a mismatch, a request in flight; never
     /// `Proceed`): nothing of this join was written.
@@ -331,20 +333,27 @@ impl Engine {
             }
         }
         // A failure from here on leaves the key answered with the pool ticket and the
-        // buyer in the ledger's pool, which the opening takes in (`open_line`).
+        // buyer in the ledger's pool, which the opening takes in (`open_line`). Not
+        // covered: the line opened meanwhile and the queue store's join failed; the
+        // ticket then resolves to no place until the buyer joins again with a new key.
         let place = self.ports.queue.join(event, buyer, false).await?;
-        // The line opened meanwhile: the key keeps the pool ticket (kept above, and
-        // answered here too, so a retry is answered as this request was); its holder
-        // reads the place from the queue status (`drawn_position`). The place is
-        // journaled as any other; one the ledger refuses is placed again behind the
-        // line put back.
-        if let Some(position) = place.position
-            && !self.journal_place(event, buyer, position, now).await?
-        {
+        let Some(position) = place.position else {
+            return Ok(KeyedJoin::Joined(answer));
+        };
+        // The line opened meanwhile (this node's catalog had not seen the opening yet):
+        // the key keeps the pool ticket written above, whose holder reads the place
+        // from the queue status (`drawn_position`), so a retry is answered with that
+        // ticket; this request is answered with the place, as an unkeyed join is. The
+        // place is journaled as any other; one the ledger refuses is placed again
+        // behind the line put back.
+        let place = if self.journal_place(event, buyer, position, now).await? {
+            place
+        } else {
             self.restore_line_behind(event).await?;
-            self.placed_in_line(event, buyer, now).await?;
-        }
-        Ok(KeyedJoin::Joined(answer))
+            self.placed_in_line(event, buyer, now).await?
+        };
+        let placed = answer_of(&self.join_outcome(seat, place.position).await?)?;
+        Ok(KeyedJoin::Joined(placed))
     }
 
     /// A keyed join of the open line: the key looked up (a read), a place from the

@@ -392,7 +392,8 @@ impl Replay {
 
 /// What a `run_journaled` work answered.
 pub enum Journaled {
-    /// The claim was granted and this answer kept with the work's write: send it.
+    /// The claim was granted and the answer kept with the work's write: send this
+    /// (the kept answer, or what the work says stands for it: see `KeyedJoin::Joined`).
     Kept(StoredResponse),
     /// The claim was not granted (never `Begin::Proceed`): nothing was written.
     Refused(Begin),
