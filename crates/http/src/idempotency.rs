@@ -1047,6 +1047,48 @@ mod tests {
         assert_eq!(again.headers()["idempotent-replayed"], "true");
     }
 
+    /// `run_journaled` with a work that answers `answer` once handed its claim.
+    async fn send_journaled(answer: Result<Journaled, ApiError>) -> Response {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let store = Store {
+            replays: &replays,
+            claimant: claimant(),
+            now: Millis(1_000),
+        };
+        let work = |args: ClaimArgs| async move {
+            assert_eq!(args.key.scope(), "operator");
+            assert_eq!(args.key.key(), "k-1");
+            answer
+        };
+        (replay("k-1").await)
+            .run_journaled(store, Scope::Operator, b"{}", work)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_journaled_writes_kept_answer_is_sent_and_a_refused_claim_answered_as_run_does() {
+        let kept = StoredResponse {
+            status: 200,
+            body: b"{\"place\":1}".to_vec(),
+        };
+        let res = send_journaled(Ok(Journaled::Kept(kept.clone()))).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+        assert_eq!(body(res).await, kept.body);
+        let replayed = Journaled::Refused(Begin::Replay(kept.clone()));
+        let res = send_journaled(Ok(replayed)).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["idempotent-replayed"], "true");
+        assert_eq!(body(res).await, kept.body);
+        let res = send_journaled(Ok(Journaled::Refused(Begin::Mismatch))).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let res = send_journaled(Ok(Journaled::Refused(Begin::InFlight))).await;
+        assert_eq!(res.status(), StatusCode::CONFLICT);
+        let failed = Err(ApiError::from(EngineError::Unavailable("down".into())));
+        let res = send_journaled(failed).await;
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
     #[tokio::test]
     async fn a_panicking_write_answers_500_and_leaves_the_key_free_for_a_retry() {
         let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
