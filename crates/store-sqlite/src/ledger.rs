@@ -57,6 +57,7 @@ impl SqliteLedger {
     pub fn idempotency(&self) -> SqliteIdempotency {
         SqliteIdempotency {
             writer: self.writer.clone(),
+            readers: self.readers.clone(),
             _guards: self.guards.clone(),
         }
     }
