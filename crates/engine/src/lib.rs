@@ -52,9 +52,7 @@ pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};
 pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use possession::{ProofConfig, ProofInput, ProofRefusal};
-pub use queue::{
-    JoinKey, JoinOutcome, JoinPass, Joiner, KeyedJoin, PowSolution, QueueStatus, WaitStatus,
-};
+pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
 pub use velocity::{MAX_SIGNALS_PAGE, Origin, SignalCluster};
 pub use webhooks::{WebhookReceipt, WebhookRejected};

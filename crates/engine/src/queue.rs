@@ -4,15 +4,12 @@
 //! pre-opening pool, or at the back of the line. The two steps are apart so that the
 //! HTTP layer can consult its replay store in between: a refused join changes nothing
 //! and a join whose Idempotency-Key was used for another request never takes a place.
-//! Where the replay store keeps its records in the ledger's database, the key's claim
-//! and answer are written with the join's journal record instead (`join_keyed`).
 //! The personal status compares the ticket's position with the node's cached public
 //! snapshot (no store read) and, once admitted, hands out an admission token bound to
 //! buyer, session and event, which expires a fixed time after the batch that admitted
 //! the buyer: polling does not renew it, and once it has expired the admission is over.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
 use boxoffice_domain::human_check::HumanCheck;
@@ -22,10 +19,7 @@ use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
 use serde::Serialize;
 
-use crate::ports::{
-    Begin, Claimant, IdempotencyStore, JoinClaim, JoinRecord, JoinWritten, KnownWrite, ReplayKey,
-    StoredResponse,
-};
+use crate::ports::JoinRecord;
 use crate::velocity::Origin;
 use crate::waiting::limits::Key;
 use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
@@ -121,41 +115,6 @@ impl JoinPass {
     pub fn buyer(&self) -> BuyerId {
         self.buyer
     }
-}
-
-/// A join's Idempotency-Key, for a replay store that takes a join's claim in the join
-/// journal's write (`IdempotencyStore::journals_joins`): `Engine::join_keyed`.
-pub struct JoinKey {
-    pub replays: Arc<dyn IdempotencyStore>,
-    pub key: Arc<ReplayKey>,
-    pub fingerprint: [u8; 32],
-    pub now: Millis,
-    pub claimant: Claimant,
-}
-
-impl JoinKey {
-    fn claim(&self, answer: StoredResponse) -> JoinClaim {
-        JoinClaim {
-            key: self.key.clone(),
-            fingerprint: self.fingerprint,
-            now: self.now,
-            claimant: self.claimant,
-            answer,
-        }
-    }
-}
-
-/// What a keyed join came to.
-#[derive(Debug)]
-pub enum KeyedJoin {
-    /// The claim was granted, and the join's answer (200, the `JoinOutcome`) kept in
-    /// the write that journaled it: send this; nothing is left to keep. It is the kept
-    /// answer, except for a pool join that found the line opened meanwhile: the key
-    /// keeps the pool ticket, and this is the place (see `keyed_in_pool`).
-    Joined(StoredResponse),
-    /// The claim was not granted (a replay, a mismatch, a request in flight; never
-    /// `Proceed`): nothing of this join was written.
-    Refused(Begin),
 }
 
 impl Engine {
@@ -260,201 +219,23 @@ impl Engine {
                 _ => place,
             }
         };
-        let seat = Seat {
-            event,
-            buyer,
-            session,
-            key,
-            now,
-        };
-        self.join_outcome(&seat, place.position).await
-    }
-
-    /// `join_checked` under the join's Idempotency-Key, for a replay store that takes
-    /// the claim in the join journal's write: the claim, the join's record and its
-    /// answer are that one write (`JoinJournal::record_claimed`), where they were three
-    /// (`begin`, the journal's batch, `finish`). A refused claim writes nothing.
-    ///
-    /// Before opening the answer (the pool ticket) is known before anything is
-    /// written, and the write decides the claim before the queue store is touched.
-    /// After opening the place comes from the queue store first, so the key is looked
-    /// up before (a read, `IdempotencyStore::lookup`): a key used for another request,
-    /// or already answered or running, takes no place. Two requests racing under one
-    /// key past the lookup are settled by the write: one record and one answer are
-    /// kept, the other request is answered as a replay, in flight or a mismatch. What
-    /// such a racer can still do is take its own buyer's place in the queue store (one
-    /// place per buyer and event: the place the key's own request holds), never anyone
-    /// else's.
-    #[tracing::instrument(skip_all, fields(event = %pass.event))]
-    pub async fn join_keyed(&self, pass: JoinPass, key: JoinKey) -> Result<KeyedJoin, EngineError> {
-        let JoinPass {
-            event,
-            buyer,
-            session,
-            open,
-            key: jkt,
-        } = pass;
-        let seat = Seat {
-            event,
-            buyer,
-            session,
-            key: jkt,
-            now: self.now(),
-        };
-        if open {
-            self.keyed_in_line(&seat, &key).await
-        } else {
-            self.keyed_in_pool(&seat, &key).await
-        }
-    }
-
-    /// A keyed join of the pre-opening pool: the claim, the pool entry and the pool
-    /// ticket in the journal's write, then the queue store.
-    async fn keyed_in_pool(&self, seat: &Seat, key: &JoinKey) -> Result<KeyedJoin, EngineError> {
-        let Seat {
-            event, buyer, now, ..
-        } = *seat;
-        self.join_seed(event).await?;
-        let answer = answer_of(&self.join_outcome(seat, None).await?)?;
-        let record = JoinRecord {
-            event,
-            buyer,
-            at: now,
-            position: None,
-            pool: false,
-        };
-        match self.journal_claimed(record, key, answer.clone()).await? {
-            JoinWritten::Stood => {}
-            JoinWritten::Refused(begin) => return Ok(KeyedJoin::Refused(begin)),
-            JoinWritten::NotStood => {
-                return Err(EngineError::Internal(
-                    "the ledger refused a pool entry".into(),
-                ));
-            }
-        }
-        // A failure from here on leaves the key answered with the pool ticket and the
-        // buyer in the ledger's pool, which the opening takes in (`open_line`). Not
-        // covered: the line opened meanwhile and the queue store's join failed; the
-        // ticket then resolves to no place until the buyer joins again with a new key.
-        let place = self.ports.queue.join(event, buyer, false).await?;
-        let Some(position) = place.position else {
-            return Ok(KeyedJoin::Joined(answer));
-        };
-        // The line opened meanwhile (this node's catalog had not seen the opening yet):
-        // the key keeps the pool ticket written above, whose holder reads the place
-        // from the queue status (`drawn_position`), so a retry is answered with that
-        // ticket; this request is answered with the place, as an unkeyed join is. The
-        // place is journaled as any other; one the ledger refuses is placed again
-        // behind the line put back.
-        let place = if self.journal_place(event, buyer, position, now).await? {
-            place
-        } else {
-            self.restore_line_behind(event).await?;
-            self.placed_in_line(event, buyer, now).await?
-        };
-        let placed = answer_of(&self.join_outcome(seat, place.position).await?)?;
-        Ok(KeyedJoin::Joined(placed))
-    }
-
-    /// A keyed join of the open line: the key looked up (a read), a place from the
-    /// queue store, then the claim, the place and the answer in the journal's write.
-    async fn keyed_in_line(&self, seat: &Seat, key: &JoinKey) -> Result<KeyedJoin, EngineError> {
-        let Seat {
-            event, buyer, now, ..
-        } = *seat;
-        let begun = (key.replays)
-            .lookup(&key.key, &key.fingerprint, key.now, &key.claimant)
-            .await?;
-        if begun != Begin::Proceed {
-            return Ok(KeyedJoin::Refused(begun));
-        }
-        for _ in 0..3 {
-            let place = self.join_line(event, buyer).await?;
-            let answer = answer_of(&self.join_outcome(seat, place.position).await?)?;
-            let Some(position) = place.position else {
-                // No place to journal: the claim and the answer alone, in one write.
-                return self.keep_answer(key, answer).await;
-            };
-            let record = JoinRecord {
-                event,
-                buyer,
-                at: now,
-                position: Some(position),
-                pool: false,
-            };
-            match self.journal_claimed(record, key, answer.clone()).await? {
-                JoinWritten::Stood => return Ok(KeyedJoin::Joined(answer)),
-                JoinWritten::Refused(begin) => return Ok(KeyedJoin::Refused(begin)),
-                // Nothing written, the claim neither: the line is put back and the
-                // buyer placed again, as `placed_in_line` does.
-                JoinWritten::NotStood => self.restore_line_behind(event).await?,
-            }
-        }
-        Err(line_behind())
-    }
-
-    /// The claim and the answer of a join with no record to write, in one write.
-    async fn keep_answer(
-        &self,
-        key: &JoinKey,
-        answer: StoredResponse,
-    ) -> Result<KeyedJoin, EngineError> {
-        let written = (key.replays)
-            .write_claimed(
-                &key.key,
-                &key.fingerprint,
-                key.now,
-                &key.claimant,
-                KnownWrite::AnswerOnly,
-                &answer,
-            )
-            .await?;
-        match written {
-            Some(Begin::Proceed) => Ok(KeyedJoin::Joined(answer)),
-            Some(refused) => Ok(KeyedJoin::Refused(refused)),
-            None => Err(EngineError::Internal(
-                "a replay store that journals joins did not keep an answer".into(),
-            )),
-        }
-    }
-
-    async fn journal_claimed(
-        &self,
-        record: JoinRecord,
-        key: &JoinKey,
-        answer: StoredResponse,
-    ) -> Result<JoinWritten, EngineError> {
-        let journal = &self.waiting.journal;
-        let claim = key.claim(answer);
-        let replays = key.replays.clone();
-        Ok(journal
-            .record_claimed(&self.ports.ledger, record, replays, claim)
-            .await?)
-    }
-
-    /// The answer to a join: a signed ticket for `position` and where it stands.
-    async fn join_outcome(
-        &self,
-        seat: &Seat,
-        position: Option<u64>,
-    ) -> Result<JoinOutcome, EngineError> {
-        let doc = self.public_doc(seat.event).await?;
+        let doc = self.public_doc(event).await?;
         let ticket = Claims {
-            event: Some(seat.event),
-            position,
-            cnf: seat.key.clone().map(|jkt| Confirmation { jkt }),
+            event: Some(event),
+            position: place.position,
+            cnf: key.map(|jkt| Confirmation { jkt }),
             ..Claims::new(
                 TokenKind::QueueTicket,
-                seat.buyer,
-                seat.session.clone(),
-                seat.now.plus_secs(self.config.queue_ticket_ttl_s),
+                buyer,
+                session,
+                now.plus_secs(self.config.queue_ticket_ttl_s),
             )
         };
-        let (status, wait) = standing(position, &doc);
+        let (status, wait) = standing(place.position, &doc);
         Ok(JoinOutcome {
             queue_ticket: self.keys.sign(ticket),
             status,
-            position,
+            position: place.position,
             estimated_wait_s: wait,
             poll_after_ms: self.poll_hint(),
         })
@@ -674,22 +455,6 @@ fn check_rules(rules: &WaitingRules, buyer: &Identity) -> Result<(), Refusal> {
         return Err(Refusal::AccountTooNew);
     }
     Ok(())
-}
-
-/// Who takes a place, and when: what a join's answer is made of.
-struct Seat {
-    event: EventId,
-    buyer: BuyerId,
-    session: String,
-    key: Option<Thumbprint>,
-    now: Millis,
-}
-
-/// A join's answer as its Idempotency-Key keeps it: 200 and the outcome's JSON, the
-/// bytes the HTTP layer sends.
-fn answer_of(outcome: &JoinOutcome) -> Result<StoredResponse, EngineError> {
-    let body = serde_json::to_vec(outcome).map_err(|e| EngineError::Internal(e.to_string()))?;
-    Ok(StoredResponse { status: 200, body })
 }
 
 /// Status and wait for a position against the line's snapshot.

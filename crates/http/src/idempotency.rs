@@ -318,51 +318,6 @@ impl Replay {
         refused(begin)
     }
 
-    /// Runs a write that takes the key's claim and keeps its answer itself, in a write
-    /// of the ledger it makes anyway (a queue join: the join journal's batch, where the
-    /// replay store `journals_joins`). The work is handed the claim's arguments and
-    /// answers `Journaled`: the answer it kept, or the claim's refusal, both answered
-    /// as `run` answers them. A failure is answered as it is and nothing is freed: a
-    /// work that failed took no claim (its write failed or never ran), so a retry runs
-    /// again; one that failed after its write (the key answered already) is answered
-    /// by the kept answer from then on.
-    pub async fn run_journaled<F, Fut>(
-        self,
-        store: Store<'_>,
-        scope: Scope,
-        body: &[u8],
-        work: F,
-    ) -> Response
-    where
-        F: FnOnce(ClaimArgs) -> Fut,
-        Fut: Future<Output = Result<Journaled, ApiError>> + Send + 'static,
-    {
-        let fingerprint = self.fingerprint(&**store.replays, body);
-        let args = ClaimArgs {
-            key: Arc::new(ReplayKey::new(scope.name(), self.key.0)),
-            fingerprint,
-            now: store.now,
-            claimant: store.claimant,
-        };
-        let work = work(args);
-        let task = async move {
-            let done = AssertUnwindSafe(work).catch_unwind().await;
-            match done {
-                Ok(Ok(Journaled::Kept(kept))) => {
-                    let status = StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK);
-                    respond(status, kept.body, false)
-                }
-                Ok(Ok(Journaled::Refused(begin))) => refused(begin),
-                Ok(Err(e)) => e.into_response(),
-                Err(_) => {
-                    ApiError::from(EngineError::Internal("the request's work panicked".into()))
-                        .into_response()
-                }
-            }
-        };
-        Detached::new(Box::pin(task.in_current_span())).await
-    }
-
     /// Runs a write whose step takes the key's claim itself, in the same call to the
     /// store as the write (a hold: `ClaimedHolds`), so the claim costs no round trip of
     /// its own. The answers are `run`'s: the step reports the claim's answer
@@ -435,15 +390,6 @@ impl Replay {
         };
         Detached::new(Box::pin(task.in_current_span())).await
     }
-}
-
-/// What a `run_journaled` work answered.
-pub enum Journaled {
-    /// The claim was granted and the answer kept with the work's write: send this
-    /// (the kept answer, or what the work says stands for it: see `KeyedJoin::Joined`).
-    Kept(StoredResponse),
-    /// The claim was not granted (never `Begin::Proceed`): nothing was written.
-    Refused(Begin),
 }
 
 /// The claim a `run_claimed` step asks for, owned so the step may outlive the request.
@@ -1142,48 +1088,6 @@ mod tests {
         let again = send().await;
         assert_eq!(again.status(), status);
         assert_eq!(again.headers()["idempotent-replayed"], "true");
-    }
-
-    /// `run_journaled` with a work that answers `answer` once handed its claim.
-    async fn send_journaled(answer: Result<Journaled, ApiError>) -> Response {
-        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
-        let store = Store {
-            replays: &replays,
-            claimant: claimant(),
-            now: Millis(1_000),
-        };
-        let work = |args: ClaimArgs| async move {
-            assert_eq!(args.key.scope(), "operator");
-            assert_eq!(args.key.key(), "k-1");
-            answer
-        };
-        (replay("k-1").await)
-            .run_journaled(store, Scope::Operator, b"{}", work)
-            .await
-    }
-
-    #[tokio::test]
-    async fn a_journaled_writes_kept_answer_is_sent_and_a_refused_claim_answered_as_run_does() {
-        let kept = StoredResponse {
-            status: 200,
-            body: b"{\"place\":1}".to_vec(),
-        };
-        let res = send_journaled(Ok(Journaled::Kept(kept.clone()))).await;
-        assert_eq!(res.status(), StatusCode::OK);
-        assert!(res.headers().get("idempotent-replayed").is_none());
-        assert_eq!(body(res).await, kept.body);
-        let replayed = Journaled::Refused(Begin::Replay(kept.clone()));
-        let res = send_journaled(Ok(replayed)).await;
-        assert_eq!(res.status(), StatusCode::OK);
-        assert_eq!(res.headers()["idempotent-replayed"], "true");
-        assert_eq!(body(res).await, kept.body);
-        let res = send_journaled(Ok(Journaled::Refused(Begin::Mismatch))).await;
-        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
-        let res = send_journaled(Ok(Journaled::Refused(Begin::InFlight))).await;
-        assert_eq!(res.status(), StatusCode::CONFLICT);
-        let failed = Err(ApiError::from(EngineError::Unavailable("down".into())));
-        let res = send_journaled(failed).await;
-        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 
     #[tokio::test]

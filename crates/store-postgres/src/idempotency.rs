@@ -18,9 +18,8 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Begin, Claimant, ClaimedJoin, IdempotencyStore, Incarnation, JoinClaim, JoinRecord,
-    JoinWritten, KeptMove, KnownWrite, LedgerError, RenderKept, ReplayKey, StoreError,
-    StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
+    ReplayKey, StoreError, StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -195,123 +194,6 @@ async fn apply_kept(
     Ok(Step::Keep(Ok(KeptMove { order, kept })))
 }
 
-/// What `begin` would answer, read in one statement: the record, and whether a claim
-/// on it would be granted as `CLAIM` grants one (same fingerprint, still running, and
-/// its lease lapsed or its holder another node with no fresh heartbeat).
-const LOOK: &str = "
-    SELECT k.fingerprint, k.state, k.status, k.body,
-           k.state = 'in_flight' AND (k.lease_until <= $3
-               OR (k.holder IS DISTINCT FROM $4
-                   AND NOT EXISTS (SELECT 1 FROM node_heartbeats h
-                                   WHERE h.node = k.holder AND h.beat_at > $3 - $5)))
-    FROM idempotency_keys k WHERE k.scope = $1 AND k.key = $2";
-
-type Looked = (Vec<u8>, String, Option<i32>, Option<Vec<u8>>, Option<bool>);
-
-async fn lookup(
-    pool: &PgPool,
-    (scope, key): (&str, &str),
-    fingerprint: &[u8; 32],
-    now: Millis,
-    claimant: &Claimant,
-) -> Result<Begin, StoreError> {
-    let looked: Option<Looked> = sqlx::query_as(LOOK)
-        .bind(scope)
-        .bind(key)
-        .bind(now.0)
-        .bind(claimant.node.0.as_slice())
-        .bind(claimant.dead_after_ms)
-        .fetch_optional(pool)
-        .await
-        .map_err(db)?;
-    Ok(match looked {
-        None => Begin::Proceed,
-        Some((stored, ..)) if stored != fingerprint.as_slice() => Begin::Mismatch,
-        Some((_, state, status, body, _)) if state == "done" => Begin::Replay(StoredResponse {
-            status: status.and_then(|s| u16::try_from(s).ok()).unwrap_or(500),
-            body: body.unwrap_or_default(),
-        }),
-        Some((.., Some(true))) => Begin::Proceed,
-        Some(_) => Begin::InFlight,
-    })
-}
-
-/// Journals a batch of joins in one job: the unclaimed ones a run at a time as
-/// `record_joins` does, each claimed one in a savepoint of its own, so its claim, its
-/// record and its kept answer stand together or none of them does.
-async fn record_joins_claimed(
-    conn: &mut PgConnection,
-    joins: &[ClaimedJoin],
-) -> Result<Vec<JoinWritten>, StoreError> {
-    let mut written = Vec::with_capacity(joins.len());
-    let mut plain: Vec<JoinRecord> = Vec::new();
-    for join in joins {
-        let Some(claim) = &join.claim else {
-            plain.push(join.record);
-            continue;
-        };
-        journal_plain(conn, &mut plain, &mut written).await?;
-        statement(conn, "SAVEPOINT claimed_join").await?;
-        let outcome = claimed_join(conn, join.record, claim).await;
-        if !matches!(outcome, Ok(JoinWritten::Stood)) {
-            statement(conn, "ROLLBACK TO SAVEPOINT claimed_join").await?;
-        }
-        statement(conn, "RELEASE SAVEPOINT claimed_join").await?;
-        written.push(outcome?);
-    }
-    journal_plain(conn, &mut plain, &mut written).await?;
-    Ok(written)
-}
-
-/// The unclaimed joins gathered so far, in one `record_joins`.
-async fn journal_plain(
-    conn: &mut PgConnection,
-    plain: &mut Vec<JoinRecord>,
-    written: &mut Vec<JoinWritten>,
-) -> Result<(), StoreError> {
-    if plain.is_empty() {
-        return Ok(());
-    }
-    let stood = match crate::events::record_joins(conn, plain).await? {
-        Step::Keep(stood) | Step::Undo(stood) => stood,
-    };
-    written.extend(stood.into_iter().map(|stood| match stood {
-        true => JoinWritten::Stood,
-        false => JoinWritten::NotStood,
-    }));
-    plain.clear();
-    Ok(())
-}
-
-/// One claimed join: the claim, then (granted) the record, then (standing) the answer.
-async fn claimed_join(
-    conn: &mut PgConnection,
-    record: JoinRecord,
-    claim: &JoinClaim,
-) -> Result<JoinWritten, StoreError> {
-    let key = (claim.key.scope(), claim.key.key());
-    let begun = begin(conn, key, &claim.fingerprint, claim.now, &claim.claimant).await?;
-    if begun != Begin::Proceed {
-        return Ok(JoinWritten::Refused(begun));
-    }
-    let stood = match crate::events::record_joins(conn, &[record]).await? {
-        Step::Keep(stood) | Step::Undo(stood) => stood.first().copied().unwrap_or(false),
-    };
-    if !stood {
-        return Ok(JoinWritten::NotStood);
-    }
-    finish(conn, key, &claim.answer).await?;
-    Ok(JoinWritten::Stood)
-}
-
-async fn statement(conn: &mut PgConnection, sql: &'static str) -> Result<(), StoreError> {
-    sqlx::query(sql)
-        .execute(&mut *conn)
-        .await
-        .map(drop)
-        .map_err(db)
-}
-
 async fn abandon(
     conn: &mut PgConnection,
     (scope, key): (&str, &str),
@@ -424,36 +306,6 @@ impl IdempotencyStore for PostgresIdempotency {
             })
             .await?;
         moved.map(Some)
-    }
-
-    fn journals_joins(&self) -> bool {
-        true
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn lookup(
-        &self,
-        replay: &ReplayKey,
-        fingerprint: &[u8; 32],
-        now: Millis,
-        claimant: &Claimant,
-    ) -> Result<Begin, StoreError> {
-        let key = (replay.scope(), replay.key());
-        lookup(&self.pool, key, fingerprint, now, claimant).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn record_joins_claimed(
-        &self,
-        joins: &[ClaimedJoin],
-    ) -> Result<Vec<JoinWritten>, StoreError> {
-        let joins = joins.to_vec();
-        self.writer
-            .submit(move |conn| {
-                let joins = joins.clone();
-                Box::pin(async move { record_joins_claimed(conn, &joins).await.map(Step::Keep) })
-            })
-            .await
     }
 
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {

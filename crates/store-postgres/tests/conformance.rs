@@ -66,5 +66,4 @@ boxoffice_testkit::exchange_conformance!(fresh_exchange());
 boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());
-boxoffice_testkit::claimed_joins_conformance!(fresh_kept());
 boxoffice_testkit::outbox_conformance!(fresh_outbox());

@@ -124,24 +124,22 @@ pub(crate) fn record_joins(
     conn: &Connection,
     joins: &[JoinRecord],
 ) -> Result<Step<Vec<bool>>, StoreError> {
-    let answers = joins.iter().map(|j| record_join(conn, j));
-    Ok(Step::Keep(answers.collect::<Result<_, _>>()?))
-}
-
-/// One join of `record_joins`: whether it stands.
-pub(crate) fn record_join(conn: &Connection, j: &JoinRecord) -> Result<bool, StoreError> {
-    let buyer = j.buyer.to_string();
-    let stood = match j.position {
-        None => conn
-            .prepare_cached(
-                "INSERT INTO pool_joins (event_id, buyer_id, joined_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (event_id, buyer_id) DO NOTHING",
-            )
-            .and_then(|mut s| s.execute(params![j.event.0, buyer, j.at.0]))
-            .map(|_| true),
-        Some(position) => place(conn, j, &buyer, position as i64),
-    };
-    stood.map_err(db)
+    let mut answers = Vec::with_capacity(joins.len());
+    for j in joins {
+        let buyer = j.buyer.to_string();
+        let stood = match j.position {
+            None => conn
+                .prepare_cached(
+                    "INSERT INTO pool_joins (event_id, buyer_id, joined_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (event_id, buyer_id) DO NOTHING",
+                )
+                .and_then(|mut s| s.execute(params![j.event.0, buyer, j.at.0]))
+                .map(|_| true),
+            Some(position) => place(conn, j, &buyer, position as i64),
+        };
+        answers.push(stood.map_err(db)?);
+    }
+    Ok(Step::Keep(answers))
 }
 
 /// One place journaled (neither a placed buyer nor a taken position is changed):

@@ -12,22 +12,18 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Begin, Claimant, ClaimedJoin, IdempotencyStore, Incarnation, JoinClaim, JoinWritten, KeptMove,
-    KnownWrite, LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
+    ReplayKey, StoreError, StoredResponse,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::conn::db;
-use crate::reader::ReadPool;
 use crate::writer::{Step, Writer};
 
 /// The idempotency store of a [`crate::SqliteLedger`]; get one with `idempotency()`.
 #[derive(Clone)]
 pub struct SqliteIdempotency {
     pub(crate) writer: Writer,
-    /// The ledger's reader connections: a join's key is looked up there (`lookup`),
-    /// not through the writer.
-    pub(crate) readers: Arc<ReadPool>,
     pub(crate) _guards: crate::ledger::Guards,
 }
 
@@ -47,48 +43,6 @@ impl Claim {
     }
 }
 
-/// What a key's record (if any) says to a claimant, before anything is written.
-enum Found {
-    /// Not granted: this answer.
-    Answered(Begin),
-    /// Granted by taking over a claim whose lease lapsed or whose process died.
-    TakeOver,
-    /// Granted: the key is new.
-    New,
-}
-
-fn read_claim(conn: &Connection, scope: &str, key: &str) -> Result<Option<Claim>, StoreError> {
-    conn
-        .prepare_cached("SELECT fingerprint, state, status, body, lease_until, holder FROM idempotency_keys WHERE scope = ?1 AND key = ?2")
-        .and_then(|mut s| {
-            s.query_row(params![scope, key], |r| {
-                let state: String = r.get(1)?;
-                Ok(Claim { fingerprint: r.get(0)?, done: state == "done", status: r.get(2)?, body: r.get(3)?, lease_until: r.get(4)?, holder: r.get(5)? })
-            })
-            .optional()
-        })
-        .map_err(db)
-}
-
-fn found(claim: Option<Claim>, fingerprint: &[u8; 32], now: Millis, claimant: &Claimant) -> Found {
-    match claim {
-        Some(c) if c.fingerprint != fingerprint.as_slice() => Found::Answered(Begin::Mismatch),
-        Some(Claim {
-            done: true,
-            status,
-            body,
-            ..
-        }) => Found::Answered(Begin::Replay(StoredResponse {
-            status: status.unwrap_or(500),
-            body: body.unwrap_or_default(),
-        })),
-        Some(c) if c.running(now, claimant.node) => Found::Answered(Begin::InFlight),
-        // Its lease lapsed or its process died: this request takes the claim over.
-        Some(_) => Found::TakeOver,
-        None => Found::New,
-    }
-}
-
 fn begin(
     conn: &Connection,
     scope: &str,
@@ -97,12 +51,32 @@ fn begin(
     now: Millis,
     claimant: &Claimant,
 ) -> Result<Begin, StoreError> {
-    let claim = read_claim(conn, scope, key)?;
+    let claim = conn
+        .prepare_cached("SELECT fingerprint, state, status, body, lease_until, holder FROM idempotency_keys WHERE scope = ?1 AND key = ?2")
+        .and_then(|mut s| {
+            s.query_row(params![scope, key], |r| {
+                let state: String = r.get(1)?;
+                Ok(Claim { fingerprint: r.get(0)?, done: state == "done", status: r.get(2)?, body: r.get(3)?, lease_until: r.get(4)?, holder: r.get(5)? })
+            })
+            .optional()
+        })
+        .map_err(db)?;
     let lease_until = now.0.saturating_add(claimant.lease_ms);
     let holder = claimant.node.0.as_slice();
-    match found(claim, fingerprint, now, claimant) {
-        Found::Answered(answer) => Ok(answer),
-        Found::TakeOver => {
+    match claim {
+        Some(c) if c.fingerprint != fingerprint.as_slice() => Ok(Begin::Mismatch),
+        Some(Claim {
+            done: true,
+            status,
+            body,
+            ..
+        }) => Ok(Begin::Replay(StoredResponse {
+            status: status.unwrap_or(500),
+            body: body.unwrap_or_default(),
+        })),
+        Some(c) if c.running(now, claimant.node) => Ok(Begin::InFlight),
+        // Its lease lapsed or its process died: this request takes the claim over.
+        Some(_) => {
             conn.execute(
                 "UPDATE idempotency_keys SET lease_until = ?3, holder = ?4 WHERE scope = ?1 AND key = ?2",
                 params![scope, key, lease_until, holder],
@@ -110,7 +84,7 @@ fn begin(
             .map_err(db)?;
             Ok(Begin::Proceed)
         }
-        Found::New => {
+        None => {
             conn.prepare_cached(
                 "INSERT INTO idempotency_keys (scope, key, fingerprint, state, lease_until, created_at, holder)
                  VALUES (?1, ?2, ?3, 'in_flight', ?4, ?5, ?6)",
@@ -198,67 +172,6 @@ fn apply_kept(
         None => None,
     };
     Ok(Step::Keep(Ok(KeptMove { order, kept })))
-}
-
-/// Journals a batch of joins in one job, each claimed join in a savepoint of its own:
-/// its claim, its record and its kept answer stand together, or none of them does.
-fn record_joins_claimed(
-    conn: &Connection,
-    joins: &[ClaimedJoin],
-) -> Result<Vec<JoinWritten>, StoreError> {
-    let mut written = Vec::with_capacity(joins.len());
-    for join in joins {
-        let Some(claim) = &join.claim else {
-            let stood = crate::events::record_join(conn, &join.record)?;
-            written.push(if stood {
-                JoinWritten::Stood
-            } else {
-                JoinWritten::NotStood
-            });
-            continue;
-        };
-        statement(conn, "SAVEPOINT claimed_join")?;
-        let outcome = claimed_join(conn, join, claim);
-        let kept = matches!(outcome, Ok(JoinWritten::Stood));
-        if !kept {
-            statement(conn, "ROLLBACK TO claimed_join")?;
-        }
-        statement(conn, "RELEASE claimed_join")?;
-        written.push(outcome?);
-    }
-    Ok(written)
-}
-
-/// One claimed join: the claim, then (granted) the record, then (standing) the answer.
-fn claimed_join(
-    conn: &Connection,
-    join: &ClaimedJoin,
-    claim: &JoinClaim,
-) -> Result<JoinWritten, StoreError> {
-    let (scope, key) = (claim.key.scope(), claim.key.key());
-    let begun = begin(
-        conn,
-        scope,
-        key,
-        &claim.fingerprint,
-        claim.now,
-        &claim.claimant,
-    )?;
-    if begun != Begin::Proceed {
-        return Ok(JoinWritten::Refused(begun));
-    }
-    if !crate::events::record_join(conn, &join.record)? {
-        return Ok(JoinWritten::NotStood);
-    }
-    finish(conn, scope, key, &claim.answer)?;
-    Ok(JoinWritten::Stood)
-}
-
-fn statement(conn: &Connection, sql: &str) -> Result<(), StoreError> {
-    conn.prepare_cached(sql)
-        .and_then(|mut s| s.execute([]))
-        .map(drop)
-        .map_err(db)
 }
 
 /// The oldest records claimed before `before`, at most `limit`, in one short write.
@@ -364,42 +277,6 @@ impl IdempotencyStore for SqliteIdempotency {
             })
             .await?;
         moved.map(Some)
-    }
-
-    fn journals_joins(&self) -> bool {
-        true
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn lookup(
-        &self,
-        replay: &ReplayKey,
-        fingerprint: &[u8; 32],
-        now: Millis,
-        claimant: &Claimant,
-    ) -> Result<Begin, StoreError> {
-        let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
-        let (fingerprint, claimant) = (*fingerprint, *claimant);
-        self.readers
-            .read(move |conn| {
-                let claim = read_claim(conn, &scope, &key)?;
-                Ok(match found(claim, &fingerprint, now, &claimant) {
-                    Found::Answered(answer) => answer,
-                    Found::TakeOver | Found::New => Begin::Proceed,
-                })
-            })
-            .await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn record_joins_claimed(
-        &self,
-        joins: &[ClaimedJoin],
-    ) -> Result<Vec<JoinWritten>, StoreError> {
-        let joins = joins.to_vec();
-        self.writer
-            .submit(move |conn| record_joins_claimed(conn, &joins).map(Step::Keep))
-            .await
     }
 
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {

@@ -57,7 +57,6 @@ impl SqliteLedger {
     pub fn idempotency(&self) -> SqliteIdempotency {
         SqliteIdempotency {
             writer: self.writer.clone(),
-            readers: self.readers.clone(),
             _guards: self.guards.clone(),
         }
     }

@@ -81,5 +81,4 @@ boxoffice_testkit::exchange_conformance!(async { fresh_exchange() });
 boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });
-boxoffice_testkit::claimed_joins_conformance!(async { fresh_kept() });
 boxoffice_testkit::outbox_conformance!(async { fresh_outbox() });

@@ -21,11 +21,9 @@ use boxoffice_engine::ports::{
 };
 
 mod bounded;
-mod joins;
 mod liveness;
 
 pub use bounded::*;
-pub use joins::*;
 pub use liveness::*;
 
 /// Expands into `mod idempotency { … }` with one timed tokio test per case.
@@ -56,7 +54,6 @@ macro_rules! __idempotency_cases {
             records_claimed_before_the_cutoff_are_pruned_in_batches,
             a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_caller,
             known_writes_racing_under_one_key_are_made_once,
-            a_store_takes_a_joins_claim_in_the_journal_only_where_it_says_so,
         );
     };
 }
@@ -407,52 +404,4 @@ pub async fn known_writes_racing_under_one_key_are_made_once(store: Arc<dyn Idem
     assert!(told.iter().all(|r| *r == first), "told {told:?}");
     let later = store.begin(&key, &FP, NOW.plus_secs(60), &claimant()).await;
     assert_eq!(later.unwrap(), Begin::Replay(first));
-}
-
-/// `journals_joins` is the opt-in: a store that says so looks keys up as `begin` would
-/// answer, without claiming; one that does not (the default) refuses both calls, and
-/// its joins are claimed, journaled and kept in turn.
-pub async fn a_store_takes_a_joins_claim_in_the_journal_only_where_it_says_so(
-    store: Arc<dyn IdempotencyStore>,
-) {
-    let (s, me) = (scope(), claimant());
-    let key = ReplayKey::new(&s, "k1");
-    if !store.journals_joins() {
-        assert!(store.lookup(&key, &FP, NOW, &me).await.is_err());
-        assert!(store.record_joins_claimed(&[]).await.is_err());
-        return;
-    }
-    assert_eq!(
-        store.lookup(&key, &FP, NOW, &me).await.unwrap(),
-        Begin::Proceed
-    );
-    // Looked up twice, claimed by neither: the key is still new.
-    assert_eq!(
-        store.lookup(&key, &FP, NOW, &claimant()).await.unwrap(),
-        Begin::Proceed
-    );
-    assert_eq!(
-        store.begin(&key, &FP, NOW, &me).await.unwrap(),
-        Begin::Proceed
-    );
-    assert_eq!(
-        store.lookup(&key, &FP, NOW, &me).await.unwrap(),
-        Begin::InFlight
-    );
-    // A dead holder's claim would be taken over (another node, no heartbeat; in a
-    // store one process opens, any other incarnation is an earlier life).
-    let later = NOW.plus_secs(1);
-    let other = Claimant {
-        dead_after_ms: 1,
-        ..claimant()
-    };
-    assert_eq!(
-        store.lookup(&key, &FP, later, &other).await.unwrap(),
-        Begin::Proceed
-    );
-    store.finish(&key, &created()).await.unwrap();
-    assert_eq!(
-        store.lookup(&key, &FP, later, &other).await.unwrap(),
-        Begin::Replay(created())
-    );
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, OnceLock};
 
-use super::{JoinRecord, LedgerError, Order, StoreError};
+use super::{LedgerError, Order, StoreError};
 use crate::OrderView;
 
 /// A finished response kept for replays.
@@ -59,40 +59,6 @@ pub struct KeptMove {
     /// The answer kept as the key's, as `RenderKept` rendered it; `None` when it
     /// rendered none (the move alone was written).
     pub kept: Option<StoredResponse>,
-}
-
-/// A queue join's Idempotency-Key claim and its answer, journaled with the join
-/// (`IdempotencyStore::record_joins_claimed`): the claim, the join's record and the
-/// kept answer are written together or not at all.
-#[derive(Clone, Debug)]
-pub struct JoinClaim {
-    pub key: Arc<ReplayKey>,
-    pub fingerprint: [u8; 32],
-    pub now: Millis,
-    pub claimant: Claimant,
-    /// Kept as the key's answer when the claim is granted and the record stands.
-    pub answer: StoredResponse,
-}
-
-/// A join to journal, with its key's claim when its request has one.
-#[derive(Clone, Debug)]
-pub struct ClaimedJoin {
-    pub record: JoinRecord,
-    pub claim: Option<JoinClaim>,
-}
-
-/// What became of one join of a claimed batch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JoinWritten {
-    /// The record stands (as `Ledger::record_joins` answers `true`), and with it the
-    /// claim and the kept answer where the join had them.
-    Stood,
-    /// The record does not stand (the ledger holds the buyer elsewhere, or another
-    /// buyer at the position): nothing of this join was written, its claim neither.
-    NotStood,
-    /// The claim was refused (`begin`'s answer, never `Proceed`): nothing of this join
-    /// was written.
-    Refused(Begin),
 }
 
 /// One life of a process: a random id drawn at every start. A claim records the
@@ -267,40 +233,6 @@ pub trait IdempotencyStore: Send + Sync {
         _render: Arc<RenderKept>,
     ) -> Result<Option<KeptMove>, LedgerError> {
         Ok(None)
-    }
-
-    /// Whether this store keeps its records in the ledger's own database and takes a
-    /// queue join's claim in the join journal's write (`lookup`,
-    /// `record_joins_claimed`). Off by default: a join then claims, journals and keeps
-    /// its answer in turn (`begin`, `Ledger::record_joins`, `finish`).
-    fn journals_joins(&self) -> bool {
-        false
-    }
-
-    /// What `begin` would answer now, read without writing anything: `Proceed` where a
-    /// claim would be granted (a new key, a lapsed lease, a dead holder). Only for a
-    /// store that `journals_joins`; the default says it cannot.
-    async fn lookup(
-        &self,
-        _key: &ReplayKey,
-        _fingerprint: &[u8; 32],
-        _now: Millis,
-        _claimant: &Claimant,
-    ) -> Result<Begin, StoreError> {
-        Err(StoreError::new("this replay store does not journal joins"))
-    }
-
-    /// Journals `joins` as `Ledger::record_joins` does, in one write, and for each join
-    /// with a claim takes the claim and keeps its answer in the same write, each join
-    /// on its own: a join whose claim is refused, or whose record does not stand,
-    /// writes nothing, and the others are unaffected. Answers one `JoinWritten` per
-    /// join, in order (an unclaimed join is `Stood` or `NotStood`). Only for a store
-    /// that `journals_joins`; the default says it cannot.
-    async fn record_joins_claimed(
-        &self,
-        _joins: &[ClaimedJoin],
-    ) -> Result<Vec<JoinWritten>, StoreError> {
-        Err(StoreError::new("this replay store does not journal joins"))
     }
 }
 

@@ -150,17 +150,11 @@ impl Engine {
         if !self.ports.ledger.line_places(event).await?.is_empty() {
             return self.finish_and_restore(event, state, claim).await;
         }
-        if !state.opened {
-            // A queue store that lost the pool before opening gets it back first, and
-            // one that missed entries the ledger journaled (a keyed join whose answer
-            // was kept with its entry, its queue store join then failed or its node
-            // died: `Engine::join_keyed`) gets those. Joining twice is harmless.
-            let journaled = self.ports.ledger.pool_joins(event).await?;
-            if journaled.len() as u64 > state.pool_size {
-                for buyer in journaled {
-                    claim.held()?;
-                    self.ports.queue.join(event, buyer, false).await?;
-                }
+        if !state.opened && state.pool_size == 0 {
+            // A queue store that lost the pool before opening gets it back first.
+            for buyer in self.ports.ledger.pool_joins(event).await? {
+                claim.held()?;
+                self.ports.queue.join(event, buyer, false).await?;
             }
         }
         claim.held()?;

@@ -9,14 +9,14 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
 use boxoffice_engine::waiting::{Challenge, PublicQueueBody};
-use boxoffice_engine::{JoinKey, JoinOutcome, Joiner, KeyedJoin, PowSolution, QueueStatus};
+use boxoffice_engine::{JoinOutcome, Joiner, PowSolution, QueueStatus};
 use futures::StreamExt;
 use serde::Deserialize;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Dpop, bearer, json};
-use crate::idempotency::{ClaimArgs, Journaled, Replay, Scope, reply};
+use crate::idempotency::{Replay, Scope, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
@@ -102,32 +102,11 @@ pub async fn join(
         Err(e) => return refused(e),
     };
     // The replay store decides before the join takes effect: a key used for another
-    // request is refused without taking a place. Where the store keeps its records in
-    // the ledger's database, the claim and the kept answer are written with the join's
-    // record, in the join journal's batch (`Engine::join_keyed`): no write of their
-    // own.
+    // request is refused without taking a place. A join run again finds the buyer's
+    // place again, so the answer is not held back until the store has kept it
+    // (`run_repeatable`): one ledger round trip fewer for the buyer to wait on.
     let scope = Scope::Buyer(pass.buyer());
     let engine = st.engine.clone();
-    if st.idempotency.journals_joins() {
-        let replays = st.idempotency.clone();
-        let work = move |args: ClaimArgs| async move {
-            let key = JoinKey {
-                replays,
-                key: args.key,
-                fingerprint: args.fingerprint,
-                now: args.now,
-                claimant: args.claimant,
-            };
-            match engine.join_keyed(pass, key).await? {
-                KeyedJoin::Joined(answer) => Ok(Journaled::Kept(answer)),
-                KeyedJoin::Refused(begin) => Ok(Journaled::Refused(begin)),
-            }
-        };
-        return replay.run_journaled(st.replays(), scope, &body, work).await;
-    }
-    // Elsewhere: claimed, joined and kept in turn. A join run again finds the buyer's
-    // place again, so the answer is not held back until the store has kept it
-    // (`run_repeatable`): one round trip fewer for the buyer to wait on.
     replay
         .run_repeatable(st.replays(), scope, &body, async move {
             let out = engine.join_checked(pass).await?;
