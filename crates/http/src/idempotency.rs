@@ -684,6 +684,15 @@ mod tests {
         }
     }
 
+    /// The replay store as a route sees it, at a fixed time.
+    fn at_1000(replays: &Arc<dyn IdempotencyStore>, claimant: Claimant) -> Store<'_> {
+        Store {
+            replays,
+            claimant,
+            now: Millis(1_000),
+        }
+    }
+
     async fn replay(key: &str) -> Replay {
         let req = Request::post("/v1/events/7/open")
             .header("idempotency-key", key)
@@ -698,11 +707,7 @@ mod tests {
         claimant: Claimant,
         work: impl Future<Output = Reply> + Send + 'static,
     ) -> Response {
-        let store = Store {
-            replays,
-            claimant,
-            now: Millis(1_000),
-        };
+        let store = at_1000(replays, claimant);
         replay("k-1")
             .await
             .run(store, Scope::Operator, b"{}", work)
@@ -839,11 +844,7 @@ mod tests {
         claimant: Claimant,
         work: impl Future<Output = Reply> + Send + 'static,
     ) -> Response {
-        let store = Store {
-            replays,
-            claimant,
-            now: Millis(1_000),
-        };
+        let store = at_1000(replays, claimant);
         replay("k-1")
             .await
             .run_repeatable(store, Scope::Operator, b"{}", work)
@@ -935,11 +936,7 @@ mod tests {
         stepped: impl FnOnce(Reply) -> Stepped + Send + 'static,
         answer: Reply,
     ) -> Response {
-        let store = Store {
-            replays,
-            claimant: claimant(),
-            now: Millis(1_000),
-        };
+        let store = at_1000(replays, claimant());
         let held = replays.clone();
         let step = move |args: ClaimArgs| async move {
             let c = args.claim();
@@ -1008,11 +1005,7 @@ mod tests {
         answer: Reply,
         kept: bool,
     ) -> Response {
-        let store = Store {
-            replays,
-            claimant: claimant(),
-            now: Millis(1_000),
-        };
+        let store = at_1000(replays, claimant());
         let work = move |_: Arc<dyn IdempotencyStore>, key: Arc<ReplayKey>| async move {
             assert_eq!(key.key(), "k-1");
             (answer, kept)
@@ -1066,11 +1059,7 @@ mod tests {
     async fn a_refusal_before_the_claim_is_kept_as_the_keys_answer() {
         let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
         let send = || {
-            let store = Store {
-                replays: &replays,
-                claimant: claimant(),
-                now: Millis(1_000),
-            };
+            let store = at_1000(&replays, claimant());
             async move {
                 let refused = |_: ClaimArgs| async {
                     Stepped::Before(ApiError::new(ErrorCode::SaleNotOpen, "not open"))
