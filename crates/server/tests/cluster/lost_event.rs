@@ -224,7 +224,21 @@ async fn drift_injected_in_redis_is_repaired_within_one_reconcile_period() {
         took <= PERIOD + Duration::from_secs(1),
         "repaired after {took:?}"
     );
-    let after = metric_sum(&c, &urls, "boxoffice_drift_repairs_total").await;
+    // The repair is counted once its script has answered the node, a moment after Redis
+    // shows it: wait for the count, then see that it is one.
+    let what = "the repair counted in /metrics";
+    let after = eventually(
+        what,
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || async {
+            match metric_sum(&c, &urls, "boxoffice_drift_repairs_total").await {
+                now if now > before => Ok(now),
+                now => Err(now),
+            }
+        },
+    )
+    .await;
     assert_eq!(after - before, 1.0, "one repair counted");
     let counts = stats(&c, &urls[0], event).await["counts"].clone();
     assert_eq!(counts["sold"], json!(1), "{counts}");

@@ -23,7 +23,7 @@ use boxoffice_testkit::harness::redis::OwnRedis;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::common::{TestApp, spawn_with, spec, test_config, uuid};
 
@@ -60,27 +60,35 @@ async fn commandstats(redis: &mut redis::aio::MultiplexedConnection) -> BTreeMap
         .collect()
 }
 
-/// The counts once Redis has served nothing new for a while: every command a finished
-/// request handed over (the kept answers are not waited for) has arrived.
+/// The counts once Redis has served nothing new for a while (two readings 300 ms apart
+/// agree): every command a finished request handed over has arrived.
 async fn settled(redis: &mut redis::aio::MultiplexedConnection) -> BTreeMap<String, u64> {
-    let mut last = commandstats(redis).await;
+    let last = std::cell::RefCell::new(commandstats(redis).await);
     let every = Duration::from_millis(300);
     eventually("Redis to go quiet", Duration::from_secs(60), every, || {
         let mut redis = redis.clone();
-        let before = last.clone();
+        let last = &last;
         async move {
+            tokio::time::sleep(every).await;
             let now = commandstats(&mut redis).await;
-            if now == before { Ok(now) } else { Err(now) }
+            match now == *last.borrow() {
+                true => Ok(()),
+                false => Err(last.replace(now)),
+            }
         }
     })
     .await;
-    last = commandstats(redis).await;
-    last
+    last.into_inner()
 }
 
-/// MONITOR on `port` from now until the returned child is killed; its output comes
-/// from the handle.
-async fn monitor(port: u16) -> (tokio::process::Child, tokio::task::JoinHandle<String>) {
+/// MONITOR on `port` from now until `marker` is echoed: the returned child is killed
+/// once the handle has read the line that shows it, and the handle gives what MONITOR
+/// showed before it. Redis feeds MONITOR in the order it serves commands, so every
+/// command served before the marker is in that text however late MONITOR's reader runs.
+async fn monitor(
+    port: u16,
+    marker: &str,
+) -> (tokio::process::Child, tokio::task::JoinHandle<String>) {
     let mut child = tokio::process::Command::new("redis-cli")
         .args(["-p", &port.to_string(), "monitor"])
         .stdout(std::process::Stdio::piped())
@@ -91,12 +99,38 @@ async fn monitor(port: u16) -> (tokio::process::Child, tokio::task::JoinHandle<S
     let mut first = String::new();
     out.read_line(&mut first).await.expect("MONITOR answers");
     assert_eq!(first.trim(), "OK", "MONITOR is on");
+    let marker = marker.to_string();
     let reader = tokio::spawn(async move {
         let mut text = String::new();
-        let _ = out.read_to_string(&mut text).await;
-        text
+        loop {
+            let mut line = String::new();
+            let read = out.read_line(&mut line).await.expect("MONITOR's output");
+            assert!(read > 0, "MONITOR ended before the marker: {text}");
+            if line.contains(&marker) {
+                return text;
+            }
+            text.push_str(&line);
+        }
     });
     (child, reader)
+}
+
+/// Sends `marker` through `redis` and waits (within a deadline) for MONITOR's reader to
+/// reach it: what MONITOR showed before it.
+async fn monitored_until(
+    redis: &mut redis::aio::MultiplexedConnection,
+    marker: &str,
+    reader: tokio::task::JoinHandle<String>,
+) -> String {
+    let _: String = redis::cmd("ECHO")
+        .arg(marker)
+        .query_async(redis)
+        .await
+        .expect("ECHO");
+    tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("MONITOR shows the marker within 30 s")
+        .expect("the MONITOR reader")
 }
 
 /// The commands clients sent, as MONITOR shows them (`… [0 127.0.0.1:port] "evalsha" …`;
@@ -144,11 +178,13 @@ pub(crate) async fn measure(
     requests: impl Future<Output = ()>,
 ) -> Measured {
     let before = settled(redis).await;
-    let (mut watching, watched) = monitor(own.port).await;
+    let marker = format!("monitor-marker-{}", uuid());
+    let (mut watching, watched) = monitor(own.port, &marker).await;
     requests.await;
     let after = settled(redis).await;
+    let monitored = monitored_until(redis, &marker, watched).await;
     watching.kill().await.expect("MONITOR stops");
-    let sent = sent_by_clients(&watched.await.expect("the MONITOR reader"));
+    let sent = sent_by_clients(&monitored);
     let scripts = |stats: &BTreeMap<String, u64>| stats.get("evalsha").copied().unwrap_or(0);
     let delta = after
         .iter()

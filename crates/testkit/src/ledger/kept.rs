@@ -115,3 +115,71 @@ pub async fn a_kept_move_that_loses_keeps_nothing(ports: KeptPorts) {
     let retried = replays.begin(&key, &fp, later, &claimant()).await.unwrap();
     assert_eq!(retried, Begin::Replay(own));
 }
+
+/// Two requests under two keys race to capture one committed order, each keeping its
+/// answer in the move's write: exactly one moves the order and keeps its answer; the
+/// other's write changes nothing (told the state it found, or left to its caller) and
+/// keeps nothing under its key, whose claim still runs for its request to answer.
+pub async fn two_kept_moves_racing_on_one_order_move_it_once(ports: KeptPorts) {
+    let KeptPorts { ledger, replays } = ports;
+    let e = event(&ledger, 3, 4).await;
+    let o = authorized(&ledger, &e, BuyerId::random(), &[2]).await;
+    let committed = ledger.commit(&commit_of(&o, 4)).await.unwrap();
+    assert_eq!(committed, CommitOutcome::Committed);
+    let fp = [5; 32];
+    let (keys, mine) = ([key(), key()], [claimant(), claimant()]);
+    for (k, me) in keys.iter().zip(&mine) {
+        let begun = replays.begin(k, &fp, T0, me).await.unwrap();
+        assert_eq!(begun, Begin::Proceed);
+    }
+    let at = T0.plus_secs(3);
+    let racers = keys.iter().map(|k| {
+        let (replays, k) = (replays.clone(), k.clone());
+        tokio::spawn(async move {
+            replays
+                .apply_kept(&k, o.id, OrderEvent::Captured, at, render())
+                .await
+        })
+    });
+    let answers: Vec<_> = futures::future::join_all(racers)
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("the racer ran"))
+        .collect();
+    let stored = ledger.order(o.id).await.unwrap().unwrap();
+    let moved: Vec<usize> = (0..2)
+        .filter(|&i| matches!(answers[i], Ok(Some(_))))
+        .collect();
+    if moved.is_empty() {
+        // A store that leaves moves to its callers: neither wrote anything.
+        assert!(answers.iter().all(|a| matches!(a, Ok(None))), "{answers:?}");
+        assert_eq!(stored.state, OrderState::Committed);
+        for (k, me) in keys.iter().zip(&mine) {
+            let again = replays.begin(k, &fp, T0, me).await.unwrap();
+            assert_eq!(again, Begin::InFlight);
+        }
+        return;
+    }
+    assert_eq!(moved.len(), 1, "one racer moved the order: {answers:?}");
+    let (winner, loser) = (moved[0], 1 - moved[0]);
+    match &answers[loser] {
+        Ok(None) => {}
+        Err(LedgerError::Conflict(state)) => assert_eq!(*state, OrderState::Confirmed),
+        other => panic!("the losing racer answered {other:?}"),
+    }
+    assert_eq!(
+        (stored.state, stored.updated_at),
+        (OrderState::Confirmed, at)
+    );
+    let answer = StoredResponse {
+        status: 201,
+        body: format!("{}:confirmed", o.id).into_bytes(),
+    };
+    let later = T0.plus_secs(3_600);
+    let retry = claimant();
+    let won = replays.begin(&keys[winner], &fp, later, &retry).await;
+    assert_eq!(won.unwrap(), Begin::Replay(answer));
+    let lost = replays.begin(&keys[loser], &fp, T0, &mine[loser]);
+    let lost = lost.await.unwrap();
+    assert_eq!(lost, Begin::InFlight, "the loser's key kept nothing");
+}
