@@ -23,6 +23,10 @@ pub struct SqliteOptions {
     pub busy_timeout_ms: u64,
     /// Writes that may wait for the writer before callers are slowed down. Default 8,192.
     pub queue_capacity: usize,
+    /// Frames in the write-ahead log at which the writer, between two batches, copies
+    /// the rest of the log into the database and starts the log again from its first
+    /// frame (see `checkpoint`). Default 4,096 (16 MiB of 4 KiB pages).
+    pub wal_restart_frames: u64,
 }
 
 impl Default for SqliteOptions {
@@ -33,6 +37,7 @@ impl Default for SqliteOptions {
             read_connections: 4,
             busy_timeout_ms: 5_000,
             queue_capacity: 8_192,
+            wal_restart_frames: 4_096,
         }
     }
 }

@@ -7,7 +7,9 @@
 //!
 //! Metrics: `boxoffice_ledger_write_seconds`, from a write's submission to its answer
 //! (its wait in the queue, its batch and the batch's COMMIT), and
-//! `boxoffice_ledger_batch_seconds`, one batch from BEGIN to COMMIT. A request slower
+//! `boxoffice_ledger_batch_seconds`, one batch from BEGIN to COMMIT, and
+//! `boxoffice_ledger_wal_restart_seconds`, each time the writer started the log again
+//! between batches (`checkpoint`). A request slower
 //! than its ledger writes waited elsewhere (see the server's wake probe).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -20,6 +22,7 @@ use boxoffice_engine::ports::StoreError;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::checkpoint::LogLength;
 use crate::conn::db;
 use crate::options::SqliteOptions;
 
@@ -74,6 +77,8 @@ pub struct WriterStats {
     pub jobs: AtomicU64,
     /// Checkpoints run by the checkpointer (`checkpoint`), off the writer's thread.
     pub checkpoints: Arc<AtomicU64>,
+    /// Times the writer copied the whole log and started it again (`checkpoint::restart`).
+    pub log_restarts: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -101,17 +106,24 @@ impl Writer {
             1
         };
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let log = Arc::new(LogLength::default());
         crate::checkpoint::spawn(
             path,
             options.busy_timeout(),
             stopped,
             stats.checkpoints.clone(),
+            log.clone(),
         )?;
         let thread_stats = stats.clone();
+        let restart = Restart {
+            log,
+            at_frames: options.wal_restart_frames.max(1),
+            busy_timeout: options.busy_timeout(),
+        };
         std::thread::Builder::new()
             .name("ledger-writer".into())
             .spawn(move || {
-                run(conn, rx, limit, &thread_stats);
+                run(conn, rx, limit, &thread_stats, &restart);
                 drop(stop);
             })
             .map_err(StoreError::new)?;
@@ -168,7 +180,35 @@ fn run_cached(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .map_err(db)
 }
 
-fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, limit: usize, stats: &WriterStats) {
+/// When the writer starts the log again: the checkpointer's last report of its length,
+/// and the length at which it does.
+struct Restart {
+    log: Arc<LogLength>,
+    at_frames: u64,
+    busy_timeout: std::time::Duration,
+}
+
+impl Restart {
+    /// Between batches: once the log has reached its length, copy it whole and start it
+    /// again. Tried once per report, so a busy attempt waits for the next.
+    fn between_batches(&self, conn: &Connection, stats: &WriterStats) {
+        if self.log.frames.load(Ordering::Relaxed) < self.at_frames {
+            return;
+        }
+        self.log.frames.store(0, Ordering::Relaxed);
+        if crate::checkpoint::restart(conn, self.busy_timeout) {
+            stats.log_restarts.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn run(
+    conn: Connection,
+    mut rx: mpsc::Receiver<Job>,
+    limit: usize,
+    stats: &WriterStats,
+    restart: &Restart,
+) {
     let mut batch = Vec::with_capacity(limit);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -183,6 +223,7 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, limit: usize, stats: &Writ
         run_batch(&conn, batch.drain(..), stats);
         metrics::histogram!("boxoffice_ledger_batch_seconds")
             .record(started.elapsed().as_secs_f64());
+        restart.between_batches(&conn, stats);
     }
 }
 
@@ -240,11 +281,106 @@ mod tests {
     use crate::checkpoint::PERIOD;
 
     fn writer(dir: &tempfile::TempDir) -> Writer {
+        writer_with(dir, &SqliteOptions::default())
+    }
+
+    fn writer_with(dir: &tempfile::TempDir, options: &SqliteOptions) -> Writer {
         let path = dir.path().join("ledger.db");
-        let options = SqliteOptions::default();
         let conn = crate::conn::open(&path, options.busy_timeout()).unwrap();
-        conn.execute_batch("CREATE TABLE t (n INTEGER)").unwrap();
-        Writer::spawn(conn, &path, &options).unwrap()
+        conn.execute_batch("CREATE TABLE t (n INTEGER, pad BLOB)")
+            .unwrap();
+        Writer::spawn(conn, &path, options).unwrap()
+    }
+
+    /// Frames in the log of the database at `path`, read on a connection of its own
+    /// (`None` while another checkpoint runs).
+    fn log_frames(path: &Path) -> Option<i64> {
+        let c = crate::conn::open(path, Duration::from_secs(5)).unwrap();
+        // (busy, frames in the log, frames copied); PASSIVE never starts the log again.
+        let frames: i64 = c
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
+            .unwrap();
+        (frames >= 0).then_some(frames)
+    }
+
+    /// Writes that never stop, with a reader reading beside them all along: the writer
+    /// starts the log again from its first frame (a PASSIVE checkpoint alone never
+    /// does), so the log's length falls back again and again instead of growing for
+    /// as long as the writes go on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_starts_again_instead_of_growing_while_writes_never_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions {
+            wal_restart_frames: 32,
+            ..SqliteOptions::default()
+        };
+        let w = writer_with(&dir, &options);
+        let path = dir.path().join("ledger.db");
+        let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let reader = {
+            let (reading, path) = (reading.clone(), path.clone());
+            std::thread::spawn(move || {
+                let conn = crate::conn::open(&path, Duration::from_secs(5)).unwrap();
+                let mut reads = 0u64;
+                while reading.load(Ordering::Relaxed) {
+                    let n: i64 = conn
+                        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                        .unwrap();
+                    assert!(n >= 0);
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        // Writers enough that a batch is always waiting when the last one commits.
+        let writing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let writers: Vec<_> = (0..32)
+            .map(|_| {
+                let (w, writing) = (w.clone(), writing.clone());
+                tokio::spawn(async move {
+                    let mut writes = 0u64;
+                    while writing.load(Ordering::Relaxed) {
+                        let write = |c: &Connection| {
+                            let done =
+                                c.execute("INSERT INTO t (n, pad) VALUES (1, zeroblob(3000))", []);
+                            done.map(|_| Step::Keep(())).map_err(db)
+                        };
+                        w.submit(write).await.unwrap();
+                        writes += 1;
+                    }
+                    writes
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut longest, mut fell_back, mut last) = (0i64, 0u32, 0i64);
+        while fell_back < 3 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if let Some(now) = tokio::task::block_in_place(|| log_frames(&path)) {
+                fell_back += u32::from(now < last);
+                (last, longest) = (now, longest.max(now));
+            }
+        }
+        writing.store(false, Ordering::Relaxed);
+        let mut writes = 0;
+        for writer in writers {
+            writes += writer.await.unwrap();
+        }
+        reading.store(false, Ordering::Relaxed);
+        let reads = reader.join().unwrap();
+        let restarts = w.stats.log_restarts.load(Ordering::Relaxed);
+        let file = std::fs::metadata(dir.path().join("ledger.db-wal"))
+            .unwrap()
+            .len();
+        eprintln!(
+            "{writes} writes, {reads} reads: the log fell back {fell_back} times \
+             ({restarts} restarts), {longest} frames at most, its file {file} bytes"
+        );
+        assert!(
+            fell_back >= 3,
+            "the log fell back {fell_back} times in 30 s of writes ({longest} frames at most)"
+        );
+        assert!(restarts >= 1, "{restarts} restarts counted");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
