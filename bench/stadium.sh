@@ -10,7 +10,9 @@
 # Usage: bench/stadium.sh [seats] [buyers] [tail_tau_s] [tail_s]
 #   (default 51,000 seats, 200,000 buyers, 30, 120)
 # BOX_BIN=path runs a binary already built (default: a release build of this tree).
-# MAX_DURATION_S bounds the run (default 600). Everything lands in $OUT (default a
+# MAX_DURATION_S bounds the run (default 600). EVENT_RATE is the event's admission rate
+# (default 2000 a second); REHEARSE_ARGS adds arguments to `boxoffice rehearse` (for
+# example "--max-active-shoppers 3000"). Everything lands in $OUT (default a
 # temporary directory): the report (report.html, report.json), cpu.txt (time, server
 # ticks, generator ticks, the machine's /proc/stat line), metrics.*.txt, server.out.
 set -euo pipefail
@@ -37,8 +39,8 @@ echo "machine: $(machine); server $base"
 
 "$bin" rehearse --target "$base" --operator-key "$key" --payments fake \
   --seats "$seats" --buyers "$buyers" --rush-share 0.5 --rush-s 10 --tail-tau-s "$tau" \
-  --tail-s "$tail" --event-rate 2000 --max-duration-s "${MAX_DURATION_S:-600}" \
-  --quiet --out "$out/report" > "$out/rehearse.out" 2>&1 &
+  --tail-s "$tail" --event-rate "${EVENT_RATE:-2000}" --max-duration-s "${MAX_DURATION_S:-600}" \
+  ${REHEARSE_ARGS:-} --quiet --out "$out/report" > "$out/rehearse.out" 2>&1 &
 gen=$!
 tick=0
 while kill -0 "$gen" 2>/dev/null; do

@@ -185,6 +185,10 @@ pub struct RehearseArgs {
     /// Proof-of-work difficulty asked at join (leading zero bits; 0: none).
     #[arg(long, default_value_t = 0)]
     pub pow_difficulty: u8,
+    /// Admission waits while this many admitted shoppers are still active (the
+    /// waiting room's `max_active_shoppers`; none by default).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_active_shoppers: Option<u32>,
     /// Proofs of possession the made event asks for: off, optional or required.
     #[arg(long, default_value = "off", value_parser = pop_mode)]
     pub proofs: boxoffice_domain::possession::PopMode,
@@ -303,6 +307,7 @@ impl RehearseArgs {
             event_rate_per_s: self.event_rate,
             admission_rate: self.admission_rate,
             pow_difficulty: self.pow_difficulty,
+            max_active_shoppers: self.max_active_shoppers,
             proofs: self.proofs,
             velocity: self.velocity.clone(),
             names: self.names,

@@ -60,6 +60,8 @@ pub struct Settings {
     pub admission_rate: Option<u32>,
     /// Proof of work asked at join (0: none).
     pub pow_difficulty: u8,
+    /// The waiting room's cap on admitted shoppers still active (`None`: no cap).
+    pub max_active_shoppers: Option<u32>,
     /// Proofs of possession the made event asks for. Every buyer proves a key of its
     /// own whatever the event asks (as the buyer app does).
     pub proofs: boxoffice_domain::possession::PopMode,
@@ -103,6 +105,7 @@ impl Default for Settings {
             event_rate_per_s: 200,
             admission_rate: None,
             pow_difficulty: 0,
+            max_active_shoppers: None,
             proofs: boxoffice_domain::possession::PopMode::Off,
             velocity: None,
             names: boxoffice_domain::attendees::AttendeeNames::Off,

@@ -155,9 +155,8 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
     if let Some(rate) = s.admission_rate {
         set_admission(api, key, event, rate).await?;
     }
-    if s.pow_difficulty > 0 {
+    if let Some(body) = waiting_rules(s) {
         let path = format!("/v1/events/{event}/waiting-room");
-        let body = json!({ "pow_difficulty": s.pow_difficulty });
         let call = Call {
             method: reqwest::Method::PUT,
             body: Some(body),
@@ -187,6 +186,17 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
         max_per_buyer: info["sale"]["max_tickets_per_buyer"].as_u64().unwrap_or(1) as u32,
         layout: Layout::from_seatmap(&map),
         to_open,
+    })
+}
+
+/// The waiting-room rules the run asks for, as one document (the rules are put whole),
+/// or `None` when it asks for none.
+fn waiting_rules(s: &super::Settings) -> Option<Value> {
+    (s.pow_difficulty > 0 || s.max_active_shoppers.is_some()).then(|| {
+        json!({
+            "pow_difficulty": s.pow_difficulty,
+            "max_active_shoppers": s.max_active_shoppers,
+        })
     })
 }
 
@@ -230,5 +240,28 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{seats} units: {e:?}"));
             assert_eq!(event.capacity(), seats, "{seats} units");
         }
+    }
+
+    /// The waiting room's rules are put whole: a run that asks for a cap on active
+    /// shoppers, a proof of work, or both sends them in one document the route takes,
+    /// and a run that asks for neither puts none (the event keeps its defaults).
+    #[test]
+    fn the_waiting_rules_a_run_asks_for_go_in_one_document() {
+        let with = |pow_difficulty, max_active_shoppers| super::super::Settings {
+            pow_difficulty,
+            max_active_shoppers,
+            ..super::super::Settings::default()
+        };
+        assert_eq!(waiting_rules(&with(0, None)), None);
+        let both = waiting_rules(&with(3, Some(2_000))).expect("rules");
+        assert_eq!(
+            both,
+            json!({"pow_difficulty": 3, "max_active_shoppers": 2000})
+        );
+        let cap = waiting_rules(&with(0, Some(5))).expect("rules");
+        let rules: boxoffice_engine::waiting::WaitingRules =
+            serde_json::from_value(cap).expect("rules the route takes");
+        assert_eq!(rules.max_active_shoppers, Some(5));
+        assert_eq!(rules.pow_difficulty, 0);
     }
 }
