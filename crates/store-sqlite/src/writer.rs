@@ -98,6 +98,11 @@ impl Writer {
     ) -> Result<Self, StoreError> {
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0")
             .map_err(db)?;
+        conn.execute_batch(&format!(
+            "PRAGMA cache_size = -{}",
+            crate::conn::WRITER_CACHE_KIB
+        ))
+        .map_err(db)?;
         let (tx, rx) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let limit = if options.group_commit {
@@ -406,6 +411,16 @@ mod tests {
             auto, 0,
             "the writer's connection checkpoints every {auto} pages"
         );
+        // Its page cache is the writer's small one (negative: KiB).
+        let cache: i64 = w
+            .submit(|c| {
+                let n = c.query_row("PRAGMA cache_size", [], |r| r.get(0));
+                n.map(Step::Keep).map_err(db)
+            })
+            .await
+            .unwrap();
+        let kib = i64::from(crate::conn::WRITER_CACHE_KIB);
+        assert_eq!(cache, -kib, "the writer's cache");
         for n in 0..200 {
             let write = move |c: &Connection| {
                 let done = c.execute("INSERT INTO t (n) VALUES (?1)", [n]);
