@@ -122,6 +122,15 @@ fn answered<T>(answer: Result<T, boxoffice_engine::ports::StoreError>) -> T {
 #[boxoffice_testkit::test]
 async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     let db = common::TestDatabase::create();
+    // PostgreSQL looks for a deadlock once, deadlock_timeout after a session began to
+    // wait. The node's sessions look after 5 s and the other session's after a minute, so
+    // the batch, which waits first, finds the cycle however late (within 5 s) the other
+    // session closes it on a loaded machine. With both at the default 1 s, a gap over
+    // 1 s let the batch's one look find no cycle yet and made the other the victim.
+    let mut admin = PgConnection::connect(&db.url).await.unwrap();
+    let slow = format!("ALTER DATABASE {} SET deadlock_timeout = '5s'", db.name);
+    let slow = sqlx::AssertSqlSafe(slow);
+    sqlx::raw_sql(slow).execute(&mut admin).await.unwrap();
     let (ledger, node) = node(&db.url).await;
     let watch = PgPool::connect(&db.url).await.unwrap();
     let me = claimant();
@@ -131,6 +140,10 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     }
     let mut gate = locking(&db.url, "gate").await;
     let mut other = locking(&db.url, "b").await;
+    sqlx::raw_sql("SET deadlock_timeout = '60s'")
+        .execute(&mut other)
+        .await
+        .unwrap();
     // The writer's first batch waits for `gate`: the next two writes queue behind it
     // and share the second batch, the finish of `a` first.
     let first = tokio::spawn({
@@ -149,8 +162,8 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     sqlx::raw_sql("COMMIT").execute(&mut gate).await.unwrap();
     first.await.unwrap().unwrap();
     // The batch holds `a` and waits for `b`; `other` holds `b` and now waits for `a`.
-    // The batch waited first, so its deadlock check (deadlock_timeout) runs first and
-    // makes the claim the victim.
+    // The batch waited first and looks sooner (5 s against the other's minute), so its
+    // deadlock check finds the cycle and makes the claim the victim.
     waiting_for_a_lock(&watch, "INSERT INTO idempotency_keys").await;
     let other = tokio::spawn(async move {
         let locked = lock(&mut other, "a").await;
