@@ -39,13 +39,9 @@ pub(crate) const PERIOD: Duration = Duration::from_millis(200);
 /// it gives up until the next report: the writer's batches wait behind it.
 const RESTART_WAIT: Duration = Duration::from_millis(20);
 
-/// What the checkpointer and the writer tell each other and the stats.
-#[derive(Debug, Default)]
-pub(crate) struct LogLength {
-    /// Frames in the log at the checkpointer's last checkpoint (0: none since the
-    /// writer last started the log again).
-    pub(crate) frames: AtomicU64,
-}
+/// What the checkpointer tells the writer: frames in the log at its last checkpoint
+/// (0: none reported since the writer last tried to start the log again).
+pub(crate) type LogLength = AtomicU64;
 
 /// Starts the checkpointer on its own connection to `path`; it stops when `stop`'s
 /// sender is dropped (the writer stopped). Counts the checkpoints it ran in `done` and
@@ -106,7 +102,7 @@ fn run(conn: &Connection, stop: &Receiver<()>, done: &AtomicU64, log: &LogLength
         });
         match ran {
             Ok((_, frames)) => {
-                log.frames.store(frames.max(0) as u64, Ordering::Relaxed);
+                log.store(frames.max(0) as u64, Ordering::Relaxed);
                 done.fetch_add(1, Ordering::Relaxed);
                 metrics::histogram!("boxoffice_ledger_checkpoint_seconds")
                     .record(started.elapsed().as_secs_f64());

@@ -197,10 +197,10 @@ impl Restart {
     /// Between batches: once the log has reached its length, copy it whole and start it
     /// again. Tried once per report, so a busy attempt waits for the next.
     fn between_batches(&self, conn: &Connection, stats: &WriterStats) {
-        if self.log.frames.load(Ordering::Relaxed) < self.at_frames {
+        if self.log.load(Ordering::Relaxed) < self.at_frames {
             return;
         }
-        self.log.frames.store(0, Ordering::Relaxed);
+        self.log.store(0, Ordering::Relaxed);
         if crate::checkpoint::restart(conn, self.busy_timeout) {
             stats.log_restarts.fetch_add(1, Ordering::Relaxed);
         }
@@ -395,30 +395,28 @@ mod tests {
         assert!(restarts >= 1, "{restarts} restarts counted");
     }
 
+    /// A pragma's value on the writer's own connection.
+    async fn pragma(w: &Writer, name: &'static str) -> i64 {
+        w.submit(move |c| {
+            let n = c.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0));
+            n.map(Step::Keep).map_err(db)
+        })
+        .await
+        .unwrap()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_writer_never_checkpoints_and_the_checkpointer_does_beside_it() {
         let dir = tempfile::tempdir().unwrap();
         let w = writer(&dir);
         // The writer's own connection: no checkpoint in any COMMIT of its batches.
-        let auto: i64 = w
-            .submit(|c| {
-                let n = c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0));
-                n.map(Step::Keep).map_err(db)
-            })
-            .await
-            .unwrap();
+        let auto = pragma(&w, "wal_autocheckpoint").await;
         assert_eq!(
             auto, 0,
             "the writer's connection checkpoints every {auto} pages"
         );
         // Its page cache is the writer's small one (negative: KiB).
-        let cache: i64 = w
-            .submit(|c| {
-                let n = c.query_row("PRAGMA cache_size", [], |r| r.get(0));
-                n.map(Step::Keep).map_err(db)
-            })
-            .await
-            .unwrap();
+        let cache = pragma(&w, "cache_size").await;
         let kib = i64::from(crate::conn::WRITER_CACHE_KIB);
         assert_eq!(cache, -kib, "the writer's cache");
         for n in 0..200 {
