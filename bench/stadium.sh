@@ -12,7 +12,8 @@
 # BOX_BIN=path runs a binary already built (default: a release build of this tree).
 # MAX_DURATION_S bounds the run (default 600). EVENT_RATE is the event's admission rate
 # (default 2000 a second); REHEARSE_ARGS adds arguments to `boxoffice rehearse` (for
-# example "--max-active-shoppers 3000"). Everything lands in $OUT (default a
+# example "--max-active-shoppers 3000"); CONFIG_EXTRA is appended to the server's
+# config file (for example "[engine]\nmax_poll_after_ms = 3000"). Everything lands in $OUT (default a
 # temporary directory): the report (report.html, report.json), cpu.txt (time, server
 # ticks, generator ticks, the machine's /proc/stat line), metrics.*.txt, server.out.
 set -euo pipefail
@@ -34,6 +35,7 @@ mkdir -p "$out"
 trap 'stop_servers; rm -rf "$work/data"' EXIT
 key="bench-operator-key-0123456789"
 printf 'operator_key = "%s"\npayments = "fake"\n[http]\ntrusted_proxies = ["127.0.0.1/32"]\n' "$key" > "$work/boxoffice.toml"
+printf '%b\n' "${CONFIG_EXTRA:-}" >> "$work/boxoffice.toml"
 base=$(start server "$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 echo "machine: $(machine); server $base"
 

@@ -452,6 +452,7 @@ function rulesForm(id) {
   const pow = h('input', { type: 'number', id: 'rule-pow', min: 0, max: 24, step: 1, 'aria-describedby': 'rule-pow-hint' });
   const cap = h('input', { type: 'number', id: 'rule-cap', min: 1, step: 1, 'aria-describedby': 'rule-cap-hint' });
   const margin = h('input', { type: 'number', id: 'rule-margin', min: 0, step: 1, 'aria-describedby': 'rule-margin-hint' });
+  const perSeat = h('input', { type: 'number', id: 'rule-per-seat', min: 1, step: 1, 'aria-describedby': 'rule-per-seat-hint' });
   const problem = h('div');
   let touched = false;
   let rulesNow = {};
@@ -464,6 +465,7 @@ function rulesForm(id) {
     h('label', { class: 'radio' }, whenDown, h('span', {}, 'Let buyers in while a hosted check cannot be verified')),
     h('div', { class: 'field' }, h('label', { for: 'rule-pow' }, 'Proof of work (leading zero bits, 0 for none)'), pow, h('p', { class: 'hint', id: 'rule-pow-hint' }, 'Each join costs the buyer\u2019s device this much work; 16 takes a phone about a second.')),
     h('div', { class: 'field' }, h('label', { for: 'rule-cap' }, 'Most active shoppers at once (empty for no cap)'), cap, h('p', { class: 'hint', id: 'rule-cap-hint' }, 'Admission waits while this many admitted buyers are still shopping.')),
+    h('div', { class: 'field' }, h('label', { for: 'rule-per-seat' }, 'Buyers let in for each seat left (empty for no bound)'), perSeat, h('p', { class: 'hint', id: 'rule-per-seat-hint' }, 'When few seats are left, admission lets in no more buyers than this many for each seat neither sold nor held; the rest keep their place.')),
     h('div', { class: 'field' }, h('label', { for: 'rule-margin' }, 'Tell the line "sold out" when this few are left'), margin, h('p', { class: 'hint', id: 'rule-margin-hint' }, 'Seats neither sold nor held; 0 waits until none are left.')),
     problem,
     h('div', { class: 'actions' }, h('button', { class: 'primary', type: 'submit' }, 'Apply rules')),
@@ -482,6 +484,7 @@ function rulesForm(id) {
       human_check: hosted ? { kind: 'hosted', provider: kind, when_down: whenDown.checked ? 'open' : 'closed' } : { kind },
       pow_difficulty: kind === 'proof_of_work' ? Number(pow.value) || 0 : 0,
       max_active_shoppers: cap.value === '' ? null : Number(cap.value),
+      buyers_per_free_seat: perSeat.value === '' ? null : Number(perSeat.value),
       sold_out_margin: Number(margin.value) || 0,
     };
     try {
@@ -504,6 +507,7 @@ function rulesForm(id) {
       whenDown.checked = hc.when_down === 'open';
       pow.value = d.rules.pow_difficulty;
       cap.value = d.rules.max_active_shoppers ?? '';
+      perSeat.value = d.rules.buyers_per_free_seat ?? '';
       margin.value = d.rules.sold_out_margin;
     },
   };

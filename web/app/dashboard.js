@@ -13,6 +13,7 @@ export const REASONS = {
   recovering: 'widening again: the system is healthy',
   sold_out: 'stopped: sold out',
   shopper_cap_reached: 'waiting: the cap on active shoppers is reached',
+  few_seats_left: 'narrowed: no more buyers let in than the seats left allow',
 };
 
 const STATES = {

@@ -29,6 +29,9 @@ pub enum RateReason {
     SoldOut,
     /// The cap on active shoppers is reached: admission waits for places to free.
     ShopperCapReached,
+    /// Few seats are left: a batch lets in no more buyers than the rule allows for
+    /// each seat neither sold nor held.
+    FewSeatsLeft,
 }
 
 /// Downstream health as measured over the last window; `None` = no data.
@@ -109,14 +112,36 @@ pub fn batch_size(rate_per_s: u32, interval_ms: u64) -> u64 {
     (u64::from(rate_per_s) * interval_ms).div_ceil(1000).max(1)
 }
 
+/// Seats (or standing units) neither sold nor held, less the `margin` kept back.
+pub fn free_units(capacity: u64, sold: u64, held: u64, margin: u64) -> u64 {
+    capacity.saturating_sub(sold.saturating_add(held).saturating_add(margin))
+}
+
 /// Whether the line is sold out: fewer than `margin` + 1 seats are neither sold nor held.
 pub fn sold_out(capacity: u64, sold: u64, held: u64, margin: u64) -> bool {
-    sold.saturating_add(held).saturating_add(margin) >= capacity
+    free_units(capacity, sold, held, margin) == 0
+}
+
+/// The most buyers one batch lets in when admission follows the seats left: at most
+/// `per_free_unit` buyers for each unit neither sold nor held. Buyers let in beyond that
+/// could only be told `sold_out` at every section they try, which is load the sale pays
+/// for and no buyer gains by; they wait in line, in their order, for seats to return.
+pub fn batch_for_free_units(batch: u64, free: u64, per_free_unit: u32) -> u64 {
+    batch.min(free.saturating_mul(u64::from(per_free_unit)))
 }
 
 /// Seconds until `ahead` more buyers are admitted at `rate_per_s`.
 pub fn eta_s(ahead: u64, rate_per_s: u32) -> u64 {
     ahead.div_ceil(u64::from(rate_per_s.max(1)))
+}
+
+/// The pause to suggest before a waiting buyer asks again: `base_ms` near the front,
+/// a quarter of the buyer's expected wait farther back (a buyer 10 minutes away need
+/// not ask every few seconds; the public stream, or the next answer, tells them sooner
+/// as the line moves), never more than `max_ms`.
+pub fn poll_after_ms(base_ms: u64, max_ms: u64, wait_s: Option<u64>) -> u64 {
+    let quarter = wait_s.map_or(0, |w| w.saturating_mul(1000) / 4);
+    quarter.clamp(base_ms, max_ms.max(base_ms))
 }
 
 /// `base_ms` spread by ±20 % using `random`, so a million clients polling with the same
@@ -158,6 +183,41 @@ mod tests {
             hold_p99_ms: Some(900.0),
             ..Health::default()
         }
+    }
+
+    #[test]
+    fn a_buyer_far_back_in_line_is_asked_to_poll_less_often() {
+        assert_eq!(poll_after_ms(3_000, 30_000, None), 3_000);
+        assert_eq!(poll_after_ms(3_000, 30_000, Some(0)), 3_000);
+        assert_eq!(poll_after_ms(3_000, 30_000, Some(20)), 5_000);
+        assert_eq!(poll_after_ms(3_000, 30_000, Some(400)), 30_000);
+        assert_eq!(
+            poll_after_ms(3_000, 1_000, Some(400)),
+            3_000,
+            "a max below the base"
+        );
+        assert_eq!(poll_after_ms(3_000, 30_000, Some(u64::MAX)), 30_000);
+    }
+
+    #[test]
+    fn a_batch_lets_in_no_more_buyers_than_the_seats_left_allow() {
+        // 100 seats, 60 sold, 30 held, 2 kept back: 8 free.
+        let free = free_units(100, 60, 30, 2);
+        assert_eq!(free, 8);
+        assert_eq!(batch_for_free_units(4_000, free, 2), 16);
+        assert_eq!(
+            batch_for_free_units(10, free, 2),
+            10,
+            "the rate's batch when smaller"
+        );
+        assert_eq!(
+            free_units(100, 60, 45, 0),
+            0,
+            "more held than free never wraps"
+        );
+        assert!(sold_out(100, 60, 38, 2));
+        assert!(!sold_out(100, 60, 37, 2));
+        assert_eq!(batch_for_free_units(u64::MAX, u64::MAX, u32::MAX), u64::MAX);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! or the operator's override, narrowed by the adaptive mode while what sits behind
 //! the waiting room is unhealthy. Admission is inventory-aware: when (nearly) nothing is
 //! left to sell the whole line is told at once, and told again if expired holds return
-//! seats; with a cap on active shoppers it waits for admitted buyers to finish.
+//! seats; with a cap on active shoppers it waits for admitted buyers to finish; and
+//! with `buyers_per_free_seat` a batch lets in no more buyers than the seats left allow.
 
 use boxoffice_domain::admission::{self, RateReason};
 use boxoffice_domain::{EventId, Millis, SaleStatus};
@@ -52,12 +53,13 @@ impl Engine {
         let state = self.ports.queue.state(event).await?;
         let settings = self.event_settings(event).await?;
         let counts = self.ports.arbiter.counts(event).await?;
-        let sold_out = admission::sold_out(
+        let free = admission::free_units(
             u64::from(entry.event.capacity()),
             u64::from(counts.sold),
             u64::from(counts.held),
             u64::from(settings.rules.sold_out_margin),
         );
+        let sold_out = free == 0;
         if state.sold_out != sold_out {
             self.ports.queue.set_sold_out(event, sold_out).await?;
             tracing::info!(event = %event, sold_out, "the line was told");
@@ -69,6 +71,13 @@ impl Engine {
         } else if state.serving_up_to < state.queue_length {
             let mut batch =
                 admission::batch_size(rate.rate_per_s, self.config.admission_interval_ms);
+            if let Some(per_seat) = settings.rules.buyers_per_free_seat {
+                let bounded = admission::batch_for_free_units(batch, free, per_seat);
+                if bounded < batch {
+                    rate.reason = RateReason::FewSeatsLeft;
+                }
+                batch = bounded;
+            }
             if let Some(cap) = settings.rules.max_active_shoppers {
                 let ttl_ms = self.config.admission_token_ttl_s as i64 * 1000;
                 let active = self.waiting.active_shoppers(
@@ -110,6 +119,15 @@ impl Engine {
         let mut rate = self.choose_rate(&entry, &settings, self.now());
         if state.sold_out {
             rate.reason = RateReason::SoldOut;
+        } else if let Some(last) = settings.rate
+            && last.rate_per_s == rate.rate_per_s
+            && matches!(
+                last.reason,
+                RateReason::ShopperCapReached | RateReason::FewSeatsLeft
+            )
+        {
+            // What the last batch was held back by stands until the next batch.
+            rate.reason = last.reason;
         }
         self.store_rate(event, &settings, rate).await?;
         self.rebuild_public_doc(event).await?;

@@ -84,8 +84,11 @@ pub struct EngineConfig {
     pub recovery_after_s: u64,
     /// How often admission advances "serving up to" (one batch per tick).
     pub admission_interval_ms: u64,
-    /// Suggested pause between a buyer's queue status polls (jittered by the client).
+    /// Suggested pause between a buyer's queue status polls near the front of the
+    /// line (jittered); farther back, a quarter of the buyer's expected wait.
     pub poll_after_ms: u64,
+    /// The longest pause suggested between two status polls, however far back.
+    pub max_poll_after_ms: u64,
     /// The waiting room: default rules, rate limits, the public document's lifetime.
     pub waiting: waiting::WaitingConfig,
     /// Longest wait between two recovery attempts at one order (a capture retried, a
@@ -117,6 +120,7 @@ impl Default for EngineConfig {
             recovery_after_s: 30,
             admission_interval_ms: 2_000,
             poll_after_ms: 3_000,
+            max_poll_after_ms: 30_000,
             waiting: waiting::WaitingConfig::default(),
             recovery_retry_max_s: 3_600,
             recovery_page: 200,

@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 
-use boxoffice_domain::admission::{eta_s, jittered_poll_ms};
+use boxoffice_domain::admission::{eta_s, jittered_poll_ms, poll_after_ms};
 use boxoffice_domain::human_check::HumanCheck;
 use boxoffice_domain::possession::{Confirmation, Thumbprint};
 use boxoffice_domain::pow;
@@ -237,7 +237,7 @@ impl Engine {
             status,
             position: place.position,
             estimated_wait_s: wait,
-            poll_after_ms: self.poll_hint(),
+            poll_after_ms: self.poll_hint(wait),
         })
     }
 
@@ -325,7 +325,7 @@ impl Engine {
             status,
             position,
             estimated_wait_s: wait,
-            poll_after_ms: self.poll_hint(),
+            poll_after_ms: self.poll_hint(wait),
             queue_ticket: fresh_ticket,
             admission_token: None,
             admission_expires_at: None,
@@ -434,13 +434,17 @@ impl Engine {
         Ok(())
     }
 
-    fn poll_hint(&self) -> u64 {
+    /// The pause a waiting buyer is asked to take before polling again (see
+    /// `admission::poll_after_ms`), jittered so a crowd does not ask in the same second.
+    fn poll_hint(&self, wait_s: Option<u64>) -> u64 {
+        let c = &self.config;
+        let base = poll_after_ms(c.poll_after_ms, c.max_poll_after_ms, wait_s);
         let random = u64::from_le_bytes(
             uuid::Uuid::new_v4().as_bytes()[..8]
                 .try_into()
                 .unwrap_or([0; 8]),
         );
-        jittered_poll_ms(self.config.poll_after_ms, random)
+        jittered_poll_ms(base, random)
     }
 }
 

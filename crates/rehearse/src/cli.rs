@@ -189,6 +189,10 @@ pub struct RehearseArgs {
     /// waiting room's `max_active_shoppers`; none by default).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_active_shoppers: Option<u32>,
+    /// A batch lets in at most this many buyers for each seat neither sold nor held
+    /// (the waiting room's `buyers_per_free_seat`; no such bound by default).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub buyers_per_free_seat: Option<u32>,
     /// Proofs of possession the made event asks for: off, optional or required.
     #[arg(long, default_value = "off", value_parser = pop_mode)]
     pub proofs: boxoffice_domain::possession::PopMode,
@@ -308,6 +312,7 @@ impl RehearseArgs {
             admission_rate: self.admission_rate,
             pow_difficulty: self.pow_difficulty,
             max_active_shoppers: self.max_active_shoppers,
+            buyers_per_free_seat: self.buyers_per_free_seat,
             proofs: self.proofs,
             velocity: self.velocity.clone(),
             names: self.names,

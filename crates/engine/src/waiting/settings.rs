@@ -39,6 +39,10 @@ pub struct WaitingRules {
     /// Admission waits while this many admitted shoppers are still active.
     #[schema(minimum = 1)]
     pub max_active_shoppers: Option<u32>,
+    /// Admission follows the seats left: a batch lets in at most this many buyers for
+    /// each seat neither sold nor held (absent: the rate alone decides).
+    #[schema(minimum = 1)]
+    pub buyers_per_free_seat: Option<u32>,
     /// The human check at joining. Absent: the proof of work when `pow_difficulty` is
     /// above 0, else none. `proof_of_work` needs `pow_difficulty` of at least 1;
     /// `none` and `hosted` need it at 0 (one check per event).
@@ -70,6 +74,11 @@ impl WaitingRules {
         if self.max_active_shoppers == Some(0) {
             return Err(EngineError::Invalid(
                 "max_active_shoppers must be at least 1 (or absent)".into(),
+            ));
+        }
+        if self.buyers_per_free_seat == Some(0) {
+            return Err(EngineError::Invalid(
+                "buyers_per_free_seat must be at least 1 (or absent)".into(),
             ));
         }
         Ok(())

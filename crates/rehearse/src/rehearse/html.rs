@@ -48,6 +48,20 @@ pub fn page(r: &Report) -> String {
     h
 }
 
+/// The best minute and the best 10 seconds of sales, in words.
+fn pace(s: &super::report::Sold) -> String {
+    let one = |p: &super::report::Pace| {
+        format!(
+            "{} seats (about {:.0} orders) from {:.1} s, {:.0} orders a minute",
+            p.seats, p.orders, p.from_s, p.orders_per_min
+        )
+    };
+    match (&s.best_minute, &s.best_10_s) {
+        (Some(m), Some(t)) => format!("best minute: {}; best 10 s: {}", one(m), one(t)),
+        _ => "nothing sold".into(),
+    }
+}
+
 fn summary(h: &mut String, r: &Report) {
     let audit = match &r.audit {
         Some(a) if a.clean => "<span class=\"ok\">clean</span>".to_owned(),
@@ -66,6 +80,7 @@ fn summary(h: &mut String, r: &Report) {
          <tr><th>buyers</th><td>{} planned, {} joined, {} let in</td></tr>\
          <tr><th>sold</th><td>{} of {} (buyers were told {}; ledger {})</td></tr>\
          <tr><th>sold out at</th><td>{}</td></tr>\
+         <tr><th>pace</th><td>{}</td></tr>\
          <tr><th>requests</th><td>{} ({:.0}/s from the generator)</td></tr>\
          <tr><th>generator's slots</th><td>{} connections; {:.0} % of requests waited \
          for one (p50 {:.1} ms, p99 {:.1} ms; not in the latencies below)</td></tr>\
@@ -81,6 +96,7 @@ fn summary(h: &mut String, r: &Report) {
         s.ledger.map_or("not audited".into(), |l| l.to_string()),
         s.sold_out_at_s
             .map_or("not sold out".into(), |t| format!("{t:.1} s")),
+        pace(s),
         r.requests,
         r.generator_requests_per_s,
         r.generator_slots.max_connections,

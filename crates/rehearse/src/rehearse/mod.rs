@@ -62,6 +62,8 @@ pub struct Settings {
     pub pow_difficulty: u8,
     /// The waiting room's cap on admitted shoppers still active (`None`: no cap).
     pub max_active_shoppers: Option<u32>,
+    /// The waiting room's buyers let in for each seat left (`None`: no such bound).
+    pub buyers_per_free_seat: Option<u32>,
     /// Proofs of possession the made event asks for. Every buyer proves a key of its
     /// own whatever the event asks (as the buyer app does).
     pub proofs: boxoffice_domain::possession::PopMode,
@@ -106,6 +108,7 @@ impl Default for Settings {
             admission_rate: None,
             pow_difficulty: 0,
             max_active_shoppers: None,
+            buyers_per_free_seat: None,
             proofs: boxoffice_domain::possession::PopMode::Off,
             velocity: None,
             names: boxoffice_domain::attendees::AttendeeNames::Off,

@@ -16,6 +16,8 @@ pub enum Step {
     Challenge,
     Join,
     Status,
+    /// The event's availability, read by a buyer whose first choice was refused.
+    Availability,
     Hold,
     Release,
     Checkout,
@@ -27,11 +29,12 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 11] = [
+    pub const ALL: [Step; 12] = [
         Step::SignIn,
         Step::Challenge,
         Step::Join,
         Step::Status,
+        Step::Availability,
         Step::Hold,
         Step::Release,
         Step::Checkout,
@@ -47,6 +50,7 @@ impl Step {
             Step::Challenge => "challenge",
             Step::Join => "join",
             Step::Status => "status",
+            Step::Availability => "availability",
             Step::Hold => "hold",
             Step::Release => "release",
             Step::Checkout => "checkout",

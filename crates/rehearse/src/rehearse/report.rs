@@ -98,6 +98,50 @@ pub struct Sold {
     pub sold_out_at_s: Option<f64>,
     /// Seconds from the start until no seat was free (sold or held).
     pub nothing_free_at_s: Option<f64>,
+    /// The most seats sold within any minute of the run.
+    pub best_minute: Option<Pace>,
+    /// The most seats sold within any 10 seconds, as a rate a minute: the sale's pace
+    /// when the whole inventory sells in about a minute or less, which a minute's
+    /// window cannot show (it holds the whole sale).
+    pub best_10_s: Option<Pace>,
+}
+
+/// Sales within one window of the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Pace {
+    /// Where the window starts, in seconds from the start.
+    pub from_s: f64,
+    pub window_s: f64,
+    pub seats: u64,
+    /// Orders, estimated as seats ÷ the tickets a buyer who bought got on average.
+    pub orders: f64,
+    pub orders_per_min: f64,
+}
+
+/// The window of `window_s` (between two readings at most that far apart) in which the
+/// hot store's sold count rose most; `tickets_per_order` turns seats into orders.
+pub fn best_window(timeline: &[Point], window_s: f64, tickets_per_order: f64) -> Option<Pace> {
+    let mut best: Option<(f64, u64)> = None;
+    let mut j = 0;
+    for (i, p) in timeline.iter().enumerate() {
+        j = j.max(i);
+        while j + 1 < timeline.len() && timeline[j + 1].t - p.t <= window_s {
+            j += 1;
+        }
+        let seats = timeline[j].sold.saturating_sub(p.sold);
+        if seats > best.map_or(0, |b| b.1) {
+            best = Some((p.t, seats));
+        }
+    }
+    let (from_s, seats) = best?;
+    let orders = seats as f64 / tickets_per_order.max(1.0);
+    Some(Pace {
+        from_s,
+        window_s,
+        seats,
+        orders,
+        orders_per_min: orders * 60.0 / window_s,
+    })
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -264,13 +308,22 @@ pub fn sold(timeline: &[Point], buyers: &[BuyerResult]) -> Sold {
     let last = timeline.last().copied().unwrap_or_default();
     let first = |f: &dyn Fn(&Point) -> bool| timeline.iter().find(|p| f(p)).map(|p| p.t);
     let capacity = last.capacity;
+    let by_buyers: u64 = buyers.iter().map(|b| u64::from(b.tickets)).sum();
+    let bought = buyers.iter().filter(|b| b.tickets > 0).count();
+    let per_order = if bought == 0 {
+        1.0
+    } else {
+        by_buyers as f64 / bought as f64
+    };
     Sold {
-        by_buyers: buyers.iter().map(|b| u64::from(b.tickets)).sum(),
+        by_buyers,
         hot_store: last.sold,
         ledger: None,
         capacity,
         sold_out_at_s: first(&|p| capacity > 0 && p.sold >= capacity),
         nothing_free_at_s: first(&|p| capacity > 0 && p.free == 0 && p.sold + p.held >= capacity),
+        best_minute: best_window(timeline, 60.0, per_order),
+        best_10_s: best_window(timeline, 10.0, per_order),
     }
 }
 
@@ -388,4 +441,48 @@ fn ranks(buyers: &[BuyerResult]) -> Vec<(u32, u32, bool)> {
         .step_by(every)
         .map(|i| (ra[i] as u32, rb[i] as u32, admitted[i].profile.adversary()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t: f64, sold: u64) -> Point {
+        Point {
+            t,
+            sold,
+            ..Point::default()
+        }
+    }
+
+    /// Readings every half second: 100 seats a second for 20 s from t = 5, then 400 a
+    /// second for 5 s, then nothing.
+    #[test]
+    fn the_best_window_is_where_the_sold_count_rose_most() {
+        let mut timeline = Vec::new();
+        let mut sold = 0;
+        for i in 0..200 {
+            let t = f64::from(i) * 0.5;
+            timeline.push(at(t, sold));
+            sold += match t {
+                t if (5.0..25.0).contains(&t) => 50,
+                t if (25.0..30.0).contains(&t) => 200,
+                _ => 0,
+            };
+        }
+        let ten = best_window(&timeline, 10.0, 2.0).expect("sales");
+        // 5 s at 400 and 5 s at 100 before them.
+        assert_eq!((ten.from_s, ten.seats), (20.0, 2_500));
+        assert_eq!(ten.orders, 1_250.0);
+        assert_eq!(ten.orders_per_min, 7_500.0);
+        let minute = best_window(&timeline, 60.0, 2.0).expect("sales");
+        assert_eq!(
+            (minute.from_s, minute.seats),
+            (0.0, 4_000),
+            "the whole sale"
+        );
+        assert_eq!(minute.orders_per_min, 2_000.0);
+        assert_eq!(best_window(&[at(0.0, 0), at(1.0, 0)], 10.0, 2.0), None);
+        assert_eq!(best_window(&[], 10.0, 2.0), None);
+    }
 }

@@ -192,10 +192,13 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
 /// The waiting-room rules the run asks for, as one document (the rules are put whole),
 /// or `None` when it asks for none.
 fn waiting_rules(s: &super::Settings) -> Option<Value> {
-    (s.pow_difficulty > 0 || s.max_active_shoppers.is_some()).then(|| {
+    let asks =
+        s.pow_difficulty > 0 || s.max_active_shoppers.is_some() || s.buyers_per_free_seat.is_some();
+    asks.then(|| {
         json!({
             "pow_difficulty": s.pow_difficulty,
             "max_active_shoppers": s.max_active_shoppers,
+            "buyers_per_free_seat": s.buyers_per_free_seat,
         })
     })
 }
@@ -247,21 +250,28 @@ mod tests {
     /// and a run that asks for neither puts none (the event keeps its defaults).
     #[test]
     fn the_waiting_rules_a_run_asks_for_go_in_one_document() {
-        let with = |pow_difficulty, max_active_shoppers| super::super::Settings {
-            pow_difficulty,
-            max_active_shoppers,
-            ..super::super::Settings::default()
-        };
-        assert_eq!(waiting_rules(&with(0, None)), None);
-        let both = waiting_rules(&with(3, Some(2_000))).expect("rules");
+        let with =
+            |pow_difficulty, max_active_shoppers, buyers_per_free_seat| super::super::Settings {
+                pow_difficulty,
+                max_active_shoppers,
+                buyers_per_free_seat,
+                ..super::super::Settings::default()
+            };
+        assert_eq!(waiting_rules(&with(0, None, None)), None);
+        let both = waiting_rules(&with(3, Some(2_000), None)).expect("rules");
         assert_eq!(
             both,
-            json!({"pow_difficulty": 3, "max_active_shoppers": 2000})
+            json!({"pow_difficulty": 3, "max_active_shoppers": 2000, "buyers_per_free_seat": null})
         );
-        let cap = waiting_rules(&with(0, Some(5))).expect("rules");
+        let cap = waiting_rules(&with(0, Some(5), Some(2))).expect("rules");
         let rules: boxoffice_engine::waiting::WaitingRules =
             serde_json::from_value(cap).expect("rules the route takes");
         assert_eq!(rules.max_active_shoppers, Some(5));
+        assert_eq!(rules.buyers_per_free_seat, Some(2));
         assert_eq!(rules.pow_difficulty, 0);
+        let seats = waiting_rules(&with(0, None, Some(1))).expect("rules");
+        let rules: boxoffice_engine::waiting::WaitingRules =
+            serde_json::from_value(seats).expect("rules the route takes");
+        assert_eq!(rules.buyers_per_free_seat, Some(1));
     }
 }

@@ -25,14 +25,28 @@ pub struct Layout {
     pub seated: Vec<(String, Vec<Vec<String>>)>,
     /// General-admission section keys.
     pub ga: Vec<String>,
+    /// Every section's key (seated, then standing) and its seats' bits in the
+    /// availability bitmap, as ranges of indices.
+    pub bits: Vec<(String, Vec<std::ops::Range<u32>>)>,
 }
 
 impl Layout {
     /// From `GET /v1/events/{id}/seatmap`.
     pub fn from_seatmap(map: &Value) -> Layout {
         let mut layout = Layout::default();
+        let mut seated_bits = Vec::new();
+        let mut ga_bits = Vec::new();
         for s in map["sections"].as_array().into_iter().flatten() {
             let key = s["key"].as_str().unwrap_or_default().to_owned();
+            let indices = (s["rows"].as_array().into_iter().flatten())
+                .flat_map(|r| r["seats"].as_array().into_iter().flatten())
+                .filter_map(|seat| seat["index"].as_u64().map(|i| i as u32));
+            let ranges = (key.clone(), ranges(indices));
+            if s["kind"] == "seated" {
+                seated_bits.push(ranges);
+            } else {
+                ga_bits.push(ranges);
+            }
             if s["kind"] == "seated" {
                 let rows = (s["rows"].as_array().into_iter().flatten())
                     .map(|r| {
@@ -46,13 +60,36 @@ impl Layout {
                 layout.ga.push(key);
             }
         }
+        layout.bits = seated_bits.into_iter().chain(ga_bits).collect();
         layout
+    }
+
+    /// The sections with at least `quantity` seats free in an availability bitmap
+    /// (bit i of the seat with index i, most significant bit first).
+    pub fn sections_with(&self, bitmap: &[u8], quantity: u32) -> Vec<&str> {
+        let free = |i: u32| {
+            let byte = bitmap.get((i >> 3) as usize).copied().unwrap_or(0);
+            (byte >> (7 - (i & 7))) & 1 == 1
+        };
+        (self.bits.iter())
+            .filter(|(_, ranges)| {
+                let n: usize = ranges
+                    .iter()
+                    .map(|r| r.clone().filter(|&i| free(i)).count())
+                    .sum();
+                n >= quantity as usize
+            })
+            .map(|(k, _)| k.as_str())
+            .collect()
     }
 
     fn sections(&self) -> impl Iterator<Item = &str> {
         (self.seated.iter().map(|(k, _)| k.as_str())).chain(self.ga.iter().map(String::as_str))
     }
 }
+
+/// How many times a refused buyer looks at the map and tries again.
+const LOOKS: usize = 3;
 
 pub struct Shopper<'a> {
     pub ctx: &'a Ctx,
@@ -80,6 +117,20 @@ enum HoldAnswer {
     Other,
     /// Give up.
     No,
+}
+
+/// Indices folded into ascending ranges of consecutive numbers.
+fn ranges(indices: impl Iterator<Item = u32>) -> Vec<std::ops::Range<u32>> {
+    let mut sorted: Vec<u32> = indices.collect();
+    sorted.sort_unstable();
+    let mut out: Vec<std::ops::Range<u32>> = Vec::new();
+    for i in sorted {
+        match out.last_mut() {
+            Some(r) if r.end == i => r.end = i + 1,
+            _ => out.push(i..i + 1),
+        }
+    }
+    out
 }
 
 impl Shopper<'_> {
@@ -139,8 +190,11 @@ impl Shopper<'_> {
         Ok(outcome)
     }
 
-    /// A hold of `quantity`: the buyer's first choice, then the best available of each
-    /// section in turn when that is refused.
+    /// A hold of `quantity`: the buyer's first choice; when that is refused, the
+    /// buyer looks at the map as it is now (the availability the buyer app shows) and
+    /// tries the best available of a section that still has that many free, at most
+    /// [`LOOKS`] times, and gives up when none has. Without a map to read, each section
+    /// in turn.
     async fn hold(&self, rng: &mut StdRng, quantity: u32) -> Result<Option<Held>, Stop> {
         let layout = &self.ctx.layout;
         let mix = &self.ctx.mix;
@@ -149,15 +203,58 @@ impl Shopper<'_> {
             1 => (layout.seated.first()).map(|(k, _)| best(k, quantity)),
             _ => layout.ga.first().map(|k| best(k, quantity)),
         };
-        let rest = layout.sections().map(|k| best(k, quantity));
-        for body in first.into_iter().chain(rest) {
+        if let Some(body) = first {
             match self.try_hold(body).await? {
                 HoldAnswer::Held(h) => return Ok(Some(h)),
                 HoldAnswer::Other => {}
                 HoldAnswer::No => return Ok(None),
             }
         }
+        for _ in 0..LOOKS {
+            let Some(bitmap) = self.availability().await? else {
+                return self.each_section(quantity).await;
+            };
+            let open = layout.sections_with(&bitmap, quantity);
+            if open.is_empty() {
+                return Ok(None);
+            }
+            let section = open[rng.random_range(0..open.len())];
+            match self.try_hold(best(section, quantity)).await? {
+                HoldAnswer::Held(h) => return Ok(Some(h)),
+                HoldAnswer::Other => {}
+                HoldAnswer::No => return Ok(None),
+            }
+        }
         Ok(None)
+    }
+
+    /// The best available of each section in turn, until one is granted.
+    async fn each_section(&self, quantity: u32) -> Result<Option<Held>, Stop> {
+        for section in self.ctx.layout.sections() {
+            match self.try_hold(best(section, quantity)).await? {
+                HoldAnswer::Held(h) => return Ok(Some(h)),
+                HoldAnswer::Other => {}
+                HoldAnswer::No => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The event's availability bitmap as it is now, or `None` when it cannot be read.
+    async fn availability(&self) -> Result<Option<Vec<u8>>, Stop> {
+        use base64::Engine as _;
+        let path = format!("/v1/events/{}/availability", self.ctx.event);
+        let a = (self.ctx.api)
+            .send(self.base, Call::get(Step::Availability, &path))
+            .await?;
+        if !a.ok() {
+            note(&self.ctx.api, Step::Availability, &a);
+            return Ok(None);
+        }
+        let bitmap = a.body["bitmap"].as_str().unwrap_or_default();
+        Ok(base64::engine::general_purpose::STANDARD
+            .decode(bitmap)
+            .ok())
     }
 
     /// `quantity` seats side by side in a random row of a random seated section.
@@ -316,4 +413,62 @@ fn state(order: &Value) -> Option<OrderState> {
 
 fn seats_of(order: &Value) -> u32 {
     order["seat_ids"].as_array().map_or(0, |s| s.len() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two seated sections of 2 rows × 4 seats (indices 0-7 and 8-15) and a standing one
+    /// of 6 units (16-21), as the seat map lists them.
+    fn layout() -> Layout {
+        let seated = |key: &str, first: u32| {
+            let rows: Vec<Value> = (0..2)
+                .map(|r| {
+                    let seats: Vec<Value> = (0..4)
+                        .map(|n| json!({"index": first + r * 4 + n, "seat_id": format!("{key}-{r}-{n}")}))
+                        .collect();
+                    json!({"label": r.to_string(), "seats": seats})
+                })
+                .collect();
+            json!({"key": key, "kind": "seated", "rows": rows})
+        };
+        let units: Vec<Value> = (16..22)
+            .map(|i| json!({"index": i, "seat_id": format!("GA-{i}")}))
+            .collect();
+        let ga = json!({"key": "GA", "kind": "general_admission", "rows": [{"label": "", "seats": units}]});
+        Layout::from_seatmap(&json!({"sections": [seated("A", 0), ga, seated("B", 8)]}))
+    }
+
+    #[test]
+    fn a_refused_buyer_reads_which_sections_still_have_enough_seats() {
+        let layout = layout();
+        let bits: Vec<(&str, Vec<(u32, u32)>)> = (layout.bits.iter())
+            .map(|(k, r)| (k.as_str(), r.iter().map(|r| (r.start, r.end)).collect()))
+            .collect();
+        let ends = |s, e| vec![(s, e)];
+        assert_eq!(
+            bits,
+            [("A", ends(0, 8)), ("B", ends(8, 16)), ("GA", ends(16, 22))]
+        );
+        // A: seats 0 and 7 free; B: none; GA: units 16-19 free (bits msb first).
+        let bitmap = [0b1000_0001, 0b0000_0000, 0b1111_0000];
+        assert_eq!(layout.sections_with(&bitmap, 1), vec!["A", "GA"]);
+        assert_eq!(layout.sections_with(&bitmap, 2), vec!["A", "GA"]);
+        assert_eq!(layout.sections_with(&bitmap, 3), vec!["GA"]);
+        assert!(layout.sections_with(&bitmap, 5).is_empty());
+        assert!(
+            layout.sections_with(&[], 1).is_empty(),
+            "a short bitmap frees nothing"
+        );
+    }
+
+    #[test]
+    fn indices_fold_into_ranges() {
+        assert_eq!(
+            ranges([5, 1, 2, 3, 9, 10].into_iter()),
+            vec![1..4, 5..6, 9..11]
+        );
+        assert!(ranges(std::iter::empty()).is_empty());
+    }
 }

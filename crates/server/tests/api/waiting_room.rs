@@ -132,26 +132,7 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     // Batches of at most 25 active shoppers, whatever the (test-long) interval.
     let rules = json!({"max_active_shoppers": 25});
     put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
-    let mut tickets = Vec::new();
-    for _ in 0..10_000 {
-        let token = app
-            .engine
-            .grant_buyer_token(&boxoffice_engine::waiting::BuyerGrant {
-                buyer_id: BuyerId::random(),
-                verified: true,
-                account_created_at: Millis(0),
-            });
-        let who = app.engine.identify(&token).await.unwrap();
-        let joiner = boxoffice_engine::Joiner {
-            who: &who,
-            ip: None,
-            pow: None,
-            proof: None,
-            human_token: None,
-        };
-        let out = app.engine.join_queue(event, joiner).await.unwrap();
-        tickets.push(out.queue_ticket);
-    }
+    let tickets = line_of(&app, event, 10_000).await;
     // 25 admitted buyers hold 4 seats each: the 100 seats are all held.
     app.engine.admit_batch(event).await.unwrap();
     for ticket in &tickets[..25] {
@@ -191,6 +172,120 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     let s = status(&app, &tickets[30]).await;
     assert_eq!(s["status"], "admitted", "{s}");
     assert_eq!(status(&app, &tickets[9_999]).await["status"], "waiting");
+    app.stop().await;
+}
+
+/// `n` buyers in the line of `event`, in joining order: their queue tickets.
+async fn line_of(app: &TestApp, event: EventId, n: usize) -> Vec<String> {
+    let mut tickets = Vec::with_capacity(n);
+    for _ in 0..n {
+        let token = app
+            .engine
+            .grant_buyer_token(&boxoffice_engine::waiting::BuyerGrant {
+                buyer_id: BuyerId::random(),
+                verified: true,
+                account_created_at: Millis(0),
+            });
+        let who = app.engine.identify(&token).await.unwrap();
+        let joiner = boxoffice_engine::Joiner {
+            who: &who,
+            ip: None,
+            pow: None,
+            proof: None,
+            human_token: None,
+        };
+        tickets.push(
+            app.engine
+                .join_queue(event, joiner)
+                .await
+                .unwrap()
+                .queue_ticket,
+        );
+    }
+    tickets
+}
+
+/// How far the line is served: the index of the first ticket still waiting.
+async fn served(app: &TestApp, tickets: &[String]) -> usize {
+    let mut waiting = Vec::new();
+    for t in tickets {
+        waiting.push(status(app, t).await["status"] == "waiting");
+    }
+    let first = waiting.iter().position(|w| *w).unwrap_or(tickets.len());
+    assert!(
+        waiting[first..].iter().all(|w| *w),
+        "admission is in line order: {waiting:?}"
+    );
+    first
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
+    let app = spawn().await;
+    // 10 seats, a rate that would let the whole line in at once.
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let rules = json!({"buyers_per_free_seat": 2});
+    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tickets = line_of(&app, event, 60).await;
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(
+        served(&app, &tickets).await,
+        20,
+        "two buyers for each of 10 seats"
+    );
+    let public: Value = app
+        .get(&format!("/v1/events/{event}/queue"), "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(public["rate_reason"], "few_seats_left", "{public}");
+
+    // Four of them hold two seats each: 2 seats left, so 4 more buyers.
+    for ticket in &tickets[..4] {
+        let admission = status(&app, ticket).await["admission_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let body = json!({"best_available": {"section": "A", "quantity": 2}});
+        assert_eq!(
+            app.hold(event, &admission, body).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(served(&app, &tickets).await, 24);
+
+    // Without the rule the rate alone decides: everyone is let in.
+    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), json!({})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(served(&app, &tickets).await, 60);
+
+    let zero = json!({"buyers_per_free_seat": 0});
+    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), zero).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    app.stop().await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_far_back_in_line_is_asked_to_poll_less_often() {
+    let app = spawn().await;
+    let mut slow = spec(1, 10, 0, 4);
+    slow.sale.admission_rate_per_s = 10;
+    let event = app.create_event(&slow).await;
+    let tickets = line_of(&app, event, 1_000).await;
+    let front = status(&app, &tickets[0]).await;
+    let back = status(&app, &tickets[999]).await;
+    assert_eq!(back["estimated_wait_s"], 100, "{back}");
+    let (front_ms, back_ms) = (
+        front["poll_after_ms"].as_u64().unwrap(),
+        back["poll_after_ms"].as_u64().unwrap(),
+    );
+    // 3 s near the front; a quarter of 100 s at the back; each ±20 %.
+    assert!((2_400..=3_600).contains(&front_ms), "{front}");
+    assert!((20_000..=30_000).contains(&back_ms), "{back}");
     app.stop().await;
 }
 

@@ -141,7 +141,7 @@ pub fn valid(w: &World, shape: Shape, variant: usize) -> Value {
         ][variant]
             .clone(),
         Shape::Rules => [
-            json!({"max_active_shoppers": 25}),
+            json!({"max_active_shoppers": 25, "buyers_per_free_seat": 2}),
             json!({"require_verified": true}),
             json!({"pow_difficulty": 1}),
             json!({"sold_out_margin": 2, "accounts_created_before": 1_700_000_000_000i64}),
