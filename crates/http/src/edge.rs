@@ -30,6 +30,7 @@ pub struct Edge {
     pub(crate) streams: StreamSlots,
     pub(crate) feeds: Feeds,
     pub(crate) seat_maps: SeatMaps,
+    pub(crate) availability: crate::feed::Bodies,
     /// Paces the operator's audit runs.
     pub(crate) audits: crate::routes::console::AuditGate,
     /// Paces the operator's reads of buyer clusters.
@@ -80,6 +81,7 @@ impl Edge {
             streams: StreamSlots::new(config.max_streams, config.max_streams_per_address),
             feeds: Feeds::default(),
             seat_maps: SeatMaps::default(),
+            availability: Default::default(),
             audits: Default::default(),
             signal_reads: Default::default(),
             stop: CancellationToken::new(),

@@ -79,6 +79,41 @@ pub struct AvailabilityDelta {
     free_count: u32,
 }
 
+/// Events whose availability document is kept; beyond it, one is dropped to make room.
+const MAX_BODIES: usize = 64;
+
+/// Each event's availability document as last written, with the snapshot it was
+/// written from: a stadium's is kilobytes of base64, read by every buyer refused a
+/// seat, so it is written once per snapshot and node, not once per request.
+#[derive(Default)]
+pub(crate) struct Bodies {
+    by_event: Mutex<HashMap<EventId, (Arc<AvailabilitySnapshot>, Bytes)>>,
+}
+
+impl Bodies {
+    /// The document of `snapshot`, written now if the kept one is of another.
+    pub(crate) fn get(
+        &self,
+        id: EventId,
+        seats: u32,
+        snapshot: &Arc<AvailabilitySnapshot>,
+    ) -> Bytes {
+        if let Some((of, body)) = self.by_event.lock().get(&id)
+            && Arc::ptr_eq(of, snapshot)
+        {
+            return body.clone();
+        }
+        let body = Bytes::from(snapshot_body(id, seats, snapshot));
+        let mut kept = self.by_event.lock();
+        if kept.len() >= MAX_BODIES && !kept.contains_key(&id) {
+            let evict = kept.keys().next().copied();
+            evict.map(|k| kept.remove(&k));
+        }
+        kept.insert(id, (snapshot.clone(), body.clone()));
+        body
+    }
+}
+
 pub(crate) fn snapshot_body(id: EventId, seats: u32, s: &AvailabilitySnapshot) -> String {
     let doc = AvailabilityOut {
         event_id: id,
@@ -256,6 +291,26 @@ mod tests {
             .take(2)
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    #[test]
+    fn the_availability_document_is_written_once_per_snapshot() {
+        let bodies = Bodies::default();
+        let (v0, v1) = (snapshot("v0", 0xff), snapshot("v1", 0x0f));
+        let first = bodies.get(EventId(1), 8, &v0);
+        let again = bodies.get(EventId(1), 8, &v0);
+        assert_eq!(
+            first.as_ptr(),
+            again.as_ptr(),
+            "the kept document, not a new one"
+        );
+        assert_eq!(first, Bytes::from(snapshot_body(EventId(1), 8, &v0)));
+        let next = bodies.get(EventId(1), 8, &v1);
+        assert_eq!(next, Bytes::from(snapshot_body(EventId(1), 8, &v1)));
+        for id in 2..=100 {
+            bodies.get(EventId(id), 8, &v0);
+        }
+        assert!(bodies.by_event.lock().len() <= MAX_BODIES, "bounded");
     }
 
     #[tokio::test]

@@ -260,6 +260,11 @@ pub struct RehearseArgs {
     /// above the open-files limit (ulimit -n) less 256.
     #[arg(long, default_value_t = crate::rehearse::client::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// The crowd arrives signed in: its buyer tokens are granted before the run's
+    /// clock starts (outside its report), as for fans signed in days before; without
+    /// it each person signs in on arrival.
+    #[arg(long)]
+    pub signed_in: bool,
     /// How long a buyer follows a payment that has not settled.
     #[arg(long, default_value_t = 60)]
     pub settle_s: u64,
@@ -356,6 +361,7 @@ impl RehearseArgs {
             linger: Duration::from_secs(self.linger_s),
             seed: self.seed,
             progress: !self.quiet,
+            signed_in: self.signed_in,
         })
     }
 

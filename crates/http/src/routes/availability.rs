@@ -12,7 +12,6 @@ use boxoffice_domain::EventId;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::feed::AvailabilityOut;
-use crate::feed::snapshot_body;
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::{AppState, ClientAddr, sse};
@@ -54,7 +53,7 @@ pub async fn get(
     {
         return Ok((StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
     }
-    let body = snapshot_body(id, entry.event.capacity(), &snapshot);
+    let body = (st.edge.availability).get(id, entry.event.capacity(), &snapshot);
     let json = [(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -92,6 +92,10 @@ pub struct Settings {
     pub seed: u64,
     /// Live progress on a terminal.
     pub progress: bool,
+    /// The crowd arrives signed in: its buyer tokens are granted before the run's
+    /// clock starts (fans whose sessions last a month), so the sale is not also a
+    /// sign-in storm. Off: each person signs in when they arrive.
+    pub signed_in: bool,
 }
 
 impl Default for Settings {
@@ -141,6 +145,7 @@ impl Default for Settings {
             linger: Duration::from_secs(30),
             seed: 1,
             progress: true,
+            signed_in: false,
         }
     }
 }
@@ -156,6 +161,12 @@ pub async fn run(
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<Report> {
     let targets = target::check(&s.targets, s.allow_remote)?;
+    let tokens = if s.signed_in {
+        let bounds = bounds(s);
+        buyer::sign_in_ahead(&targets, &bounds, &s.operator_key, signed_in_count(s)).await?
+    } else {
+        Vec::new()
+    };
     let rec = Arc::new(Recorder::new());
     let cancel = CancellationToken::new();
     let bounds = bounds(s);
@@ -204,6 +215,7 @@ pub async fn run(
         settle: s.settle,
         linger: s.linger,
         names: s.names == boxoffice_domain::attendees::AttendeeNames::AtCheckout,
+        signed_in: parking_lot::Mutex::new(tokens),
     });
     let cpu_before = cpu_seconds();
     let mut crowd = tokio::spawn(dispatch(
@@ -250,6 +262,14 @@ pub async fn run(
     report.sold.ledger = audit.as_ref().and_then(|a| a.seats_sold);
     report.audit = audit;
     Ok(report)
+}
+
+/// Identities the crowd signs in with: one a person, and a session each for the many
+/// sessions of those who open several; more are signed in on arrival.
+fn signed_in_count(s: &Settings) -> usize {
+    let buyers = f64::from(s.arrivals.buyers);
+    let extra = buyers * s.adversaries.many_sessions * f64::from(s.adversaries.sessions_each);
+    (buyers + extra).ceil() as usize
 }
 
 /// The run's bounds, its connections lowered to what the process may open.

@@ -183,6 +183,32 @@ async fn a_small_rehearsal_reports_what_the_ledger_sold_with_a_clean_audit_and_e
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_crowd_signed_in_ahead_sends_no_sign_in_during_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, base, _said, hook) = audited_server(dir.path()).await;
+    let s = Settings {
+        signed_in: true,
+        ..settings(base, 300)
+    };
+    let report = rehearse::run(&s, Some(hook), std::future::pending())
+        .await
+        .unwrap();
+    let steps: Vec<&str> = report.steps.iter().map(|s| s.name).collect();
+    assert!(
+        !steps.contains(&"sign-in"),
+        "signed in during the run: {steps:?}"
+    );
+    assert!(steps.contains(&"join"), "{steps:?}");
+    assert_eq!(report.buyers.joined, 300, "{:?}", report.buyers);
+    let sold = &report.sold;
+    assert!(
+        sold.hot_store > 0 && sold.by_buyers == sold.hot_store,
+        "{sold:?}"
+    );
+    assert!(report.audit.as_ref().expect("the audit ran").clean);
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
     let dir = tempfile::tempdir().unwrap();
     // Eight requests in flight at most, and every checkout waits 2 × 150 ms for the
