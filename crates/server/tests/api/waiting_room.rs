@@ -135,17 +135,7 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     let tickets = line_of(&app, event, 10_000).await;
     // 25 admitted buyers hold 4 seats each: the 100 seats are all held.
     app.engine.admit_batch(event).await.unwrap();
-    for ticket in &tickets[..25] {
-        let admission = status(&app, ticket).await["admission_token"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let body = json!({"best_available": {"section": "A", "quantity": 4}});
-        assert_eq!(
-            app.hold(event, &admission, body).await.status(),
-            StatusCode::CREATED
-        );
-    }
+    hold_best(&app, event, &tickets[..25], 4).await;
     app.engine.admit_batch(event).await.unwrap();
     for ticket in tickets.iter().skip(25).step_by(97) {
         assert_eq!(status(&app, ticket).await["status"], "sold_out");
@@ -205,6 +195,21 @@ async fn line_of(app: &TestApp, event: EventId, n: usize) -> Vec<String> {
     tickets
 }
 
+/// Each admitted ticket holder holds the best `quantity` seats of section A.
+async fn hold_best(app: &TestApp, event: EventId, tickets: &[String], quantity: u32) {
+    for ticket in tickets {
+        let admission = status(app, ticket).await["admission_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let body = json!({"best_available": {"section": "A", "quantity": quantity}});
+        assert_eq!(
+            app.hold(event, &admission, body).await.status(),
+            StatusCode::CREATED
+        );
+    }
+}
+
 /// How far the line is served: the index of the first ticket still waiting.
 async fn served(app: &TestApp, tickets: &[String]) -> usize {
     let mut waiting = Vec::new();
@@ -243,17 +248,7 @@ async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
     assert_eq!(public["rate_reason"], "few_seats_left", "{public}");
 
     // Four of them hold two seats each: 2 seats left, so 4 more buyers.
-    for ticket in &tickets[..4] {
-        let admission = status(&app, ticket).await["admission_token"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let body = json!({"best_available": {"section": "A", "quantity": 2}});
-        assert_eq!(
-            app.hold(event, &admission, body).await.status(),
-            StatusCode::CREATED
-        );
-    }
+    hold_best(&app, event, &tickets[..4], 2).await;
     app.engine.admit_batch(event).await.unwrap();
     assert_eq!(served(&app, &tickets).await, 24);
 
