@@ -63,10 +63,7 @@ pub async fn sign_in_ahead(
         .map(|i| {
             let (api, base) = (&api, &targets[i % targets.len()]);
             async move {
-                let key = uuid::Uuid::new_v4().to_string();
-                let call =
-                    Call::post(Step::SignIn, "/v1/buyer-tokens", grant(), &key).token(operator_key);
-                let a = api.send(base, call).await.ok()?;
+                let a = grant_identity(api, base, operator_key).await.ok()?;
                 a.body["token"].as_str().map(str::to_owned)
             }
         })
@@ -83,14 +80,22 @@ pub async fn sign_in_ahead(
     Ok(tokens)
 }
 
-/// A grant of a fresh, verified buyer identity.
-fn grant() -> serde_json::Value {
-    json!({
+/// The operator's grant of a fresh, verified buyer identity: the answer, whose body
+/// carries `buyer_id` and `token`.
+pub(super) async fn grant_identity(
+    api: &Api,
+    base: &str,
+    operator_key: &str,
+) -> Result<Answer, Stop> {
+    let grant = json!({
         "buyer_id": uuid::Uuid::new_v4(),
         "verified": true,
         // A year old: any account-age rule lets them in.
         "account_created_at": 1_700_000_000_000i64,
-    })
+    });
+    let key = uuid::Uuid::new_v4().to_string();
+    let call = Call::post(Step::SignIn, "/v1/buyer-tokens", grant, &key).token(operator_key);
+    api.send(base, call).await
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -401,9 +406,7 @@ async fn enter(
     if let Some(token) = ahead {
         return join(ctx, base, ip, token, profile, device).await;
     }
-    let key = uuid::Uuid::new_v4().to_string();
-    let call = Call::post(Step::SignIn, "/v1/buyer-tokens", grant(), &key).token(&ctx.operator_key);
-    let a = ctx.api.send(base, call).await?;
+    let a = grant_identity(&ctx.api, base, &ctx.operator_key).await?;
     let Some(token) = a.body["token"].as_str().map(str::to_owned) else {
         note(&ctx.api, Step::SignIn, &a);
         return Ok(None);

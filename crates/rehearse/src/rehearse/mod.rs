@@ -161,15 +161,14 @@ pub async fn run(
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<Report> {
     let targets = target::check(&s.targets, s.allow_remote)?;
+    let bounds = bounds(s);
     let tokens = if s.signed_in {
-        let bounds = bounds(s);
         buyer::sign_in_ahead(&targets, &bounds, &s.operator_key, signed_in_count(s)).await?
     } else {
         Vec::new()
     };
     let rec = Arc::new(Recorder::new());
     let cancel = CancellationToken::new();
-    let bounds = bounds(s);
     let api = Api::new(targets.clone(), rec.clone(), &bounds, cancel.clone())?;
     let key = s.operator_key.clone();
     let prepared = setup::prepare(&api, &key, s).await?;

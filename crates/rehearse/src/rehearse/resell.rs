@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::api::{Answer, Call, Stop};
-use super::buyer::{Ctx, backoff, note, retryable};
+use super::buyer::{Ctx, backoff, grant_identity, note, retryable};
 use super::crowd::Profile;
 use super::record::Step;
 
@@ -63,16 +63,9 @@ impl Resale {
 
 /// A buyer identity from the operator, as the scalper's other account: (buyer id, token).
 async fn other_identity(ctx: &Ctx, base: &str) -> Result<Option<(String, String)>, Stop> {
-    let id = uuid::Uuid::new_v4().to_string();
-    let grant = json!({
-        "buyer_id": id,
-        "verified": true,
-        "account_created_at": 1_700_000_000_000i64,
-    });
-    let key = uuid::Uuid::new_v4().to_string();
-    let call = Call::post(Step::SignIn, "/v1/buyer-tokens", grant, &key).token(&ctx.operator_key);
-    let a = ctx.api.send(base, call).await?;
-    Ok(a.body["token"].as_str().map(|t| (id, t.to_owned())))
+    let a = grant_identity(&ctx.api, base, &ctx.operator_key).await?;
+    let (id, token) = (a.body["buyer_id"].as_str(), a.body["token"].as_str());
+    Ok(id.zip(token).map(|(id, t)| (id.to_owned(), t.to_owned())))
 }
 
 /// The ticket ids the buyer of `token` holds for the run's event, and the face value

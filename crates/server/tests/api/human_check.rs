@@ -111,12 +111,7 @@ async fn a_no_is_refused_and_queues_nothing_and_a_passed_check_lets_one_buyer_in
         "the secret never leaves"
     );
     // The public document tells the client which widget to draw, and with what key.
-    let doc: Value = app
-        .get(&format!("/v1/events/{event}/queue"), "")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let doc = crate::waiting_room::public_queue(&app, event).await;
     assert_eq!(
         doc["human_check"],
         json!({"kind": "hosted", "provider": "turnstile", "site_key": "site-key-turnstile"})

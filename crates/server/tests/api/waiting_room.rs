@@ -140,12 +140,7 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     for ticket in tickets.iter().skip(25).step_by(97) {
         assert_eq!(status(&app, ticket).await["status"], "sold_out");
     }
-    let public: Value = app
-        .get(&format!("/v1/events/{event}/queue"), "")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let public = public_queue(&app, event).await;
     assert_eq!(
         (public["sold_out"].clone(), public["rate_reason"].clone()),
         (json!(true), json!("sold_out"))
@@ -163,6 +158,15 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     assert_eq!(s["status"], "admitted", "{s}");
     assert_eq!(status(&app, &tickets[9_999]).await["status"], "waiting");
     app.stop().await;
+}
+
+/// The event's public queue document, as any client reads it.
+pub(crate) async fn public_queue(app: &TestApp, event: EventId) -> Value {
+    app.get(&format!("/v1/events/{event}/queue"), "")
+        .await
+        .json()
+        .await
+        .unwrap()
 }
 
 /// `n` buyers in the line of `event`, in joining order: their queue tickets.
@@ -239,12 +243,7 @@ async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
         20,
         "two buyers for each of 10 seats"
     );
-    let public: Value = app
-        .get(&format!("/v1/events/{event}/queue"), "")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let public = public_queue(&app, event).await;
     assert_eq!(public["rate_reason"], "few_seats_left", "{public}");
 
     // Four of them hold two seats each: 2 seats left, so 4 more buyers.
@@ -500,12 +499,7 @@ async fn the_operator_override_and_the_adaptive_mode_show_their_reason_in_stats(
     // The slow samples age out of the window: the rate widens back.
     later(&app, 31_000);
     app.engine.admit_batch(event).await.unwrap();
-    let doc: Value = app
-        .get(&format!("/v1/events/{event}/queue"), "")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let doc = public_queue(&app, event).await;
     assert_eq!(
         (
             doc["admission_rate_per_s"].clone(),
