@@ -27,6 +27,7 @@ mod queue;
 mod recovery;
 mod refunds;
 pub mod relay;
+mod replay_batches;
 pub mod replays;
 mod settle;
 mod tail_hash;
@@ -54,6 +55,7 @@ pub use overview::{EventOverview, MAX_LISTED_EVENTS, SaleChange};
 pub use possession::{ProofConfig, ProofInput, ProofRefusal};
 pub use queue::{JoinOutcome, JoinPass, Joiner, PowSolution, QueueStatus, WaitStatus};
 pub use refunds::Canceller;
+pub use replay_batches::BatchedReplays;
 pub use velocity::{MAX_SIGNALS_PAGE, Origin, SignalCluster};
 pub use webhooks::{WebhookReceipt, WebhookRejected};
 

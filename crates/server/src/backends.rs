@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use boxoffice_engine::Ports;
 use boxoffice_engine::ports::{
     ClaimThenHold, ClaimedHolds, Clock, Exchange, IdempotencyStore, Ledger, Outbox, ProofMemory,
     Tickets, VelocityStore,
 };
+use boxoffice_engine::{BatchedReplays, Ports};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{
     InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryProofs, MemoryVelocity,
@@ -110,7 +110,7 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
             let ledger = PostgresLedger::connect(url, config.postgres.clone())
                 .await
                 .context("connecting to the PostgreSQL ledger")?;
-            let idempotency = Arc::new(ledger.idempotency());
+            let idempotency = batched(Arc::new(ledger.idempotency()));
             let ledger = Arc::new(ledger);
             Ok((
                 ledger.clone(),
@@ -124,7 +124,7 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
             let ledger =
                 SqliteLedger::open(config.data_dir.join(LEDGER_FILE), config.sqlite.clone())
                     .context("opening the SQLite ledger")?;
-            let idempotency = Arc::new(ledger.idempotency());
+            let idempotency = batched(Arc::new(ledger.idempotency()));
             let ledger = Arc::new(ledger);
             Ok((
                 ledger.clone(),
@@ -135,6 +135,13 @@ async fn open_ledger(config: &Config) -> anyhow::Result<LedgerParts> {
             ))
         }
     }
+}
+
+/// The ledger's replay store, its claims and kept answers written in batches: a crowd's
+/// joins and checkouts each claim a key and keep an answer, one writer job a batch
+/// instead of one each.
+fn batched(store: Arc<dyn IdempotencyStore>) -> Arc<dyn IdempotencyStore> {
+    Arc::new(BatchedReplays::new(store))
 }
 
 struct Hot {

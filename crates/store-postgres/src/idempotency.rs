@@ -13,6 +13,7 @@
 //! neither has anything to wait for, nor should a commit wait for them.
 
 use async_trait::async_trait;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
@@ -34,22 +35,63 @@ pub struct PostgresIdempotency {
     pub(crate) _guards: crate::ledger::Guards,
 }
 
-/// The fast path is one statement: a new key is inserted, and a claim with the same
-/// fingerprint is taken over when its lease lapsed or its holder is dead (another node
-/// with no heartbeat fresher than `$7` ms). Only when neither happened is the row read
-/// to tell a replay, a mismatch and a running request apart.
-const CLAIM: &str = "
-    INSERT INTO idempotency_keys AS k
-        (scope, key, fingerprint, state, lease_until, created_at, holder)
-    VALUES ($1, $2, $3, 'in_flight', $4, $5, $6)
+/// When a claim finds its key taken and takes it over anyway: a claim with the same
+/// fingerprint whose lease lapsed (`$5` is now) or whose holder is dead (another node
+/// with no heartbeat fresher than `$7` ms).
+macro_rules! take_over {
+    () => {
+        "
     ON CONFLICT (scope, key) DO UPDATE
     SET lease_until = excluded.lease_until, holder = excluded.holder
     WHERE k.state = 'in_flight' AND k.fingerprint = excluded.fingerprint
       AND (k.lease_until <= $5
            OR (k.holder IS DISTINCT FROM excluded.holder
                AND NOT EXISTS (SELECT 1 FROM node_heartbeats h
-                               WHERE h.node = k.holder AND h.beat_at > $5 - $7)))
-    RETURNING 1";
+                               WHERE h.node = k.holder AND h.beat_at > $5 - $7)))"
+    };
+}
+
+/// The fast path is one statement: a new key is inserted, and a claim is taken over
+/// (`take_over`). Only when neither happened is the row read to tell a replay, a
+/// mismatch and a running request apart.
+const CLAIM: &str = concat!(
+    "
+    INSERT INTO idempotency_keys AS k
+        (scope, key, fingerprint, state, lease_until, created_at, holder)
+    VALUES ($1, $2, $3, 'in_flight', $4, $5, $6)",
+    take_over!(),
+    "
+    RETURNING 1"
+);
+
+/// `CLAIM` for a batch of distinct keys, in the order given (the caller sorts them, so
+/// rows are locked in key order); answers the keys it claimed.
+const CLAIM_MANY: &str = concat!(
+    "
+    INSERT INTO idempotency_keys AS k
+        (scope, key, fingerprint, state, lease_until, created_at, holder)
+    SELECT u.scope, u.key, u.fingerprint, 'in_flight', $4, $5, $6
+    FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY
+        AS u(scope, key, fingerprint, n)
+    ORDER BY u.n",
+    take_over!(),
+    "
+    RETURNING k.scope, k.key"
+);
+
+/// The records of a batch's keys that `CLAIM_MANY` did not claim.
+const READ_MANY: &str = "
+    SELECT k.scope, k.key, k.fingerprint, k.state, k.status, k.body
+    FROM idempotency_keys k
+    JOIN unnest($1::text[], $2::text[]) AS u(scope, key)
+      ON k.scope = u.scope AND k.key = u.key";
+
+/// A batch's answers kept in one statement; answers the keys it found.
+const FINISH_MANY: &str = "
+    UPDATE idempotency_keys AS k SET state = 'done', status = u.status, body = u.body
+    FROM unnest($1::text[], $2::text[], $3::int4[], $4::bytea[]) AS u(scope, key, status, body)
+    WHERE k.scope = u.scope AND k.key = u.key
+    RETURNING k.scope, k.key";
 
 const BEAT: &str = "
     INSERT INTO node_heartbeats (node, beat_at) VALUES ($1, $2)
@@ -63,6 +105,16 @@ const PRUNE: &str = "
         ORDER BY created_at LIMIT $2)";
 
 type Claim = (Vec<u8>, String, Option<i32>, Option<Vec<u8>>);
+
+/// A claim's record with its scope and key, as `READ_MANY` answers it.
+type KeyedClaim = (
+    String,
+    String,
+    Vec<u8>,
+    String,
+    Option<i32>,
+    Option<Vec<u8>>,
+);
 
 async fn begin(
     conn: &mut PgConnection,
@@ -93,7 +145,12 @@ async fn begin(
     .fetch_optional(&mut *conn)
     .await
     .map_err(db)?;
-    Ok(match claim {
+    Ok(found(claim, fingerprint))
+}
+
+/// What a claim that was neither made nor taken over is told, from the key's record.
+fn found(claim: Option<Claim>, fingerprint: &[u8; 32]) -> Begin {
+    match claim {
         // Abandoned by another node between the two statements: the caller retries.
         None => Begin::InFlight,
         Some((stored, ..)) if stored != fingerprint.as_slice() => Begin::Mismatch,
@@ -102,7 +159,133 @@ async fn begin(
             body: body.unwrap_or_default(),
         }),
         Some(_) => Begin::InFlight,
-    })
+    }
+}
+
+/// A batch's claims (`IdempotencyStore::begin_many`): every key's first claim in one
+/// statement, the records of those it did not make in one read; a key's later claims
+/// in the batch then begin alone, in turn, seeing the first.
+async fn begin_many(
+    conn: &mut PgConnection,
+    claims: &[Owned],
+    now: Millis,
+    claimant: &Claimant,
+) -> Result<Vec<Begin>, StoreError> {
+    let (firsts, repeats) = firsts_of_each_key(claims);
+    let mut out: Vec<Option<Begin>> = vec![None; claims.len()];
+    let scopes: Vec<&str> = firsts.iter().map(|&i| claims[i].0.as_str()).collect();
+    let keys: Vec<&str> = firsts.iter().map(|&i| claims[i].1.as_str()).collect();
+    let prints: Vec<&[u8]> = firsts.iter().map(|&i| claims[i].2.as_slice()).collect();
+    let claimed: Vec<(String, String)> = sqlx::query_as(CLAIM_MANY)
+        .bind(&scopes)
+        .bind(&keys)
+        .bind(&prints)
+        .bind(now.0.saturating_add(claimant.lease_ms))
+        .bind(now.0)
+        .bind(claimant.node.0.as_slice())
+        .bind(claimant.dead_after_ms)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db)?;
+    let claimed: HashSet<(String, String)> = claimed.into_iter().collect();
+    let mut left = Vec::new();
+    for &i in &firsts {
+        let (scope, key, _) = &claims[i];
+        if claimed.contains(&(scope.clone(), key.clone())) {
+            out[i] = Some(Begin::Proceed);
+        } else {
+            left.push(i);
+        }
+    }
+    if !left.is_empty() {
+        let scopes: Vec<&str> = left.iter().map(|&i| claims[i].0.as_str()).collect();
+        let keys: Vec<&str> = left.iter().map(|&i| claims[i].1.as_str()).collect();
+        let rows: Vec<KeyedClaim> = sqlx::query_as(READ_MANY)
+            .bind(&scopes)
+            .bind(&keys)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db)?;
+        let mut records: HashMap<(String, String), Claim> = rows
+            .into_iter()
+            .map(|(scope, key, fp, state, status, body)| ((scope, key), (fp, state, status, body)))
+            .collect();
+        for i in left {
+            let (scope, key, fingerprint) = &claims[i];
+            let record = records.remove(&(scope.clone(), key.clone()));
+            out[i] = Some(found(record, fingerprint));
+        }
+    }
+    for i in repeats {
+        let (scope, key, fingerprint) = &claims[i];
+        out[i] = Some(begin(conn, (scope, key), fingerprint, now, claimant).await?);
+    }
+    Ok(out
+        .into_iter()
+        .map(|b| b.unwrap_or(Begin::InFlight))
+        .collect())
+}
+
+/// A claim as a batch carries it: scope, key, fingerprint.
+type Owned = (String, String, [u8; 32]);
+
+/// The index of each key's first claim, sorted by key (the order rows are locked in),
+/// and the indices of the claims that repeat a key, in their order.
+fn firsts_of_each_key(claims: &[Owned]) -> (Vec<usize>, Vec<usize>) {
+    let mut seen = HashSet::new();
+    let (mut firsts, mut repeats) = (Vec::new(), Vec::new());
+    for (i, (scope, key, _)) in claims.iter().enumerate() {
+        if seen.insert((scope.as_str(), key.as_str())) {
+            firsts.push(i);
+        } else {
+            repeats.push(i);
+        }
+    }
+    firsts.sort_by(|&a, &b| (&claims[a].0, &claims[a].1).cmp(&(&claims[b].0, &claims[b].1)));
+    (firsts, repeats)
+}
+
+/// A batch's answers (`IdempotencyStore::finish_many`) in one statement: a key given
+/// twice keeps its last answer, as two `finish` calls would; a key with no record is
+/// refused alone.
+async fn finish_many(
+    conn: &mut PgConnection,
+    answers: &[(String, String, StoredResponse)],
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let mut last: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, (scope, key, _)) in answers.iter().enumerate() {
+        last.insert((scope.as_str(), key.as_str()), i);
+    }
+    let mut kept: Vec<usize> = last.into_values().collect();
+    kept.sort_by(|&a, &b| (&answers[a].0, &answers[a].1).cmp(&(&answers[b].0, &answers[b].1)));
+    let scopes: Vec<&str> = kept.iter().map(|&i| answers[i].0.as_str()).collect();
+    let keys: Vec<&str> = kept.iter().map(|&i| answers[i].1.as_str()).collect();
+    let statuses: Vec<i32> = kept
+        .iter()
+        .map(|&i| i32::from(answers[i].2.status))
+        .collect();
+    let bodies: Vec<&[u8]> = kept.iter().map(|&i| answers[i].2.body.as_slice()).collect();
+    let found: Vec<(String, String)> = sqlx::query_as(FINISH_MANY)
+        .bind(&scopes)
+        .bind(&keys)
+        .bind(&statuses)
+        .bind(&bodies)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db)?;
+    let found: HashSet<(String, String)> = found.into_iter().collect();
+    Ok(answers
+        .iter()
+        .map(|(scope, key, _)| {
+            if found.contains(&(scope.clone(), key.clone())) {
+                Ok(())
+            } else {
+                Err(StoreError::new(format_args!(
+                    "no claim for idempotency key {key:?} to finish"
+                )))
+            }
+        })
+        .collect())
 }
 
 /// Stores `response` as the key's answer. Run again, it writes the same answer again.
@@ -248,6 +431,65 @@ impl IdempotencyStore for PostgresIdempotency {
             .await
     }
 
+    /// One writer job for the whole batch, its key the batch's first in key order (the
+    /// order its rows are locked in).
+    async fn begin_many(
+        &self,
+        claims: &[(ReplayKey, [u8; 32])],
+        now: Millis,
+        claimant: &Claimant,
+    ) -> Vec<Result<Begin, StoreError>> {
+        let claims: Arc<Vec<Owned>> = Arc::new(
+            claims
+                .iter()
+                .map(|(k, fp)| (k.scope().to_owned(), k.key().to_owned(), *fp))
+                .collect(),
+        );
+        let (n, claimant) = (claims.len(), *claimant);
+        let Some(row) = first_row(claims.iter().map(|c| (&c.0, &c.1))) else {
+            return Vec::new();
+        };
+        let begun = self
+            .writer
+            .submit_row(row, move |conn| {
+                let claims = claims.clone();
+                Box::pin(async move {
+                    begin_many(conn, &claims, now, &claimant)
+                        .await
+                        .map(Step::Keep)
+                })
+            })
+            .await;
+        match begun {
+            Ok(each) => each.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e); n],
+        }
+    }
+
+    async fn finish_many(
+        &self,
+        answers: &[(ReplayKey, StoredResponse)],
+    ) -> Vec<Result<(), StoreError>> {
+        let answers: Arc<Vec<(String, String, StoredResponse)>> = Arc::new(
+            answers
+                .iter()
+                .map(|(k, r)| (k.scope().to_owned(), k.key().to_owned(), r.clone()))
+                .collect(),
+        );
+        let n = answers.len();
+        let Some(row) = first_row(answers.iter().map(|a| (&a.0, &a.1))) else {
+            return Vec::new();
+        };
+        let done = self
+            .writer
+            .submit_row(row, move |conn| {
+                let answers = answers.clone();
+                Box::pin(async move { finish_many(conn, &answers).await.map(Step::Keep) })
+            })
+            .await;
+        done.unwrap_or_else(|e| vec![Err(e); n])
+    }
+
     async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
         let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer
@@ -333,4 +575,9 @@ impl IdempotencyStore for PostgresIdempotency {
             .map_err(db)?;
         Ok(pruned)
     }
+}
+
+/// The first of a batch's keys in key order: the row a batch job is sorted by.
+fn first_row<'a>(keys: impl Iterator<Item = (&'a String, &'a String)>) -> Option<RowKey> {
+    keys.min().map(|(scope, key)| (scope.clone(), key.clone()))
 }

@@ -67,3 +67,17 @@ boxoffice_testkit::tickets_conformance!(fresh_tickets());
 boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());
 boxoffice_testkit::outbox_conformance!(fresh_outbox());
+
+/// The same suites through the batches the server puts in front of the store: claims
+/// and answers of concurrent callers gathered into one statement each.
+mod batched {
+    use super::*;
+    use boxoffice_engine::BatchedReplays;
+
+    async fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
+        Arc::new(BatchedReplays::new(super::fresh_idempotency().await))
+    }
+
+    boxoffice_testkit::idempotency_conformance!(fresh_idempotency());
+    boxoffice_testkit::shared_idempotency_conformance!(fresh_idempotency());
+}

@@ -223,6 +223,52 @@ impl IdempotencyStore for SqliteIdempotency {
             .await
     }
 
+    /// One writer job for the whole batch: each claim decides in turn on what the ones
+    /// before it left, as separate calls would.
+    async fn begin_many(
+        &self,
+        claims: &[(ReplayKey, [u8; 32])],
+        now: Millis,
+        claimant: &Claimant,
+    ) -> Vec<Result<Begin, StoreError>> {
+        let claims: Vec<_> = claims
+            .iter()
+            .map(|(k, fp)| (k.scope().to_owned(), k.key().to_owned(), *fp))
+            .collect();
+        let (n, claimant) = (claims.len(), *claimant);
+        let begun = self
+            .writer
+            .submit(move |conn| {
+                let each = claims
+                    .iter()
+                    .map(|(scope, key, fp)| begin(conn, scope, key, fp, now, &claimant));
+                Ok(Step::Keep(each.collect::<Vec<_>>()))
+            })
+            .await;
+        begun.unwrap_or_else(|e| vec![Err(e); n])
+    }
+
+    async fn finish_many(
+        &self,
+        answers: &[(ReplayKey, StoredResponse)],
+    ) -> Vec<Result<(), StoreError>> {
+        let answers: Vec<_> = answers
+            .iter()
+            .map(|(k, r)| (k.scope().to_owned(), k.key().to_owned(), r.clone()))
+            .collect();
+        let n = answers.len();
+        let done = self
+            .writer
+            .submit(move |conn| {
+                let each = answers
+                    .iter()
+                    .map(|(scope, key, response)| finish(conn, scope, key, response));
+                Ok(Step::Keep(each.collect::<Vec<_>>()))
+            })
+            .await;
+        done.unwrap_or_else(|e| vec![Err(e); n])
+    }
+
     async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
         let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer

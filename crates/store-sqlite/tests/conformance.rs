@@ -82,3 +82,17 @@ boxoffice_testkit::tickets_conformance!(async { fresh_tickets() });
 boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });
 boxoffice_testkit::outbox_conformance!(async { fresh_outbox() });
+
+/// The same suites through the batches the server puts in front of the store: claims
+/// and answers of concurrent callers gathered into one writer job.
+mod batched {
+    use super::*;
+    use boxoffice_engine::BatchedReplays;
+
+    fn fresh_idempotency() -> Arc<dyn IdempotencyStore> {
+        Arc::new(BatchedReplays::new(super::fresh_idempotency()))
+    }
+
+    boxoffice_testkit::idempotency_conformance!(async { fresh_idempotency() });
+    boxoffice_testkit::single_process_idempotency_conformance!(async { fresh_idempotency() });
+}

@@ -20,9 +20,11 @@ use boxoffice_engine::ports::{
     Begin, Claimant, IdempotencyStore, Incarnation, KnownWrite, ReplayKey, StoredResponse,
 };
 
+mod batches;
 mod bounded;
 mod liveness;
 
+pub use batches::*;
 pub use bounded::*;
 pub use liveness::*;
 
@@ -54,6 +56,9 @@ macro_rules! __idempotency_cases {
             records_claimed_before_the_cutoff_are_pruned_in_batches,
             a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_caller,
             known_writes_racing_under_one_key_are_made_once,
+            claims_in_one_batch_answer_as_claims_made_one_by_one,
+            answers_in_one_batch_are_each_kept_for_their_own_key,
+            claims_racing_under_one_key_proceed_once,
         );
     };
 }

@@ -195,6 +195,38 @@ pub trait IdempotencyStore: Send + Sync {
     /// over), and heartbeats older than that; returns how many records went.
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
 
+    /// `begin` for each of `claims` (each key with its request's fingerprint), answered
+    /// in their order, as if begun one after the other: a key that comes twice is
+    /// claimed by its first and told what a second `begin` would be. A store kept in
+    /// the ledger's database claims them in one write, set-based where it can; the
+    /// default begins them in turn. Each claim has its own answer: one that failed
+    /// claimed nothing, and says so alone.
+    async fn begin_many(
+        &self,
+        claims: &[(ReplayKey, [u8; 32])],
+        now: Millis,
+        claimant: &Claimant,
+    ) -> Vec<Result<Begin, StoreError>> {
+        let mut begun = Vec::with_capacity(claims.len());
+        for (key, fingerprint) in claims {
+            begun.push(self.begin(key, fingerprint, now, claimant).await);
+        }
+        begun
+    }
+
+    /// `finish` for each of `answers`, in one write where the store can; each with its
+    /// own outcome (a key with no claim to finish is refused alone).
+    async fn finish_many(
+        &self,
+        answers: &[(ReplayKey, StoredResponse)],
+    ) -> Vec<Result<(), StoreError>> {
+        let mut done = Vec::with_capacity(answers.len());
+        for (key, response) in answers {
+            done.push(self.finish(key, response).await);
+        }
+        done
+    }
+
     /// Claims the key and, only when the claim is granted, makes `write` and keeps
     /// `answer` as the key's answer, all in one write of the ledger's database: three
     /// writes (`begin`, the write, `finish`) become one, for a store kept beside the
