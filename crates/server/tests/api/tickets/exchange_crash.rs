@@ -165,8 +165,11 @@ impl Run {
         futures::future::join_all(who.iter().map(|&n| one(n))).await
     }
 
-    fn record(&mut self, round: Vec<usize>, answers: Vec<(u16, Value)>) {
-        for (n, (status, body)) in round.into_iter().zip(answers) {
+    /// Keeps each buyer's latest answer: no answer (the server died) or 503 puts the
+    /// buyer back in line for the next start.
+    fn record(&mut self, answers: Vec<(usize, (u16, Value))>) {
+        let latest: BTreeMap<usize, (u16, Value)> = answers.into_iter().collect();
+        for (n, (status, body)) in latest {
             match status {
                 0 | 503 => self.pending.push(n),
                 _ => {
@@ -179,6 +182,8 @@ impl Run {
     /// Starts the pending buyers' purchases and kills the server (SIGKILL) once at
     /// least `taken` listings are no longer open and the ledger shows a swap between
     /// its steps (so the kill lands mid-swap, however fast the machine runs them).
+    /// When a round is answered in full before that, the buyers not yet sold a ticket
+    /// go again, as buyers in a real line would, until the kill lands.
     async fn race_then_kill(
         &mut self,
         mut server: Child,
@@ -186,10 +191,11 @@ impl Run {
         dir: &Path,
         taken: usize,
     ) -> Child {
-        let round: Vec<usize> = std::mem::take(&mut self.pending);
+        let first: Vec<usize> = std::mem::take(&mut self.pending);
         let ledger = ledger(dir);
+        let killed = std::cell::Cell::new(false);
         let answers = {
-            let racing = self.purchases(base, &round);
+            let racing = self.rounds_until(base, first, &killed);
             tokio::pin!(racing);
             let watch = async {
                 let what = format!("{taken} listings taken and a swap in flight");
@@ -209,6 +215,7 @@ impl Run {
                 answers = &mut racing => Some(answers),
                 () = watch => None,
             };
+            killed.set(true);
             server.start_kill().unwrap();
             server.wait().await.unwrap();
             match answers {
@@ -216,8 +223,37 @@ impl Run {
                 None => racing.await,
             }
         };
-        self.record(round, answers);
+        self.record(answers);
         server
+    }
+
+    /// Round after round of purchases, `first` then every buyer not yet sold a ticket,
+    /// until `killed` is set (the round under way when it is set is the last) or no
+    /// listing is left open: every answer, in order.
+    async fn rounds_until(
+        &self,
+        base: &str,
+        first: Vec<usize>,
+        killed: &std::cell::Cell<bool>,
+    ) -> Vec<(usize, (u16, Value))> {
+        let mut got: Vec<(usize, (u16, Value))> = Vec::new();
+        let mut round = first;
+        loop {
+            let answers = self.purchases(base, &round).await;
+            got.extend(round.into_iter().zip(answers));
+            if killed.get() || self.open_count(base).await == 0 {
+                return got;
+            }
+            let sold: HashSet<usize> = got
+                .iter()
+                .filter(|(_, (s, _))| *s == 201)
+                .map(|(n, _)| *n)
+                .collect();
+            round = (0..BUYERS)
+                .filter(|n| !sold.contains(n))
+                .filter(|n| self.told.get(n).is_none_or(|(s, _)| *s != 201))
+                .collect();
+        }
     }
 
     /// Buyers not told `done` try again, round after round, until nothing is open.
@@ -231,7 +267,7 @@ impl Run {
                 .collect();
             let answers = self.purchases(base, &round).await;
             self.pending.clear();
-            self.record(round, answers);
+            self.record(round.into_iter().zip(answers).collect());
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         panic!("listings still open after twenty rounds");
