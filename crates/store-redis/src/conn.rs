@@ -13,7 +13,8 @@ use boxoffice_engine::ports::StoreError;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::io::tcp::TcpSettings;
+use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
 
 use crate::failover::FailoverConn;
 
@@ -81,6 +82,7 @@ impl RedisConn {
 
     pub async fn cluster(urls: &[&str], config: ConnectConfig) -> Result<Self, StoreError> {
         let mut builder = ClusterClient::builder(urls.iter().copied())
+            .tcp_settings(no_delay())
             .connection_timeout(config.connect_timeout)
             .response_timeout(config.response_timeout);
         if let Some(ca) = &config.ca_file {
@@ -100,19 +102,27 @@ pub(crate) async fn manager(
     url: &str,
     config: &ConnectConfig,
 ) -> Result<ConnectionManager, redis::RedisError> {
+    let info = url.into_connection_info()?.set_tcp_settings(no_delay());
     let client = match &config.ca_file {
         Some(ca) => {
             let certs = crate::tls::certificates(ca)
                 .map_err(|e| redis::RedisError::from((redis::ErrorKind::Io, "CA file", e.0)))?;
-            redis::Client::build_with_tls(url, certs)
+            redis::Client::build_with_tls(info, certs)
         }
-        None => redis::Client::open(url),
+        None => redis::Client::open(info),
     }?;
     let manager_config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(config.connect_timeout))
         .set_response_timeout(Some(config.response_timeout))
         .set_number_of_retries(2);
     ConnectionManager::new_with_config(client, manager_config).await
+}
+
+/// Every command is a small write followed by a wait for its answer: with Nagle's
+/// algorithm on (the client's default) a write behind one not yet acknowledged waits
+/// for the peer's delayed ACK, up to tens of milliseconds on loopback.
+fn no_delay() -> TcpSettings {
+    TcpSettings::default().set_nodelay(true)
 }
 
 fn fail(url: &str, e: redis::RedisError) -> StoreError {
