@@ -12,7 +12,8 @@
 #   join: every join a distinct buyer's first (bench/join.lua), a fresh event per row;
 #         the buyer tokens (BUYERS, default 40,000 a second of run) are made before the
 #         runs by one node (bench/mint.lua) whose signing key every node shares.
-# CONNS (256), NODES ("1 2 3"), NO_BUILD=1 with BIN_DIR as in bench/http-hold.sh.
+# CONNS (256), NODES ("1 2 3"), NO_BUILD=1 with BIN_DIR as in bench/http-hold.sh;
+# METRICS_OUT=dir keeps each server's /metrics after its row.
 # Creates a throw-away database and key prefix and removes both on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +69,10 @@ load() { # label event url... : one wrk per URL, connections split evenly, req/s
     i=$((i + 1))
   done
   wait
+  if [ -n "${METRICS_OUT:-}" ]; then # each server's /metrics after its row
+    mkdir -p "$METRICS_OUT"; i=0
+    for url in "$@"; do curl -s -m 5 "$url/metrics" > "$METRICS_OUT/${label// /_}.$i.txt" || true; i=$((i + 1)); done
+  fi
   local cpu1 rcpu1 s1
   cpu1=$(ticks_of "${pids[@]}"); rcpu1=$(ticks_of "$redis_pid"); s1=$(scripts)
   local total

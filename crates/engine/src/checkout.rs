@@ -436,9 +436,5 @@ pub(crate) fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> 
 /// where a slow checkout waits (ledger, hot store, provider, velocity) without a
 /// profiler.
 async fn step<T>(name: &'static str, work: impl Future<Output = T>) -> T {
-    let started = std::time::Instant::now();
-    let out = work.await;
-    metrics::histogram!("boxoffice_checkout_step_seconds", "step" => name)
-        .record(started.elapsed().as_secs_f64());
-    out
+    crate::timing::timed("boxoffice_checkout_step_seconds", name, work).await
 }

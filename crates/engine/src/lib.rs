@@ -32,6 +32,7 @@ pub mod replays;
 mod settle;
 mod tail_hash;
 pub mod tickets;
+mod timing;
 mod velocity;
 mod verified;
 pub mod waiting;

@@ -125,7 +125,7 @@ impl Engine {
         event: EventId,
         who: Joiner<'_>,
     ) -> Result<JoinOutcome, WaitingError> {
-        let pass = self.check_join(event, who).await?;
+        let pass = join_step("checks", self.check_join(event, who)).await?;
         Ok(self.join_checked(pass).await?)
     }
 
@@ -219,7 +219,7 @@ impl Engine {
                 _ => place,
             }
         };
-        let doc = self.public_doc(event).await?;
+        let doc = join_step("doc", self.public_doc(event)).await?;
         let ticket = Claims {
             event: Some(event),
             position: place.position,
@@ -254,11 +254,12 @@ impl Engine {
         now: Millis,
     ) -> Result<crate::ports::Place, EngineError> {
         for _ in 0..3 {
-            let place = self.join_line(event, buyer).await?;
+            let place = join_step("line", self.join_line(event, buyer)).await?;
             let Some(position) = place.position else {
                 return Ok(place);
             };
-            if self.journal_place(event, buyer, position, now).await? {
+            let journaled = self.journal_place(event, buyer, position, now);
+            if join_step("journal", journaled).await? {
                 return Ok(place);
             }
             self.restore_line_behind(event).await?;
@@ -478,4 +479,10 @@ fn standing(position: Option<u64>, doc: &PublicDoc) -> (WaitStatus, Option<u64>)
 /// Told to a joiner whose place the ledger refused three times while the line was put back.
 fn line_behind() -> EngineError {
     EngineError::Unavailable("the line is being brought back; retry".into())
+}
+
+/// Runs one step of a join, timed into `boxoffice_join_step_seconds{step}` (`checks`,
+/// `line`, `journal`, `doc`): where a slow join waits without a profiler.
+async fn join_step<T>(name: &'static str, work: impl Future<Output = T>) -> T {
+    crate::timing::timed("boxoffice_join_step_seconds", name, work).await
 }

@@ -188,8 +188,12 @@ impl IdempotencyStore for BatchedReplays {
             let store = self.inner.clone();
             move |batch| claim(store.clone(), batch)
         };
+        let started = std::time::Instant::now();
         self.claims.send(item, store).await?;
-        rx.await.map_err(|_| stopped())?
+        let begun = rx.await.map_err(|_| stopped())?;
+        metrics::histogram!("boxoffice_replay_claim_seconds")
+            .record(started.elapsed().as_secs_f64());
+        begun
     }
 
     async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {

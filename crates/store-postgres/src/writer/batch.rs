@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use boxoffice_engine::ports::StoreError;
 use sqlx::pool::PoolConnection;
@@ -63,6 +64,7 @@ pub(super) async fn run(
         }
         // A broken connection ends its batch early; the jobs it never ran get one more
         // try on a fresh connection (the pool reconnects) before they are refused.
+        let started = Instant::now();
         for attempt in 0..2 {
             if batch.is_empty() {
                 break;
@@ -74,6 +76,8 @@ pub(super) async fn run(
                 batch.drain(..).for_each(|job| job.refuse(e.clone()));
             }
         }
+        metrics::histogram!("boxoffice_ledger_batch_seconds")
+            .record(started.elapsed().as_secs_f64());
         let reruns = u64::try_from(again.len()).unwrap_or(u64::MAX);
         stats.reruns.fetch_add(reruns, Ordering::Relaxed);
         batch.extend(again.drain(..));

@@ -9,12 +9,18 @@
 //! again, a few times at most, rather than failing a request that did nothing wrong.
 //! The writes that run outside the batches (a ticket changing hands, a check-in, the
 //! exchange's steps: `apart`) are run again the same way.
+//!
+//! Metrics, as the embedded ledger's writer has them: `boxoffice_ledger_write_seconds`,
+//! a grouped write's submission to its answer (its wait in the queue, its batch and the
+//! batch's COMMIT), and `boxoffice_ledger_batch_seconds`, one batch from its first job
+//! to COMMIT.
 
 mod batch;
 mod job;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use boxoffice_engine::ports::{Commit, CommitOutcome, StoreError};
 use sqlx::{PgConnection, PgPool};
@@ -114,8 +120,11 @@ impl Writer {
                     row,
                     tries: 1,
                 });
+                let queued = Instant::now();
                 enqueue(queue, job).await?;
-                rx.await.map_err(|_| stopped())?
+                let answer = rx.await.map_err(|_| stopped())?;
+                written(queued);
+                answer
             }
         }
     }
@@ -149,8 +158,11 @@ impl Writer {
                     tx,
                     tries: 1,
                 };
+                let queued = Instant::now();
                 enqueue(queue, Job::Commit(job)).await?;
-                rx.await.map_err(|_| stopped())?
+                let answer = rx.await.map_err(|_| stopped())?;
+                written(queued);
+                answer
             }
         }
     }
@@ -188,6 +200,11 @@ fn kept_losing(last: &StoreError) -> StoreError {
     StoreError::new(format_args!(
         "postgres: a write kept losing races with other transactions ({MAX_TRIES} tries): {last}"
     ))
+}
+
+/// A grouped write answered: `boxoffice_ledger_write_seconds` from its submission.
+fn written(queued: Instant) {
+    metrics::histogram!("boxoffice_ledger_write_seconds").record(queued.elapsed().as_secs_f64());
 }
 
 fn stopped() -> StoreError {

@@ -1,7 +1,8 @@
 //! Where a checkout waits, in /metrics: each step of a checkout is timed
 //! (`boxoffice_checkout_step_seconds{step}`), and each ledger read's query apart from its
 //! wait for a reader (`boxoffice_ledger_read_query_seconds{query}`, named after the
-//! ledger call), so a slow checkout can be read off a running node.
+//! ledger call), so a slow checkout can be read off a running node. A join's steps
+//! likewise (`boxoffice_join_step_seconds{step}`).
 
 use crate::common::{TestApp, spawn, spec};
 
@@ -37,4 +38,18 @@ async fn a_checkouts_steps_and_its_ledger_reads_are_timed_in_metrics() {
     }
     let read = "boxoffice_ledger_read_query_seconds_count{query=\"order_of_hold\"}";
     assert!(count(&app, read).await >= 1, "{read} is counted");
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joins_steps_are_timed_in_metrics() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let journal = "boxoffice_join_step_seconds_count{step=\"journal\"}";
+    let before = count(&app, journal).await;
+    app.holding(event, 1).await;
+    for step in ["line", "journal", "doc"] {
+        let series = format!("boxoffice_join_step_seconds_count{{step=\"{step}\"}}");
+        assert!(count(&app, &series).await >= 1, "{series} is counted");
+    }
+    assert!(count(&app, journal).await > before, "the join was journaled and timed");
 }
