@@ -51,5 +51,8 @@ async fn a_joins_steps_are_timed_in_metrics() {
         let series = format!("boxoffice_join_step_seconds_count{{step=\"{step}\"}}");
         assert!(count(&app, &series).await >= 1, "{series} is counted");
     }
-    assert!(count(&app, journal).await > before, "the join was journaled and timed");
+    assert!(
+        count(&app, journal).await > before,
+        "the join was journaled and timed"
+    );
 }
