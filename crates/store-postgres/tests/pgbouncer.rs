@@ -2,12 +2,16 @@
 //!
 //! - **session mode**: the whole ledger conformance suite runs through it, each case on
 //!   a PgBouncer of its own with two server connections shared by the ledger's pools;
-//! - **transaction mode** does not work, and this shows why: sqlx names every prepared
-//!   statement it sends (`sqlx_s_1`, …) even with the statement cache off
-//!   (`statement_cache_capacity = 0`), and a transaction-mode pooler hands the server
-//!   connection holding one client's statement to another client. PgBouncer 1.21's
-//!   `max_prepared_statements` would track them; 1.18 cannot. If sqlx ever sends
-//!   unnamed statements, the test fails and the README's "Behind PgBouncer" must change.
+//! - **transaction mode** does not work. With the statement cache on, sqlx names each
+//!   statement (`sqlx_s_1`, …) and a transaction-mode pooler hands the server
+//!   connection holding one client's statement to another client: this test shows it.
+//!   With the cache off (`statement_cache_capacity = 0`) sqlx 0.9.1 sends unnamed
+//!   statements, but it parses one and binds it in two exchanges, each ended by a Sync,
+//!   and between them the pooler may move the client to another server connection:
+//!   the conformance suite through it failed so ("unnamed prepared statement does not
+//!   exist", "incorrect binary data format in bind parameter"), though not in every
+//!   run, so no test here pins it. PgBouncer 1.21's `max_prepared_statements` would
+//!   track statements; 1.18 cannot.
 
 mod common;
 
@@ -41,20 +45,21 @@ async fn through_session_pooler() -> Arc<dyn Ledger> {
 
 boxoffice_testkit::ledger_conformance!(through_session_pooler());
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
-async fn transaction_mode_fails_because_sqlx_names_its_prepared_statements() {
+/// Clients of their own sharing a transaction-mode PgBouncer's two server connections,
+/// each reading the same statements concurrently, 40 at a time, for up to 20 rounds
+/// (until a named statement meets another client's): how many reads succeeded, and the
+/// failures.
+async fn reads_through_transaction_pooler(statement_cache_capacity: usize) -> (usize, Vec<String>) {
     let db = common::TestDatabase::create();
     // The schema is made directly: the migration itself could already fail through the
-    // pooler, and this test is about the sale's statements.
+    // pooler, and this is about the sale's statements.
     PostgresLedger::connect(&db.url, pooled(0)).await.unwrap();
     let bouncer = PgBouncer::start(PoolMode::Transaction);
     let url = bouncer.url(&db.url);
     let mut failures = Vec::new();
     let mut succeeded = 0;
-    // Clients of their own that share PgBouncer's two server connections: reads of the
-    // same statements, concurrently, until a named statement meets another client's.
     'rounds: for _ in 0..20 {
-        let ledger = match PostgresLedger::connect(&url, pooled(0)).await {
+        let ledger = match PostgresLedger::connect(&url, pooled(statement_cache_capacity)).await {
             Ok(l) => Arc::new(l),
             Err(e) => {
                 failures.push(e.to_string());
@@ -76,13 +81,19 @@ async fn transaction_mode_fails_because_sqlx_names_its_prepared_statements() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    drop(bouncer);
+    (succeeded, failures)
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
+async fn transaction_mode_with_the_statement_cache_on_fails_on_named_statements() {
+    let (succeeded, failures) = reads_through_transaction_pooler(100).await;
     assert!(
         failures.iter().any(|f| f.contains("prepared statement")),
-        "through a transaction-mode PgBouncer every statement worked ({succeeded} reads, \
-         failures: {failures:?}); if sqlx now sends unnamed statements, transaction mode \
-         may work: run the conformance suite through it and update the README"
+        "through a transaction-mode PgBouncer every cached statement worked ({succeeded} \
+         reads, failures: {failures:?}); if sqlx no longer names them, run the conformance \
+         suite through it and update the README's \"Behind PgBouncer\""
     );
-    drop(bouncer);
 }
 
 fn status(i: usize) -> boxoffice_domain::SaleStatus {
