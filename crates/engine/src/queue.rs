@@ -125,7 +125,7 @@ impl Engine {
         event: EventId,
         who: Joiner<'_>,
     ) -> Result<JoinOutcome, WaitingError> {
-        let pass = join_step("checks", self.check_join(event, who)).await?;
+        let pass = self.check_join(event, who).await?;
         Ok(self.join_checked(pass).await?)
     }
 
@@ -258,8 +258,7 @@ impl Engine {
             let Some(position) = place.position else {
                 return Ok(place);
             };
-            let journaled = self.journal_place(event, buyer, position, now);
-            if join_step("journal", journaled).await? {
+            if self.journal_place(event, buyer, position, now).await? {
                 return Ok(place);
             }
             self.restore_line_behind(event).await?;
@@ -481,8 +480,8 @@ fn line_behind() -> EngineError {
     EngineError::Unavailable("the line is being brought back; retry".into())
 }
 
-/// Runs one step of a join, timed into `boxoffice_join_step_seconds{step}` (`checks`,
-/// `line`, `journal`, `doc`): where a slow join waits without a profiler.
-async fn join_step<T>(name: &'static str, work: impl Future<Output = T>) -> T {
+/// Runs one step of a join, timed into `boxoffice_join_step_seconds{step}` (`line`,
+/// `journal`, `doc`): where a slow join waits without a profiler.
+pub(crate) async fn join_step<T>(name: &'static str, work: impl Future<Output = T>) -> T {
     crate::timing::timed("boxoffice_join_step_seconds", name, work).await
 }

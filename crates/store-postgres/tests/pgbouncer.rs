@@ -45,21 +45,20 @@ async fn through_session_pooler() -> Arc<dyn Ledger> {
 
 boxoffice_testkit::ledger_conformance!(through_session_pooler());
 
-/// Clients of their own sharing a transaction-mode PgBouncer's two server connections,
-/// each reading the same statements concurrently, 40 at a time, for up to 20 rounds
-/// (until a named statement meets another client's): how many reads succeeded, and the
-/// failures.
-async fn reads_through_transaction_pooler(statement_cache_capacity: usize) -> (usize, Vec<String>) {
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
+async fn transaction_mode_with_the_statement_cache_on_fails_on_named_statements() {
     let db = common::TestDatabase::create();
     // The schema is made directly: the migration itself could already fail through the
-    // pooler, and this is about the sale's statements.
+    // pooler, and this test is about the sale's statements.
     PostgresLedger::connect(&db.url, pooled(0)).await.unwrap();
     let bouncer = PgBouncer::start(PoolMode::Transaction);
     let url = bouncer.url(&db.url);
     let mut failures = Vec::new();
     let mut succeeded = 0;
+    // Clients of their own that share PgBouncer's two server connections: reads of the
+    // same statements, concurrently, until a named statement meets another client's.
     'rounds: for _ in 0..20 {
-        let ledger = match PostgresLedger::connect(&url, pooled(statement_cache_capacity)).await {
+        let ledger = match PostgresLedger::connect(&url, pooled(100)).await {
             Ok(l) => Arc::new(l),
             Err(e) => {
                 failures.push(e.to_string());
@@ -81,19 +80,13 @@ async fn reads_through_transaction_pooler(statement_cache_capacity: usize) -> (u
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    drop(bouncer);
-    (succeeded, failures)
-}
-
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
-async fn transaction_mode_with_the_statement_cache_on_fails_on_named_statements() {
-    let (succeeded, failures) = reads_through_transaction_pooler(100).await;
     assert!(
         failures.iter().any(|f| f.contains("prepared statement")),
         "through a transaction-mode PgBouncer every cached statement worked ({succeeded} \
          reads, failures: {failures:?}); if sqlx no longer names them, run the conformance \
          suite through it and update the README's \"Behind PgBouncer\""
     );
+    drop(bouncer);
 }
 
 fn status(i: usize) -> boxoffice_domain::SaleStatus {

@@ -298,11 +298,8 @@ impl Engine {
     /// Journals a join (batched with the other joins in flight on this node); whether
     /// its record stands.
     pub(crate) async fn journal_join(&self, join: JoinRecord) -> Result<bool, EngineError> {
-        Ok(self
-            .waiting
-            .journal
-            .record(&self.ports.ledger, join)
-            .await?)
+        let record = self.waiting.journal.record(&self.ports.ledger, join);
+        Ok(crate::queue::join_step("journal", record).await?)
     }
 
     /// The queue store handed out a place the ledger refused: its line is behind the
