@@ -19,7 +19,7 @@ use boxoffice_domain::token::{Claims, TokenKind};
 use boxoffice_domain::{BuyerId, EventId, Millis, SaleStatus};
 use serde::Serialize;
 
-use crate::ports::JoinRecord;
+use crate::ports::{Begin, Claimed, ClaimedJoins, JoinRecord, ReplayClaim};
 use crate::velocity::Origin;
 use crate::waiting::limits::Key;
 use crate::waiting::{PublicDoc, Refusal, WaitingError, WaitingRules};
@@ -101,8 +101,9 @@ pub struct Joiner<'a> {
 }
 
 /// A join that passed every check (limits, rules, proof of work) and has not taken
-/// effect yet. Only the engine makes one.
-#[derive(Debug)]
+/// effect yet. Only the engine makes one; a copy runs the same join again (a retry of
+/// a join whose record says it ran).
+#[derive(Clone, Debug)]
 pub struct JoinPass {
     event: EventId,
     buyer: BuyerId,
@@ -187,38 +188,97 @@ impl Engine {
     /// Takes the place a checked join asked for.
     pub async fn join_checked(&self, pass: JoinPass) -> Result<JoinOutcome, EngineError> {
         let now = self.now();
+        let place = if pass.open {
+            self.placed_in_line(pass.event, pass.buyer, now, None)
+                .await?
+        } else {
+            self.pooled(pass.event, pass.buyer, now).await?
+        };
+        self.answer_join(pass, place, now).await
+    }
+
+    /// `join_checked` under an Idempotency-Key claim taken by `joins`: after opening in
+    /// the same step as the place (one script on a single Redis), so the claim decides
+    /// before a place is taken and costs no round trip of its own; before opening by
+    /// the join replay store's `begin`, ahead of the pool entry's journal. `Err`: the
+    /// claim's store failed (whether the claim was taken is unknown). `Refused`: the
+    /// claim's answer, and no place was taken. `Ran` is the join's answer under the
+    /// caller's claim; `Kept` the same, where `joins` kept `KeptOutcome::Joined` as the
+    /// key's answer in its step (a retry runs the join again, to the same place).
+    pub async fn join_claimed(
+        &self,
+        pass: JoinPass,
+        joins: &dyn ClaimedJoins,
+        claim: &ReplayClaim<'_>,
+    ) -> Result<Claimed<Result<JoinOutcome, EngineError>>, EngineError> {
+        if !pass.open {
+            let replays = joins.replays();
+            let begun =
+                (replays.begin(claim.key, claim.fingerprint, claim.now, claim.claimant)).await?;
+            if !matches!(begun, Begin::Proceed) {
+                return Ok(Claimed::Refused(begun));
+            }
+            return Ok(Claimed::Ran(self.join_checked(pass).await));
+        }
+        let now = self.now();
+        let claimed = join_step("line", joins.join_line(claim, pass.event, pass.buyer)).await?;
+        let (first, kept) = match claimed.outcome() {
+            Err(begin) => return Ok(Claimed::Refused(begin)),
+            Ok(ran) => ran,
+        };
+        let answer = async {
+            let (event, buyer) = (pass.event, pass.buyer);
+            let place = self.placed_in_line(event, buyer, now, first?).await?;
+            self.answer_join(pass, place, now).await
+        };
+        Ok(Claimed::of(answer.await, kept))
+    }
+
+    /// A place in the pre-opening pool, or in the line if it opened meanwhile.
+    async fn pooled(
+        &self,
+        event: EventId,
+        buyer: BuyerId,
+        now: Millis,
+    ) -> Result<crate::ports::Place, EngineError> {
+        // The commitment must exist before the pool can be seen by anyone, and the
+        // pool outlives the queue store: journaled before the join.
+        self.join_seed(event).await?;
+        self.journal_join(JoinRecord {
+            event,
+            buyer,
+            at: now,
+            position: None,
+            pool: false,
+        })
+        .await?;
+        let place = self.ports.queue.join(event, buyer, false).await?;
+        // The line opened meanwhile: a place, journaled as any other; one the ledger
+        // refuses is placed again behind the line put back.
+        match place.position {
+            Some(position) if !self.journal_place(event, buyer, position, now).await? => {
+                self.restore_line_behind(event).await?;
+                self.placed_in_line(event, buyer, now, None).await
+            }
+            _ => Ok(place),
+        }
+    }
+
+    /// The buyer's answer: their place, signed into a queue ticket, and where the line
+    /// stands.
+    async fn answer_join(
+        &self,
+        pass: JoinPass,
+        place: crate::ports::Place,
+        now: Millis,
+    ) -> Result<JoinOutcome, EngineError> {
         let JoinPass {
             event,
             buyer,
             session,
-            open,
             key,
+            ..
         } = pass;
-        let place = if open {
-            self.placed_in_line(event, buyer, now).await?
-        } else {
-            // The commitment must exist before the pool can be seen by anyone, and the
-            // pool outlives the queue store: journaled before the join.
-            self.join_seed(event).await?;
-            self.journal_join(JoinRecord {
-                event,
-                buyer,
-                at: now,
-                position: None,
-                pool: false,
-            })
-            .await?;
-            let place = self.ports.queue.join(event, buyer, false).await?;
-            // The line opened meanwhile: a place, journaled as any other; one the ledger
-            // refuses is placed again behind the line put back.
-            match place.position {
-                Some(position) if !self.journal_place(event, buyer, position, now).await? => {
-                    self.restore_line_behind(event).await?;
-                    self.placed_in_line(event, buyer, now).await?
-                }
-                _ => place,
-            }
-        };
         let doc = join_step("doc", self.public_doc(event)).await?;
         let ticket = Claims {
             event: Some(event),
@@ -247,14 +307,20 @@ impl Engine {
     /// journal (the position is another buyer's, or this buyer was placed elsewhere):
     /// the journaled line is put back and the buyer placed again, so nobody shares a
     /// position and nobody loses theirs.
+    /// `taken`: the place a claimed step took already (`join_claimed`), for the first
+    /// round.
     async fn placed_in_line(
         &self,
         event: EventId,
         buyer: BuyerId,
         now: Millis,
+        mut taken: Option<crate::ports::Place>,
     ) -> Result<crate::ports::Place, EngineError> {
         for _ in 0..3 {
-            let place = join_step("line", self.join_line(event, buyer)).await?;
+            let place = match taken.take() {
+                Some(place) => place,
+                None => join_step("line", self.join_line(event, buyer)).await?,
+            };
             let Some(position) = place.position else {
                 return Ok(place);
             };

@@ -159,46 +159,9 @@ impl Replay {
     where
         F: Future<Output = Reply> + Send + 'static,
     {
-        self.run_keeping(store, scope, body, work, Keeping::Waited)
-            .await
-    }
-
-    /// As `run`, for work that gives the same answer when run again for the same
-    /// scope and body (a join: one place per buyer and event, found again by a second
-    /// join). The request does not wait for the store to keep the answer: the keeping
-    /// is handed to the store before the answer is sent (`Claim::finish_unwaited`), and
-    /// a process that dies before it is durable leaves a claim whose holder is dead,
-    /// which a retry takes over at once and runs again, to the same answer. A retry
-    /// while the keeping is in flight is told the request is still running (409), as
-    /// it would be while the work ran.
-    pub async fn run_repeatable<F>(
-        self,
-        store: Store<'_>,
-        scope: Scope,
-        body: &[u8],
-        work: F,
-    ) -> Response
-    where
-        F: Future<Output = Reply> + Send + 'static,
-    {
-        self.run_keeping(store, scope, body, work, Keeping::Unwaited)
-            .await
-    }
-
-    async fn run_keeping<F>(
-        self,
-        store: Store<'_>,
-        scope: Scope,
-        body: &[u8],
-        work: F,
-        keeping: Keeping,
-    ) -> Response
-    where
-        F: Future<Output = Reply> + Send + 'static,
-    {
         let fingerprint = self.fingerprint(&**store.replays, body);
         let key = ReplayKey::new(scope.name(), self.key.0);
-        Self::run_keyed(store, key, fingerprint, work, keeping).await
+        Self::run_keyed(store, key, fingerprint, work).await
     }
 
     /// Runs a write whose answer is known before it runs (`answer`, a success) with its
@@ -239,7 +202,7 @@ impl Replay {
                     fallback.await?;
                     Ok((status, kept.body))
                 };
-                Self::run_keyed(store, key, fingerprint, work, Keeping::Waited).await
+                Self::run_keyed(store, key, fingerprint, work).await
             }
         }
     }
@@ -296,7 +259,6 @@ impl Replay {
         key: ReplayKey,
         fingerprint: [u8; 32],
         work: F,
-        keeping: Keeping,
     ) -> Response
     where
         F: Future<Output = Reply> + Send + 'static,
@@ -311,7 +273,7 @@ impl Replay {
                     replays: store.replays.clone(),
                     key: Arc::new(key),
                 };
-                return claim.run_detached(work, keeping).await;
+                return claim.run_detached(work).await;
             }
             Ok(other) => other,
         };
@@ -498,14 +460,6 @@ fn refused(begin: Begin) -> Response {
     }
 }
 
-/// Whether a request waits for its answer to be kept before sending it.
-#[derive(Clone, Copy)]
-enum Keeping {
-    Waited,
-    /// Only for work whose second run answers as its first (`Replay::run_repeatable`).
-    Unwaited,
-}
-
 /// A key claimed by this request: it is finished with the answer, or abandoned.
 struct Claim {
     replays: Arc<dyn IdempotencyStore>,
@@ -516,7 +470,7 @@ impl Claim {
     /// Runs the work and records its answer. The work runs in the request's own task,
     /// and goes on in a task of its own only if the request is dropped first (the client
     /// left, or the deadline passed): see `Detached`.
-    async fn run_detached<F>(self, work: F, keeping: Keeping) -> Response
+    async fn run_detached<F>(self, work: F) -> Response
     where
         F: Future<Output = Reply> + Send + 'static,
     {
@@ -527,10 +481,7 @@ impl Claim {
                     "the request's work panicked".into(),
                 )))
             });
-            match keeping {
-                Keeping::Waited => self.finish(reply).await,
-                Keeping::Unwaited => self.finish_unwaited(reply),
-            }
+            self.finish(reply).await
         };
         Detached::new(Box::pin(task.in_current_span())).await
     }
@@ -838,16 +789,27 @@ mod tests {
         }
     }
 
-    /// `send` through `run_repeatable`.
+    /// `send` through `run_claimed`, whose step claims the key (as `claimant`) and
+    /// answers `work`'s reply as ran (`Stepped::Ran`: kept after it is sent).
     async fn send_repeatable(
         replays: &Arc<dyn IdempotencyStore>,
         claimant: Claimant,
         work: impl Future<Output = Reply> + Send + 'static,
     ) -> Response {
         let store = at_1000(replays, claimant);
+        let held = replays.clone();
+        let step = move |args: ClaimArgs| async move {
+            let c = args.claim();
+            let begun = (held.begin(c.key, c.fingerprint, c.now, c.claimant)).await;
+            match begun.expect("the store answers") {
+                Begin::Proceed => Stepped::Ran(work.await),
+                other => Stepped::Refused(other),
+            }
+        };
+        let render = |_: KeptOutcome| async { unreachable!("nothing kept by the step") };
         replay("k-1")
             .await
-            .run_repeatable(store, Scope::Operator, b"{}", work)
+            .run_claimed(store, Scope::Operator, b"{}", step, render)
             .await
     }
 

@@ -29,7 +29,7 @@ use axum::Router;
 use axum::handler::Handler;
 use axum::routing::MethodRouter;
 use boxoffice_engine::Engine;
-use boxoffice_engine::ports::{Claimant, ClaimedHolds, IdempotencyStore};
+use boxoffice_engine::ports::{Claimant, ClaimedHolds, ClaimedJoins, IdempotencyStore};
 
 use crate::front::Front;
 
@@ -74,6 +74,10 @@ pub struct Shared {
     /// Fast replays for holds, kept beside the hot store, with the hot store's holds
     /// under their claims (the claim and the hold in one call where the store can).
     pub hold_claims: Arc<dyn ClaimedHolds>,
+    /// Fast replays for queue joins, in a store of their own beside the hot store, with
+    /// the line's places under their claims (the claim and the place in one call where
+    /// the store can).
+    pub join_claims: Arc<dyn ClaimedJoins>,
     /// This process's claims on Idempotency-Keys: its incarnation and lease.
     pub claimant: Claimant,
     /// The operator's bearer key, compared in constant time.
@@ -89,6 +93,15 @@ impl AppState {
     pub(crate) fn replays(&self) -> idempotency::Store<'_> {
         idempotency::Store {
             replays: &self.idempotency,
+            claimant: self.claimant,
+            now: self.engine.now(),
+        }
+    }
+
+    /// The fast replay store of queue joins.
+    pub(crate) fn join_replays(&self) -> idempotency::Store<'_> {
+        idempotency::Store {
+            replays: self.join_claims.replays(),
             claimant: self.claimant,
             now: self.engine.now(),
         }

@@ -106,6 +106,7 @@ impl Application {
             engine,
             idempotency: backends.idempotency,
             hold_claims: backends.hold_claims,
+            join_claims: backends.join_claims,
             claimant,
             operator_key: operator_key.clone(),
             metrics: Some(crate::telemetry::metrics_render()),
@@ -239,6 +240,7 @@ async fn replay_upkeep(
     let stores = vec![
         backends.idempotency.clone(),
         backends.hold_idempotency.clone(),
+        backends.join_claims.replays().clone(),
     ];
     let ledger = backends.ports.ledger.clone();
     let upkeep = Arc::new(

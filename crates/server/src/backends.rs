@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use boxoffice_engine::ports::{
-    ClaimThenHold, ClaimedHolds, Clock, Exchange, IdempotencyStore, Ledger, Outbox, ProofMemory,
-    Tickets, VelocityStore,
+    ClaimThenHold, ClaimThenJoin, ClaimedHolds, ClaimedJoins, Clock, Exchange, IdempotencyStore,
+    Ledger, Outbox, ProofMemory, Tickets, VelocityStore,
 };
 use boxoffice_engine::{BatchedReplays, Ports};
 use boxoffice_payment_fake::FakeGateway;
@@ -17,8 +17,8 @@ use boxoffice_store_memory::{
 };
 use boxoffice_store_postgres::PostgresLedger;
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisClaimedHolds, RedisConn, RedisIdempotency, RedisProofs, RedisQueue,
-    RedisVelocity,
+    Prefix, RedisArbiter, RedisClaimedHolds, RedisClaimedJoins, RedisConn, RedisIdempotency,
+    RedisProofs, RedisQueue, RedisVelocity,
 };
 use boxoffice_store_sqlite::SqliteLedger;
 
@@ -44,6 +44,10 @@ pub struct Backends {
     /// Holds and releases under their claims in `hold_idempotency`: both in one call
     /// to Redis.
     pub hold_claims: Arc<dyn ClaimedHolds>,
+    /// Queue joins under their claims, in a replay store of their own beside the hot
+    /// store (the crowd's joins never push the holds' records out): the claim and the
+    /// place in one call to Redis.
+    pub join_claims: Arc<dyn ClaimedJoins>,
     /// Proof-of-possession memory (proof ids, hold keys), beside the hot store.
     pub proofs: Arc<dyn ProofMemory>,
     /// Tickets, gates and check-in, in the ledger's database.
@@ -72,6 +76,12 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
             hot.arbiter.clone(),
         ))
     });
+    let join_claims = hot.joins.unwrap_or_else(|| {
+        Arc::new(ClaimThenJoin::new(
+            hot.join_idempotency.clone(),
+            hot.queue.clone(),
+        ))
+    });
     let ports = Ports {
         arbiter: hot.arbiter,
         queue: hot.queue,
@@ -85,6 +95,7 @@ pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Back
         outbox,
         hold_idempotency: hot.idempotency,
         hold_claims,
+        join_claims,
         proofs: hot.proofs,
         tickets,
         exchange,
@@ -152,6 +163,10 @@ struct Hot {
     proofs: Arc<dyn ProofMemory>,
     /// Holds under claims in one step, where the store can; else `ClaimThenHold`.
     claims: Option<Arc<dyn ClaimedHolds>>,
+    /// Replays of queue joins, apart from the holds'.
+    join_idempotency: Arc<dyn IdempotencyStore>,
+    /// Joins under claims in one step, where the store can; else `ClaimThenJoin`.
+    joins: Option<Arc<dyn ClaimedJoins>>,
 }
 
 async fn open_hot(config: &Config) -> anyhow::Result<(Hot, bool)> {
@@ -174,11 +189,16 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
             usize::try_from(replays.max_records).unwrap_or(usize::MAX),
             replays.retention_ms(),
         )),
+        join_idempotency: Arc::new(MemoryIdempotency::with_limits(
+            usize::try_from(replays.max_join_records).unwrap_or(usize::MAX),
+            replays.retention_ms(),
+        )),
         velocity: Arc::new(MemoryVelocity::new()),
         proofs: Arc::new(MemoryProofs::new(
             usize::try_from(config.engine.proofs.max_remembered).unwrap_or(usize::MAX),
         )),
         claims: None,
+        joins: None,
     })
 }
 
@@ -203,9 +223,18 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
     let queue = RedisQueue::new(conn.clone(), prefix.clone());
     let claims =
         RedisClaimedHolds::new(arbiter.clone(), idempotency.clone()).counting_finished_in(&queue);
+    let join_prefix = Prefix::new(format!("{}:joins", prefix.as_str())).context("redis_prefix")?;
+    let join_idempotency = Arc::new(
+        RedisIdempotency::new(conn.clone(), join_prefix).with_limits(
+            replays.max_join_records,
+            Duration::from_secs(replays.retention_s),
+        ),
+    );
+    let queue = Arc::new(queue);
+    let joins = RedisClaimedJoins::new(queue.clone(), join_idempotency.clone());
     Ok(Hot {
         arbiter,
-        queue: Arc::new(queue),
+        queue,
         velocity: Arc::new(RedisVelocity::new(conn.clone(), prefix.clone())),
         proofs: Arc::new(
             RedisProofs::new(conn.clone(), prefix.clone())
@@ -213,6 +242,8 @@ async fn open_redis(config: &Config, urls: &str) -> anyhow::Result<Hot> {
         ),
         idempotency,
         claims: Some(Arc::new(claims)),
+        join_idempotency,
+        joins: Some(Arc::new(joins)),
     })
 }
 

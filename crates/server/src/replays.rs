@@ -25,6 +25,11 @@ pub struct IdempotencyConfig {
     /// cap the oldest finished ones make room. In process a record with a 300-byte
     /// response takes about 460 bytes, so the default 500,000 is about 230 MB.
     pub max_records: u64,
+    /// Most replay records of queue joins kept at once, in a store of their own beside
+    /// the holds' (so the crowd's joins never push a hold's record out). At the cap the
+    /// oldest finished ones are forgotten, which a join can afford: a retry whose
+    /// record is gone runs the join again and finds the same place. Default 500000.
+    pub max_join_records: u64,
     /// A node silent for this long is dead and its claims are taken over; at least
     /// twice `workers.heartbeat_interval_ms`. Default 10000.
     pub node_dead_after_ms: i64,
@@ -45,6 +50,7 @@ impl Default for IdempotencyConfig {
             lease_ms: 60_000,
             retention_s: 86_400,
             max_records: 500_000,
+            max_join_records: 500_000,
             node_dead_after_ms: 10_000,
             prune_batch: 1_000,
             webhook_ids_kept_s: 7 * 86_400,
@@ -57,8 +63,11 @@ impl IdempotencyConfig {
     /// dead is checked with the heartbeat, in `Config::check`.)
     pub fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
-            self.lease_ms > 0 && self.retention_s > 0 && self.max_records > 0,
-            "idempotency.lease_ms, retention_s and max_records must be positive"
+            self.lease_ms > 0
+                && self.retention_s > 0
+                && self.max_records > 0
+                && self.max_join_records > 0,
+            "idempotency.lease_ms, retention_s, max_records and max_join_records must be positive"
         );
         anyhow::ensure!(
             self.prune_batch > 0,

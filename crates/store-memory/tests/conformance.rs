@@ -1,11 +1,13 @@
 //! The in-memory backends against the shared port suites (testkit); holds under
-//! claims are the two-step `ClaimThenHold` on the in-memory replay store.
+//! claims are the two-step `ClaimThenHold` on the in-memory replay store, joins under
+//! claims `ClaimThenJoin`.
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{ClaimThenHold, QueueStore, SeatArbiter};
+use boxoffice_engine::ports::{ClaimThenHold, ClaimThenJoin, QueueStore, SeatArbiter};
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue, MemoryIdempotency};
 use boxoffice_testkit::claimed::ClaimedPorts;
+use boxoffice_testkit::claimed_joins::ClaimedLine;
 
 boxoffice_testkit::arbiter_conformance!(async {
     Arc::new(InMemoryArbiter::new()) as Arc<dyn SeatArbiter>
@@ -19,5 +21,13 @@ boxoffice_testkit::claimed_holds_conformance!(async {
     ClaimedPorts {
         holds: Arc::new(holds),
         arbiter,
+    }
+});
+boxoffice_testkit::claimed_joins_conformance!(async {
+    let queue: Arc<dyn QueueStore> = Arc::new(InMemoryQueue::new());
+    let joins = ClaimThenJoin::new(Arc::new(MemoryIdempotency::new()), queue.clone());
+    ClaimedLine {
+        joins: Arc::new(joins),
+        queue,
     }
 });

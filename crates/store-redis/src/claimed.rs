@@ -16,18 +16,18 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, HoldId, Millis};
+use boxoffice_domain::{BuyerId, EventId, HoldId, Millis};
 use boxoffice_engine::ports::{
-    ArbiterError, Begin, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView,
-    IdempotencyStore, KeptOutcome, Released, ReplayClaim, StoreError,
+    ArbiterError, Begin, ClaimThenHold, ClaimThenJoin, Claimed, ClaimedHolds, ClaimedJoins,
+    HoldRequest, HoldView, IdempotencyStore, KeptOutcome, Place, Released, ReplayClaim, StoreError,
 };
 
 use crate::arbiter::{RedisArbiter, hold_key};
 use crate::idempotency::{RedisIdempotency, answer};
 use crate::keys::{Prefix, hold_field, line_finish_keys};
-use crate::queue::RedisQueue;
+use crate::queue::{RedisQueue, place_of};
 use crate::reply::{Reply, ok_or_arbiter_error, one_hold};
-use crate::scripts::{HOLD_CLAIMED, RELEASE_CLAIMED};
+use crate::scripts::{HOLD_CLAIMED, JOIN_CLAIMED, RELEASE_CLAIMED};
 
 pub struct RedisClaimedHolds {
     arbiter: Arc<RedisArbiter>,
@@ -76,6 +76,9 @@ fn released(hold: HoldId, payload: Vec<Vec<u8>>) -> Result<Released, ArbiterErro
 /// A step's outcome as `keep_outcome.lua` kept it (status `kind`; body: the hold's id,
 /// then the step's reply, a line each), in the ports' terms.
 pub(crate) fn kept_outcome(kind: &[u8], body: &[u8]) -> Result<KeptOutcome, StoreError> {
+    if kind == b"joined" {
+        return Ok(KeptOutcome::Joined);
+    }
     let unreadable = || {
         let body = String::from_utf8_lossy(body);
         StoreError(format!("unreadable kept outcome in Redis: {body:?}"))
@@ -185,5 +188,70 @@ impl ClaimedHolds for RedisClaimedHolds {
         let outcome = ok_or_arbiter_error(reply).and_then(|payload| released(hold, payload));
         let kept = !matches!(outcome, Err(ArbiterError::Store(_)));
         Ok(Claimed::of(outcome, kept))
+    }
+}
+
+/// `RedisClaimedJoins`: a queue join after opening and its Idempotency-Key claim in one
+/// round trip. On a single Redis, `lua/join_claimed.lua` takes the claim (as `begin`
+/// does) and, when it is granted, keeps `joined` as the key's answer and takes the place
+/// (as `join_line` does), in one EVALSHA. On a Redis Cluster (or behind a failover
+/// connection) the claim and the place are two calls (`ClaimThenJoin`), for the same
+/// reason as for holds.
+pub struct RedisClaimedJoins {
+    queue: Arc<RedisQueue>,
+    idempotency: Arc<RedisIdempotency>,
+    replays: Arc<dyn IdempotencyStore>,
+}
+
+impl RedisClaimedJoins {
+    /// Joins of `queue` under claims in `idempotency`; both must be on the same Redis.
+    pub fn new(queue: Arc<RedisQueue>, idempotency: Arc<RedisIdempotency>) -> Self {
+        RedisClaimedJoins {
+            replays: idempotency.clone(),
+            queue,
+            idempotency,
+        }
+    }
+}
+
+#[async_trait]
+impl ClaimedJoins for RedisClaimedJoins {
+    fn replays(&self) -> &Arc<dyn IdempotencyStore> {
+        &self.replays
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn join_line(
+        &self,
+        claim: &ReplayClaim<'_>,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Option<Place>, StoreError>>, StoreError> {
+        if !self.queue.is_single() {
+            let (replays, queue) = (&*self.idempotency, &*self.queue);
+            return ClaimThenJoin::run(replays, queue, claim, event, buyer).await;
+        }
+        let reply: Reply = self
+            .queue
+            .eval_line(&JOIN_CLAIMED, &self.queue.join_keys(event), |inv| {
+                self.idempotency.claim(inv, claim);
+                inv.arg(buyer.0.as_bytes().as_slice());
+            })
+            .await?;
+        if let Some(refused) = refused_claim(&reply)? {
+            return Ok(Claimed::Refused(refused));
+        }
+        let field = |i: usize| {
+            let raw = reply.get(i).and_then(|f| std::str::from_utf8(f).ok());
+            raw.and_then(|f| f.parse::<i64>().ok())
+        };
+        let place = match (field(0), field(1)) {
+            (Some(position), Some(new)) => Ok(u64::try_from(position)
+                .ok()
+                .map(|position| place_of(position, new == 1))),
+            _ => Err(StoreError("unreadable join reply from Redis".into())),
+        };
+        // The script kept `joined` as the key's answer whatever the line said.
+        Ok(Claimed::Kept(place))
     }
 }

@@ -98,7 +98,7 @@ pub(crate) fn answer(reply: Vec<Vec<u8>>) -> Result<Begin, StoreError> {
         b"replay" => {
             let status = parts.next().unwrap_or_default();
             // A claimed step's outcome kept by its own script (`keep_outcome.lua`).
-            if status == b"hold" || status == b"release" {
+            if matches!(status.as_slice(), b"hold" | b"release" | b"joined") {
                 let body = parts.next().unwrap_or_default();
                 return Ok(Begin::Kept(Box::new(kept_outcome(&status, &body)?)));
             }

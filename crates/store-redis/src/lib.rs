@@ -25,7 +25,7 @@ mod tls;
 mod velocity;
 
 pub use arbiter::{RedisArbiter, RedisArbiterConfig};
-pub use claimed::RedisClaimedHolds;
+pub use claimed::{RedisClaimedHolds, RedisClaimedJoins};
 pub use conn::{ConnectConfig, RedisConn};
 pub use failover::FailoverConn;
 pub use idempotency::{

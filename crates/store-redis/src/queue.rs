@@ -62,7 +62,7 @@ fn state(f: &[Option<String>]) -> Result<QueueState, StoreError> {
     })
 }
 
-fn place_of(position: u64, new: bool) -> Place {
+pub(crate) fn place_of(position: u64, new: bool) -> Place {
     Place {
         position: (position != 0).then_some(position),
         new,
@@ -99,6 +99,28 @@ impl RedisQueue {
         inv.invoke_async(&mut self.conn.clone())
             .await
             .map_err(store_err)
+    }
+
+    /// Whether this is one Redis, where a script may touch keys of several hash tags.
+    pub(crate) fn is_single(&self) -> bool {
+        matches!(self.conn, RedisConn::Single(_))
+    }
+
+    /// The keys `lua/queue_join.lua` takes for `event`: positions, state, pool.
+    pub(crate) fn join_keys(&self, event: EventId) -> [String; 3] {
+        let [pos, st, pool, ..] = self.keys(event);
+        [pos, st, pool]
+    }
+
+    /// Runs `script` on this waiting room's connection (`eval`, for the scripts of
+    /// other modules that touch the line).
+    pub(crate) async fn eval_line<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: impl FnOnce(&mut ScriptInvocation<'_>),
+    ) -> Result<T, StoreError> {
+        self.eval(script, keys, args).await
     }
 
     /// The key prefix of this waiting room.

@@ -56,7 +56,19 @@ pub(crate) static LEASE: LazyLock<Script> = plain_script!("lease.lua");
 pub(crate) static LEASE_RELEASE: LazyLock<Script> = plain_script!("lease_release.lua");
 pub(crate) static LEASE_RENEW: LazyLock<Script> = plain_script!("lease_renew.lua");
 pub(crate) static QUEUE_RESTORE: LazyLock<Script> = plain_script!("queue_restore.lua");
-pub(crate) static QUEUE_JOIN: LazyLock<Script> = plain_script!("queue_join.lua");
+pub(crate) static QUEUE_JOIN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/queue_join.lua"),
+        include_str!("lua/queue_join_run.lua")
+    ))
+});
+pub(crate) static JOIN_CLAIMED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/idem_claim.lua"),
+        include_str!("lua/queue_join.lua"),
+        include_str!("lua/join_claimed.lua")
+    ))
+});
 pub(crate) static QUEUE_ADVANCE: LazyLock<Script> = plain_script!("queue_advance.lua");
 pub(crate) static QUEUE_SEAL: LazyLock<Script> = plain_script!("queue_seal.lua");
 pub(crate) static QUEUE_PLACE: LazyLock<Script> = plain_script!("queue_place.lua");
@@ -83,7 +95,7 @@ pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first
 /// waiting for its answer (the stored answer of a hold or a release) must not meet
 /// NOSCRIPT: the client would load it and send it again later, in the background,
 /// while a retry of the same request found the claim still in flight and was refused.
-static ALL: [&LazyLock<Script>; 36] = [
+static ALL: [&LazyLock<Script>; 37] = [
     &HOLD,
     &HOLD_CLAIMED,
     &RELEASE_CLAIMED,
@@ -105,6 +117,7 @@ static ALL: [&LazyLock<Script>; 36] = [
     &LEASE_RENEW,
     &QUEUE_RESTORE,
     &QUEUE_JOIN,
+    &JOIN_CLAIMED,
     &QUEUE_ADVANCE,
     &QUEUE_SEAL,
     &QUEUE_PLACE,

@@ -1,4 +1,4 @@
-//! The SeatArbiter, QueueStore, IdempotencyStore, ClaimedHolds, VelocityStore and
+//! The SeatArbiter, QueueStore, IdempotencyStore, ClaimedHolds, ClaimedJoins, VelocityStore and
 //! ProofMemory conformance suites against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the
 //! machine's 127.0.0.1:6379), under a prefix unique to this run; every key is deleted
 //! when the run's last case ends.
@@ -11,10 +11,11 @@ use boxoffice_engine::ports::{
     IdempotencyStore, ProofMemory, QueueStore, SeatArbiter, VelocityStore,
 };
 use boxoffice_store_redis::{
-    Prefix, RedisArbiter, RedisArbiterConfig, RedisClaimedHolds, RedisIdempotency, RedisProofs,
-    RedisQueue, RedisVelocity,
+    Prefix, RedisArbiter, RedisArbiterConfig, RedisClaimedHolds, RedisClaimedJoins,
+    RedisIdempotency, RedisProofs, RedisQueue, RedisVelocity,
 };
 use boxoffice_testkit::claimed::ClaimedPorts;
+use boxoffice_testkit::claimed_joins::ClaimedLine;
 use common::{PREFIX, Tracked, connect, redis_url};
 
 fn prefix() -> Prefix {
@@ -72,6 +73,19 @@ async fn claimed() -> ClaimedPorts {
     }
 }
 
+/// The one-script joins under claims (a single Redis), on one connection.
+async fn claimed_joins() -> ClaimedLine {
+    let url = redis_url();
+    let conn = connect(&url).await;
+    let queue = Arc::new(RedisQueue::new(conn.clone(), prefix()));
+    let replays = Arc::new(RedisIdempotency::new(conn.clone(), prefix()));
+    ClaimedLine {
+        joins: Arc::new(RedisClaimedJoins::new(queue, replays)),
+        // The same line, counted live for the run's cleanup.
+        queue: Arc::new(Tracked::new(RedisQueue::new(conn, prefix()), &url)),
+    }
+}
+
 async fn proofs() -> Arc<dyn ProofMemory> {
     let url = redis_url();
     Arc::new(Tracked::new(
@@ -92,6 +106,7 @@ boxoffice_testkit::idempotency_conformance!(idempotency());
 boxoffice_testkit::shared_idempotency_conformance!(idempotency());
 boxoffice_testkit::bounded_idempotency_conformance!(capped);
 boxoffice_testkit::claimed_holds_conformance!(claimed());
+boxoffice_testkit::claimed_joins_conformance!(claimed_joins());
 boxoffice_testkit::velocity_conformance!(velocity());
 boxoffice_testkit::proofs_conformance!(proofs());
 boxoffice_testkit::bounded_proofs_conformance!(capped_proofs);

@@ -350,7 +350,7 @@ fn kept_of(begin: &Begin) -> Option<&KeptOutcome> {
 fn kept_hold(begin: &Begin) -> Option<Result<HoldView, ArbiterError>> {
     match kept_of(begin)? {
         KeptOutcome::Hold(o) => Some(o.clone()),
-        KeptOutcome::Release(_) => None,
+        KeptOutcome::Release(_) | KeptOutcome::Joined => None,
     }
 }
 
@@ -358,7 +358,7 @@ fn kept_hold(begin: &Begin) -> Option<Result<HoldView, ArbiterError>> {
 fn kept_release(begin: &Begin) -> Option<Result<Released, ArbiterError>> {
     match kept_of(begin)? {
         KeptOutcome::Release(o) => Some(o.clone()),
-        KeptOutcome::Hold(_) => None,
+        KeptOutcome::Hold(_) | KeptOutcome::Joined => None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! the integration tests (the `harness` module).
 
 pub mod claimed;
+pub mod claimed_joins;
 pub mod exchange;
 pub mod idempotency;
 pub mod ledger;

@@ -1,11 +1,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis};
+use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis};
 
 use super::{
-    ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, ReplayKey, SeatArbiter,
-    StoreError,
+    ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, Place, QueueStore,
+    ReplayKey, SeatArbiter, StoreError,
 };
 
 /// An Idempotency-Key claim to take in the same step as the write it guards: the
@@ -63,6 +63,10 @@ pub enum KeptOutcome {
     Hold(Result<HoldView, ArbiterError>),
     /// A buyer's release, as `ClaimedHolds::release` returned it.
     Release(Result<Released, ArbiterError>),
+    /// A join's (`ClaimedJoins::join_line`): the buyer took or found their place. The
+    /// place is not kept with it: a join run again finds the same place (one per buyer
+    /// and event), so a retry runs the join again and answers from the line as it is.
+    Joined,
 }
 
 /// What a buyer's release under a claim did (`ClaimedHolds::release`).
@@ -217,5 +221,71 @@ impl ClaimedHolds for ClaimThenHold {
         buyer: BuyerId,
     ) -> Result<Claimed<Result<Released, ArbiterError>>, StoreError> {
         Self::run_release(&*self.replays, &*self.arbiter, claim, hold, buyer).await
+    }
+}
+
+/// A queue join after opening under an Idempotency-Key: the claim of the key in the
+/// join replay store and, when it is granted, the place at the back of the line
+/// (`QueueStore::join_line`), as one step where the hot store can do both at once (one
+/// script on a single Redis) and as `begin` then `join_line` elsewhere. The claim
+/// decides before a place is taken, so a key used for another request takes none.
+#[async_trait]
+pub trait ClaimedJoins: Send + Sync {
+    /// The replay store the claims live in: `finish` and `abandon` go there, and so do
+    /// the claims of joins before opening (journaled before they are placed).
+    fn replays(&self) -> &Arc<dyn IdempotencyStore>;
+
+    /// Claims `claim` and, when granted, answers `QueueStore::join_line(event, buyer)`
+    /// (`Ok(None)`: the store has not opened the line; the claim is the caller's all
+    /// the same). The outer `StoreError` says nothing about whether the claim was
+    /// taken (as from `begin`); the inner one is the line's, under a granted claim. A
+    /// store may keep `KeptOutcome::Joined` as the key's answer in the same step
+    /// (`Claimed::Kept`): a retry is then refused with it and runs the join again.
+    async fn join_line(
+        &self,
+        claim: &ReplayClaim<'_>,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Option<Place>, StoreError>>, StoreError>;
+}
+
+/// `ClaimedJoins` as two steps: `begin`, then `join_line` when the claim is granted.
+/// For stores that cannot do both at once (in-process; the replay record and the line
+/// in different Redis Cluster slots).
+pub struct ClaimThenJoin {
+    replays: Arc<dyn IdempotencyStore>,
+    queue: Arc<dyn QueueStore>,
+}
+
+impl ClaimThenJoin {
+    pub fn new(replays: Arc<dyn IdempotencyStore>, queue: Arc<dyn QueueStore>) -> Self {
+        ClaimThenJoin { replays, queue }
+    }
+
+    /// The claim, then the place: for adapters that fall back to two steps.
+    pub async fn run(
+        replays: &dyn IdempotencyStore,
+        queue: &dyn QueueStore,
+        claim: &ReplayClaim<'_>,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Option<Place>, StoreError>>, StoreError> {
+        ClaimThenHold::claim_then(replays, claim, queue.join_line(event, buyer)).await
+    }
+}
+
+#[async_trait]
+impl ClaimedJoins for ClaimThenJoin {
+    fn replays(&self) -> &Arc<dyn IdempotencyStore> {
+        &self.replays
+    }
+
+    async fn join_line(
+        &self,
+        claim: &ReplayClaim<'_>,
+        event: EventId,
+        buyer: BuyerId,
+    ) -> Result<Claimed<Result<Option<Place>, StoreError>>, StoreError> {
+        Self::run(&*self.replays, &*self.queue, claim, event, buyer).await
     }
 }

@@ -305,6 +305,11 @@ async fn again(st: AppState, kept: KeptOutcome) -> crate::idempotency::Reply {
     let (status, hold) = match kept {
         KeptOutcome::Hold(hold) => (StatusCode::CREATED, hold),
         KeptOutcome::Release(released) => (StatusCode::OK, released.map(|r| r.hold)),
+        // Joins keep their records in a store of their own.
+        KeptOutcome::Joined => {
+            let e = EngineError::Internal("a join's record under a hold's key".into());
+            return Err(e.into());
+        }
     };
     answer(&st, status, hold.map_err(EngineError::from)).await
 }

@@ -8,15 +8,16 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
+use boxoffice_engine::ports::{Claimed, KeptOutcome};
 use boxoffice_engine::waiting::{Challenge, PublicQueueBody};
-use boxoffice_engine::{JoinOutcome, Joiner, PowSolution, QueueStatus};
+use boxoffice_engine::{EngineError, JoinOutcome, Joiner, PowSolution, QueueStatus};
 use futures::StreamExt;
 use serde::Deserialize;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::extract::{Dpop, bearer, json};
-use crate::idempotency::{Replay, Scope, reply};
+use crate::idempotency::{ClaimArgs, Replay, Scope, Stepped, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
 use crate::routes::waiting::refused;
@@ -102,17 +103,42 @@ pub async fn join(
         Err(e) => return refused(e),
     };
     // The replay store decides before the join takes effect: a key used for another
-    // request is refused without taking a place. A join run again finds the buyer's
-    // place again, so the answer is not held back until the store has kept it
-    // (`run_repeatable`): one ledger round trip fewer for the buyer to wait on.
+    // request is refused without taking a place. After opening the claim and the place
+    // are one call to the hot store (`ClaimedJoins`), which may keep "joined" as the
+    // key's answer in the same call; a retry then runs the join again, which finds the
+    // buyer's place again. Otherwise the answer is kept after it is sent, not waited on
+    // (`Stepped::Ran`): a join run again gives the same answer.
     let scope = Scope::Buyer(pass.buyer());
-    let engine = st.engine.clone();
+    let (state, again) = (st.clone(), (st.engine.clone(), pass.clone()));
+    let step = move |args: ClaimArgs| async move {
+        let joins = state.join_claims.clone();
+        let claimed = (state.engine)
+            .join_claimed(pass, &*joins, &args.claim())
+            .await;
+        match claimed.map(Claimed::outcome) {
+            Err(e) => Stepped::Before(e.into()),
+            Ok(Err(begin)) => Stepped::Refused(begin),
+            Ok(Ok((out, kept))) => {
+                let reply = out.map_err(ApiError::from);
+                Stepped::answered(reply.and_then(|out| reply_json(&out)), kept)
+            }
+        }
+    };
+    let render = move |kept: KeptOutcome| async move {
+        let (engine, pass) = again;
+        match kept {
+            KeptOutcome::Joined => reply_json(&engine.join_checked(pass).await?),
+            _ => Err(EngineError::Internal("a hold's record under a join's key".into()).into()),
+        }
+    };
     replay
-        .run_repeatable(st.replays(), scope, &body, async move {
-            let out = engine.join_checked(pass).await?;
-            reply(StatusCode::OK, &out)
-        })
+        .run_claimed(st.join_replays(), scope, &body, step, render)
         .await
+}
+
+/// A join's answer, as every join (and a retry that runs it again) sends it.
+fn reply_json(out: &JoinOutcome) -> crate::idempotency::Reply {
+    reply(StatusCode::OK, out)
 }
 
 /// How the API document describes `public`, and what it refuses with.

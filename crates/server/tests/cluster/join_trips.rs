@@ -1,23 +1,26 @@
 //! What a queue join waits on in cluster mode, and what a retry gets when the node died
-//! between answering and keeping the answer. A join after opening sends Redis one
-//! command, the script that takes the place: the event's waiting-room settings come
-//! from the node's copy (read at most `engine.waiting.public_doc_ttl_ms` before; the
-//! node's clock stands still here, so the copy never expires in the measured joins).
-//! Before that copy, a join sent two (HGETALL of the settings, then the script).
+//! between claiming its key and keeping the answer. A join after opening sends Redis one
+//! command, the script that claims the Idempotency-Key, takes the place and keeps
+//! "joined" as the key's answer: the event's waiting-room settings come from the node's
+//! copy (read at most `engine.waiting.public_doc_ttl_ms` before; the node's clock stands
+//! still here, so the copy never expires in the measured joins).
 //!
-//! The buyer does not wait for the ledger to keep the join's replay record either: a
-//! join run again finds the buyer's place again. That is checked here on the ledger
-//! itself: the record a node that died after answering leaves behind (a claim still
-//! running, its holder gone) is taken over by the retry, which runs the join again
-//! and gets the same place, while buyers who joined since are behind it.
+//! A join run again finds the buyer's place again, so a retry of a kept join runs it
+//! again (answered as a replay), and the keeping of a join before opening is not waited
+//! on. That is checked here on the join replay store itself: the record a node that
+//! died before keeping leaves behind (a claim still running, its holder gone) is taken
+//! over by the retry, which runs the join again and gets the same place, while buyers
+//! who joined since are behind it. A key reused for another event's join takes no place.
 
 use boxoffice_domain::EventId;
 use boxoffice_testkit::eventually;
 use boxoffice_testkit::harness::free_port;
 use boxoffice_testkit::harness::redis::OwnRedis;
+use redis::AsyncCommands;
+use redis::aio::MultiplexedConnection;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use sqlx::PgPool;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::common::{TestApp, spec, uuid};
@@ -25,7 +28,8 @@ use crate::round_trips::{connection, measure, node};
 
 /// Joins measured.
 const JOINS: usize = 40;
-/// Commands Redis serves per join after opening: the script that takes the place.
+/// Commands Redis serves per join after opening: the script that claims the key and
+/// takes the place.
 const COMMANDS_PER_JOIN: u64 = 1;
 
 /// `token`'s join of `event` under `key`: its status and answer.
@@ -62,46 +66,58 @@ async fn a_join_costs_the_hot_store_one_script_and_nothing_else() {
     app.stop().await;
 }
 
-/// Turns `key`'s kept record back into what a node that died after answering leaves:
-/// a claim still running, without an answer, held by an incarnation that never beat
-/// (so dead), its lease far off (so only the holder's death frees it).
-async fn die_before_keeping(ledger: &PgPool, key: &str) {
-    let changed = sqlx::query(
-        "UPDATE idempotency_keys SET state = 'in_flight', status = NULL, body = NULL,
-             holder = $2, lease_until = $3
-         WHERE key = $1 AND state = 'done'",
-    )
-    .bind(key)
-    .bind(vec![0xde_u8; 16])
-    .bind(i64::MAX / 2)
-    .execute(ledger)
-    .await
-    .expect("the ledger answers")
-    .rows_affected();
-    assert_eq!(changed, 1, "one kept record for the key");
+/// The join replay records in `redis` (the test's own Redis: SCAN is safe here).
+async fn join_records(redis: &mut MultiplexedConnection) -> HashSet<String> {
+    let mut found = HashSet::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg("{*:joins:idem:*}:r:*")
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(redis)
+            .await
+            .expect("Redis answers");
+        found.extend(keys);
+        if next == 0 {
+            return found;
+        }
+        cursor = next;
+    }
 }
 
-/// Waits until the ledger has kept `key`'s answer (the join's keeping is not waited
-/// on by its request).
-async fn kept(ledger: &PgPool, key: &str) {
+/// Turns `record` back into what a node that died after claiming and before keeping
+/// the answer leaves: a claim still running, without an answer, held by an incarnation
+/// that never beat (so dead), its lease far off (so only the holder's death frees it).
+async fn die_before_keeping(redis: &mut MultiplexedConnection, record: &str) {
+    let kept: Option<String> = redis.hget(record, "status").await.expect("Redis answers");
+    assert!(kept.is_some(), "the record was kept: {record}");
+    let _: i64 = redis.hdel(record, &["status", "body"]).await.expect("HDEL");
+    let _: i64 = redis
+        .hset_multiple(
+            record,
+            &[("lease", "9000000000000000"), ("node", &"de".repeat(16))],
+        )
+        .await
+        .map(|()| 0)
+        .expect("HSET");
+}
+
+/// Waits until `record` holds an answer (a join's keeping before opening is not waited
+/// on by its request; after opening its script keeps it).
+async fn kept(redis: &MultiplexedConnection, record: &str) {
     let every = Duration::from_millis(20);
     eventually(
         "the join's answer kept",
         Duration::from_secs(30),
         every,
         || {
-            let (ledger, key) = (ledger.clone(), key.to_string());
+            let (mut redis, record) = (redis.clone(), record.to_string());
             async move {
-                let state: Option<String> =
-                    sqlx::query_scalar("SELECT state FROM idempotency_keys WHERE key = $1")
-                        .bind(key)
-                        .fetch_optional(&ledger)
-                        .await
-                        .expect("the ledger answers");
-                match state.as_deref() {
-                    Some("done") => Ok(()),
-                    other => Err(other.map(str::to_string)),
-                }
+                let status: Option<String> = redis.hget(&record, "status").await.expect("HGET");
+                status.map(|_| ()).ok_or("not yet")
             }
         },
     )
@@ -120,21 +136,29 @@ async fn another_joins(app: &TestApp, event: EventId) {
 /// and answer `position` as the first join did. Returns that position.
 async fn retried_after_death(
     app: &TestApp,
-    ledger: &PgPool,
+    redis: &mut MultiplexedConnection,
     event: EventId,
     meanwhile: usize,
 ) -> Option<u64> {
     another_joins(app, event).await;
     let token = app.buyer().await.1;
     let key = uuid();
+    let before = join_records(redis).await;
     let (status, first, _) = join(app, event, &token, &key).await;
     assert_eq!(status, StatusCode::OK, "{first}");
-    kept(ledger, &key).await;
+    let new: Vec<String> = join_records(redis)
+        .await
+        .difference(&before)
+        .cloned()
+        .collect();
+    assert_eq!(new.len(), 1, "one record for the join: {new:?}");
+    let record = &new[0];
+    kept(redis, record).await;
     // Others join behind: a join run again that took a new place would be behind them.
     for _ in 0..meanwhile {
         another_joins(app, event).await;
     }
-    die_before_keeping(ledger, &key).await;
+    die_before_keeping(redis, record).await;
     let (status, again, replayed) = join(app, event, &token, &key).await;
     assert_eq!(status, StatusCode::OK, "{again}");
     assert!(
@@ -142,8 +166,9 @@ async fn retried_after_death(
         "taken over and run again: the claim held no answer"
     );
     assert_eq!(again["position"], first["position"], "{first} then {again}");
-    // The retry's answer is kept in turn, and replayed from then on.
-    kept(ledger, &key).await;
+    // The retry's answer is kept in turn, and a retry from then on is answered as a
+    // replay, with the same place.
+    kept(redis, record).await;
     let (status, third, replayed) = join(app, event, &token, &key).await;
     assert_eq!((status, replayed), (StatusCode::OK, true), "{third}");
     assert_eq!(third["position"], first["position"]);
@@ -151,24 +176,48 @@ async fn retried_after_death(
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_key_reused_for_another_events_join_is_refused_and_takes_no_place() {
+    let own = OwnRedis::start(free_port()).await;
+    let (app, _db) = node(&own).await;
+    let (event, other) = (
+        app.create_event(&spec(0, 0, 200, 4)).await,
+        app.create_event(&spec(0, 0, 200, 4)).await,
+    );
+    another_joins(&app, other).await;
+    let token = app.buyer().await.1;
+    let key = uuid();
+    let (status, first, _) = join(&app, event, &token, &key).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let (status, refused, _) = join(&app, other, &token, &key).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    // The buyer's first join of `other` takes the place behind the one buyer there:
+    // the refused request took none.
+    let (status, placed, _) = join(&app, other, &token, &uuid()).await;
+    assert_eq!(status, StatusCode::OK, "{placed}");
+    assert_eq!(placed["position"], json!(2), "{placed}");
+    let (_, again, _) = join(&app, other, &app.buyer().await.1, &uuid()).await;
+    assert_eq!(again["position"], json!(3), "{again}");
+    app.stop().await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_join_retried_after_its_node_died_before_keeping_the_answer_gets_the_same_place() {
     let own = OwnRedis::start(free_port()).await;
-    let (app, db) = node(&own).await;
-    let ledger = PgPool::connect(&db.url).await.expect("the ledger");
+    let (app, _db) = node(&own).await;
+    let mut redis = connection(&own).await;
     let event = app.create_event(&spec(0, 0, 200, 4)).await;
-    let place = retried_after_death(&app, &ledger, event, 3).await;
+    let place = retried_after_death(&app, &mut redis, event, 3).await;
     assert_eq!(place, Some(2), "behind the one buyer who joined first");
-    ledger.close().await;
     app.stop().await;
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn a_pool_join_retried_after_its_node_died_before_keeping_the_answer_enters_the_pool_once() {
     let own = OwnRedis::start(free_port()).await;
-    let (app, db) = node(&own).await;
-    let ledger = PgPool::connect(&db.url).await.expect("the ledger");
+    let (app, _db) = node(&own).await;
+    let mut redis = connection(&own).await;
     let event = scheduled_event(&app).await;
-    let place = retried_after_death(&app, &ledger, event, 3).await;
+    let place = retried_after_death(&app, &mut redis, event, 3).await;
     assert_eq!(place, None, "in the pool, not drawn yet");
     // Five buyers joined, the retried one among them once: the pool as the document
     // tells it, rebuilt once the node's clock is past its lifetime.
@@ -183,7 +232,6 @@ async fn a_pool_join_retried_after_its_node_died_before_keeping_the_answer_enter
         .await
         .expect("the queue document");
     assert_eq!(doc["pool_size"], json!(5), "{doc}");
-    ledger.close().await;
     app.stop().await;
 }
 
