@@ -233,7 +233,7 @@ impl ClaimedJoins for RedisClaimedJoins {
         }
         let reply: Reply = self
             .queue
-            .eval_line(&JOIN_CLAIMED, &self.queue.join_keys(event), |inv| {
+            .eval_line(&JOIN_CLAIMED, &self.queue.join_keys(event)[..], |inv| {
                 self.idempotency.claim(inv, claim);
                 inv.arg(buyer.0.as_bytes().as_slice());
             })

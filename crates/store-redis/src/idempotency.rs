@@ -12,6 +12,7 @@
 //! new keys would let whoever fills the store stop everyone's writes). A shard holding
 //! only running claims answers `Full`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,7 +26,7 @@ use redis::ScriptInvocation;
 
 use crate::claimed::kept_outcome;
 use crate::conn::{RedisConn, store_err};
-use crate::keys::{IDEM_SHARDS, Prefix, idem_shard, idempotency_record};
+use crate::keys::{IDEM_SHARDS, IdemRecord, IdemShard, Prefix, idem_shards, idempotency_record};
 use crate::scripts::{IDEM_ABANDON, IDEM_BEGIN, IDEM_FINISH, IDEM_PRUNE};
 
 /// How long a record is kept after its claim, unless configured otherwise.
@@ -35,7 +36,8 @@ pub const MAX_RECORDS: u64 = 500_000;
 
 pub struct RedisIdempotency {
     conn: RedisConn,
-    prefix: Prefix,
+    /// Each shard's shared key names, made once.
+    shards: Arc<[IdemShard]>,
     per_shard: u64,
     retention: Duration,
 }
@@ -51,7 +53,7 @@ impl RedisIdempotency {
     pub fn new(conn: RedisConn, prefix: Prefix) -> Self {
         RedisIdempotency {
             conn,
-            prefix,
+            shards: idem_shards(&prefix),
             per_shard: MAX_RECORDS / u64::from(IDEM_SHARDS),
             retention: RETENTION,
         }
@@ -67,13 +69,19 @@ impl RedisIdempotency {
 }
 
 impl RedisIdempotency {
+    fn record(&self, key: &ReplayKey) -> (IdemRecord, &IdemShard) {
+        let r = idempotency_record(&self.shards, key);
+        let shard = &self.shards[usize::from(r.shard)];
+        (r, shard)
+    }
+
     /// The keys (record, shard index, shard heartbeats) and arguments of
     /// `lua/idem_claim.lua` for `claim`, added to `inv`.
     pub(crate) fn claim(&self, inv: &mut ScriptInvocation<'_>, claim: &ReplayClaim<'_>) {
-        let r = idempotency_record(&self.prefix, claim.key);
+        let (r, shard) = self.record(claim.key);
         inv.key(&r.record)
-            .key(&r.shard.index)
-            .key(&r.shard.nodes)
+            .key(&shard.index)
+            .key(&shard.nodes)
             .arg(&r.id)
             .arg(claim.fingerprint.as_slice())
             .arg(claim.now.0)
@@ -82,7 +90,7 @@ impl RedisIdempotency {
             .arg(claim.claimant.node.to_hex())
             .arg(claim.claimant.dead_after_ms)
             .arg(self.per_shard)
-            .arg(&r.shard.record_prefix);
+            .arg(&shard.record_prefix);
     }
 }
 
@@ -145,7 +153,7 @@ impl IdempotencyStore for RedisIdempotency {
     }
 
     async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
-        let r = idempotency_record(&self.prefix, key);
+        let (r, _) = self.record(key);
         let _: i64 = IDEM_FINISH
             .key(&r.record)
             .arg(response.status)
@@ -157,10 +165,10 @@ impl IdempotencyStore for RedisIdempotency {
     }
 
     async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
-        let r = idempotency_record(&self.prefix, key);
+        let (r, shard) = self.record(key);
         let _: i64 = IDEM_ABANDON
             .key(&r.record)
-            .key(&r.shard.index)
+            .key(&shard.index)
             .arg(&r.id)
             .invoke_async(&mut self.conn.clone())
             .await
@@ -171,12 +179,8 @@ impl IdempotencyStore for RedisIdempotency {
     /// Every shard keeps the beat, so the begin script reads it from its own slot.
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
         let node = node.to_hex();
-        try_join_all((0..IDEM_SHARDS).map(|shard| {
-            let (nodes, node, mut conn) = (
-                idem_shard(&self.prefix, shard).nodes,
-                node.clone(),
-                self.conn.clone(),
-            );
+        try_join_all(self.shards.iter().map(|shard| {
+            let (nodes, node, mut conn) = (&shard.nodes, node.clone(), self.conn.clone());
             async move {
                 redis::cmd("HSET")
                     .arg(nodes)
@@ -193,12 +197,11 @@ impl IdempotencyStore for RedisIdempotency {
 
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError> {
         let mut forgotten = 0u64;
-        for shard in 0..IDEM_SHARDS {
+        for s in self.shards.iter() {
             let left = u64::from(limit) - forgotten;
             if left == 0 {
                 break;
             }
-            let s = idem_shard(&self.prefix, shard);
             let n: u64 = IDEM_PRUNE
                 .key(&s.index)
                 .key(&s.nodes)

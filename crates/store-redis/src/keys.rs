@@ -38,10 +38,8 @@ pub(crate) const EVENT_KEYS: [&str; 12] = [
 ];
 
 /// An event's arbiter key names, in `EVENT_KEYS` order.
-pub(crate) type EventKeys = Arc<[String; EVENT_KEYS.len()]>;
-
-pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> EventKeys {
-    Arc::new(EVENT_KEYS.map(|k| format!("{{{}:{}}}:{k}", prefix.0, event)))
+pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> [String; EVENT_KEYS.len()] {
+    EVENT_KEYS.map(|k| format!("{{{}:{}}}:{k}", prefix.0, event))
 }
 
 /// Events whose key names are kept; beyond this the table starts again empty (event ids
@@ -49,17 +47,29 @@ pub(crate) fn event_keys(prefix: &Prefix, event: EventId) -> EventKeys {
 /// them).
 const KEPT_EVENTS: usize = 4_096;
 
-/// The key names of the events in use, made once per event rather than twelve strings
-/// formatted per script call: every arbiter script names all of its event's keys.
-pub(crate) struct EventKeyTable {
+/// The key names of the events in use, made once per event by `make` rather than
+/// formatted per script call: every arbiter script names all of its event's keys, and
+/// every queue script its line's.
+pub(crate) struct KeyTable<const N: usize> {
     prefix: Prefix,
-    kept: RwLock<HashMap<EventId, EventKeys>>,
+    make: fn(&Prefix, EventId) -> [String; N],
+    kept: RwLock<HashMap<EventId, Arc<[String; N]>>>,
 }
+
+/// The arbiter's keys of each event (`EVENT_KEYS`).
+pub(crate) type EventKeyTable = KeyTable<{ EVENT_KEYS.len() }>;
 
 impl EventKeyTable {
     pub(crate) fn new(prefix: Prefix) -> Self {
-        EventKeyTable {
+        KeyTable::with(prefix, event_keys)
+    }
+}
+
+impl<const N: usize> KeyTable<N> {
+    pub(crate) fn with(prefix: Prefix, make: fn(&Prefix, EventId) -> [String; N]) -> Self {
+        KeyTable {
             prefix,
+            make,
             kept: RwLock::new(HashMap::new()),
         }
     }
@@ -68,13 +78,13 @@ impl EventKeyTable {
         &self.prefix
     }
 
-    pub(crate) fn get(&self, event: EventId) -> EventKeys {
+    pub(crate) fn get(&self, event: EventId) -> Arc<[String; N]> {
         let kept = self.kept.read().unwrap_or_else(|e| e.into_inner());
         if let Some(keys) = kept.get(&event) {
             return keys.clone();
         }
         drop(kept);
-        let keys = event_keys(&self.prefix, event);
+        let keys = Arc::new((self.make)(&self.prefix, event));
         let mut kept = self.kept.write().unwrap_or_else(|e| e.into_inner());
         if kept.len() >= KEPT_EVENTS {
             kept.clear();
@@ -141,7 +151,8 @@ pub(crate) struct IdemRecord {
     pub record: String,
     /// The id within its shard: 32 hex digits of a SHA-256 of (scope, key).
     pub id: String,
-    pub shard: IdemShard,
+    /// Its shard, below `IDEM_SHARDS` (`idem_shards` names each shard's keys).
+    pub shard: u8,
 }
 
 /// The shared keys of one shard.
@@ -163,16 +174,28 @@ pub(crate) fn idem_shard(prefix: &Prefix, shard: u8) -> IdemShard {
     }
 }
 
-/// An idempotency record's place, named by the key's digest (`ReplayKey::id`).
-pub(crate) fn idempotency_record(prefix: &Prefix, key: &ReplayKey) -> IdemRecord {
+/// The shared keys of every shard, by shard number: made once per store.
+pub(crate) fn idem_shards(prefix: &Prefix) -> Arc<[IdemShard]> {
+    (0..IDEM_SHARDS).map(|n| idem_shard(prefix, n)).collect()
+}
+
+/// An idempotency record's place, named by the key's digest (`ReplayKey::id`), in
+/// `shards` (`idem_shards` of the store's prefix): two strings a record, the only key
+/// names a claim makes.
+pub(crate) fn idempotency_record(shards: &[IdemShard], key: &ReplayKey) -> IdemRecord {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = key.id();
-    let id: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let shard = idem_shard(prefix, digest[0] % IDEM_SHARDS);
-    IdemRecord {
-        record: format!("{}{id}", shard.record_prefix),
-        id,
-        shard,
+    let mut id = String::with_capacity(digest.len() * 2);
+    for b in digest {
+        id.push(char::from(HEX[usize::from(b >> 4)]));
+        id.push(char::from(HEX[usize::from(b & 15)]));
     }
+    let shard = digest[0] % IDEM_SHARDS;
+    let prefix = &shards[usize::from(shard)].record_prefix;
+    let mut record = String::with_capacity(prefix.len() + id.len());
+    record.push_str(prefix);
+    record.push_str(&id);
+    IdemRecord { record, id, shard }
 }
 
 #[cfg(test)]
@@ -184,7 +207,7 @@ mod tests {
         let p = Prefix::new("bo").unwrap();
         let table = EventKeyTable::new(p.clone());
         let (a, b) = (EventId(7), EventId(8));
-        assert_eq!(table.get(a), event_keys(&p, a));
+        assert_eq!(*table.get(a), event_keys(&p, a));
         assert_eq!(table.get(a)[0], "{bo:7}:meta");
         assert!(Arc::ptr_eq(&table.get(a), &table.get(a)), "made once");
         assert_eq!(table.get(b)[11], "{bo:8}:claim");
@@ -196,7 +219,7 @@ mod tests {
 
     #[test]
     fn client_text_never_reaches_an_idempotency_key_name() {
-        let p = Prefix::new("bo").unwrap();
+        let p = idem_shards(&Prefix::new("bo").unwrap());
         let r = idempotency_record(&p, &ReplayKey::new("buyer:1", "{evil}-and-a-very-long-key"));
         assert!(
             !r.record.contains("evil") && r.record.len() < 64,
@@ -208,6 +231,13 @@ mod tests {
         assert!(tag.starts_with("{bo:idem:"), "{tag}");
         let other = idempotency_record(&p, &ReplayKey::new("buyer:1", "{evil}-2"));
         assert_ne!(r.id, other.id);
+        // Named as records always were: the digest's hex under its shard's tag.
+        let key = ReplayKey::new("buyer:1", "{evil}-2");
+        let hex: String = key.id().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(other.id, hex);
+        let shard = key.id()[0] % IDEM_SHARDS;
+        assert_eq!(other.shard, shard);
+        assert_eq!(other.record, format!("{{bo:idem:{shard}}}:r:{hex}"));
         let (a, b) = (
             idempotency_record(&p, &ReplayKey::new("a:b", "c")),
             idempotency_record(&p, &ReplayKey::new("a", "b:c")),

@@ -15,7 +15,7 @@ use boxoffice_engine::ports::{Place, QueueState, QueueStore, RestoredLine, Store
 use redis::{AsyncCommands, FromRedisValue, Script, ScriptInvocation};
 
 use crate::conn::{RedisConn, store_err};
-use crate::keys::{Prefix, check_key, line_claim_key, queue_keys};
+use crate::keys::{KeyTable, Prefix, check_key, line_claim_key, queue_keys};
 use crate::scripts::{
     LEASE_RELEASE, LEASE_RENEW, QUEUE_ADVANCE, QUEUE_FINISH, QUEUE_JOIN, QUEUE_PLACE,
     QUEUE_REMEMBER_CHECK, QUEUE_RESTORE, QUEUE_SEAL,
@@ -31,6 +31,15 @@ const PLACE_CHUNK: usize = 10_000;
 pub struct RedisQueue {
     conn: RedisConn,
     prefix: Prefix,
+    /// The keys a join names (positions, state, pool) of each event, made once per
+    /// event: a join is the whole crowd's request.
+    join_keys: KeyTable<3>,
+}
+
+/// The keys `lua/queue_join.lua` takes: positions, state, pool.
+fn join_keys_of(prefix: &Prefix, event: EventId) -> [String; 3] {
+    let [pos, st, pool, ..] = queue_keys(prefix, event);
+    [pos, st, pool]
 }
 
 fn num(raw: Option<&String>) -> Result<u64, StoreError> {
@@ -84,7 +93,11 @@ impl RedisQueue {
     }
 
     pub fn new(conn: RedisConn, prefix: Prefix) -> Self {
-        RedisQueue { conn, prefix }
+        RedisQueue {
+            conn,
+            join_keys: KeyTable::with(prefix.clone(), join_keys_of),
+            prefix,
+        }
     }
 
     async fn eval<T: FromRedisValue>(
@@ -107,9 +120,8 @@ impl RedisQueue {
     }
 
     /// The keys `lua/queue_join.lua` takes for `event`: positions, state, pool.
-    pub(crate) fn join_keys(&self, event: EventId) -> [String; 3] {
-        let [pos, st, pool, ..] = self.keys(event);
-        [pos, st, pool]
+    pub(crate) fn join_keys(&self, event: EventId) -> std::sync::Arc<[String; 3]> {
+        self.join_keys.get(event)
     }
 
     /// Runs `script` on this waiting room's connection (`eval`, for the scripts of
@@ -157,9 +169,9 @@ impl QueueStore for RedisQueue {
         buyer: BuyerId,
         sale_open: bool,
     ) -> Result<Place, StoreError> {
-        let [pos, st, pool, ..] = self.keys(event);
+        let keys = self.join_keys(event);
         let (position, new): (u64, u8) = self
-            .eval(&QUEUE_JOIN, &[pos, st, pool], |inv| {
+            .eval(&QUEUE_JOIN, &keys[..], |inv| {
                 inv.arg(buyer.0.as_bytes().as_slice())
                     .arg(u8::from(sale_open));
             })
@@ -168,9 +180,9 @@ impl QueueStore for RedisQueue {
     }
 
     async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {
-        let [pos, st, pool, ..] = self.keys(event);
+        let keys = self.join_keys(event);
         let (position, new): (i64, u8) = self
-            .eval(&QUEUE_JOIN, &[pos, st, pool], |inv| {
+            .eval(&QUEUE_JOIN, &keys[..], |inv| {
                 inv.arg(buyer.0.as_bytes().as_slice()).arg(2);
             })
             .await?;
