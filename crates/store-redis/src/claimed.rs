@@ -24,7 +24,7 @@ use boxoffice_engine::ports::{
 
 use crate::arbiter::{RedisArbiter, hold_key};
 use crate::idempotency::{RedisIdempotency, answer};
-use crate::keys::{Prefix, hold_field, line_finish_keys};
+use crate::keys::{KeyTable, hold_field, line_finish_keys};
 use crate::queue::{RedisQueue, place_of};
 use crate::reply::{Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{HOLD_CLAIMED, JOIN_CLAIMED, RELEASE_CLAIMED};
@@ -33,9 +33,9 @@ pub struct RedisClaimedHolds {
     arbiter: Arc<RedisArbiter>,
     idempotency: Arc<RedisIdempotency>,
     replays: Arc<dyn IdempotencyStore>,
-    /// The waiting room whose finished shoppers a release counts, when it is on the
-    /// same Redis (its key prefix).
-    line: Option<Prefix>,
+    /// The keys of the waiting room whose finished shoppers a release counts, when it
+    /// is on the same Redis, made once per event.
+    line: Option<KeyTable<2>>,
 }
 
 impl RedisClaimedHolds {
@@ -54,7 +54,7 @@ impl RedisClaimedHolds {
     /// its own.
     pub fn counting_finished_in(self, queue: &RedisQueue) -> Self {
         RedisClaimedHolds {
-            line: Some(queue.prefix().clone()),
+            line: Some(KeyTable::with(queue.prefix().clone(), line_finish_keys)),
             ..self
         }
     }
@@ -165,12 +165,13 @@ impl ClaimedHolds for RedisClaimedHolds {
             let (replays, arbiter) = (&*self.idempotency, &*self.arbiter);
             return ClaimThenHold::run_release(replays, arbiter, claim, hold, buyer).await;
         }
-        let line = self.line.as_ref().map(|p| line_finish_keys(p, hold.event));
+        let line = self.line.as_ref().map(|t| t.get(hold.event));
         let reply: Reply = self
             .arbiter
             .eval(&RELEASE_CLAIMED, hold.event, |inv| {
                 self.idempotency.claim(inv, claim);
-                if let Some([finished, state]) = &line {
+                if let Some(keys) = &line {
+                    let [finished, state] = &**keys;
                     inv.key(finished).key(state);
                 }
                 inv.arg(hold.text().as_str())
