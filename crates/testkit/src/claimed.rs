@@ -70,15 +70,15 @@ macro_rules! __claimed_holds_cases {
 
 const FP: [u8; 32] = [3; 32];
 
-/// One Idempotency-Key of one buyer.
-struct Key {
-    replay: ReplayKey,
-    fingerprint: [u8; 32],
-    claimant: Claimant,
+/// One Idempotency-Key of one buyer (also the joins suite's).
+pub(crate) struct Key {
+    pub(crate) replay: ReplayKey,
+    pub(crate) fingerprint: [u8; 32],
+    pub(crate) claimant: Claimant,
 }
 
 impl Key {
-    fn new(buyer: BuyerId, claimant: Claimant) -> Key {
+    pub(crate) fn new(buyer: BuyerId, claimant: Claimant) -> Key {
         Key {
             replay: ReplayKey::new(
                 format!("buyer:{buyer}"),
@@ -89,7 +89,7 @@ impl Key {
         }
     }
 
-    fn claim(&self) -> ReplayClaim<'_> {
+    pub(crate) fn claim(&self) -> ReplayClaim<'_> {
         ReplayClaim {
             key: &self.replay,
             fingerprint: &self.fingerprint,

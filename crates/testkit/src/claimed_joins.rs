@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, EventId};
 use boxoffice_engine::ports::{
-    Begin, Claimant, Claimed, ClaimedJoins, KeptOutcome, Place, QueueStore, ReplayClaim, ReplayKey,
-    StoreError, StoredResponse,
+    Begin, Claimed, ClaimedJoins, KeptOutcome, Place, QueueStore, StoreError, StoredResponse,
 };
 use futures::future::join_all;
 
-use crate::arbiter::{T0, unique_event};
+use crate::arbiter::unique_event;
+use crate::claimed::Key;
 use crate::idempotency::claimant;
 
 /// What a case runs on: the joins under claims and the line they place buyers in.
@@ -50,41 +50,17 @@ macro_rules! claimed_joins_conformance {
     };
 }
 
-/// One Idempotency-Key of one buyer, sent with the request's `fingerprint`.
-struct Key {
-    replay: ReplayKey,
-    fingerprint: [u8; 32],
-    claimant: Claimant,
+/// A new key of `buyer`'s, as a fresh process claims it.
+fn new_key(buyer: BuyerId) -> Key {
+    Key::new(buyer, claimant())
 }
 
-impl Key {
-    fn new(buyer: BuyerId, fingerprint: u8) -> Key {
-        Key {
-            replay: ReplayKey::new(
-                format!("buyer:{buyer}"),
-                format!("k-{}", uuid::Uuid::new_v4().simple()),
-            ),
-            fingerprint: [fingerprint; 32],
-            claimant: claimant(),
-        }
-    }
-
-    /// The same key and claimant, sent with another request.
-    fn other_request(&self, fingerprint: u8) -> Key {
-        Key {
-            replay: self.replay.clone(),
-            fingerprint: [fingerprint; 32],
-            claimant: self.claimant,
-        }
-    }
-
-    fn claim(&self) -> ReplayClaim<'_> {
-        ReplayClaim {
-            key: &self.replay,
-            fingerprint: &self.fingerprint,
-            now: T0,
-            claimant: &self.claimant,
-        }
+/// The same key and claimant, sent with another request.
+fn other_request(key: &Key) -> Key {
+    Key {
+        replay: key.replay.clone(),
+        fingerprint: key.fingerprint.map(|b| !b),
+        claimant: key.claimant,
     }
 }
 
@@ -139,7 +115,7 @@ async fn length(p: &ClaimedLine, event: EventId) -> u64 {
 pub async fn a_granted_claim_takes_a_place_and_its_retry_takes_none(p: ClaimedLine) {
     let event = open_line(&p).await;
     let buyer = BuyerId::random();
-    let key = Key::new(buyer, 1);
+    let key = new_key(buyer);
     let first = join(&p, &key, event, buyer).await;
     assert_eq!(
         placed(&first),
@@ -155,7 +131,7 @@ pub async fn a_granted_claim_takes_a_place_and_its_retry_takes_none(p: ClaimedLi
     }
     assert_eq!(length(&p, event).await, 2, "no second place");
     // The same buyer under a new key finds their place (one per buyer and event).
-    let again = Key::new(buyer, 1);
+    let again = new_key(buyer);
     let found = join(&p, &again, event, buyer).await;
     assert_eq!(
         placed(&found),
@@ -170,12 +146,12 @@ pub async fn a_granted_claim_takes_a_place_and_its_retry_takes_none(p: ClaimedLi
 pub async fn a_key_reused_for_another_request_is_a_mismatch_and_takes_no_place(p: ClaimedLine) {
     let (event, other_event) = (open_line(&p).await, open_line(&p).await);
     let buyer = BuyerId::random();
-    let key = Key::new(buyer, 1);
+    let key = new_key(buyer);
     let first = join(&p, &key, event, buyer).await;
     placed(&first);
     finish(&p, &key, &first).await;
     // The same key sent with another request (here: another event's join).
-    let reused = key.other_request(2);
+    let reused = other_request(&key);
     let outcome = join(&p, &reused, other_event, buyer).await;
     assert_eq!(outcome, Claimed::Refused(Begin::Mismatch));
     assert_eq!(p.queue.place(other_event, buyer).await, Ok(None));
@@ -188,7 +164,7 @@ pub async fn a_key_reused_for_another_request_is_a_mismatch_and_takes_no_place(p
 pub async fn a_duplicate_while_the_first_runs_takes_no_second_place(p: ClaimedLine) {
     let event = open_line(&p).await;
     let buyer = BuyerId::random();
-    let key = Key::new(buyer, 1);
+    let key = new_key(buyer);
     let first = join(&p, &key, event, buyer).await;
     placed(&first);
     // Not finished: the first request is still running, or its store kept it.
@@ -204,7 +180,7 @@ pub async fn a_duplicate_while_the_first_runs_takes_no_second_place(p: ClaimedLi
 pub async fn a_claim_on_a_line_the_store_has_not_opened_is_taken_and_places_nobody(p: ClaimedLine) {
     let event = unique_event();
     let buyer = BuyerId::random();
-    let key = Key::new(buyer, 1);
+    let key = new_key(buyer);
     match join(&p, &key, event, buyer).await {
         Claimed::Ran(Ok(None)) | Claimed::Kept(Ok(None)) => {}
         other => panic!("the claim is taken and the line not joined: {other:?}"),
@@ -225,7 +201,7 @@ pub async fn many_buyers_racing_with_duplicates_get_dense_places_and_each_key_ru
     let keys: Vec<(BuyerId, Arc<Key>)> = (0..BUYERS)
         .map(|_| {
             let buyer = BuyerId::random();
-            (buyer, Arc::new(Key::new(buyer, 1)))
+            (buyer, Arc::new(new_key(buyer)))
         })
         .collect();
     let sends = keys.iter().flat_map(|(buyer, key)| {
