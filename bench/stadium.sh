@@ -4,7 +4,8 @@
 # opening (docs/BENCHMARKS.md, "A stadium"). The server runs the default config but
 # for its operator key, the stand-in provider and 127.0.0.1/32 as a trusted proxy (so
 # each buyer counts as an address of its own). Every second the server's and the
-# generator's CPU time and the machine's are sampled, and every 5 s the server's
+# generator's CPU time and the machine's are sampled, and the ledger writer thread's
+# time on a CPU and waiting for one, and every 5 s the server's
 # /metrics, so where the time went can be read afterwards.
 #
 # Usage: bench/stadium.sh [seats] [buyers] [tail_tau_s] [tail_s]
@@ -15,7 +16,8 @@
 # example "--max-active-shoppers 3000"); CONFIG_EXTRA is appended to the server's
 # config file (for example "[engine]\nmax_poll_after_ms = 3000"). Everything lands in $OUT (default a
 # temporary directory): the report (report.html, report.json), cpu.txt (time, server
-# ticks, generator ticks, the machine's /proc/stat line), metrics.*.txt, server.out.
+# ticks, generator ticks, the machine's /proc/stat line), writer.txt (time, the writer's
+# nanoseconds running and waiting to run, its time slices), metrics.*.txt, server.out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -48,6 +50,10 @@ tick=0
 while kill -0 "$gen" 2>/dev/null; do
   g=$(awk '{print $14 + $15}' "/proc/$gen/stat" 2>/dev/null || echo -)
   echo "$(date +%s.%N) $(cpu server) $g $(head -1 /proc/stat)" >> "$out/cpu.txt"
+  # The ledger writer thread: nanoseconds on a CPU and waiting for one (schedstat).
+  for t in /proc/"$(cat "$work/server.pid")"/task/*; do
+    [ "$(cat "$t/comm" 2>/dev/null)" = ledger-writer ] && echo "$(date +%s.%N) $(cat "$t/schedstat")" >> "$out/writer.txt"
+  done
   if [ $((tick % 5)) -eq 0 ]; then
     curl -s -m 4 "$base/metrics" > "$out/metrics.$(date +%s).txt" || true
   fi

@@ -13,13 +13,13 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
-use tokio::sync::watch;
 
 use super::api::{Answer, Api, Call, Stop};
 use super::crowd::{Mix, Planned, Profile};
 use super::record::{Recorder, Step};
 use super::resell::{Resale, resell};
 use super::shop;
+use super::turns::Turns;
 
 /// What a run shares with every buyer.
 pub struct Ctx {
@@ -29,8 +29,8 @@ pub struct Ctx {
     pub mix: Mix,
     pub layout: shop::Layout,
     pub max_per_buyer: u32,
-    /// "Serving up to" as the observer last saw it.
-    pub serving: watch::Receiver<u64>,
+    /// "Serving up to" as the observer last saw it, and the buyers waiting for it.
+    pub serving: Arc<Turns>,
     pub sessions_each: u32,
     /// Clients a line-sitter hands its admission to.
     pub clients_each: u32,
@@ -508,7 +508,6 @@ async fn wait(
     profile: Profile,
     rng: &mut StdRng,
 ) -> Result<Option<(usize, String, Option<u64>)>, Stop> {
-    let mut serving = ctx.serving.clone();
     let mut failures = 0;
     let mut sold_out_since: Option<std::time::Instant> = None;
     loop {
@@ -546,7 +545,7 @@ async fn wait(
             _ => Duration::from_secs_f64(next_ms * rng.random_range(0.75..1.25) / 1e3),
         };
         let position = line.iter().filter_map(|s| s.position).min();
-        until_turn_or(&ctx.api, &mut serving, position, pause).await?;
+        until_turn_or(&ctx.api, &ctx.serving, position, pause).await?;
     }
 }
 
@@ -554,18 +553,14 @@ async fn wait(
 /// the app the same way).
 async fn until_turn_or(
     api: &Api,
-    serving: &mut watch::Receiver<u64>,
+    serving: &Turns,
     position: Option<u64>,
     pause: Duration,
 ) -> Result<(), Stop> {
     let reached = async {
-        loop {
-            if position.is_some_and(|p| *serving.borrow_and_update() >= p) {
-                return;
-            }
-            if serving.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
+        match position {
+            Some(p) => serving.reached(p).await,
+            None => std::future::pending().await,
         }
     };
     tokio::select! {

@@ -19,6 +19,7 @@ pub mod setup;
 pub mod shop;
 pub mod svg;
 pub mod target;
+pub mod turns;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +27,6 @@ use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -173,13 +173,13 @@ pub async fn run(
     let key = s.operator_key.clone();
     let prepared = setup::prepare(&api, &key, s).await?;
     let event = prepared.event;
-    let (serving_tx, serving) = watch::channel(0);
+    let serving = Arc::new(turns::Turns::default());
     let watchers = CancellationToken::new();
     let observer = tokio::spawn(observe::observe(
         api.clone(),
         key.clone(),
         event,
-        serving_tx,
+        serving.clone(),
         watchers.clone(),
     ));
     let buyers = u64::from(s.arrivals.buyers);

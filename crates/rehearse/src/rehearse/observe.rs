@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use serde::Serialize;
-use tokio::sync::watch;
 
 use super::api::{Api, Call};
 use super::record::Step;
+use super::turns::Turns;
 
 /// One reading of the event's stats.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -34,7 +36,7 @@ pub async fn observe(
     api: Api,
     operator_key: String,
     event: i64,
-    serving: watch::Sender<u64>,
+    serving: Arc<Turns>,
     stop: tokio_util::sync::CancellationToken,
 ) -> Vec<Point> {
     let path = format!("/v1/events/{event}/stats");
@@ -49,7 +51,7 @@ pub async fn observe(
         // The observer's reads are not the crowd's: they do not count against the
         // request budget, and a cancelled crowd still gets a last reading.
         if let Some(p) = read(&api, &base, &path, &operator_key).await {
-            serving.send_replace(p.serving_up_to);
+            serving.advance(p.serving_up_to);
             points.push(p);
         }
     }

@@ -66,19 +66,18 @@ impl Layout {
 
     /// The sections with at least `quantity` seats free in an availability bitmap
     /// (bit i of the seat with index i, most significant bit first).
+    /// A section's count stops as soon as it has enough: every refused buyer of a
+    /// stadium reads the whole map, so this is on the crowd's hot path.
     pub fn sections_with(&self, bitmap: &[u8], quantity: u32) -> Vec<&str> {
-        let free = |i: u32| {
-            let byte = bitmap.get((i >> 3) as usize).copied().unwrap_or(0);
-            (byte >> (7 - (i & 7))) & 1 == 1
+        let enough = |ranges: &[std::ops::Range<u32>]| {
+            let mut n = 0;
+            ranges.iter().any(|r| {
+                n += free_in(bitmap, r.clone());
+                n >= quantity
+            }) || quantity == 0
         };
         (self.bits.iter())
-            .filter(|(_, ranges)| {
-                let n: usize = ranges
-                    .iter()
-                    .map(|r| r.clone().filter(|&i| free(i)).count())
-                    .sum();
-                n >= quantity as usize
-            })
+            .filter(|(_, ranges)| enough(ranges))
             .map(|(k, _)| k.as_str())
             .collect()
     }
@@ -120,6 +119,24 @@ enum HoldAnswer {
 }
 
 /// Indices folded into ascending ranges of consecutive numbers.
+/// The bits set in `bits` of an availability bitmap (bit i of byte i / 8, most
+/// significant bit first; bytes past the end count as taken), a byte at a time.
+fn free_in(bitmap: &[u8], bits: std::ops::Range<u32>) -> u32 {
+    if bits.is_empty() {
+        return 0;
+    }
+    let (first, last) = ((bits.start >> 3) as usize, ((bits.end - 1) >> 3) as usize);
+    let head = 0xffu8 >> (bits.start & 7);
+    let tail = 0xffu8 << (7 - ((bits.end - 1) & 7));
+    let byte = |i: usize| bitmap.get(i).copied().unwrap_or(0);
+    if first == last {
+        return (byte(first) & head & tail).count_ones();
+    }
+    let middle = bitmap.get(first + 1..last.min(bitmap.len())).unwrap_or(&[]);
+    let middle: u32 = middle.iter().map(|b| b.count_ones()).sum();
+    (byte(first) & head).count_ones() + middle + (byte(last) & tail).count_ones()
+}
+
 fn ranges(indices: impl Iterator<Item = u32>) -> Vec<std::ops::Range<u32>> {
     let mut sorted: Vec<u32> = indices.collect();
     sorted.sort_unstable();
@@ -417,6 +434,8 @@ fn seats_of(order: &Value) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use rand::SeedableRng;
+
     use super::*;
 
     /// Two seated sections of 2 rows × 4 seats (indices 0-7 and 8-15) and a standing one
@@ -461,6 +480,29 @@ mod tests {
             layout.sections_with(&[], 1).is_empty(),
             "a short bitmap frees nothing"
         );
+    }
+
+    #[test]
+    fn free_seats_are_counted_a_byte_at_a_time_as_bit_by_bit() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let bitmap: Vec<u8> = (0..40).map(|_| rng.random()).collect();
+        let one_by_one = |r: std::ops::Range<u32>| {
+            r.filter(|&i| {
+                let byte = bitmap.get((i >> 3) as usize).copied().unwrap_or(0);
+                (byte >> (7 - (i & 7))) & 1 == 1
+            })
+            .count() as u32
+        };
+        // Ranges inside one byte, across bytes, on byte edges, and past the end.
+        for start in 0..90 {
+            for end in start..(start + 200).min(400) {
+                assert_eq!(
+                    free_in(&bitmap, start..end),
+                    one_by_one(start..end),
+                    "{start}..{end}"
+                );
+            }
+        }
     }
 
     #[test]
