@@ -27,6 +27,14 @@ pub struct SqliteOptions {
     /// the rest of the log into the database and starts the log again from its first
     /// frame (see `checkpoint`). Default 4,096 (16 MiB of 4 KiB pages).
     pub wal_restart_frames: u64,
+    /// How far ahead of the server's other threads the kernel runs the writer when both
+    /// are ready to run, in nice steps below the process's own (Linux; 0 leaves it at the
+    /// process's priority). The writer is the one serial step of every sale: on a busy
+    /// machine a writer waiting for a CPU behind request threads holds up every commit.
+    /// Raising a thread needs CAP_SYS_NICE (root) or an RLIMIT_NICE that allows it;
+    /// without, the writer runs at the process's priority and the server says so once.
+    /// Default 10.
+    pub writer_priority: i32,
 }
 
 impl Default for SqliteOptions {
@@ -38,6 +46,7 @@ impl Default for SqliteOptions {
             busy_timeout_ms: 5_000,
             queue_capacity: 8_192,
             wal_restart_frames: 4_096,
+            writer_priority: 10,
         }
     }
 }

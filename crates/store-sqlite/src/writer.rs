@@ -125,9 +125,11 @@ impl Writer {
             at_frames: options.wal_restart_frames.max(1),
             busy_timeout: options.busy_timeout(),
         };
+        let priority = options.writer_priority;
         std::thread::Builder::new()
             .name("ledger-writer".into())
             .spawn(move || {
+                run_ahead(priority);
                 run(conn, rx, limit, &thread_stats, &restart);
                 drop(stop);
             })
@@ -151,6 +153,51 @@ impl Writer {
         self.tx.send(job).await.map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())?
     }
+}
+
+/// Asks the kernel to run the calling thread `steps` nice values ahead of the process
+/// (`SqliteOptions::writer_priority`); says once why when it may not.
+fn run_ahead(steps: i32) {
+    if steps <= 0 {
+        return;
+    }
+    match raise_this_thread(steps) {
+        Ok(nice) => tracing::debug!(nice, "the ledger writer runs ahead of the request threads"),
+        Err(e) => tracing::info!(
+            error = %e,
+            "the ledger writer runs at the process's priority: raising a thread needs \
+             CAP_SYS_NICE or an RLIMIT_NICE that allows it (sqlite.writer_priority)"
+        ),
+    }
+}
+
+/// The calling thread's nice value lowered by `steps` (Linux schedules threads, and
+/// PRIO_PROCESS with a thread id names one): the new value.
+#[cfg(target_os = "linux")]
+fn raise_this_thread(steps: i32) -> std::io::Result<i32> {
+    // SAFETY: gettid has no preconditions; getpriority and setpriority take plain
+    // integers naming this thread and touch no memory of ours.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        // getpriority answers -1 both for nice -1 and for an error: errno tells.
+        *libc::__errno_location() = 0;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if now == -1 && *libc::__errno_location() != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let wanted = (now - steps).max(-20);
+        if libc::setpriority(libc::PRIO_PROCESS, tid, wanted) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(wanted)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raise_this_thread(_: i32) -> std::io::Result<i32> {
+    Err(std::io::Error::other(
+        "threads have no priority of their own here",
+    ))
 }
 
 pub(crate) fn in_savepoint<T>(
@@ -284,6 +331,44 @@ mod tests {
 
     use super::*;
     use crate::checkpoint::PERIOD;
+
+    /// The nice value of the thread with id `tid` of this process, from /proc.
+    #[cfg(target_os = "linux")]
+    fn nice_of(tid: i32) -> i64 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        // Fields after the command's closing parenthesis; nice is the 19th field.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_writer_thread_runs_ahead_of_the_others_where_the_process_may_raise_it() {
+        // SAFETY: geteuid and gettid have no preconditions.
+        let (root, me) = unsafe { (libc::geteuid() == 0, libc::gettid()) };
+        let mine = nice_of(me);
+        let (raised, before, after) = std::thread::spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            let before = nice_of(tid);
+            let raised = raise_this_thread(3);
+            (raised, before, nice_of(tid))
+        })
+        .join()
+        .unwrap();
+        match raised {
+            Ok(nice) => {
+                assert_eq!(i64::from(nice), (before - 3).max(-20));
+                assert_eq!(after, i64::from(nice), "the kernel keeps the new value");
+            }
+            // Only a process without the right may be refused, and then nothing moved.
+            Err(e) => {
+                assert!(!root, "root was refused a higher priority: {e}");
+                assert_eq!(after, before);
+            }
+        }
+        assert_eq!(nice_of(me), mine, "the other threads keep their priority");
+    }
 
     fn writer(dir: &tempfile::TempDir) -> Writer {
         writer_with(dir, &SqliteOptions::default())
