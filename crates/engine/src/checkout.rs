@@ -107,10 +107,18 @@ impl Engine {
         keep: Option<&KeepConfirmed>,
     ) -> Result<CheckoutOutcome, EngineError> {
         // A hold that already has an order reports that order: retries and second tabs.
-        if let Some(order) = step("order_of_hold", self.ports.ledger.order_of_hold(hold)).await? {
+        // Only a hold past `held` can have one (its order is written after its pin, and
+        // a pin never goes back), so a held hold, every first checkout, skips the
+        // ledger read. Were the hot store to have lost a pin, the ledger's one order a
+        // hold still finds the first order (`InsertOrder::Exists` below).
+        let view = step("get_hold", self.get_hold(who, hold)).await;
+        if !matches!(&view, Ok(v) if v.state == HoldState::Held)
+            && let Some(order) =
+                step("order_of_hold", self.ports.ledger.order_of_hold(hold)).await?
+        {
             return self.owned(who, &order).and_then(|o| outcome_of(&o));
         }
-        let view = step("get_hold", self.get_hold(who, hold)).await?;
+        let view = view?;
         match view.state {
             HoldState::Held => {}
             HoldState::Expired => return Err(EngineError::HoldExpired),

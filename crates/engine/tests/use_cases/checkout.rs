@@ -288,3 +288,89 @@ async fn a_checkout_not_confirmed_or_beside_another_store_keeps_nothing() {
     let again = memory.begin(&key, &[1; 32], T0, &me).await.unwrap();
     assert_eq!(again, Begin::InFlight);
 }
+
+/// The provider's payments of the order: how many the checkouts asked for.
+async fn payments_of(d: &Durable, order: OrderId) -> usize {
+    let paid = d.fake.inquire(&Inquiry::by_order(order)).await;
+    usize::from(paid.expect("the provider answers").is_some())
+}
+
+#[boxoffice_testkit::test]
+async fn a_second_checkout_of_a_sold_hold_answers_with_its_order_and_charges_nothing_more() {
+    let (d, n, buyer, hold) = holding().await;
+    let first = n
+        .engine
+        .checkout(&buyer.who, hold.hold, methods::VISA)
+        .await;
+    let Ok(CheckoutOutcome::Confirmed(first)) = first else {
+        panic!("{first:?}");
+    };
+    let again = n
+        .engine
+        .checkout(&buyer.who, hold.hold, methods::VISA)
+        .await;
+    let Ok(CheckoutOutcome::Confirmed(again)) = again else {
+        panic!("{again:?}");
+    };
+    assert_eq!(
+        again.order_id, first.order_id,
+        "the first order, not a second"
+    );
+    assert_eq!(payments_of(&d, first.order_id).await, 1);
+    assert_eq!(
+        money(&d, first.order_id).await,
+        Some(ProviderState::Captured)
+    );
+}
+
+/// A hot store that lost a pin (a failover that dropped the write, say) shows the hold
+/// held again, so its checkout skips the ledger read for the hold's order: the ledger's
+/// one order a hold still answers with the first order, and no card is charged again.
+#[boxoffice_testkit::test]
+async fn a_hold_whose_pin_the_hot_store_lost_is_answered_with_its_first_order() {
+    let (d, n, buyer, hold) = holding().await;
+    let first = n
+        .engine
+        .checkout(&buyer.who, hold.hold, methods::THREE_D_SECURE)
+        .await;
+    assert!(
+        matches!(first, Ok(CheckoutOutcome::ActionRequired(..))),
+        "{first:?}"
+    );
+    let order = order_of(&n.engine, &hold).await;
+
+    // A node whose hot store knows the same hold as held, without its pin.
+    let other = node(&d, EngineConfig::default());
+    let event = hold.hold.event;
+    other
+        .engine
+        .rebuild(event)
+        .await
+        .expect("the event in its hot store");
+    let entry = other.engine.event(event).await.expect("the event");
+    let now = other.engine.ports().clock.now();
+    let seats = SEATS.iter().map(|l| entry.seat_index[*l]).collect();
+    let again = boxoffice_engine::ports::HoldRequest {
+        hold: hold.hold,
+        buyer: buyer.who.buyer,
+        choice: boxoffice_engine::ports::SeatChoice::Named(seats),
+        expires_at: now.plus_secs(600),
+        key: None,
+    };
+    let held = other.engine.ports().arbiter.hold(&again, now).await;
+    assert_eq!(held.expect("held again").state, HoldState::Held);
+
+    let out = other
+        .engine
+        .checkout(&buyer.who, hold.hold, methods::VISA)
+        .await;
+    let Ok(CheckoutOutcome::Pending(view)) = out else {
+        panic!("the first order's answer, not a new payment: {out:?}");
+    };
+    assert_eq!(view.order_id, order.id);
+    assert_eq!(payments_of(&d, order.id).await, 1);
+    let orders = boxoffice_engine::ports::Ledger::orders_of_buyer(&*d.ledger, buyer.who.buyer)
+        .await
+        .unwrap();
+    assert_eq!(orders.len(), 1, "one order for the hold: {orders:?}");
+}
