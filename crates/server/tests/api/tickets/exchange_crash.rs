@@ -81,12 +81,17 @@ async fn k_listings_and_n_buyers_make_exactly_k_swaps_across_two_kills() {
     clean_audit(dir.path(), &config).await;
 }
 
+/// The stand-in provider answers in 400 ms: a swap waits that long between its steps,
+/// so the watcher, one HTTP read and one ledger read a look, sees one in flight on a
+/// loaded machine too (at 150 ms, once, under a full CI run with the ledger's writer
+/// running ahead of the other threads, every purchase of the second round was answered
+/// before it did).
 fn config(dir: &Path) -> PathBuf {
     on_disk::config(
         dir,
         OPERATOR,
         "[engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
-         [workers]\nrecovery_interval_ms = 200\n[fake_payments]\nlatency_ms = 150\n\
+         [workers]\nrecovery_interval_ms = 200\n[fake_payments]\nlatency_ms = 400\n\
          [buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n",
     )
 }
