@@ -33,7 +33,8 @@ pub struct SqliteOptions {
     /// machine a writer waiting for a CPU behind request threads holds up every commit.
     /// Raising a thread needs CAP_SYS_NICE (root) or an RLIMIT_NICE that allows it;
     /// without, the writer runs at the process's priority and the server says so once.
-    /// Default 10.
+    /// Default 0: on the 2-core stadium rehearsal a writer ten steps ahead waited less
+    /// for a CPU but the sale went slower (docs/BENCHMARKS.md).
     pub writer_priority: i32,
 }
 
@@ -46,7 +47,7 @@ impl Default for SqliteOptions {
             busy_timeout_ms: 5_000,
             queue_capacity: 8_192,
             wal_restart_frames: 4_096,
-            writer_priority: 10,
+            writer_priority: 0,
         }
     }
 }
