@@ -374,3 +374,32 @@ async fn a_hold_whose_pin_the_hot_store_lost_is_answered_with_its_first_order() 
         .unwrap();
     assert_eq!(orders.len(), 1, "one order for the hold: {orders:?}");
 }
+
+/// Every first checkout of a held hold skips the ledger read for its order, so ten
+/// at once (double clicks, tabs) all reach the pin: one wins, the others are told a
+/// checkout is under way or given the winner's order, and one order is paid once.
+#[boxoffice_testkit::test]
+async fn ten_checkouts_of_one_held_hold_at_once_make_one_order_paid_once() {
+    let (d, n, buyer, hold) = holding().await;
+    let tries = (0..10).map(|_| n.engine.checkout(&buyer.who, hold.hold, methods::VISA));
+    let outs = futures::future::join_all(tries).await;
+    let order = order_of(&n.engine, &hold).await;
+    let mut confirmed = 0;
+    for out in &outs {
+        match out {
+            Ok(CheckoutOutcome::Confirmed(view)) => {
+                assert_eq!(view.order_id, order.id, "one order: {outs:?}");
+                confirmed += 1;
+            }
+            Err(EngineError::CheckoutInProgress) => {}
+            other => panic!("unexpected answer {other:?} among {outs:?}"),
+        }
+    }
+    assert!(confirmed >= 1, "{outs:?}");
+    assert_eq!(order.state, OrderState::Confirmed);
+    assert_eq!(money(&d, order.id).await, Some(ProviderState::Captured));
+    let orders = boxoffice_engine::ports::Ledger::orders_of_buyer(&*d.ledger, buyer.who.buyer)
+        .await
+        .unwrap();
+    assert_eq!(orders.len(), 1, "one order for the hold: {orders:?}");
+}
