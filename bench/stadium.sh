@@ -50,10 +50,13 @@ tick=0
 while kill -0 "$gen" 2>/dev/null; do
   g=$(awk '{print $14 + $15}' "/proc/$gen/stat" 2>/dev/null || echo -)
   echo "$(date +%s.%N) $(cpu server) $g $(head -1 /proc/stat)" >> "$out/cpu.txt"
-  # The ledger writer thread: nanoseconds on a CPU and waiting for one (schedstat).
-  for t in /proc/"$(cat "$work/server.pid")"/task/*; do
-    [ "$(cat "$t/comm" 2>/dev/null)" = ledger-writer ] && echo "$(date +%s.%N) $(cat "$t/schedstat")" >> "$out/writer.txt"
-  done
+  # The ledger writer thread (found once): nanoseconds on a CPU and waiting for one.
+  if [ -z "${writer:-}" ]; then
+    for t in /proc/"$(cat "$work/server.pid")"/task/*; do
+      [ "$(cat "$t/comm" 2>/dev/null)" = ledger-writer ] && writer=$t
+    done
+  fi
+  [ -n "${writer:-}" ] && echo "$(date +%s.%N) $(cat "$writer/schedstat" 2>/dev/null)" >> "$out/writer.txt"
   if [ $((tick % 5)) -eq 0 ]; then
     curl -s -m 4 "$base/metrics" > "$out/metrics.$(date +%s).txt" || true
   fi

@@ -76,10 +76,12 @@ async fn a_declined_card_ends_the_order_declined_and_gives_the_seats_back() {
     );
 }
 
-/// A 3-D Secure checkout the buyer then passes or fails at the provider, and the
-/// recovery sweep that learns the answer by asking: the node, the hold and its order.
-async fn three_d_secure(passes: bool) -> (Durable, Node, HoldView, OrderId) {
-    let (d, n, buyer, hold) = holding().await;
+/// A checkout whose card asks for 3-D Secure: the order it wrote, waiting for the buyer.
+async fn checkout_asking_3ds(
+    n: &Node,
+    buyer: &boxoffice_engine::Admitted,
+    hold: &HoldView,
+) -> boxoffice_engine::ports::Order {
     let out = n
         .engine
         .checkout(&buyer.who, hold.hold, methods::THREE_D_SECURE)
@@ -88,7 +90,14 @@ async fn three_d_secure(passes: bool) -> (Durable, Node, HoldView, OrderId) {
         matches!(out, Ok(CheckoutOutcome::ActionRequired(..))),
         "{out:?}"
     );
-    let order = order_of(&n.engine, &hold).await;
+    order_of(&n.engine, hold).await
+}
+
+/// A 3-D Secure checkout the buyer then passes or fails at the provider, and the
+/// recovery sweep that learns the answer by asking: the node, the hold and its order.
+async fn three_d_secure(passes: bool) -> (Durable, Node, HoldView, OrderId) {
+    let (d, n, buyer, hold) = holding().await;
+    let order = checkout_asking_3ds(&n, &buyer, &hold).await;
     assert_eq!(order.state, OrderState::PendingPayment);
     let event = hold.hold.event;
     assert_eq!(free(&n.engine, event, &SEATS).await, vec![false, false]);
@@ -289,7 +298,7 @@ async fn a_checkout_not_confirmed_or_beside_another_store_keeps_nothing() {
     assert_eq!(again, Begin::InFlight);
 }
 
-/// The provider's payments of the order: how many the checkouts asked for.
+/// 1 when the provider has a payment for the order, 0 when it has none.
 async fn payments_of(d: &Durable, order: OrderId) -> usize {
     let paid = d.fake.inquire(&Inquiry::by_order(order)).await;
     usize::from(paid.expect("the provider answers").is_some())
@@ -329,15 +338,7 @@ async fn a_second_checkout_of_a_sold_hold_answers_with_its_order_and_charges_not
 #[boxoffice_testkit::test]
 async fn a_hold_whose_pin_the_hot_store_lost_is_answered_with_its_first_order() {
     let (d, n, buyer, hold) = holding().await;
-    let first = n
-        .engine
-        .checkout(&buyer.who, hold.hold, methods::THREE_D_SECURE)
-        .await;
-    assert!(
-        matches!(first, Ok(CheckoutOutcome::ActionRequired(..))),
-        "{first:?}"
-    );
-    let order = order_of(&n.engine, &hold).await;
+    let order = checkout_asking_3ds(&n, &buyer, &hold).await;
 
     // A node whose hot store knows the same hold as held, without its pin.
     let other = node(&d, EngineConfig::default());

@@ -2,9 +2,8 @@
 //! first target, kept as a timeline (queue, admission, sold, held), and "serving up
 //! to" handed to the waiting buyers (as the public stream tells the buyer app).
 
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 

@@ -24,7 +24,7 @@ pub struct Turns {
 }
 
 impl Turns {
-    pub fn serving(&self) -> u64 {
+    fn serving(&self) -> u64 {
         self.serving.load(Ordering::SeqCst)
     }
 
