@@ -111,8 +111,10 @@ impl<'a> Call<'a> {
         self
     }
 
-    pub fn proving(mut self, key: &'a ProofKey) -> Call<'a> {
-        self.proof = Some(key);
+    /// Signs a fresh proof with `key` into the request, when there is a key (the
+    /// buyer has one only when the event asks for proofs).
+    pub fn proving(mut self, key: Option<&'a ProofKey>) -> Call<'a> {
+        self.proof = key;
         self
     }
 }
@@ -276,5 +278,53 @@ async fn answer(client: &client::Http, req: Request<Full<Bytes>>) -> Answer {
         status,
         body,
         retry_after_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api() -> Api {
+        let bounds = Bounds {
+            max_requests: 10,
+            max_connections: 4,
+            timeout: Duration::from_secs(1),
+        };
+        let targets = vec!["http://127.0.0.1:9".to_owned()];
+        Api::new(
+            targets,
+            Arc::new(Recorder::new()),
+            &bounds,
+            CancellationToken::new(),
+        )
+        .expect("a client for one target")
+    }
+
+    /// A buyer without a key (the event asks for no proofs) sends no `DPoP` header
+    /// and signs nothing; with one, each request carries a proof for its method and path.
+    #[tokio::test]
+    async fn a_request_carries_a_proof_only_when_the_buyer_has_a_key() {
+        let api = api();
+        let body = serde_json::json!({});
+        let unproved =
+            Call::post(Step::Hold, "/v1/events/1/holds", body.clone(), "k").proving(None);
+        let req = api
+            .request("http://127.0.0.1:9", &unproved)
+            .expect("a request");
+        assert!(req.headers().get("dpop").is_none());
+
+        let key = ProofKey::ed25519_from_seed(&[7; 32]);
+        let proved = Call::post(Step::Hold, "/v1/events/1/holds", body, "k").proving(Some(&key));
+        let req = api
+            .request("http://127.0.0.1:9", &proved)
+            .expect("a request");
+        let proof = req
+            .headers()
+            .get("dpop")
+            .expect("a proof")
+            .to_str()
+            .expect("ascii");
+        assert_eq!(proof.split('.').count(), 3, "a compact JWS: {proof}");
     }
 }

@@ -41,6 +41,8 @@ pub struct Ctx {
     pub linger: Duration,
     /// The event takes attendee names at checkout: every buyer gives one per seat.
     pub names: bool,
+    /// The event asks for proofs of possession: buyers make keys and prove them.
+    pub proofs: bool,
     /// Buyer tokens granted before the run (`Settings::signed_in`), taken one an
     /// identity; when none is left, a person signs in on arrival.
     pub signed_in: parking_lot::Mutex<Vec<String>>,
@@ -156,8 +158,9 @@ tokio::task_local! {
 /// One identity in the line.
 pub struct Session {
     pub token: String,
-    /// The key this session's admission is bound to (proof of possession).
-    pub key: ProofKey,
+    /// The key this session's admission is bound to (proof of possession), when the
+    /// event asks for proofs.
+    pub key: Option<ProofKey>,
     ticket: String,
     position: Option<u64>,
 }
@@ -180,6 +183,12 @@ pub async fn journey(ctx: Arc<Ctx>, p: Planned) -> BuyerResult {
 }
 
 /// The journey; `Err` carries how it ended early.
+///
+/// Each step of it (joining, waiting, shopping, what follows) is boxed, so that the
+/// buyer's task holds only the step it is in: a task is as large as its largest step,
+/// and a crowd of hundreds of thousands, most of whom only ever wait, would otherwise
+/// each carry a shopping trip's worth of memory (fresh memory the generator pays for in
+/// page faults while it shares the machine with the server).
 async fn walk(
     ctx: &Ctx,
     p: &Planned,
@@ -192,22 +201,24 @@ async fn walk(
     if p.profile == Profile::Farm {
         // A farm's accounts live on one device (one key proves possession for all) and
         // join at once, as a script does.
-        let device = new_key();
+        let device = ctx.proofs.then(new_key);
         let accounts = (0..ctx.sessions_each.max(1))
-            .map(|_| enter(ctx, &base, &ip, p.profile, Some(device.clone())));
-        let mut line = Vec::new();
+            .map(|_| enter(ctx, &base, &ip, p.profile, device.clone()));
+        let mut line = Vec::with_capacity(accounts.len());
         for entered in futures::future::join_all(accounts).await {
             line.extend(entered.map_err(stopped)?);
         }
-        return farm(ctx, &base, p, line, r).await.map_err(stopped);
+        return Box::pin(farm(ctx, &base, p, line, r))
+            .await
+            .map_err(stopped);
     }
     let sessions = match p.profile {
         Profile::ManySessions => ctx.sessions_each.max(1),
         _ => 1,
     };
-    let mut line = Vec::new();
+    let mut line = Vec::with_capacity(sessions as usize);
     for _ in 0..sessions {
-        if let Some(s) = enter(ctx, &base, &ip, p.profile, None)
+        if let Some(s) = Box::pin(enter(ctx, &base, &ip, p.profile, None))
             .await
             .map_err(stopped)?
         {
@@ -220,7 +231,7 @@ async fn walk(
     r.joined_s = Some(rec.now_s());
     r.pooled = first.position.is_none();
     Recorder::add(&rec.in_line, 1);
-    let waited = wait(ctx, &base, &mut line, p.profile, rng).await;
+    let waited = Box::pin(wait(ctx, &base, &mut line, p.profile, rng)).await;
     Recorder::add(&rec.in_line, -1);
     let (session, admission, position) = match waited.map_err(stopped)? {
         Some(admitted) => admitted,
@@ -231,7 +242,7 @@ async fn walk(
     Recorder::add(&rec.admitted, 1);
     if p.profile == Profile::TokenSharer {
         let (token, admission) = (&line[session].token, admission.as_str());
-        return share(ctx, &base, p, token, admission, r)
+        return Box::pin(share(ctx, &base, p, token, admission, r))
             .await
             .map_err(stopped);
     }
@@ -239,15 +250,15 @@ async fn walk(
         ctx,
         base: &base,
         token: &line[session].token,
-        key: &line[session].key,
+        key: line[session].key.as_ref(),
         admission: &admission,
         profile: p.profile,
         card: None,
     };
-    let outcome = shopper.shop(rng, r).await.map_err(stopped)?;
+    let outcome = Box::pin(shopper.shop(rng, r)).await.map_err(stopped)?;
     if p.profile == Profile::Scalper && r.tickets > 0 {
         let token = &line[session].token;
-        r.resale = Some(resell(ctx, &base, token).await.map_err(stopped)?);
+        r.resale = Some(Box::pin(resell(ctx, &base, token)).await.map_err(stopped)?);
     }
     Ok(outcome)
 }
@@ -266,7 +277,7 @@ async fn share(
     let clients = (0..ctx.clients_each.max(1)).map(|c| {
         let index = p.index;
         async move {
-            let key = new_key();
+            let key = ctx.proofs.then(new_key);
             let card = format!("pm_card_visa_{index}_{c}");
             let mut rng = StdRng::seed_from_u64(p.seed ^ u64::from(c + 1));
             let mut mine = empty(index, p.profile);
@@ -274,7 +285,7 @@ async fn share(
                 ctx,
                 base,
                 token,
-                key: &key,
+                key: key.as_ref(),
                 admission,
                 profile: p.profile,
                 card: Some(&card),
@@ -323,7 +334,7 @@ async fn farm(
                 ctx,
                 base,
                 token: &one[0].token,
-                key: &one[0].key,
+                key: one[0].key.as_ref(),
                 admission: &admission,
                 profile: p.profile,
                 card: Some(card),
@@ -424,13 +435,15 @@ async fn join(
 ) -> Result<Option<Session>, Stop> {
     let path = format!("/v1/events/{}/queue", ctx.event);
     let key = uuid::Uuid::new_v4().to_string();
-    let proof_key = device.unwrap_or_else(new_key);
+    // A device's key when it has one; otherwise a key of the session's own, made only
+    // when the event asks for proofs (the app reads the event's `proof_of_possession`).
+    let proof_key = device.or_else(|| ctx.proofs.then(new_key));
     let mut body = json!({});
     for attempt in 0..6 {
         let call = Call::post(Step::Join, &path, body.clone(), &key)
             .token(&token)
             .from(ip)
-            .proving(&proof_key);
+            .proving(proof_key.as_ref());
         let a = ctx.api.send(base, call).await?;
         if a.ok() {
             let ticket = a.body["queue_ticket"]

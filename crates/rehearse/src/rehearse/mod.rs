@@ -214,6 +214,7 @@ pub async fn run(
         settle: s.settle,
         linger: s.linger,
         names: s.names == boxoffice_domain::attendees::AttendeeNames::AtCheckout,
+        proofs: prepared.proofs,
         signed_in: parking_lot::Mutex::new(tokens),
     });
     let cpu_before = cpu_seconds();

@@ -23,6 +23,9 @@ pub struct Prepared {
     pub layout: Layout,
     /// Made by this run and not open yet: the run opens it after the rush.
     pub to_open: bool,
+    /// The event asks for proofs of possession (optional or required): only then do
+    /// the buyers make keys and sign a proof for each request that may carry one.
+    pub proofs: bool,
 }
 
 /// Rows per seated section (the catalog takes at most 999 a section).
@@ -186,6 +189,9 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
         max_per_buyer: info["sale"]["max_tickets_per_buyer"].as_u64().unwrap_or(1) as u32,
         layout: Layout::from_seatmap(&map),
         to_open,
+        proofs: info["sale"]["proof_of_possession"]
+            .as_str()
+            .is_some_and(|mode| mode != "off"),
     })
 }
 

@@ -94,8 +94,9 @@ pub struct Shopper<'a> {
     pub ctx: &'a Ctx,
     pub base: &'a str,
     pub token: &'a str,
-    /// The key the admission is bound to: every hold, release and checkout proves it.
-    pub key: &'a ProofKey,
+    /// The key the admission is bound to, when the event asks for proofs: every hold,
+    /// release and checkout proves it.
+    pub key: Option<&'a ProofKey>,
     pub admission: &'a str,
     pub profile: Profile,
     /// The card this shopper pays with, whatever the mix would draw (a farm's one card,
