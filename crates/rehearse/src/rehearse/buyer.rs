@@ -201,7 +201,7 @@ async fn walk(
     if p.profile == Profile::Farm {
         // A farm's accounts live on one device (one key proves possession for all) and
         // join at once, as a script does.
-        let device = ctx.proofs.then(new_key);
+        let device = new_key(ctx);
         let accounts = (0..ctx.sessions_each.max(1))
             .map(|_| enter(ctx, &base, &ip, p.profile, device.clone()));
         let mut line = Vec::with_capacity(accounts.len());
@@ -277,7 +277,7 @@ async fn share(
     let clients = (0..ctx.clients_each.max(1)).map(|c| {
         let index = p.index;
         async move {
-            let key = ctx.proofs.then(new_key);
+            let key = new_key(ctx);
             let card = format!("pm_card_visa_{index}_{c}");
             let mut rng = StdRng::seed_from_u64(p.seed ^ u64::from(c + 1));
             let mut mine = empty(index, p.profile);
@@ -435,9 +435,8 @@ async fn join(
 ) -> Result<Option<Session>, Stop> {
     let path = format!("/v1/events/{}/queue", ctx.event);
     let key = uuid::Uuid::new_v4().to_string();
-    // A device's key when it has one; otherwise a key of the session's own, made only
-    // when the event asks for proofs (the app reads the event's `proof_of_possession`).
-    let proof_key = device.or_else(|| ctx.proofs.then(new_key));
+    // A device's key when it has one; otherwise a key of the session's own.
+    let proof_key = device.or_else(|| new_key(ctx));
     let mut body = json!({});
     for attempt in 0..6 {
         let call = Call::post(Step::Join, &path, body.clone(), &key)
@@ -470,10 +469,13 @@ async fn join(
     Ok(None)
 }
 
-/// A key of the session's own, as the buyer app makes one at its first join: Ed25519,
-/// as a browser with it in WebCrypto does (the cheaper proof for the server to check).
-fn new_key() -> ProofKey {
-    ProofKey::ed25519_from_seed(&rand::rng().random())
+/// A key of the session's own, as the buyer app makes one at its first join when the
+/// event asks for proofs (it reads the event's `proof_of_possession`), and none
+/// otherwise: Ed25519, as a browser with it in WebCrypto does (the cheaper proof for the
+/// server to check).
+fn new_key(ctx: &Ctx) -> Option<ProofKey> {
+    ctx.proofs
+        .then(|| ProofKey::ed25519_from_seed(&rand::rng().random()))
 }
 
 /// Fetches a challenge and solves it (on a blocking thread: it is CPU work).

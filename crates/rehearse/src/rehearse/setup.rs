@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use boxoffice_domain::catalog::{PriceTier, RowSpec, SectionSpec};
 use boxoffice_domain::exchange::ExchangeRules;
+use boxoffice_domain::possession::PopMode;
 use boxoffice_domain::transfers::TransferRules;
 use boxoffice_domain::{EventSpec, Millis, Money, SaleSettings};
 use serde_json::{Value, json};
@@ -189,9 +190,9 @@ pub async fn prepare(api: &Api, key: &str, s: &super::Settings) -> anyhow::Resul
         max_per_buyer: info["sale"]["max_tickets_per_buyer"].as_u64().unwrap_or(1) as u32,
         layout: Layout::from_seatmap(&map),
         to_open,
-        proofs: info["sale"]["proof_of_possession"]
-            .as_str()
-            .is_some_and(|mode| mode != "off"),
+        proofs: serde_json::from_value::<PopMode>(info["sale"]["proof_of_possession"].clone())
+            .unwrap_or_default()
+            != PopMode::Off,
     })
 }
 
