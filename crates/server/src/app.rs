@@ -87,7 +87,6 @@ impl Application {
             .await
             .context("rebuilding open events in the hot store")?;
         tracing::info!(open_events = opened, "hot store rebuilt from the ledger");
-        resume_swaps(&engine, &config).await;
         let pooled = engine
             .restore_pools()
             .await
@@ -175,6 +174,12 @@ impl Application {
             },
         )));
         workers.push(wake_probe::spawn(stop_rx.clone()));
+        if self.config.embedded() {
+            workers.push(tokio::spawn(resume_swaps(
+                self.state.engine.clone(),
+                stop_rx.clone(),
+            )));
+        }
         if let Some(sender) = self.webhooks {
             workers.push(tokio::spawn(sender.run(stop_rx)));
         }
@@ -338,13 +343,17 @@ fn spawn_workers(
 
 /// In embedded mode this process is the only one on its ledger (it holds the data
 /// directory's lock), so every unfinished exchange swap is an earlier incarnation's:
-/// each is finished or undone now rather than after `recovery_after_s`. A provider that
-/// does not answer leaves them to the exchange worker.
-async fn resume_swaps(engine: &Engine, config: &Config) {
-    if !config.embedded() {
-        return;
-    }
-    match engine.exchange_sweep(Millis(i64::MAX)).await {
+/// each is finished or undone now rather than after `recovery_after_s`. It runs beside
+/// the server, not before it listens: with the provider's calls at hundreds of
+/// milliseconds, a crash that left thousands of swaps between their steps would
+/// otherwise keep the node from answering for minutes. A provider that does not answer
+/// leaves them to the exchange worker.
+async fn resume_swaps(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+    let resumed = tokio::select! {
+        r = engine.exchange_sweep(Millis(i64::MAX)) => r,
+        _ = stop.wait_for(|s| *s) => return,
+    };
+    match resumed {
         Ok(o) if o.done > 0 => tracing::info!(swaps = o.done, "unfinished exchange swaps resumed"),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "could not resume the unfinished exchange swaps"),

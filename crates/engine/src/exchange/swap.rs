@@ -29,6 +29,7 @@
 
 use boxoffice_domain::exchange::SwapState;
 use boxoffice_domain::{ListingId, Millis, Money, OrderId, SwapId};
+use futures::StreamExt;
 use serde::Serialize;
 
 use super::{ExchangeRefusal, refused};
@@ -210,15 +211,23 @@ impl Engine {
         loop {
             let page = port.unfinished_swaps(before, SWEEP_PAGE).await?;
             let full = page.len() == SWEEP_PAGE as usize;
-            let mut moved = 0;
-            for swap in page {
-                let id = swap.id;
-                match self.drive(swap, Driver::Sweep).await {
-                    Ok((s, _)) if s.state.is_final() => moved += 1,
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(swap = %id, error = %e, "swap not finished yet"),
-                }
-            }
+            // As many swaps at once as the sweep may have provider calls in flight: each
+            // step of a swap is conditional on its state, so two drivers never both move it.
+            let moved = futures::stream::iter(page)
+                .map(|swap| async move {
+                    let id = swap.id;
+                    match self.drive(swap, Driver::Sweep).await {
+                        Ok((s, _)) => s.state.is_final(),
+                        Err(e) => {
+                            tracing::warn!(swap = %id, error = %e, "swap not finished yet");
+                            false
+                        }
+                    }
+                })
+                .buffer_unordered(self.config.recovery_in_flight.max(1))
+                .filter(|ended| std::future::ready(*ended))
+                .count()
+                .await;
             done += moved;
             // A full page that moved nothing would be read again as it is.
             if !full || moved == 0 {

@@ -68,7 +68,7 @@ async fn k_listings_and_n_buyers_make_exactly_k_swaps_across_two_kills() {
     drop(server);
 
     let (_server, base) = start(dir.path(), &config).await;
-    run.buy_the_rest(&base).await;
+    run.buy_the_rest(&base, dir.path()).await;
     let swaps = settled_swaps(dir.path()).await;
     check_books(dir.path(), &run.listings, &swaps).await;
     run.check_door(&base).await;
@@ -261,21 +261,33 @@ impl Run {
         }
     }
 
-    /// Buyers not told `done` try again, round after round, until nothing is open.
-    async fn buy_the_rest(&mut self, base: &str) {
-        for _ in 0..20 {
+    /// Buyers not told `done` try again, round after round, until nothing is open and
+    /// no swap is left in flight (the restarted server resumes the earlier swaps beside
+    /// serving, and one it undoes opens its listing again), within two minutes.
+    async fn buy_the_rest(&mut self, base: &str, dir: &Path) {
+        let ledger = ledger(dir);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            // Swaps first: with none in flight, no listing can open again behind us.
+            let settled = swaps_of(&ledger).await.is_empty();
             if self.open_count(base).await == 0 {
-                return;
+                if settled {
+                    return;
+                }
+            } else {
+                let round: Vec<usize> = (0..BUYERS)
+                    .filter(|n| self.told.get(n).is_none_or(|(s, _)| *s != 201))
+                    .collect();
+                let answers = self.purchases(base, &round).await;
+                self.pending.clear();
+                self.record(round.into_iter().zip(answers).collect());
             }
-            let round: Vec<usize> = (0..BUYERS)
-                .filter(|n| self.told.get(n).is_none_or(|(s, _)| *s != 201))
-                .collect();
-            let answers = self.purchases(base, &round).await;
-            self.pending.clear();
-            self.record(round.into_iter().zip(answers).collect());
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "listings still open or swaps in flight two minutes after the last restart"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        panic!("listings still open after twenty rounds");
     }
 
     async fn open_count(&self, base: &str) -> usize {
