@@ -16,8 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boxoffice_domain::exchange::{ExchangeRules, ListingState, SwapState};
-use boxoffice_domain::{EventId, ListingId, Millis, Money, OrderId};
-use boxoffice_engine::ports::{Exchange, Listing, PaymentGateway, ProviderState, Swap, Tickets};
+use boxoffice_domain::{BuyerId, EventId, ListingId, Millis, Money, OrderId, SwapId};
+use boxoffice_engine::ports::{
+    Exchange, Listing, PaymentGateway, ProviderState, Reserve, Swap, Tickets,
+};
 use boxoffice_store_sqlite::SqliteLedger;
 use boxoffice_testkit::harness::http::{admission_token, call};
 use reqwest::Method;
@@ -79,6 +81,81 @@ async fn k_listings_and_n_buyers_make_exactly_k_swaps_across_two_kills() {
         );
     }
     clean_audit(dir.path(), &config).await;
+}
+
+/// A node restarted on a ledger with swaps left between their provider calls listens
+/// at once and finishes them beside serving. With the provider answering in a second,
+/// the hundred swaps below, driven one after another before the node listened, kept it
+/// silent for well over a minute (CI's crash test above once timed out at a restart so).
+/// The provider never heard of their charges, so each is undone and its listing open
+/// again.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_restart_with_swaps_in_flight_listens_at_once_and_finishes_them_beside_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = on_disk::config(
+        dir.path(),
+        OPERATOR,
+        "[engine]\nrecovery_after_s = 1\n[fake_payments]\nlatency_ms = 1000\n",
+    );
+    let (event, listings) = seed(dir.path()).await;
+    reserve_all(dir.path(), &listings).await;
+    assert_eq!(swaps_of(&ledger(dir.path())).await.len(), LISTED);
+
+    let started = tokio::time::Instant::now();
+    let (_server, base) = start(dir.path(), &config).await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "the node took {took:?} to listen: it drove the swaps before serving"
+    );
+    settled_swaps(dir.path()).await;
+    let l = ledger(dir.path());
+    for id in &listings {
+        let listing = l.listing(*id).await.unwrap().unwrap();
+        assert_eq!(
+            listing.state,
+            ListingState::Open,
+            "the undone swap's listing"
+        );
+    }
+    let url = format!("{base}/v1/events/{event}/listings?limit=200");
+    let (status, page) = call(&reqwest::Client::new(), Method::GET, url, "", Value::Null).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["listings"].as_array().map(Vec::len), Some(LISTED));
+}
+
+/// A swap of each listing reserved for a buyer of its own, as a purchase reserves it
+/// before the provider hears of the charge: what a kill between the two leaves.
+async fn reserve_all(dir: &Path, listings: &[ListingId]) {
+    let l = ledger(dir);
+    let now = wall_clock();
+    for id in listings {
+        let listing = l.listing(*id).await.unwrap().expect("the listing");
+        let facts = l.ticket(listing.ticket).await.unwrap().expect("its ticket");
+        let swap = Swap {
+            id: SwapId::random(),
+            listing: listing.id,
+            ticket: listing.ticket,
+            event: listing.event,
+            seller: listing.seller,
+            buyer: BuyerId::random(),
+            seller_order: facts.ticket.order,
+            charge: OrderId::random(),
+            charge_ref: None,
+            price: listing.price,
+            currency: "EUR".into(),
+            payout: Money(PAYOUT),
+            payment_method: "pm_card_visa".into(),
+            state: SwapState::Reserved,
+            created_at: now,
+            updated_at: now,
+        };
+        let reserve = Reserve {
+            swap,
+            max_per_buyer: 4,
+        };
+        l.reserve(&reserve).await.unwrap().expect("reserved");
+    }
 }
 
 /// The stand-in provider answers in 400 ms: a swap waits that long between its steps,
