@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use boxoffice_domain::possession::ProofKey;
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, header, http};
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -199,7 +199,7 @@ impl Api {
             return Answer::none();
         };
         let start = Instant::now();
-        let a = match self.request(call) {
+        let a = match self.request(&lane.base, call) {
             Ok(req) => timed(self.timeout, answer(&lane.client, req)).await,
             Err(_) => Answer::none(),
         };
@@ -208,11 +208,10 @@ impl Api {
         a
     }
 
-    /// The request in origin form (the target's client adds its `Host`).
-    fn request(&self, call: &Call<'_>) -> Result<Request<Full<Bytes>>, http::Error> {
+    fn request(&self, base: &str, call: &Call<'_>) -> Result<Request<Full<Bytes>>, http::Error> {
         let mut req = Request::builder()
             .method(call.method.clone())
-            .uri(call.path);
+            .uri(format!("{base}{}", call.path));
         if let Some(t) = call.token {
             req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
         }
@@ -271,7 +270,10 @@ async fn answer(client: &client::Http, req: Request<Full<Bytes>>) -> Answer {
         .get(header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<f64>().ok());
-    let body = serde_json::from_slice(res.body()).unwrap_or(Value::Null);
+    let body = match res.into_body().collect().await {
+        Ok(b) => serde_json::from_slice(&b.to_bytes()).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
     Answer {
         status,
         body,
@@ -307,12 +309,16 @@ mod tests {
         let body = serde_json::json!({});
         let unproved =
             Call::post(Step::Hold, "/v1/events/1/holds", body.clone(), "k").proving(None);
-        let req = api.request(&unproved).expect("a request");
+        let req = api
+            .request("http://127.0.0.1:9", &unproved)
+            .expect("a request");
         assert!(req.headers().get("dpop").is_none());
 
         let key = ProofKey::ed25519_from_seed(&[7; 32]);
         let proved = Call::post(Step::Hold, "/v1/events/1/holds", body, "k").proving(Some(&key));
-        let req = api.request(&proved).expect("a request");
+        let req = api
+            .request("http://127.0.0.1:9", &proved)
+            .expect("a request");
         let proof = req
             .headers()
             .get("dpop")

@@ -5,33 +5,26 @@
 //! figures.
 //!
 //! Two bounds, one number: a slot per request in flight, and a permit per open socket
-//! held by the connection itself (given back when the connection closes).
-//!
-//! A request drives its connection in its own task: it takes an idle connection (or
-//! opens one), and polls hyper's connection and its own exchange together until the
-//! answer's body is in, then puts the connection back. hyper's pooled client instead
-//! runs each connection in a task of its own and hands every request over to it and the
-//! answer back, which on a stadium's crowd (tens of thousands of requests a second on
-//! the machine under test) cost about a quarter of the generator's CPU.
+//! held by the connection itself (given back when the connection closes). The second is
+//! what makes the bound hold: a pooled client opens a fresh connection when a request
+//! finds no idle one, even while another is about to come back to the pool.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
-use futures::FutureExt;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper::header::{HOST, HeaderValue};
+use http_body_util::Full;
+use hyper::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
-use hyper::{Request, Response, Uri};
-use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::rt::TokioIo;
-use parking_lot::Mutex;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tower::{Service, ServiceExt};
+use tower::Service;
 
 /// The bound when none is given.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 2_000;
@@ -40,7 +33,13 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 2_000;
 /// database and the report's files.
 pub const FD_MARGIN: u64 = 256;
 
+/// How long an idle connection stays in the pool.
+const IDLE: Duration = Duration::from_secs(30);
+
 type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// A target's pooled HTTP/1.1 client.
+pub type Http = Client<HttpsConnector<Bounded>, Full<Bytes>>;
 
 /// `wanted`, lowered to what the process may open (its RLIMIT_NOFILE less a margin).
 pub fn bound(wanted: u32) -> u32 {
@@ -85,16 +84,16 @@ pub fn lanes(targets: &[String], max: u32) -> anyhow::Result<Vec<Lane>> {
     let lanes = targets.iter().enumerate().map(|(i, base)| {
         let share = max / n + u32::from((i as u32) < max % n);
         let crowd = if i == 0 { share - 1 } else { share };
-        Ok(Lane {
+        Lane {
             base: base.clone(),
-            client: client(base, tls.clone(), share)?,
+            client: client(tls.clone(), share),
             slots: Semaphore::new(crowd as usize),
-        })
+        }
     });
-    lanes.collect()
+    Ok(lanes.collect())
 }
 
-fn client(base: &str, tls: rustls::ClientConfig, sockets: u32) -> anyhow::Result<Http> {
+fn client(tls: rustls::ClientConfig, sockets: u32) -> Http {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -107,125 +106,11 @@ fn client(base: &str, tls: rustls::ClientConfig, sockets: u32) -> anyhow::Result
         .https_or_http()
         .enable_http1()
         .wrap_connector(bounded);
-    let uri: Uri = base.parse()?;
-    let host = uri
-        .authority()
-        .ok_or_else(|| anyhow::anyhow!("the target {base} names no host"))?;
-    Ok(Http {
-        host: HeaderValue::from_str(host.as_str())?,
-        uri,
-        connector,
-        idle: Mutex::new(Vec::with_capacity(sockets as usize)),
-    })
-}
-
-type Io = MaybeHttpsStream<Counted<TokioIo<TcpStream>>>;
-
-/// A target's keep-alive HTTP/1.1 connections, each driven by the request using it.
-pub struct Http {
-    /// The target (scheme and authority) connections are opened to.
-    uri: Uri,
-    /// Its `Host` header: requests are sent in origin form.
-    host: HeaderValue,
-    connector: HttpsConnector<Bounded>,
-    /// Connections between requests, the last one back first.
-    idle: Mutex<Vec<Conn>>,
-}
-
-/// One connection: hyper's sender and the connection it feeds, which only the request
-/// using it polls.
-struct Conn {
-    sender: http1::SendRequest<Full<Bytes>>,
-    conn: Pin<Box<http1::Connection<Io, Full<Bytes>>>>,
-}
-
-/// How one exchange on a connection ended.
-enum Exchange {
-    Answered(Response<Bytes>),
-    /// The connection was closed before the request went out: it can go on another.
-    NotSent(Request<Full<Bytes>>, Error),
-    Failed(Error),
-}
-
-impl Http {
-    /// `req` (origin form; its `Host` is set here) and its whole answer. A request the
-    /// server's closing of an idle connection kept from going out goes on another.
-    pub async fn request(&self, mut req: Request<Full<Bytes>>) -> Result<Response<Bytes>, Error> {
-        req.headers_mut().insert(HOST, self.host.clone());
-        for _ in 0..4 {
-            let reused = self.take_idle();
-            let fresh = reused.is_none();
-            let mut c = match reused {
-                Some(c) => c,
-                None => self.connect().await?,
-            };
-            let (answer, open) = exchange(&mut c, req).await;
-            if open && !c.sender.is_closed() {
-                self.idle.lock().push(c);
-            }
-            match answer {
-                Exchange::Answered(res) => return Ok(res),
-                // An idle connection the server closed as it was taken.
-                Exchange::NotSent(again, _) if !fresh => req = again,
-                Exchange::NotSent(_, e) | Exchange::Failed(e) => return Err(e),
-            }
-        }
-        Err("no connection would take the request".into())
-    }
-
-    /// An idle connection the server has not closed, if there is one.
-    fn take_idle(&self) -> Option<Conn> {
-        loop {
-            let mut c = self.idle.lock().pop()?;
-            // One poll reads a close the server sent while the connection sat idle.
-            if c.conn.as_mut().now_or_never().is_none() && !c.sender.is_closed() {
-                return Some(c);
-            }
-        }
-    }
-
-    async fn connect(&self) -> Result<Conn, Error> {
-        let io = self.connector.clone().oneshot(self.uri.clone()).await?;
-        let (sender, conn) = http1::handshake(io).await?;
-        Ok(Conn {
-            sender,
-            conn: Box::pin(conn),
-        })
-    }
-}
-
-/// Sends `req` on `c` and reads the whole answer, polling the connection meanwhile;
-/// also whether the connection is still open after it.
-async fn exchange(c: &mut Conn, req: Request<Full<Bytes>>) -> (Exchange, bool) {
-    let Conn { sender, conn } = c;
-    let ask = async {
-        if let Err(e) = sender.ready().await {
-            return Exchange::NotSent(req, e.into());
-        }
-        let res = match sender.try_send_request(req).await {
-            Ok(res) => res,
-            Err(mut e) => {
-                return match e.take_message() {
-                    Some(req) => Exchange::NotSent(req, e.into_error().into()),
-                    None => Exchange::Failed(e.into_error().into()),
-                };
-            }
-        };
-        let (parts, body) = res.into_parts();
-        match body.collect().await {
-            Ok(b) => Exchange::Answered(Response::from_parts(parts, b.to_bytes())),
-            Err(e) => Exchange::Failed(e.into()),
-        }
-    };
-    tokio::pin!(ask);
-    let mut open = true;
-    loop {
-        tokio::select! {
-            answer = &mut ask => return (answer, open),
-            // The connection ended (closed, or broken): the exchange hears of it next.
-            _ = conn.as_mut(), if open => open = false,
-        }
-    }
+    Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(IDLE)
+        .pool_max_idle_per_host(sockets as usize)
+        .build(connector)
 }
 
 /// The machine's trusted roots when a target speaks TLS; none needed otherwise.
@@ -333,72 +218,6 @@ mod tests {
             }
             None => assert_eq!(bound(u32::MAX), u32::MAX),
         }
-    }
-
-    /// A loopback server answering `ok` to every request on a connection, closing each
-    /// connection after `per_conn` answers; counts the connections it accepted.
-    async fn server(per_conn: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let count = accepted.clone();
-        tokio::spawn(async move {
-            while let Ok((mut sock, _)) = listener.accept().await {
-                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 1024];
-                    for _ in 0..per_conn {
-                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match sock.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        buf.clear();
-                        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                        if sock.write_all(ok).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        (base, accepted)
-    }
-
-    async fn get(http: &Http) -> Result<Response<Bytes>, Error> {
-        let req = Request::get("/").body(Full::new(Bytes::new())).unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(5), http.request(req))
-            .await
-            .expect("an answer within 5 s")
-    }
-
-    #[tokio::test]
-    async fn one_connection_carries_request_after_request() {
-        let (base, accepted) = server(usize::MAX).await;
-        let http = client(&base, tls(std::slice::from_ref(&base)).unwrap(), 4).unwrap();
-        for _ in 0..5 {
-            let res = get(&http).await.expect("an answer");
-            assert_eq!(res.body().as_ref(), b"ok");
-        }
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
-    }
-
-    /// The server closes every connection after one answer, with no word of it in the
-    /// answer: the next request must not be lost on the closed connection.
-    #[tokio::test]
-    async fn a_connection_the_server_closed_while_idle_is_not_used_again() {
-        let (base, accepted) = server(1).await;
-        let http = client(&base, tls(std::slice::from_ref(&base)).unwrap(), 4).unwrap();
-        for _ in 0..5 {
-            let res = get(&http).await.expect("an answer on a fresh connection");
-            assert_eq!(res.body().as_ref(), b"ok");
-            // The close reaches the client before the next request.
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 5);
     }
 
     #[tokio::test]
