@@ -48,7 +48,7 @@ pub fn page(r: &Report) -> String {
     h
 }
 
-/// The best minute and the best 10 seconds of sales, in words.
+/// The best minute and the best 10 seconds of sales, and the sale's own pace, in words.
 fn pace(s: &super::report::Sold) -> String {
     let one = |p: &super::report::Pace| {
         format!(
@@ -56,8 +56,14 @@ fn pace(s: &super::report::Sold) -> String {
             p.seats, p.orders, p.from_s, p.orders_per_min
         )
     };
+    let sale = s.sale.as_ref().map_or(String::new(), |p| {
+        format!(
+            "; from 10 % to 80 % sold: {} seats in {:.1} s from {:.1} s, {:.0} orders a minute",
+            p.seats, p.window_s, p.from_s, p.orders_per_min
+        )
+    });
     match (&s.best_minute, &s.best_10_s) {
-        (Some(m), Some(t)) => format!("best minute: {}; best 10 s: {}", one(m), one(t)),
+        (Some(m), Some(t)) => format!("best minute: {}; best 10 s: {}{sale}", one(m), one(t)),
         _ => "nothing sold".into(),
     }
 }
