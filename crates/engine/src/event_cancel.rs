@@ -144,8 +144,9 @@ impl Engine {
         }
         self.return_cancelled_seats(&claimed).await?;
         let via = &*self.recovery_payments;
-        let back = futures::stream::iter(claimed)
-            .map(|o| async move {
+        let claims = claimed.len();
+        let back = self
+            .count_in_flight(claimed, |o| async move {
                 match self.give_money_back(&o, via).await {
                     Ok(back) => back,
                     Err(e) => {
@@ -154,16 +155,9 @@ impl Engine {
                     }
                 }
             })
-            .buffer_unordered(in_flight)
-            .collect::<Vec<bool>>()
             .await;
-        for b in back {
-            if b {
-                counts.returned += 1;
-            } else {
-                counts.pending += 1;
-            }
-        }
+        counts.returned += back as u64;
+        counts.pending += (claims - back) as u64;
         Ok(counts)
     }
 

@@ -53,10 +53,25 @@ impl Engine {
     /// Settles a page's orders, as many at once as the sweep may have provider calls in
     /// flight; returns how many moved.
     async fn settle_page(&self, page: Vec<Order>, now: Millis) -> usize {
-        futures::stream::iter(page)
-            .map(|order| self.attempt(order, now))
+        self.count_in_flight(page, |order| self.attempt(order, now))
+            .await
+    }
+
+    /// Runs `step` on each of `items`, as many at once as the sweeps may have provider
+    /// calls in flight (`recovery_in_flight`; the paced door bounds the calls
+    /// themselves); returns how many steps said yes (moved, finished, given back).
+    pub(crate) async fn count_in_flight<T, Fut>(
+        &self,
+        items: Vec<T>,
+        step: impl FnMut(T) -> Fut,
+    ) -> usize
+    where
+        Fut: std::future::Future<Output = bool>,
+    {
+        futures::stream::iter(items)
+            .map(step)
             .buffer_unordered(self.config.recovery_in_flight.max(1))
-            .filter(|moved| std::future::ready(*moved))
+            .filter(|yes| std::future::ready(*yes))
             .count()
             .await
     }

@@ -29,7 +29,6 @@
 
 use boxoffice_domain::exchange::SwapState;
 use boxoffice_domain::{ListingId, Millis, Money, OrderId, SwapId};
-use futures::StreamExt;
 use serde::Serialize;
 
 use super::{ExchangeRefusal, refused};
@@ -213,8 +212,8 @@ impl Engine {
             let full = page.len() == SWEEP_PAGE as usize;
             // As many swaps at once as the sweep may have provider calls in flight: each
             // step of a swap is conditional on its state, so two drivers never both move it.
-            let moved = futures::stream::iter(page)
-                .map(|swap| async move {
+            let moved = self
+                .count_in_flight(page, |swap| async move {
                     let id = swap.id;
                     match self.drive(swap, Driver::Sweep).await {
                         Ok((s, _)) => s.state.is_final(),
@@ -224,9 +223,6 @@ impl Engine {
                         }
                     }
                 })
-                .buffer_unordered(self.config.recovery_in_flight.max(1))
-                .filter(|ended| std::future::ready(*ended))
-                .count()
                 .await;
             done += moved;
             // A full page that moved nothing would be read again as it is.

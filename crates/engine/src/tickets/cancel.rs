@@ -19,7 +19,6 @@
 
 use boxoffice_domain::ticket::{SeatLabel, TicketId};
 use boxoffice_domain::{Millis, Money, OrderId, OrderState};
-use futures::StreamExt;
 use serde::Serialize;
 
 use super::TicketRefusal;
@@ -148,8 +147,7 @@ impl Engine {
             }
         };
         let via = &*self.recovery_payments;
-        futures::stream::iter(page)
-            .map(|c| async move {
+        self.count_in_flight(page, |c| async move {
                 match self.finish_ticket_cancel(&c, via).await {
                     Ok(back) => back,
                     Err(e) => {
@@ -158,9 +156,6 @@ impl Engine {
                     }
                 }
             })
-            .buffer_unordered(self.config.recovery_in_flight.max(1))
-            .filter(|back| std::future::ready(*back))
-            .count()
             .await
     }
 }

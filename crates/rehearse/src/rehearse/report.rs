@@ -123,6 +123,21 @@ pub struct Pace {
     pub orders_per_min: f64,
 }
 
+impl Pace {
+    /// `seats` sold in `window_s` from `from_s`; `tickets_per_order` turns them into
+    /// orders.
+    fn of(from_s: f64, window_s: f64, seats: u64, tickets_per_order: f64) -> Pace {
+        let orders = seats as f64 / tickets_per_order.max(1.0);
+        Pace {
+            from_s,
+            window_s,
+            seats,
+            orders,
+            orders_per_min: orders * 60.0 / window_s,
+        }
+    }
+}
+
 /// The window of `window_s` (between two readings at most that far apart) in which the
 /// hot store's sold count rose most; `tickets_per_order` turns seats into orders.
 pub fn best_window(timeline: &[Point], window_s: f64, tickets_per_order: f64) -> Option<Pace> {
@@ -139,14 +154,7 @@ pub fn best_window(timeline: &[Point], window_s: f64, tickets_per_order: f64) ->
         }
     }
     let (from_s, seats) = best?;
-    let orders = seats as f64 / tickets_per_order.max(1.0);
-    Some(Pace {
-        from_s,
-        window_s,
-        seats,
-        orders,
-        orders_per_min: orders * 60.0 / window_s,
-    })
+    Some(Pace::of(from_s, window_s, seats, tickets_per_order))
 }
 
 /// Seats sold from the first reading at 10 % of `capacity` sold to the first at 80 %;
@@ -161,15 +169,12 @@ pub fn sale_window(timeline: &[Point], capacity: u64, tickets_per_order: f64) ->
     if window_s <= 0.0 {
         return None;
     }
-    let seats = to.sold - from.sold;
-    let orders = seats as f64 / tickets_per_order.max(1.0);
-    Some(Pace {
-        from_s: from.t,
+    Some(Pace::of(
+        from.t,
         window_s,
-        seats,
-        orders,
-        orders_per_min: orders * 60.0 / window_s,
-    })
+        to.sold - from.sold,
+        tickets_per_order,
+    ))
 }
 
 #[derive(Clone, Debug, Serialize)]
