@@ -135,13 +135,22 @@ pub fn eta_s(ahead: u64, rate_per_s: u32) -> u64 {
     ahead.div_ceil(u64::from(rate_per_s.max(1)))
 }
 
-/// The pause to suggest before a waiting buyer asks again: `base_ms` near the front,
-/// a quarter of the buyer's expected wait farther back (a buyer 10 minutes away need
-/// not ask every few seconds; the public stream, or the next answer, tells them sooner
-/// as the line moves), never more than `max_ms`.
-pub fn poll_after_ms(base_ms: u64, max_ms: u64, wait_s: Option<u64>) -> u64 {
-    let quarter = wait_s.map_or(0, |w| w.saturating_mul(1000) / 4);
-    quarter.clamp(base_ms, max_ms.max(base_ms))
+/// The pause to suggest before a waiting buyer asks again, from the earliest moment
+/// their answer can change (`next_change_ms`; `None` when nobody can tell): two thirds
+/// of it, so that the hint's ±20 % jitter and a client's own still ask before that
+/// moment, never less than `base_ms` nor more than `max_ms`. A buyer a minute from the
+/// front who asks every few seconds only hears "waiting" again; the public stream tells
+/// them sooner when the line reaches them.
+pub fn poll_after_ms(base_ms: u64, max_ms: u64, next_change_ms: Option<u64>) -> u64 {
+    let hint = next_change_ms.map_or(0, |ms| ms / 3 * 2);
+    hint.clamp(base_ms, max_ms.max(base_ms))
+}
+
+/// The earliest a buyer with `ahead` positions before theirs can be admitted, in ms: at
+/// `ceiling_per_s`, the fastest the gate may open (the adaptive mode only narrows it),
+/// less `slack_ms` (a batch about to be let in, a view of the line that old).
+pub fn earliest_admission_ms(ahead: u64, ceiling_per_s: u32, slack_ms: u64) -> u64 {
+    (ahead.saturating_mul(1000) / u64::from(ceiling_per_s.max(1))).saturating_sub(slack_ms)
 }
 
 /// `base_ms` spread by ±20 % using `random`, so a million clients polling with the same
@@ -189,14 +198,37 @@ mod tests {
     fn a_buyer_far_back_in_line_is_asked_to_poll_less_often() {
         assert_eq!(poll_after_ms(3_000, 30_000, None), 3_000);
         assert_eq!(poll_after_ms(3_000, 30_000, Some(0)), 3_000);
-        assert_eq!(poll_after_ms(3_000, 30_000, Some(20)), 5_000);
-        assert_eq!(poll_after_ms(3_000, 30_000, Some(400)), 30_000);
+        assert_eq!(poll_after_ms(3_000, 30_000, Some(15_000)), 10_000);
+        assert_eq!(poll_after_ms(3_000, 30_000, Some(400_000)), 30_000);
         assert_eq!(
-            poll_after_ms(3_000, 1_000, Some(400)),
+            poll_after_ms(3_000, 1_000, Some(400_000)),
             3_000,
             "a max below the base"
         );
         assert_eq!(poll_after_ms(3_000, 30_000, Some(u64::MAX)), 30_000);
+    }
+
+    #[test]
+    fn the_earliest_admission_is_at_the_gates_ceiling_less_the_slack() {
+        // 10,000 ahead at 2,000 a second: 5 s, less a 2.5 s batch and view.
+        assert_eq!(earliest_admission_ms(10_000, 2_000, 2_500), 2_500);
+        assert_eq!(earliest_admission_ms(1_000, 2_000, 2_500), 0);
+        assert_eq!(
+            earliest_admission_ms(10, 0, 0),
+            10_000,
+            "no rate reads as 1/s"
+        );
+        assert_eq!(earliest_admission_ms(u64::MAX, 1, 0), u64::MAX);
+        // Asked at the hint's latest (+20 %, then a client's +25 %), a buyer still asks
+        // no later than the earliest moment they could be let in.
+        for ahead in [8_000u64, 20_000, 60_000] {
+            let earliest = earliest_admission_ms(ahead, 2_000, 2_500);
+            let hint = poll_after_ms(0, u64::MAX, Some(earliest));
+            assert!(
+                hint * 6 / 5 * 5 / 4 <= earliest,
+                "{ahead}: {hint} {earliest}"
+            );
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 
-use boxoffice_domain::admission::{eta_s, jittered_poll_ms, poll_after_ms};
+use boxoffice_domain::admission::{earliest_admission_ms, eta_s, jittered_poll_ms, poll_after_ms};
 use boxoffice_domain::human_check::HumanCheck;
 use boxoffice_domain::possession::{Confirmation, Thumbprint};
 use boxoffice_domain::pow;
@@ -297,7 +297,7 @@ impl Engine {
             status,
             position: place.position,
             estimated_wait_s: wait,
-            poll_after_ms: self.poll_hint(wait),
+            poll_after_ms: self.poll_hint(status, place.position, &doc),
         })
     }
 
@@ -391,7 +391,7 @@ impl Engine {
             status,
             position,
             estimated_wait_s: wait,
-            poll_after_ms: self.poll_hint(wait),
+            poll_after_ms: self.poll_hint(status, position, &doc),
             queue_ticket: fresh_ticket,
             admission_token: None,
             admission_expires_at: None,
@@ -500,11 +500,23 @@ impl Engine {
         Ok(())
     }
 
-    /// The pause a waiting buyer is asked to take before polling again (see
+    /// The pause a buyer is asked to take before polling again (see
     /// `admission::poll_after_ms`), jittered so a crowd does not ask in the same second.
-    fn poll_hint(&self, wait_s: Option<u64>) -> u64 {
+    /// A waiting buyer's answer can change no sooner than the gate, at its fastest,
+    /// reaches them; a sold-out line's only when held seats come back, a few at a time
+    /// for the front of the line, whom the public stream tells at once.
+    fn poll_hint(&self, status: WaitStatus, position: Option<u64>, doc: &PublicDoc) -> u64 {
         let c = &self.config;
-        let base = poll_after_ms(c.poll_after_ms, c.max_poll_after_ms, wait_s);
+        let next_change_ms = match (status, position) {
+            (WaitStatus::SoldOut, _) => Some(u64::MAX),
+            (WaitStatus::Waiting, Some(p)) => Some(earliest_admission_ms(
+                p.saturating_sub(doc.state.serving_up_to),
+                doc.ceiling_per_s,
+                c.admission_interval_ms + c.waiting.public_doc_ttl_ms,
+            )),
+            _ => None,
+        };
+        let base = poll_after_ms(c.poll_after_ms, c.max_poll_after_ms, next_change_ms);
         let random = u64::from_le_bytes(
             uuid::Uuid::new_v4().as_bytes()[..8]
                 .try_into()

@@ -20,6 +20,9 @@ pub struct PublicDoc {
     pub event: EventId,
     pub state: QueueState,
     pub rate: CurrentRate,
+    /// The fastest the gate may open: the operator's or the event's rate (the adaptive
+    /// mode only narrows it).
+    pub ceiling_per_s: u32,
     pub built_at: Millis,
     pub etag: String,
     pub body: Bytes,
@@ -82,11 +85,12 @@ impl Engine {
         // Read through `event_settings`, so the rules the node checks joins against
         // are never older than the document that tells buyers what to pass.
         let settings = self.event_settings(event).await?;
+        let configured = settings
+            .control
+            .rate_per_s
+            .unwrap_or(entry.event.sale.admission_rate_per_s);
         let rate = settings.rate.unwrap_or(CurrentRate {
-            rate_per_s: settings
-                .control
-                .rate_per_s
-                .unwrap_or(entry.event.sale.admission_rate_per_s),
+            rate_per_s: configured,
             reason: RateReason::Configured,
         });
         let commitment = settings
@@ -129,6 +133,7 @@ impl Engine {
             event,
             state,
             rate,
+            ceiling_per_s: configured.max(rate.rate_per_s),
             built_at: now,
             etag,
             body: Bytes::from(body),

@@ -138,7 +138,12 @@ async fn the_whole_line_hears_sold_out_at_once_and_admission_resumes_when_holds_
     hold_best(&app, event, &tickets[..25], 4).await;
     app.engine.admit_batch(event).await.unwrap();
     for ticket in tickets.iter().skip(25).step_by(97) {
-        assert_eq!(status(&app, ticket).await["status"], "sold_out");
+        let s = status(&app, ticket).await;
+        assert_eq!(s["status"], "sold_out");
+        // Only held seats coming back can move a sold-out line, and the public stream
+        // tells its front at once: nobody is asked to poll it every few seconds.
+        let ms = s["poll_after_ms"].as_u64().unwrap();
+        assert!((24_000..=36_000).contains(&ms), "{s}");
     }
     let public = public_queue(&app, event).await;
     assert_eq!(
@@ -265,21 +270,42 @@ async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buyer_far_back_in_line_is_asked_to_poll_less_often() {
-    let app = spawn().await;
+    // Batches every 2 s of the node's ticker; the test's clock stands still, so after the
+    // batch below the line does not move.
+    let app = spawn_with(|c| c.engine.admission_interval_ms = 2_000).await;
     let mut slow = spec(1, 10, 0, 4);
     slow.sale.admission_rate_per_s = 10;
     let event = app.create_event(&slow).await;
     let tickets = line_of(&app, event, 1_000).await;
+    app.engine.admit_batch(event).await.unwrap();
+    let served = public_queue(&app, event).await["serving_up_to"]
+        .as_u64()
+        .unwrap();
+    assert!((1..=40).contains(&served), "a batch or two of 20: {served}");
     let front = status(&app, &tickets[0]).await;
+    let middle = status(&app, &tickets[299]).await;
     let back = status(&app, &tickets[999]).await;
-    assert_eq!(back["estimated_wait_s"], 100, "{back}");
-    let (front_ms, back_ms) = (
-        front["poll_after_ms"].as_u64().unwrap(),
-        back["poll_after_ms"].as_u64().unwrap(),
+    assert_eq!(
+        back["estimated_wait_s"],
+        (1_000 - served).div_ceil(10),
+        "{back}"
     );
-    // 3 s near the front; a quarter of 100 s at the back; each ±20 %.
-    assert!((2_400..=3_600).contains(&front_ms), "{front}");
-    assert!((20_000..=30_000).contains(&back_ms), "{back}");
+    let ms = |s: &Value| s["poll_after_ms"].as_u64().unwrap();
+    // 3 s near the front. Farther back, two thirds of the earliest the gate (10 a second)
+    // can reach the buyer, less a batch interval (2 s) and the line's view (0.5 s): with
+    // 40 served, 260 ahead, 23.5 s, so 15.7 s; at the back, the 30 s most. Each ±20 %.
+    let hint = ((300 - served) * 100 - 2_500) / 3 * 2;
+    assert!((2_400..=3_600).contains(&ms(&front)), "{front}");
+    assert!(
+        (hint * 4 / 5..=hint * 6 / 5).contains(&ms(&middle)),
+        "{hint}: {middle}"
+    );
+    assert!((24_000..=36_000).contains(&ms(&back)), "{back}");
+    assert_eq!(
+        public_queue(&app, event).await["serving_up_to"],
+        served,
+        "the line stood still"
+    );
     app.stop().await;
 }
 
