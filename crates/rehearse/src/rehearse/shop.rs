@@ -401,7 +401,10 @@ impl Shopper<'_> {
         })
     }
 
-    /// Presses "approve" on the bank's page, if that page is on this buyer's target.
+    /// Presses "approve" on the bank's page, if that page is on this buyer's target; a
+    /// page that says it is busy (the stand-in bank answers 50 requests a second, the
+    /// rest 429 with Retry-After) is pressed again when it asks, as a person would, up
+    /// to `BANK_TRIES` times.
     async fn approve(&self, url: &str) -> Result<(), Stop> {
         let path = match url.strip_prefix(self.base) {
             Some(p) => p,
@@ -409,17 +412,27 @@ impl Shopper<'_> {
             None => return Ok(()),
         };
         let approve = format!("{path}/approve");
-        let call = Call {
-            method: Method::POST,
-            ..Call::get(Step::Bank, &approve)
-        };
-        let a = self.ctx.api.send(self.base, call).await?;
-        if !(a.ok() || (300..400).contains(&a.status)) {
+        for attempt in 1..=BANK_TRIES {
+            let call = Call {
+                method: Method::POST,
+                ..Call::get(Step::Bank, &approve)
+            };
+            let a = self.ctx.api.send(self.base, call).await?;
+            if a.ok() || (300..400).contains(&a.status) {
+                break;
+            }
             note(&self.ctx.api, Step::Bank, &a);
+            if !retryable(&a) || attempt == BANK_TRIES {
+                break;
+            }
+            backoff(&self.ctx.api, &a, self.profile, attempt).await?;
         }
         Ok(())
     }
 }
+
+/// How often a buyer presses "approve" on a bank page that keeps saying it is busy.
+const BANK_TRIES: u32 = 10;
 
 fn best(section: &str, quantity: u32) -> Value {
     json!({ "best_available": { "section": section, "quantity": quantity } })

@@ -208,6 +208,61 @@ async fn a_crowd_signed_in_ahead_sends_no_sign_in_during_the_run() {
     assert!(report.audit.as_ref().expect("the audit ran").clean);
 }
 
+/// The stand-in bank's page answers 50 requests a second and tells the rest to come back
+/// (429, Retry-After): a crowd paying through 3-D Secure faster than that presses
+/// "approve" again when asked, and every payment settles (before, a buyer told "busy"
+/// left their order waiting, and their seats held, until the run ended).
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn buyers_told_the_bank_page_is_busy_press_again_and_every_payment_settles() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, base, _said, hook) = audited_server(dir.path()).await;
+    let base_settings = settings(base, 400);
+    let s = Settings {
+        seats: 2_000,
+        event_rate_per_s: 1_000,
+        arrivals: Arrivals {
+            buyers: 400,
+            rush_share: 1.0,
+            rush_s: 0.5,
+            tail_tau_s: 0.1,
+            tail_s: 0.1,
+        },
+        mix: Mix {
+            approve: 0.0,
+            three_ds: 1.0,
+            ..every_card_approves(base_settings.mix.clone())
+        },
+        adversaries: Adversaries::default(),
+        signed_in: true,
+        ..base_settings
+    };
+    let report = rehearse::run(&s, Some(hook), std::future::pending())
+        .await
+        .unwrap();
+    eprintln!("buyers {:?}, errors {:?}", report.buyers, report.errors);
+    let busy: u64 = (report.errors.iter())
+        .filter(|(k, _)| k.starts_with("3-D Secure 429"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        busy > 0,
+        "the bank page was never busy: {:?}",
+        report.errors
+    );
+    let outcomes = &report.buyers.outcomes;
+    assert_eq!(outcomes.get("unsettled"), None, "{outcomes:?}");
+    assert!(
+        outcomes.get("bought").copied().unwrap_or(0) >= 300,
+        "{outcomes:?}"
+    );
+    let sold = &report.sold;
+    assert!(
+        sold.hot_store > 0 && sold.by_buyers == sold.hot_store,
+        "{sold:?}"
+    );
+    assert!(report.audit.as_ref().expect("the audit ran").clean);
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
 async fn the_rate_search_converges_below_a_capacity_held_down_on_purpose() {
     let dir = tempfile::tempdir().unwrap();
