@@ -130,6 +130,18 @@ pub fn batch_for_free_units(batch: u64, free: u64, per_free_unit: u32) -> u64 {
     batch.min(free.saturating_mul(u64::from(per_free_unit)))
 }
 
+/// How many times `buyers_per_free_seat` a batch lets in once the seats it admits buyers
+/// for have gone untaken for `untaken_ms`: doubled for every `grace_ms` of it, up to
+/// 2^16. After a line was told "sold out", most of its front has gone away; seats that
+/// come back later would otherwise walk through those left places a few a tick while
+/// the buyers still there wait far behind them.
+pub fn no_show_factor(untaken_ms: i64, grace_ms: i64) -> u32 {
+    if grace_ms <= 0 || untaken_ms < grace_ms {
+        return 1;
+    }
+    1 << (untaken_ms / grace_ms).min(16)
+}
+
 /// Seconds until `ahead` more buyers are admitted at `rate_per_s`.
 pub fn eta_s(ahead: u64, rate_per_s: u32) -> u64 {
     ahead.div_ceil(u64::from(rate_per_s.max(1)))
@@ -229,6 +241,17 @@ mod tests {
                 "{ahead}: {hint} {earliest}"
             );
         }
+    }
+
+    #[test]
+    fn seats_left_untaken_let_in_twice_as_many_buyers_for_every_grace_period() {
+        assert_eq!(no_show_factor(0, 8_000), 1);
+        assert_eq!(no_show_factor(7_999, 8_000), 1);
+        assert_eq!(no_show_factor(8_000, 8_000), 2);
+        assert_eq!(no_show_factor(17_000, 8_000), 4);
+        assert_eq!(no_show_factor(i64::MAX, 8_000), 1 << 16);
+        assert_eq!(no_show_factor(-5, 8_000), 1, "a clock that went back");
+        assert_eq!(no_show_factor(60_000, 0), 1, "no grace, no factor");
     }
 
     #[test]

@@ -66,12 +66,21 @@ impl Engine {
         }
         let mut rate = self.choose_rate(&entry, &settings, now);
         let mut moved = false;
+        let taken = u64::from(counts.sold) + u64::from(counts.held);
         if sold_out {
             rate.reason = RateReason::SoldOut;
+            self.waiting.untaken_for(event, taken, false, 0, now);
         } else if state.serving_up_to < state.queue_length {
             let mut batch =
                 admission::batch_size(rate.rate_per_s, self.config.admission_interval_ms);
             if let Some(per_seat) = settings.rules.buyers_per_free_seat {
+                // Seats left untaken while buyers are let in for them mean the front of
+                // the line went away: let in more per seat, and fewer again as seats go.
+                let binding = admission::batch_for_free_units(batch, free, per_seat) < batch;
+                let grace = self.no_show_grace_ms();
+                let untaken = self.waiting.untaken_for(event, taken, binding, grace, now);
+                let factor = admission::no_show_factor(untaken, grace);
+                let per_seat = per_seat.saturating_mul(factor);
                 let bounded = admission::batch_for_free_units(batch, free, per_seat);
                 if bounded < batch {
                     rate.reason = RateReason::FewSeatsLeft;
@@ -109,6 +118,13 @@ impl Engine {
         self.store_rate(event, &settings, rate).await?;
         self.rebuild_public_doc(event).await?;
         Ok(moved)
+    }
+
+    /// How long admitted buyers have to take the seats they were let in for before a
+    /// line bound by `buyers_per_free_seat` lets in twice as many per seat: twice the
+    /// pause a buyer near the front is asked to take between polls.
+    fn no_show_grace_ms(&self) -> i64 {
+        i64::try_from(self.config.poll_after_ms.saturating_mul(2)).unwrap_or(i64::MAX)
     }
 
     /// Recomputes and publishes the rate without admitting anyone.

@@ -49,6 +49,9 @@ pub struct WaitingRoom {
     /// Per event: (when, serving_up_to, finished) at each tick, for the active-shopper
     /// estimate over the admission token's lifetime.
     log: Mutex<HashMap<EventId, VecDeque<Mark>>>,
+    /// Per event: seats taken (sold + held) at the last batch, and since when the seats a
+    /// few-seats-left line admits for count as untaken (`untaken_for`).
+    untaken: Mutex<HashMap<EventId, (u64, Millis)>>,
 }
 
 /// Marks kept per event: far more than one token lifetime of ticks.
@@ -68,6 +71,32 @@ impl WaitingRoom {
             entries.pop_front();
         }
         entries.push_back((now, serving, finished));
+    }
+
+    /// How long (ms) the seats a line bound by `buyers_per_free_seat` admits buyers for
+    /// count as untaken: the time since the bound began to bind (`binding` false starts
+    /// the count again: the bound did not bind, or nothing was free to admit for), less
+    /// one `grace_ms` each time `taken` (sold + held) rose since the last batch. A take
+    /// halves the buyers let in per seat rather than undoing the doubling: in a line
+    /// whose front went away, the few buyers still there take seats now and then, and
+    /// each take would otherwise send the line back to walking a few places a tick.
+    pub(crate) fn untaken_for(
+        &self,
+        event: EventId,
+        taken: u64,
+        binding: bool,
+        grace_ms: i64,
+        now: Millis,
+    ) -> i64 {
+        let mut untaken = self.untaken.lock();
+        let (last, since) = untaken.entry(event).or_insert((taken, now));
+        if !binding {
+            *since = now;
+        } else if taken > *last {
+            *since = Millis(since.0.saturating_add(grace_ms).min(now.0));
+        }
+        *last = taken;
+        now.0.saturating_sub(since.0).max(0)
     }
 
     /// Shoppers admitted within `window_ms` before `now` who have not finished.

@@ -268,6 +268,63 @@ async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
     app.stop().await;
 }
 
+/// Seats that come back to a line whose front went away (told "sold out", they left):
+/// with `buyers_per_free_seat`, the buyers let in for them never take them, so every
+/// grace period (twice the 3 s poll pause) of seats left untaken doubles the buyers let
+/// in per seat, and each batch in which seats were taken halves it again.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seats_nobody_takes_let_in_more_buyers_per_seat_and_fewer_again_as_seats_go() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let rules = json!({"buyers_per_free_seat": 1});
+    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tickets = line_of(&app, event, 300).await;
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(
+        served(&app, &tickets).await,
+        10,
+        "one buyer for each of 10 seats"
+    );
+    later(&app, 1_000);
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(
+        served(&app, &tickets).await,
+        20,
+        "untaken for 1 s: as many again"
+    );
+    later(&app, 6_000);
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(
+        served(&app, &tickets).await,
+        40,
+        "untaken for 7 s: two a seat"
+    );
+    later(&app, 6_000);
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(
+        served(&app, &tickets).await,
+        80,
+        "untaken for 13 s: four a seat"
+    );
+
+    // The 80th buyer takes one: 9 seats left, and a take halves the buyers let in per
+    // seat (untaken for 14 s less one grace period: two a seat).
+    hold_best(&app, event, &tickets[79..80], 1).await;
+    later(&app, 1_000);
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(served(&app, &tickets).await, 98);
+    // Two more takes, a batch apart: 7 seats left, back to one buyer each.
+    hold_best(&app, event, &tickets[80..81], 1).await;
+    app.engine.admit_batch(event).await.unwrap();
+    hold_best(&app, event, &tickets[81..82], 1).await;
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(served(&app, &tickets).await, 98 + 8 + 7);
+    let public = public_queue(&app, event).await;
+    assert_eq!(public["rate_reason"], "few_seats_left", "{public}");
+    app.stop().await;
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buyer_far_back_in_line_is_asked_to_poll_less_often() {
     // Batches every 2 s of the node's ticker; the test's clock stands still, so after the
