@@ -152,13 +152,7 @@ impl Engine {
 
     fn choose_rate(&self, entry: &EventEntry, s: &EventSettings, now: Millis) -> CurrentRate {
         use crate::waiting::AdmissionMode;
-        let (base, base_reason) = match s.control.rate_per_s {
-            Some(r) => (r, RateReason::OperatorOverride),
-            None => (
-                entry.event.sale.admission_rate_per_s,
-                RateReason::Configured,
-            ),
-        };
+        let (base, base_reason) = s.base_rate(entry.event.sale.admission_rate_per_s);
         if s.control.mode == AdmissionMode::Fixed {
             return CurrentRate {
                 rate_per_s: base,

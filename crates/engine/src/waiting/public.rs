@@ -85,10 +85,7 @@ impl Engine {
         // Read through `event_settings`, so the rules the node checks joins against
         // are never older than the document that tells buyers what to pass.
         let settings = self.event_settings(event).await?;
-        let configured = settings
-            .control
-            .rate_per_s
-            .unwrap_or(entry.event.sale.admission_rate_per_s);
+        let (configured, _) = settings.base_rate(entry.event.sale.admission_rate_per_s);
         let rate = settings.rate.unwrap_or(CurrentRate {
             rate_per_s: configured,
             reason: RateReason::Configured,

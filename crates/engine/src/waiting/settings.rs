@@ -148,6 +148,15 @@ pub(crate) struct EventSettings {
 }
 
 impl EventSettings {
+    /// The rate the gate opens to at most, and why: the operator's override, or the
+    /// event's own `event_rate` (the adaptive mode only narrows it).
+    pub(crate) fn base_rate(&self, event_rate: u32) -> (u32, RateReason) {
+        match self.control.rate_per_s {
+            Some(r) => (r, RateReason::OperatorOverride),
+            None => (event_rate, RateReason::Configured),
+        }
+    }
+
     pub(crate) fn parse(raw: &HashMap<String, String>, default_rules: WaitingRules) -> Self {
         fn get<T: for<'a> Deserialize<'a>>(raw: &HashMap<String, String>, name: &str) -> Option<T> {
             raw.get(name).and_then(|v| serde_json::from_str(v).ok())

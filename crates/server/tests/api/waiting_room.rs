@@ -219,6 +219,13 @@ async fn hold_best(app: &TestApp, event: EventId, tickets: &[String], quantity: 
     }
 }
 
+/// How far the line is served after `ms` more on the clock and one admission batch.
+async fn admitted_after(app: &TestApp, event: EventId, tickets: &[String], ms: i64) -> usize {
+    later(app, ms);
+    app.engine.admit_batch(event).await.unwrap();
+    served(app, tickets).await
+}
+
 /// How far the line is served: the index of the first ticket still waiting.
 async fn served(app: &TestApp, tickets: &[String]) -> usize {
     let mut waiting = Vec::new();
@@ -286,24 +293,18 @@ async fn seats_nobody_takes_let_in_more_buyers_per_seat_and_fewer_again_as_seats
         10,
         "one buyer for each of 10 seats"
     );
-    later(&app, 1_000);
-    app.engine.admit_batch(event).await.unwrap();
     assert_eq!(
-        served(&app, &tickets).await,
+        admitted_after(&app, event, &tickets, 1_000).await,
         20,
         "untaken for 1 s: as many again"
     );
-    later(&app, 6_000);
-    app.engine.admit_batch(event).await.unwrap();
     assert_eq!(
-        served(&app, &tickets).await,
+        admitted_after(&app, event, &tickets, 6_000).await,
         40,
         "untaken for 7 s: two a seat"
     );
-    later(&app, 6_000);
-    app.engine.admit_batch(event).await.unwrap();
     assert_eq!(
-        served(&app, &tickets).await,
+        admitted_after(&app, event, &tickets, 6_000).await,
         80,
         "untaken for 13 s: four a seat"
     );
@@ -311,9 +312,7 @@ async fn seats_nobody_takes_let_in_more_buyers_per_seat_and_fewer_again_as_seats
     // The 80th buyer takes one: 9 seats left, and a take halves the buyers let in per
     // seat (untaken for 14 s less one grace period: two a seat).
     hold_best(&app, event, &tickets[79..80], 1).await;
-    later(&app, 1_000);
-    app.engine.admit_batch(event).await.unwrap();
-    assert_eq!(served(&app, &tickets).await, 98);
+    assert_eq!(admitted_after(&app, event, &tickets, 1_000).await, 98);
     // Two more takes, a batch apart: 7 seats left, back to one buyer each.
     hold_best(&app, event, &tickets[80..81], 1).await;
     app.engine.admit_batch(event).await.unwrap();
