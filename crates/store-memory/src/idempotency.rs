@@ -78,6 +78,8 @@ pub struct MemoryIdempotency {
     retention_ms: i64,
     /// Names records and fingerprints requests.
     digests: Keyed,
+    /// This store's tag on the names it gives keys (`ReplayKey::named_by`).
+    tag: u64,
 }
 
 impl Default for MemoryIdempotency {
@@ -103,15 +105,18 @@ impl MemoryIdempotency {
             per_shard: (max_records / SHARDS).max(1),
             retention_ms,
             digests: Keyed::random(),
+            tag: rand::random(),
         }
     }
 
     /// The record's name: the scope's length goes first, so that scope "a:b" + key
     /// "c" and scope "a" + key "b:c" cannot meet.
     fn id(&self, key: &ReplayKey) -> Id {
-        let scope = key.scope().as_bytes();
-        let len = (scope.len() as u64).to_le_bytes();
-        self.digests.digest(&[&len, scope, key.key().as_bytes()])
+        key.named_by(self.tag, |key| {
+            let scope = key.scope().as_bytes();
+            let len = (scope.len() as u64).to_le_bytes();
+            self.digests.digest(&[&len, scope, key.key().as_bytes()])
+        })
     }
 
     fn shard(&self, id: &Id) -> &Mutex<Inner> {

@@ -106,6 +106,9 @@ pub struct ReplayKey {
     scope: String,
     key: String,
     id: OnceLock<[u8; 16]>,
+    /// A store's own name for the key and the tag of the store that made it
+    /// (`named_by`).
+    own: OnceLock<(u64, [u8; 16])>,
 }
 
 impl PartialEq for ReplayKey {
@@ -122,6 +125,7 @@ impl ReplayKey {
             scope: scope.into(),
             key: key.into(),
             id: OnceLock::new(),
+            own: OnceLock::new(),
         }
     }
 
@@ -146,6 +150,22 @@ impl ReplayKey {
             id.copy_from_slice(&digest[..16]);
             id
         })
+    }
+
+    /// The name a store that names records its own way gives this key, made by `name`
+    /// once per key and store: a request's `begin` and `finish` ask for it in turn. A
+    /// store passes a `tag` of its own (drawn at random), so a name made by another
+    /// store is never taken for its own.
+    pub fn named_by(&self, tag: u64, name: impl FnOnce(&ReplayKey) -> [u8; 16]) -> [u8; 16] {
+        if let Some(&(by, id)) = self.own.get()
+            && by == tag
+        {
+            return id;
+        }
+        let id = name(self);
+        // Kept by the first store to ask only.
+        let _ = self.own.set((tag, id));
+        id
     }
 }
 
@@ -280,6 +300,33 @@ mod tests {
         h.update(b"buyer:1k-1");
         assert_eq!(key.id()[..], h.finalize()[..16]);
         assert_eq!((key.scope(), key.key()), ("buyer:1", "k-1"));
+    }
+
+    #[test]
+    fn a_stores_own_name_for_a_key_is_made_once_and_never_handed_to_another_store() {
+        let key = ReplayKey::new("buyer:1", "k-1");
+        let made = std::cell::Cell::new(0);
+        let name = |byte: u8| {
+            let made = &made;
+            move |_: &ReplayKey| {
+                made.set(made.get() + 1);
+                [byte; 16]
+            }
+        };
+        assert_eq!(key.named_by(7, name(1)), [1; 16]);
+        assert_eq!(
+            key.named_by(7, name(2)),
+            [1; 16],
+            "kept for the store that made it"
+        );
+        assert_eq!(made.get(), 1);
+        assert_eq!(
+            key.named_by(8, name(3)),
+            [3; 16],
+            "another store names it its own way"
+        );
+        assert_eq!(key.named_by(8, name(4)), [4; 16]);
+        assert_eq!(made.get(), 3);
     }
 
     #[test]
