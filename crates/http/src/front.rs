@@ -25,6 +25,7 @@ use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
 use crate::edge::{Edge, InFlight};
+use crate::observe::Latencies;
 use crate::openapi::Doc;
 use crate::routes::RouteClass;
 use crate::trace;
@@ -34,6 +35,7 @@ use crate::trace;
 #[derive(Clone)]
 pub(crate) struct Front<S> {
     route: &'static str,
+    latencies: Arc<Latencies>,
     admit: Option<Admit>,
     inner: S,
 }
@@ -52,6 +54,7 @@ impl<S> Front<S> {
     pub(crate) fn route(route: &'static str, admit: Admit, inner: S) -> Self {
         Front {
             route,
+            latencies: Arc::new(Latencies::new(route)),
             admit: Some(admit),
             inner,
         }
@@ -62,6 +65,7 @@ impl<S> Front<S> {
     pub(crate) fn observed(route: &'static str, inner: S) -> Self {
         Front {
             route,
+            latencies: Arc::new(Latencies::new(route)),
             admit: None,
             inner,
         }
@@ -113,7 +117,7 @@ where
         });
         Answer {
             work: work.instrument(span),
-            route: self.route,
+            latencies: self.latencies.clone(),
             checked: self.admit.as_ref().map(|a| (a.class, a.doc)),
             method,
             started,
@@ -127,7 +131,7 @@ pin_project! {
     pub(crate) struct Answer<F> {
         #[pin]
         work: Instrumented<Work<F>>,
-        route: &'static str,
+        latencies: Arc<Latencies>,
         checked: Option<(RouteClass, &'static Doc)>,
         method: Method,
         started: Instant,
@@ -156,7 +160,7 @@ where
             .unwrap_or(HeaderValue::from_static("unknown"));
         Poll::Ready(Ok(trace::finish(
             span,
-            this.route,
+            this.latencies,
             this.method,
             *this.started,
             id,

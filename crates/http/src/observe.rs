@@ -4,7 +4,6 @@
 //! histogram handles are cached so a request costs one read-locked lookup and one
 //! atomic update, not a registry search with freshly allocated label strings.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -26,12 +25,48 @@ use crate::error::Failure;
 use crate::openapi::Doc;
 use crate::routes::RouteClass;
 
-/// route → (method, status) → histogram; two levels so a lookup borrows the route.
-type Handles = HashMap<String, HashMap<(Method, StatusCode), Histogram>>;
+/// One route's latency histograms by (method, status), each made once: the route's
+/// `Front` owns them, so a request finds its handle by scanning the few its route has
+/// answered with (a method and a status compared), not by hashing the route's text in
+/// a map shared by every route.
+pub(crate) struct Latencies {
+    route: &'static str,
+    seen: RwLock<Vec<(Method, StatusCode, Histogram)>>,
+}
 
-fn handles() -> &'static RwLock<Handles> {
-    static HANDLES: OnceLock<RwLock<Handles>> = OnceLock::new();
-    HANDLES.get_or_init(Default::default)
+impl Latencies {
+    pub(crate) fn new(route: &'static str) -> Latencies {
+        Latencies {
+            route,
+            seen: RwLock::default(),
+        }
+    }
+
+    fn record(&self, method: &Method, status: StatusCode, seconds: f64) {
+        let method = method_label(method);
+        let found = |seen: &[(Method, StatusCode, Histogram)]| {
+            seen.iter()
+                .find(|(m, s, _)| *s == status && m == method)
+                .map(|(_, _, h)| h.clone())
+        };
+        if let Some(h) = found(&self.seen.read()) {
+            h.record(seconds);
+            return;
+        }
+        // Bounded: methods are HTTP's nine and `OTHER`, a route's statuses are few.
+        let mut seen = self.seen.write();
+        let h = found(&seen).unwrap_or_else(|| {
+            let labels = [
+                ("route", self.route.to_owned()),
+                ("method", method.as_str().to_owned()),
+                ("status", status.as_str().to_owned()),
+            ];
+            let h = metrics::histogram!("boxoffice_http_request_duration_seconds", &labels);
+            seen.push((method.clone(), status, h.clone()));
+            h
+        });
+        h.record(seconds);
+    }
 }
 
 /// The method as labelled: one of HTTP's own, or `OTHER` for any a client made up, so
@@ -50,32 +85,6 @@ fn method_label(method: &Method) -> &Method {
         | Method::TRACE => method,
         _ => OTHER.get_or_init(|| Method::from_bytes(b"OTHER").expect("a valid method")),
     }
-}
-
-fn record(route: &str, method: &Method, status: StatusCode, seconds: f64) {
-    let method = method_label(method);
-    if let Some(h) = handles()
-        .read()
-        .get(route)
-        .and_then(|m| m.get(&(method.clone(), status)))
-    {
-        h.record(seconds);
-        return;
-    }
-    let labels = [
-        ("route", route.to_owned()),
-        ("method", method.as_str().to_owned()),
-        ("status", status.as_str().to_owned()),
-    ];
-    let h = metrics::histogram!("boxoffice_http_request_duration_seconds", &labels);
-    h.record(seconds);
-    // Bounded: routes are the router's, methods are HTTP's nine and `OTHER`, statuses
-    // are few.
-    handles()
-        .write()
-        .entry(route.to_owned())
-        .or_default()
-        .insert((method.clone(), status), h);
 }
 
 /// Debug builds (every test run) refuse to answer with an error code the route's
@@ -97,9 +106,14 @@ pub(crate) fn undocumented(doc: &Doc, class: RouteClass, res: &Response) {
 /// rejections axum makes itself (e.g. a body over the limit), so every error a client
 /// sees has a code. Called as the request is answered (`front`), the one middleware that
 /// wraps every route.
-pub(crate) fn observe(route: &str, method: &Method, started: Instant, res: Response) -> Response {
+pub(crate) fn observe(
+    latencies: &Latencies,
+    method: &Method,
+    started: Instant,
+    res: Response,
+) -> Response {
     let status = res.status();
-    record(route, method, status, started.elapsed().as_secs_f64());
+    latencies.record(method, status, started.elapsed().as_secs_f64());
     let is_json = res
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
@@ -195,17 +209,46 @@ mod tests {
 
     #[test]
     fn made_up_methods_share_one_latency_series_per_route_and_status() {
-        let route = "/test/made-up-methods";
+        let latencies = Latencies::new("/test/made-up-methods");
         for i in 0..200 {
             let method = Method::from_bytes(format!("MADEUP{i}").as_bytes()).unwrap();
-            record(route, &method, StatusCode::METHOD_NOT_ALLOWED, 0.001);
+            latencies.record(&method, StatusCode::METHOD_NOT_ALLOWED, 0.001);
         }
-        record(route, &Method::GET, StatusCode::METHOD_NOT_ALLOWED, 0.001);
-        let kept = handles().read()[route].len();
+        latencies.record(&Method::GET, StatusCode::METHOD_NOT_ALLOWED, 0.001);
+        let kept = latencies.seen.read().len();
         assert_eq!(
             kept, 2,
             "one series for GET and one for every made-up method"
         );
+    }
+
+    #[test]
+    fn each_route_method_and_status_counts_in_a_series_of_its_own() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let (holds, orders) = (Latencies::new("/v1/holds"), Latencies::new("/v1/orders"));
+        metrics::with_local_recorder(&recorder, || {
+            for _ in 0..3 {
+                holds.record(&Method::POST, StatusCode::CREATED, 0.002);
+            }
+            holds.record(&Method::POST, StatusCode::CONFLICT, 0.001);
+            orders.record(&Method::POST, StatusCode::CREATED, 0.004);
+        });
+        let text = handle.render();
+        let count = |labels: &str| {
+            let series = format!("boxoffice_http_request_duration_seconds_count{{{labels}}} ");
+            let line = text.lines().find(|l| l.starts_with(&series));
+            line.map(|l| l[series.len()..].to_owned())
+        };
+        let both = |route: &str, status: &str| {
+            count(&format!(
+                "route=\"{route}\",method=\"POST\",status=\"{status}\""
+            ))
+        };
+        assert_eq!(both("/v1/holds", "201").as_deref(), Some("3"), "{text}");
+        assert_eq!(both("/v1/holds", "409").as_deref(), Some("1"), "{text}");
+        assert_eq!(both("/v1/orders", "201").as_deref(), Some("1"), "{text}");
+        assert_eq!(holds.seen.read().len(), 2);
     }
 
     const DOC: Doc = Doc {

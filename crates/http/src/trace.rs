@@ -11,6 +11,7 @@ use std::time::Instant;
 use tracing::Span;
 
 use crate::error::Failure;
+use crate::observe::Latencies;
 
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -33,13 +34,13 @@ pub(crate) fn span(method: &Method, route: &'static str, id: &HeaderValue) -> Sp
 /// span, its failure logged there once, and its request id echoed.
 pub(crate) fn finish(
     span: &Span,
-    route: &'static str,
+    latencies: &Latencies,
     method: &Method,
     started: Instant,
     id: HeaderValue,
     answered: Response,
 ) -> Response {
-    let mut res = crate::observe::observe(route, method, started, answered);
+    let mut res = crate::observe::observe(latencies, method, started, answered);
     let status = res.status();
     span.record("status", status.as_u16());
     if let Some(f) = res.extensions_mut().remove::<Failure>() {
