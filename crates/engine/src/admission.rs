@@ -69,16 +69,17 @@ impl Engine {
         let taken = u64::from(counts.sold) + u64::from(counts.held);
         if sold_out {
             rate.reason = RateReason::SoldOut;
-            self.waiting.untaken_for(event, taken, false, 0, now);
+            self.waiting.untaken_for(event, taken, 0, false, 0, now);
         } else if state.serving_up_to < state.queue_length {
             let mut batch =
                 admission::batch_size(rate.rate_per_s, self.config.admission_interval_ms);
             if let Some(per_seat) = settings.rules.buyers_per_free_seat {
                 // Seats left untaken while buyers are let in for them mean the front of
-                // the line went away: let in more per seat, and fewer again as seats go.
+                // the line went away: let in more per seat, and fewer again once half
+                // the seats let in for have gone.
                 let binding = admission::batch_for_free_units(batch, free, per_seat) < batch;
                 let grace = self.no_show_grace_ms();
-                let untaken = self.waiting.untaken_for(event, taken, binding, grace, now);
+                let untaken = (self.waiting).untaken_for(event, taken, free, binding, grace, now);
                 let factor = admission::no_show_factor(untaken, grace);
                 let per_seat = per_seat.saturating_mul(factor);
                 let bounded = admission::batch_for_free_units(batch, free, per_seat);

@@ -49,9 +49,18 @@ pub struct WaitingRoom {
     /// Per event: (when, serving_up_to, finished) at each tick, for the active-shopper
     /// estimate over the admission token's lifetime.
     log: Mutex<HashMap<EventId, VecDeque<Mark>>>,
-    /// Per event: seats taken (sold + held) at the last batch, and since when the seats a
-    /// few-seats-left line admits for count as untaken (`untaken_for`).
-    untaken: Mutex<HashMap<EventId, (u64, Millis)>>,
+    /// Per event: how a few-seats-left line's seats are being taken (`untaken_for`).
+    untaken: Mutex<HashMap<EventId, Untaken>>,
+}
+
+/// What `untaken_for` keeps of an event between batches.
+struct Untaken {
+    /// Seats taken (sold + held) at the last batch.
+    last: u64,
+    /// Since when the seats let in for count as untaken.
+    since: Millis,
+    /// Seats taken since the count was last moved on.
+    taken_since: u64,
 }
 
 /// Marks kept per event: far more than one token lifetime of ticks.
@@ -76,27 +85,39 @@ impl WaitingRoom {
     /// How long (ms) the seats a line bound by `buyers_per_free_seat` admits buyers for
     /// count as untaken: the time since the bound began to bind (`binding` false starts
     /// the count again: the bound did not bind, or nothing was free to admit for), less
-    /// one `grace_ms` each time `taken` (sold + held) rose since the last batch. A take
-    /// halves the buyers let in per seat rather than undoing the doubling: in a line
-    /// whose front went away, the few buyers still there take seats now and then, and
-    /// each take would otherwise send the line back to walking a few places a tick.
+    /// one `grace_ms` each time half of the seats let in for were taken: as many seats
+    /// taken (`taken`, sold + held, rose) since the last such step as are still `free`.
+    /// One grace less halves the buyers let in per seat. A take of a few seats among
+    /// many does not: in a line whose front went away, the few buyers still there take
+    /// a seat now and then, and halving at each take kept the line walking a few places
+    /// a tick while the buyers still there waited far behind.
     pub(crate) fn untaken_for(
         &self,
         event: EventId,
         taken: u64,
+        free: u64,
         binding: bool,
         grace_ms: i64,
         now: Millis,
     ) -> i64 {
         let mut untaken = self.untaken.lock();
-        let (last, since) = untaken.entry(event).or_insert((taken, now));
+        let u = untaken.entry(event).or_insert(Untaken {
+            last: taken,
+            since: now,
+            taken_since: 0,
+        });
         if !binding {
-            *since = now;
-        } else if taken > *last {
-            *since = Millis(since.0.saturating_add(grace_ms).min(now.0));
+            u.since = now;
+            u.taken_since = 0;
+        } else if taken > u.last {
+            u.taken_since += taken - u.last;
+            if u.taken_since >= free.max(1) {
+                u.since = Millis(u.since.0.saturating_add(grace_ms).min(now.0));
+                u.taken_since = 0;
+            }
         }
-        *last = taken;
-        now.0.saturating_sub(since.0).max(0)
+        u.last = taken;
+        now.0.saturating_sub(u.since.0).max(0)
     }
 
     /// Shoppers admitted within `window_ms` before `now` who have not finished.
