@@ -79,7 +79,9 @@ impl Engine {
                 // the seats let in for have gone.
                 let binding = admission::batch_for_free_units(batch, free, per_seat) < batch;
                 let grace = self.no_show_grace_ms();
-                let untaken = (self.waiting).untaken_for(event, taken, free, binding, grace, now);
+                let untaken = self
+                    .waiting
+                    .untaken_for(event, taken, free, binding, grace, now);
                 let factor = admission::no_show_factor(untaken, grace);
                 let per_seat = per_seat.saturating_mul(factor);
                 let bounded = admission::batch_for_free_units(batch, free, per_seat);

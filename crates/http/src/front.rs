@@ -34,7 +34,7 @@ use crate::trace;
 /// and held to the deadline as its class says.
 #[derive(Clone)]
 pub(crate) struct Front<S> {
-    route: &'static str,
+    /// The route's latency series, and its path for the span.
     latencies: Arc<Latencies>,
     admit: Option<Admit>,
     inner: S,
@@ -53,7 +53,6 @@ impl<S> Front<S> {
     /// A route of the table.
     pub(crate) fn route(route: &'static str, admit: Admit, inner: S) -> Self {
         Front {
-            route,
             latencies: Arc::new(Latencies::new(route)),
             admit: Some(admit),
             inner,
@@ -64,7 +63,6 @@ impl<S> Front<S> {
     /// such route, no such method).
     pub(crate) fn observed(route: &'static str, inner: S) -> Self {
         Front {
-            route,
             latencies: Arc::new(Latencies::new(route)),
             admit: None,
             inner,
@@ -88,7 +86,7 @@ where
         let started = Instant::now();
         let id = trace::request_id(req.headers().get(&trace::REQUEST_ID));
         let method = req.method().clone();
-        let span = trace::span(&method, self.route, &id);
+        let span = trace::span(&method, self.latencies.route(), &id);
         let work = span.in_scope(|| match &self.admit {
             None => Work::Free {
                 inner: self.inner.call(req),

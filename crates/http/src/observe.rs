@@ -42,6 +42,11 @@ impl Latencies {
         }
     }
 
+    /// The route's path, as its series and spans are labelled.
+    pub(crate) fn route(&self) -> &'static str {
+        self.route
+    }
+
     fn record(&self, method: &Method, status: StatusCode, seconds: f64) {
         let method = method_label(method);
         let found = |seen: &[(Method, StatusCode, Histogram)]| {

@@ -219,6 +219,19 @@ async fn hold_best(app: &TestApp, event: EventId, tickets: &[String], quantity: 
     }
 }
 
+/// A 10-seat event whose admission follows the seats left (`per_seat` buyers for each),
+/// `n` buyers in its line, and its first batch let in.
+async fn few_seats_line(per_seat: u32, n: usize) -> (TestApp, EventId, Vec<String>) {
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let rules = json!({"buyers_per_free_seat": per_seat});
+    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tickets = line_of(&app, event, n).await;
+    app.engine.admit_batch(event).await.unwrap();
+    (app, event, tickets)
+}
+
 /// How far the line is served after `ms` more on the clock and one admission batch.
 async fn admitted_after(app: &TestApp, event: EventId, tickets: &[String], ms: i64) -> usize {
     later(app, ms);
@@ -242,14 +255,8 @@ async fn served(app: &TestApp, tickets: &[String]) -> usize {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
-    let app = spawn().await;
     // 10 seats, a rate that would let the whole line in at once.
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let rules = json!({"buyers_per_free_seat": 2});
-    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let tickets = line_of(&app, event, 60).await;
-    app.engine.admit_batch(event).await.unwrap();
+    let (app, event, tickets) = few_seats_line(2, 60).await;
     assert_eq!(
         served(&app, &tickets).await,
         20,
@@ -278,16 +285,10 @@ async fn admission_lets_in_no_more_buyers_than_the_seats_left_allow() {
 /// Seats that come back to a line whose front went away (told "sold out", they left):
 /// with `buyers_per_free_seat`, the buyers let in for them never take them, so every
 /// grace period (twice the 3 s poll pause) of seats left untaken doubles the buyers let
-/// in per seat, and each batch in which seats were taken halves it again.
+/// in per seat, and it halves again each time half of the seats let in for are taken.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seats_nobody_takes_let_in_more_buyers_per_seat_and_fewer_again_as_seats_go() {
-    let app = spawn().await;
-    let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let rules = json!({"buyers_per_free_seat": 1});
-    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let tickets = line_of(&app, event, 300).await;
-    app.engine.admit_batch(event).await.unwrap();
+    let (app, event, tickets) = few_seats_line(1, 300).await;
     assert_eq!(
         served(&app, &tickets).await,
         10,
