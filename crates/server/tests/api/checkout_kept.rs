@@ -72,7 +72,7 @@ async fn a_confirmed_checkout_keeps_its_answer_in_the_captures_write() {
     let (_server, base) = BOXOFFICE
         .start(&["--data-dir", dir_arg, "--config", config_arg])
         .await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let buyers = holders(&c, &base, OPERATOR, BUYERS).await;
     // Each checkout's jobs; the fewest, as a write of another kind (an admission tick)
     // may land in any one checkout's window but not in all of them.

@@ -51,7 +51,7 @@ async fn waiting_room_rules_and_the_admission_override_survive_a_kill_and_restar
     let config = write_config(dir.path());
     let args = ["--data-dir", path_str(dir.path()), "--config", &config];
     let (mut server, base) = BOXOFFICE.start(&args).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let spec = serde_json::to_value(crate::common::spec(2, 10, 0, 4)).unwrap();
     let (status, e) = call(
         &c,

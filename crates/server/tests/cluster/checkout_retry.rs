@@ -38,7 +38,7 @@ async fn scenario() {
     let args = argv(&args);
     let (mut doomed, a) = BOXOFFICE.start(&args).await;
     let (_survivor, b) = BOXOFFICE.start(&args).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let buyers = holders(&c, &a, OPERATOR, BUYERS).await;
     let keys: Vec<String> = buyers.iter().map(|_| uuid()).collect();
     let load = {

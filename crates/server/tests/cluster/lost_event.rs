@@ -180,7 +180,7 @@ async fn drift_injected_in_redis_is_repaired_within_one_reconcile_period() {
     );
     let backing = Backing::new(OPERATOR, &extra);
     let (nodes, urls) = start(&backing, 2).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let event = open_event(&c, &urls[0], 2).await;
     assert_eq!(
         buy_one(&c, &urls[1], event, 1).await,

@@ -83,7 +83,7 @@ async fn admitted(
 async fn three_nodes_sharing_postgres_and_redis_sell_exactly_one_hundred_seats_to_two_thousand_buyers()
  {
     let cluster = Arc::new(Cluster::start(3).await);
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let spec = serde_json::to_value(crate::common::spec(10, 10, 0, 4)).unwrap();
     let (status, e) = call(
         &c,

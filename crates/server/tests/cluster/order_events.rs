@@ -24,7 +24,7 @@ async fn three_relaying_nodes_deliver_each_event_once_in_order_per_order() {
     let argv = argv(&args);
     let nodes = join_all((0..3).map(|_| BOXOFFICE.start(&argv))).await;
     let url = |i: usize| nodes[i % nodes.len()].1.clone();
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let receiver = Receiver::start().await;
     receiver.add_to(&c, &url(0), OPERATOR).await;
     let buyers = holders(&c, &url(0), OPERATOR, ORDERS).await;

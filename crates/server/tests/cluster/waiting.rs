@@ -144,7 +144,7 @@ where
 async fn tens_of_thousands_of_joins_racing_through_three_nodes_get_unique_dense_positions() {
     let n = buyers();
     let nodes = Arc::new(Nodes::start(3).await);
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let event = open_event(&c, &nodes).await;
     let started = Instant::now();
     let (cc, nn, keys) = (c.clone(), nodes.clone(), Arc::new(nodes.keys()));

@@ -1,10 +1,23 @@
-//! HTTP steps against a running server: one request with a fresh Idempotency-Key, the
-//! wait for an admission token, and server-sent events read off a stream.
+//! HTTP steps against a running server: a client whose requests cannot hang, one
+//! request with a fresh Idempotency-Key, the wait for an admission token, and
+//! server-sent events read off a stream.
 
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use serde_json::Value;
+
+/// A client for servers under test: a request that gets no answer within 60 s fails
+/// there (a transport error the test reports at that step) instead of holding the test
+/// until its own limit, and a connection is made within 5 s. Not for streams a test
+/// keeps open longer.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .expect("an HTTP client")
+}
 
 /// One request with a fresh Idempotency-Key: (status, body as JSON or Null); a
 /// transport error is status 0.

@@ -175,7 +175,12 @@ pub fn terminate(child: &Child) {
 /// kill -9 of a server at `url`: it exits by SIGKILL and its port refuses connections.
 pub async fn kill_and_check(mut server: Child, url: &str) {
     server.start_kill().expect("the server can be killed");
-    let status = server.wait().await.expect("the server's exit status");
+    let exited = crate::within(
+        Duration::from_secs(30),
+        "the killed server to exit",
+        server.wait(),
+    );
+    let status = exited.await.expect("the server's exit status");
     assert_eq!(
         status.signal(),
         Some(9),

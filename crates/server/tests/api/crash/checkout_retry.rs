@@ -72,7 +72,7 @@ async fn scenario() {
     // A slow provider, and no sweep before the kill: every checkout is mid-flight.
     let slow = config(dir.path(), "slow.toml", 3_600, 3_000);
     let (mut server, base) = start(dir.path(), &slow).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let buyers = holders(&c, &base, OPERATOR, BUYERS).await;
     let keys: Vec<String> = buyers.iter().map(|_| uuid()).collect();
     let load = {

@@ -73,7 +73,7 @@ async fn buyer_with_holds(c: &reqwest::Client, base: &str, event: i64) -> Vec<(S
 
 /// `ORDERS` checkouts whose answer the provider loses after authorizing: 202 each.
 async fn leave_mid_checkout(base: &str) {
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let event = open_event(&c, base).await;
     let holds: Vec<(String, String)> = stream::iter(0..ORDERS / 4)
         .map(|_| buyer_with_holds(&c, base, event))

@@ -94,7 +94,7 @@ async fn a_server_killed_mid_checkout_recovers_to_a_clean_audit() {
         path_str(&config),
     ];
     let (mut server, base) = BOXOFFICE.start(&args).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let event = open_event(&c, &base).await;
     let holders = join_all((0..BUYERS).map(|_| holder(&c, &base, event))).await;
 

@@ -178,7 +178,7 @@ async fn relay_throughput_and_lag() {
     let rate = setting("BOXOFFICE_RELAY_BENCH_RATE", 1_000);
     let relay_ms = setting("BOXOFFICE_RELAY_BENCH_INTERVAL_MS", 500);
     let js = jetstream().await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
 
     // Lag: both sinks up while the orders come in.
     let dir = tempfile::tempdir().unwrap();

@@ -40,14 +40,18 @@ async fn start(dir: &Path, config: &Path) -> (tokio::process::Child, String) {
 
 /// Every order of the buyers, with the buyer's token.
 async fn killed_during_a_load_of_orders(n: usize) {
+    // Where the time went, in the output of a failure (a timeout names only the test).
+    let t0 = std::time::Instant::now();
+    let phase = |what: &str| eprintln!("{:7.1} s  {what}", t0.elapsed().as_secs_f64());
     let dir = tempfile::tempdir().unwrap();
     let stream = TestStream::create().await;
     let file = config(dir.path(), &stream);
     let (server, base) = start(dir.path(), &file).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let receiver = Receiver::start().await;
     receiver.add_to(&c, &base, OPERATOR).await;
     let buyers = holders(&c, &base, OPERATOR, n).await;
+    phase("buyers hold their seats");
 
     // The server dies once a third of the checkouts were answered.
     let answered = Arc::new(AtomicUsize::new(0));
@@ -80,10 +84,12 @@ async fn killed_during_a_load_of_orders(n: usize) {
         },
     )
     .await;
+    phase("a third of the checkouts answered");
     boxoffice_testkit::harness::process::kill_and_check(server, &base).await;
     let statuses = load.await.unwrap();
     let cut = statuses.iter().filter(|s| **s == 0).count();
     assert!(cut > 0, "the kill landed after every checkout was answered");
+    phase("killed; every checkout answered or cut");
 
     let (_server, base) = start(dir.path(), &file).await;
     let args = [
@@ -94,6 +100,7 @@ async fn killed_during_a_load_of_orders(n: usize) {
     ];
     let (clean, report) = BOXOFFICE.settled_audit(&args).await;
     assert!(clean, "audit after recovery: {report}");
+    phase("restarted and settled");
     let orders = orders_of(&c, &base, &buyers).await;
     let expected = history_ids(&c, &base, &orders).await;
     assert!(
@@ -102,9 +109,12 @@ async fn killed_during_a_load_of_orders(n: usize) {
         expected.len(),
         orders.len()
     );
+    phase("orders and histories read");
     let (limit, every) = (Duration::from_secs(180), Duration::from_millis(100));
     all_received(&receiver, &expected, limit, every).await;
+    phase("every event at the endpoint");
     let read = stream.read_until(&expected, Duration::from_secs(180)).await;
+    phase("every event on the stream");
     assert_eq!(receiver.bad_signatures(), 0);
     receiver.assert_in_order_per_order();
     let extra: HashSet<String> = receiver.ids().difference(&expected).cloned().collect();

@@ -52,7 +52,7 @@ async fn call(
     body: Value,
 ) -> (u16, Value) {
     let url = format!("{base}{path}");
-    http::call(&reqwest::Client::new(), method, url, token, body).await
+    http::call(&http::client(), method, url, token, body).await
 }
 
 async fn checkout(base: &str, token: &str, hold: &str, method: &str) -> (u16, Value) {
@@ -113,7 +113,7 @@ async fn killed_between_authorize_and_commit_the_authorization_is_voided_after_r
     // The sweep waits an hour, so the orders are still uncommitted at the kill.
     let slow = config(dir.path(), 3_600, "");
     let (mut server, base) = start(dir.path(), &slow).await;
-    let buyers = holders(&reqwest::Client::new(), &base, OPERATOR, 20).await;
+    let buyers = holders(&http::client(), &base, OPERATOR, 20).await;
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::TIMEOUT_AFTER_CHARGE).await;
         assert_eq!(s, 202, "{b}");
@@ -141,7 +141,7 @@ async fn killed_between_commit_and_capture_the_sale_is_captured_after_restart() 
     let dir = tempfile::tempdir().unwrap();
     let outage = config(dir.path(), 1, "capture_failures = 1000");
     let (mut server, base) = start(dir.path(), &outage).await;
-    let buyers = holders(&reqwest::Client::new(), &base, OPERATOR, 20).await;
+    let buyers = holders(&http::client(), &base, OPERATOR, 20).await;
     let mut told_201: Vec<OrderId> = Vec::new();
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::VISA).await;
@@ -172,7 +172,7 @@ async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
     // nothing to interrupt).
     let slow = config(dir.path(), 3_600, "latency_ms = 40");
     let (mut server, base) = start(dir.path(), &slow).await;
-    let buyers = holders(&reqwest::Client::new(), &base, OPERATOR, 60).await;
+    let buyers = holders(&http::client(), &base, OPERATOR, 60).await;
     let book = provider_book(dir.path());
     for (token, hold) in &buyers {
         let (s, b) = checkout(&base, token, hold, methods::THREE_D_SECURE).await;
@@ -193,7 +193,7 @@ async fn killed_while_handling_webhooks_the_orders_converge_after_redelivery() {
                 .as_millis() as i64,
         );
         let sig = provider_sig(&payload, now);
-        reqwest::Client::new()
+        http::client()
             .post(format!("{base}/v1/payments/webhook"))
             .header("Stripe-Signature", sig)
             .body(payload)

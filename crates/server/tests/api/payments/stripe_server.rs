@@ -46,7 +46,7 @@ async fn a_purchase_through_the_stripe_adapter_is_captured_and_a_failing_card_se
         path_str(&config),
     ];
     let (_server, base) = BOXOFFICE.start(&args).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let spec = serde_json::to_value(crate::common::spec(1, 10, 0, 4)).unwrap();
     let (_, e) = call(
         &c,

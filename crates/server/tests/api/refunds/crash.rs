@@ -114,7 +114,7 @@ fn config(dir: &Path) -> PathBuf {
 }
 
 pub(super) async fn post(url: &str) -> (u16, Value) {
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     http::call(
         &c,
         reqwest::Method::POST,
@@ -127,7 +127,7 @@ pub(super) async fn post(url: &str) -> (u16, Value) {
 
 async fn progress(base: &str, event: EventId) -> Value {
     let url = format!("{base}/v1/events/{event}/cancellation");
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let (status, v) = http::call(&c, reqwest::Method::GET, url, OPERATOR, Value::Null).await;
     assert_eq!(status, 200, "{v}");
     v

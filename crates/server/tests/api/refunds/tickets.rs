@@ -185,7 +185,7 @@ async fn a_ticket_claimed_before_a_crash_is_finished_by_the_recovery_sweep_once(
     // The server claims the cancellation and is killed (kill -9) while the refund waits
     // for the provider: the seat is back in the ledger and no money moved.
     let (mut server, base) = start(dir.path(), &config).await;
-    let c = reqwest::Client::new();
+    let c = boxoffice_testkit::harness::http::client();
     let cancel = format!("{base}/v1/tickets/{id}/cancel");
     let sent = Instant::now();
     let request = tokio::spawn({

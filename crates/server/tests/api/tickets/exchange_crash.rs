@@ -21,7 +21,7 @@ use boxoffice_engine::ports::{
     Exchange, Listing, PaymentGateway, ProviderState, Reserve, Swap, Tickets,
 };
 use boxoffice_store_sqlite::SqliteLedger;
-use boxoffice_testkit::harness::http::{admission_token, call};
+use boxoffice_testkit::harness::http::{admission_token, call, client};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::process::Child;
@@ -46,7 +46,7 @@ async fn k_listings_and_n_buyers_make_exactly_k_swaps_across_two_kills() {
     let (event, listings) = seed(dir.path()).await;
 
     let (server, base) = start(dir.path(), &config).await;
-    let c = reqwest::Client::new();
+    let c = client();
     let buyers = admitted(&c, &base, event).await;
     let mut run = Run {
         c,
@@ -119,7 +119,7 @@ async fn a_restart_with_swaps_in_flight_listens_at_once_and_finishes_them_beside
         );
     }
     let url = format!("{base}/v1/events/{event}/listings?limit=200");
-    let (status, page) = call(&reqwest::Client::new(), Method::GET, url, "", Value::Null).await;
+    let (status, page) = call(&client(), Method::GET, url, "", Value::Null).await;
     assert_eq!(status, 200, "{page}");
     assert_eq!(page["listings"].as_array().map(Vec::len), Some(LISTED));
 }
