@@ -69,7 +69,10 @@ impl Engine {
         let taken = u64::from(counts.sold) + u64::from(counts.held);
         if sold_out {
             rate.reason = RateReason::SoldOut;
-            self.waiting.untaken_for(event, taken, 0, false, 0, now);
+            // The line heard "sold out" and its front goes away: the spell counts as
+            // untaken time, so seats that come back find more buyers let in per seat.
+            let grace = self.no_show_grace_ms();
+            self.waiting.untaken_for(event, taken, 0, true, grace, now);
         } else if state.serving_up_to < state.queue_length {
             let mut batch =
                 admission::batch_size(rate.rate_per_s, self.config.admission_interval_ms);

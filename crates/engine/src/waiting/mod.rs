@@ -84,7 +84,8 @@ impl WaitingRoom {
 
     /// How long (ms) the seats a line bound by `buyers_per_free_seat` admits buyers for
     /// count as untaken: the time since the bound began to bind (`binding` false starts
-    /// the count again: the bound did not bind, or nothing was free to admit for), less
+    /// the count again: the bound did not bind; a sold-out spell binds, `free` 0, as the
+    /// buyers who heard "sold out" leave the line), less
     /// one `grace_ms` each time half of the seats let in for were taken: as many seats
     /// taken (`taken`, sold + held, rose) since the last such step as are still `free`.
     /// One grace less halves the buyers let in per seat. A take of a few seats among

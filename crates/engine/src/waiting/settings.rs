@@ -41,8 +41,9 @@ pub struct WaitingRules {
     pub max_active_shoppers: Option<u32>,
     /// Admission follows the seats left: a batch lets in at most this many buyers for
     /// each seat neither sold nor held (absent: the rate alone decides), twice as many
-    /// for every two poll pauses in which the seats let in for stay untaken, half as
-    /// many again each time half of the seats let in for have been taken.
+    /// for every two poll pauses in which the seats let in for stay untaken or nothing
+    /// is free, half as many again each time half of the seats let in for have been
+    /// taken.
     #[schema(minimum = 1)]
     pub buyers_per_free_seat: Option<u32>,
     /// The human check at joining. Absent: the proof of work when `pow_difficulty` is

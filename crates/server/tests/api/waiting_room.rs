@@ -326,6 +326,42 @@ async fn seats_nobody_takes_let_in_more_buyers_per_seat_and_fewer_again_as_seats
     app.stop().await;
 }
 
+/// A spell in which nothing is free (every seat held, the line told "sold out") counts
+/// as untaken time: the buyers who heard it leave, so the seats that come back when the
+/// holds expire find more buyers let in for each of them, not one a seat from scratch.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seats_back_after_a_sold_out_spell_let_in_more_buyers_per_seat() {
+    let app = spawn().await;
+    let mut short = spec(1, 10, 0, 4);
+    short.sale.hold_ttl_s = 12;
+    let event = app.create_event(&short).await;
+    let rules = json!({"buyers_per_free_seat": 1});
+    let res = put(&app, &format!("/v1/events/{event}/waiting-room"), rules).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tickets = line_of(&app, event, 300).await;
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(served(&app, &tickets).await, 10);
+
+    // The ten take every seat: sold out, and the line stands for 13 s.
+    hold_best(&app, event, &tickets[..10], 1).await;
+    app.engine.admit_batch(event).await.unwrap();
+    let serving = |q: &Value| (q["serving_up_to"].clone(), q["rate_reason"].clone());
+    let sold_out = (json!(10), json!("sold_out"));
+    assert_eq!(serving(&public_queue(&app, event).await), sold_out);
+    later(&app, 6_000);
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(serving(&public_queue(&app, event).await), sold_out);
+    later(&app, 7_000);
+    // The holds expire: ten seats back after 13 s of nothing free, four buyers a seat
+    // (a count started again at the spell's last batch would give two a seat: 30).
+    app.engine.expiry_step().await.unwrap();
+    app.engine.admit_batch(event).await.unwrap();
+    assert_eq!(served(&app, &tickets).await, 50);
+    let public = public_queue(&app, event).await;
+    assert_eq!(public["rate_reason"], "few_seats_left", "{public}");
+    app.stop().await;
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buyer_far_back_in_line_is_asked_to_poll_less_often() {
     // Batches every 2 s of the node's ticker; the test's clock stands still, so after the
