@@ -98,6 +98,8 @@ impl Engine {
             }
             let expired = self.ports.arbiter.expire_due(event, now, BATCH).await?;
             done += expired.len();
+            // Counted as soon as the seats are free again, not after the other events.
+            metrics::counter!("boxoffice_holds_expired_total").increment(expired.len() as u64);
             if let Ok(c) = self.ports.arbiter.counts(event).await {
                 let id = event.to_string();
                 metrics::gauge!("boxoffice_active_holds", "event" => id.clone())
@@ -106,7 +108,6 @@ impl Engine {
                 metrics::gauge!("boxoffice_seats_free", "event" => id).set(c.free as f64);
             }
         }
-        metrics::counter!("boxoffice_holds_expired_total").increment(done as u64);
         Ok(Outcome { done })
     }
 }
