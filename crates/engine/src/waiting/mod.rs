@@ -85,13 +85,13 @@ impl WaitingRoom {
     /// How long (ms) the seats a line bound by `buyers_per_free_seat` admits buyers for
     /// count as untaken: the time since the bound began to bind (`binding` false starts
     /// the count again: the bound did not bind; a sold-out spell binds, `free` 0, as the
-    /// buyers who heard "sold out" leave the line), less
-    /// one `grace_ms` each time half of the seats let in for were taken: as many seats
-    /// taken (`taken`, sold + held, rose) since the last such step as are still `free`.
-    /// One grace less halves the buyers let in per seat. A take of a few seats among
-    /// many does not: in a line whose front went away, the few buyers still there take
-    /// a seat now and then, and halving at each take kept the line walking a few places
-    /// a tick while the buyers still there waited far behind.
+    /// buyers who heard "sold out" leave the line), less one `grace_ms` each time half
+    /// of the seats let in for were taken: as many seats taken (`taken`, sold + held,
+    /// rose) since the last such step as are still `free`. One grace less halves the
+    /// buyers let in per seat. A take of a few seats among many does not: in a line
+    /// whose front went away, the few buyers still there take a seat now and then, and
+    /// halving at each take kept the line walking a few places a tick while the buyers
+    /// still there waited far behind.
     pub(crate) fn untaken_for(
         &self,
         event: EventId,

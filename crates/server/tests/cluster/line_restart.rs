@@ -97,11 +97,7 @@ async fn a_redis_restart_mid_line_keeps_every_place_and_every_admission() {
     let nodes: Vec<_> =
         futures::future::join_all((0..2).map(|_| BOXOFFICE.start_said(&argv))).await;
     let urls: Vec<String> = nodes.iter().map(|(_, u, _)| u.clone()).collect();
-    let c = reqwest::Client::builder()
-        // A debug node's first requests on a loaded machine took up to 8 s.
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let c = boxoffice_testkit::harness::http::client();
 
     let mut spec = serde_json::to_value(crate::common::spec(10, 10, 0, 4)).unwrap();
     spec["sale"]["admission_rate_per_s"] = json!(RATE_PER_S);

@@ -2,9 +2,7 @@
 //! with live in Redis, so a proof used at one node is refused as a replay at another,
 //! and a hold taken at one node is paid for at another only with its own key.
 
-use std::time::Duration;
-
-use boxoffice_testkit::harness::http::{admission_token, call};
+use boxoffice_testkit::harness::http::{admission_token, call, client};
 use boxoffice_testkit::harness::{proof_key, uuid};
 use futures::future::join_all;
 use reqwest::Method;
@@ -51,10 +49,7 @@ async fn a_proof_used_at_one_node_is_a_replay_at_another_and_a_hold_keeps_its_ke
     let argv = argv(&args);
     let nodes = join_all((0..2).map(|_| BOXOFFICE.start(&argv))).await;
     let urls: Vec<String> = nodes.iter().map(|(_, u)| u.clone()).collect();
-    let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let c = client();
     let mut spec = crate::common::spec(1, 10, 0, 4);
     spec.sale.proof_of_possession = boxoffice_domain::possession::PopMode::Required;
     let spec = serde_json::to_value(spec).unwrap();

@@ -80,11 +80,7 @@ async fn three_nodes_expire_each_hold_once_and_sweep_no_more_than_one() {
     let args = backing.args();
     let argv = argv(&args);
     let mut nodes = vec![BOXOFFICE.start(&argv).await];
-    let c = reqwest::Client::builder()
-        // A debug node's first requests on a loaded machine took up to 8 s.
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let c = boxoffice_testkit::harness::http::client();
     let mut spec = serde_json::to_value(crate::common::spec(10, 10, 0, 4)).unwrap();
     spec["sale"]["hold_ttl_s"] = json!(10);
     let url = format!("{}/v1/events", nodes[0].1);

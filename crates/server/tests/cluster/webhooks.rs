@@ -50,10 +50,7 @@ async fn a_webhook_delivered_to_two_nodes_and_after_a_restart_is_handled_once() 
     let nodes = join_all((0..2).map(|_| BOXOFFICE.start(&argv))).await;
     let urls: Vec<String> = nodes.iter().map(|(_, u)| u.clone()).collect();
     // Generous: this binary's heavier tests (tens of thousands of joins) run beside it.
-    let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let c = boxoffice_testkit::harness::http::client();
     let spec = serde_json::to_value(crate::common::spec(1, 10, 0, 4)).unwrap();
     // A node shedding load answers 503 and changes nothing: ask again, a few times.
     let mut created = (0, serde_json::Value::Null);
