@@ -8,12 +8,13 @@ use std::time::Duration;
 use anyhow::Context;
 use boxoffice_engine::ports::{
     ClaimThenHold, ClaimThenJoin, ClaimedHolds, ClaimedJoins, Clock, Exchange, IdempotencyStore,
-    Ledger, Outbox, ProofMemory, Tickets, VelocityStore,
+    Ledger, Outbox, ProofMemory, SeatArbiter, Tickets, VelocityStore,
 };
 use boxoffice_engine::{BatchedReplays, Ports};
 use boxoffice_payment_fake::FakeGateway;
 use boxoffice_store_memory::{
-    InMemoryArbiter, InMemoryQueue, MemoryIdempotency, MemoryProofs, MemoryVelocity,
+    InMemoryArbiter, InMemoryQueue, MemoryClaimedHolds, MemoryIdempotency, MemoryProofs,
+    MemoryVelocity,
 };
 use boxoffice_store_postgres::PostgresLedger;
 use boxoffice_store_redis::{
@@ -182,13 +183,16 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
     let queue = KeptSettings::open(InMemoryQueue::new(), settings)
         .await
         .context("reading the kept waiting-room settings")?;
+    let arbiter: Arc<dyn SeatArbiter> = Arc::new(InMemoryArbiter::new());
+    let idempotency = Arc::new(MemoryIdempotency::with_limits(
+        usize::try_from(replays.max_records).unwrap_or(usize::MAX),
+        replays.retention_ms(),
+    ));
+    let claims = MemoryClaimedHolds::new(idempotency.clone(), arbiter.clone());
     Ok(Hot {
-        arbiter: Arc::new(InMemoryArbiter::new()),
+        arbiter,
         queue: Arc::new(queue),
-        idempotency: Arc::new(MemoryIdempotency::with_limits(
-            usize::try_from(replays.max_records).unwrap_or(usize::MAX),
-            replays.retention_ms(),
-        )),
+        idempotency,
         join_idempotency: Arc::new(MemoryIdempotency::with_limits(
             usize::try_from(replays.max_join_records).unwrap_or(usize::MAX),
             replays.retention_ms(),
@@ -197,7 +201,7 @@ async fn open_memory(config: &Config) -> anyhow::Result<Hot> {
         proofs: Arc::new(MemoryProofs::new(
             usize::try_from(config.engine.proofs.max_remembered).unwrap_or(usize::MAX),
         )),
-        claims: None,
+        claims: Some(Arc::new(claims)),
         joins: None,
     })
 }

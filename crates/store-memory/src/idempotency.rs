@@ -9,6 +9,13 @@
 //! SHA-256 that the stores on disk keep: both are `Keyed` digests, a small part of its
 //! cost.
 //!
+//! A record keeps what a retry is answered with and no more: an 8-byte fingerprint (the
+//! store's own is 64 bits; one of 32 bytes is folded to 8), the answer's bytes in
+//! a boxed slice, or, for a hold taken under its claim by `MemoryClaimedHolds`, the
+//! hold's outcome packed in a few dozen bytes (`crate::claimed`) rather than the JSON
+//! answer the caller would otherwise keep. A record is kept for every hold of an
+//! on-sale, so its size is the store's memory and the fresh memory each hold touches.
+//!
 //! Memory is bounded twice: every record is forgotten `retention_ms` after its claim
 //! (by the `now` callers pass in), and no shard keeps more than its share of
 //! `max_records`. At the cap the oldest record that is not running is forgotten to make
@@ -23,7 +30,8 @@ use std::collections::VecDeque;
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayKey, StoreError, StoredResponse,
+    Begin, Claimant, IdempotencyStore, Incarnation, KeptOutcome, ReplayKey, StoreError,
+    StoredResponse,
 };
 use parking_lot::Mutex;
 
@@ -32,14 +40,15 @@ use crate::hash::{FxHashMap, Keyed};
 /// How long a record is kept after its claim, unless configured otherwise.
 pub const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 /// Most records kept, unless configured otherwise. A record with a 300-byte response
-/// takes about 460 bytes (map entry, claim queue entry, the response), so about 230 MB.
+/// takes about 430 bytes (map entry, claim queue entry, the response), so about 215 MB;
+/// a hold's kept outcome about 200.
 pub const MAX_RECORDS: usize = 500_000;
 
 /// The identity of a (scope, key) pair: `MemoryIdempotency::id`.
 type Id = [u8; 16];
 
 struct Record {
-    fingerprint: [u8; 32],
+    fingerprint: u64,
     claimed_at: Millis,
     state: Claim,
 }
@@ -49,7 +58,42 @@ enum Claim {
         lease_until: Millis,
         holder: Incarnation,
     },
-    Done(StoredResponse),
+    Done {
+        status: u16,
+        body: Box<[u8]>,
+    },
+    /// An outcome a claimed step kept (`keep_outcome`).
+    Kept(Kept),
+}
+
+/// A claimed step's outcome as a record keeps it.
+pub(crate) enum Kept {
+    /// A hold's view, packed (`crate::claimed::pack`): nearly every kept outcome.
+    Hold(Box<[u8]>),
+    /// Any other, as it is.
+    Other(Box<KeptOutcome>),
+}
+
+impl Kept {
+    fn outcome(&self) -> KeptOutcome {
+        match self {
+            Kept::Hold(packed) => KeptOutcome::Hold(Ok(crate::claimed::unpack(packed))),
+            Kept::Other(outcome) => (**outcome).clone(),
+        }
+    }
+}
+
+/// A fingerprint given in 32 bytes as the record keeps it, in 8: this store's own carry
+/// 64 bits, another's (a SHA-256) 256, folded word by word through an invertible mix,
+/// so that two fingerprints that differ in one word still differ once folded, and
+/// unrelated ones meet by a 1-in-2^64 chance.
+fn folded(fingerprint: &[u8; 32]) -> u64 {
+    fingerprint
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .fold(0, |h, word| {
+            h.rotate_left(23).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ word
+        })
 }
 
 impl Record {
@@ -122,6 +166,21 @@ impl MemoryIdempotency {
     fn shard(&self, id: &Id) -> &Mutex<Inner> {
         &self.shards[id[0] as usize % SHARDS]
     }
+
+    /// Keeps `kept` as the answer of `key`'s claim, which is running: a retry is then
+    /// refused with `Begin::Kept`. False, keeping nothing, when the claim is not
+    /// running (forgotten at the cap, abandoned): the caller keeps its answer itself.
+    pub(crate) fn keep_outcome(&self, key: &ReplayKey, kept: Kept) -> bool {
+        let id = &self.id(key);
+        let mut inner = self.shard(id).lock();
+        match inner.records.get_mut(id) {
+            Some(rec) if matches!(rec.state, Claim::Running { .. }) => {
+                rec.state = Claim::Kept(kept);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Inner {
@@ -164,7 +223,7 @@ impl Inner {
         false
     }
 
-    fn claim(&mut self, id: Id, fingerprint: [u8; 32], now: Millis, claimant: &Claimant) {
+    fn claim(&mut self, id: Id, fingerprint: u64, now: Millis, claimant: &Claimant) {
         let state = Claim::Running {
             lease_until: now.plus_millis(claimant.lease_ms),
             holder: claimant.node,
@@ -214,16 +273,26 @@ impl IdempotencyStore for MemoryIdempotency {
                     return Ok(Begin::Full);
                 }
             }
-            Some(r) if &r.fingerprint != fingerprint => return Ok(Begin::Mismatch),
+            Some(r) if r.fingerprint != folded(fingerprint) => return Ok(Begin::Mismatch),
             Some(Record {
-                state: Claim::Done(resp),
+                state: Claim::Done { status, body },
                 ..
-            }) => return Ok(Begin::Replay(resp.clone())),
+            }) => {
+                let stored = StoredResponse {
+                    status: *status,
+                    body: body.to_vec(),
+                };
+                return Ok(Begin::Replay(stored));
+            }
+            Some(Record {
+                state: Claim::Kept(kept),
+                ..
+            }) => return Ok(Begin::Kept(Box::new(kept.outcome()))),
             Some(r) if r.running(now, claimant.node) => return Ok(Begin::InFlight),
             // The first attempt's lease lapsed or its process died: this retry takes over.
             Some(_) => {}
         }
-        inner.claim(id, *fingerprint, now, claimant);
+        inner.claim(id, folded(fingerprint), now, claimant);
         Ok(Begin::Proceed)
     }
 
@@ -232,7 +301,10 @@ impl IdempotencyStore for MemoryIdempotency {
         let mut inner = self.shard(id).lock();
         // No record means it was forgotten or abandoned: nothing to replay it against.
         if let Some(rec) = inner.records.get_mut(id) {
-            rec.state = Claim::Done(response.clone());
+            rec.state = Claim::Done {
+                status: response.status,
+                body: response.body.as_slice().into(),
+            };
         }
         Ok(())
     }
@@ -260,5 +332,32 @@ impl IdempotencyStore for MemoryIdempotency {
             left -= shard.lock().forget_before(before, left);
         }
         Ok((limit as usize - left) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record is kept for every hold of an on-sale: its map entry stays small.
+    #[test]
+    fn a_record_takes_64_bytes_of_its_map() {
+        assert_eq!(std::mem::size_of::<(Id, Record)>(), 64);
+    }
+
+    #[test]
+    fn fingerprints_that_differ_in_any_word_differ_once_folded() {
+        let base = [3u8; 32];
+        let mut seen = vec![folded(&base)];
+        for byte in [0, 7, 8, 15, 16, 31] {
+            let mut other = base;
+            other[byte] ^= 1;
+            seen.push(folded(&other));
+        }
+        seen.push(folded(&[4; 32]));
+        let mut unique = seen.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), seen.len(), "{seen:?}");
     }
 }

@@ -4,6 +4,7 @@
 //! fairness, never correctness.
 
 mod arbiter;
+mod claimed;
 mod hash;
 pub mod idempotency;
 pub mod proofs;
@@ -11,6 +12,7 @@ mod queue;
 pub mod velocity;
 
 pub use arbiter::InMemoryArbiter;
+pub use claimed::MemoryClaimedHolds;
 pub use idempotency::MemoryIdempotency;
 pub use proofs::MemoryProofs;
 pub use queue::InMemoryQueue;
