@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use boxoffice_domain::possession::Thumbprint;
-use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderId, SeatIndex};
+use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, SeatChoice, SeatCounts, SoldSeat,
 };
@@ -53,13 +53,59 @@ impl Holds {
     }
 }
 
+/// The deadlines of an event's live holds, soonest first: (deadline, nonce) in 24
+/// bytes where (deadline, `HoldId`) took 48 (the id's 16-byte alignment). The nonce is
+/// kept high word first, so ties go in the nonce's order, as they did by `HoldId`.
+pub(crate) struct Deadlines {
+    event: EventId,
+    set: BTreeSet<(Millis, [u64; 2])>,
+}
+
+impl Deadlines {
+    fn new(event: EventId) -> Self {
+        Deadlines {
+            event,
+            set: BTreeSet::new(),
+        }
+    }
+
+    fn key(at: Millis, id: HoldId) -> (Millis, [u64; 2]) {
+        (at, [(id.nonce >> 64) as u64, id.nonce as u64])
+    }
+
+    fn id(&self, nonce: &[u64; 2]) -> HoldId {
+        HoldId {
+            event: self.event,
+            nonce: (u128::from(nonce[0]) << 64) | u128::from(nonce[1]),
+        }
+    }
+
+    pub fn insert(&mut self, at: Millis, id: HoldId) {
+        self.set.insert(Self::key(at, id));
+    }
+
+    pub fn remove(&mut self, at: Millis, id: HoldId) {
+        self.set.remove(&Self::key(at, id));
+    }
+
+    /// The soonest deadline and its hold.
+    pub fn first(&self) -> Option<(Millis, HoldId)> {
+        self.set.first().map(|(at, nonce)| (*at, self.id(nonce)))
+    }
+
+    /// The live holds, soonest deadline first.
+    pub fn holds(&self) -> impl Iterator<Item = HoldId> + '_ {
+        self.set.iter().map(|(_, nonce)| self.id(nonce))
+    }
+}
+
 pub(crate) struct EventState {
     pub max_per_buyer: u32,
     pub inv: Inventory,
     /// Live holds and the most recent finished ones (see `finished`).
     pub holds: Holds,
     /// (deadline, hold) of every live hold and only those.
-    pub deadlines: BTreeSet<(Millis, HoldId)>,
+    pub deadlines: Deadlines,
     /// Seats held plus seats sold per buyer; absent means zero.
     pub taken: FxHashMap<BuyerId, u32>,
     /// Finished holds oldest first, so `get` can still answer "what happened" for a
@@ -82,7 +128,7 @@ impl EventState {
             max_per_buyer: layout.max_per_buyer,
             inv: Inventory::new(layout)?,
             holds: Holds::default(),
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::new(layout.event),
             taken: FxHashMap::default(),
             finished: VecDeque::new(),
             unreported: VecDeque::new(),
@@ -170,7 +216,7 @@ impl EventState {
         rec.seats.iter().for_each(|&s| self.inv.take(s));
         *self.taken.entry(rec.buyer).or_default() += rec.seats.len() as u32;
         self.active_holds += 1;
-        self.deadlines.insert((rec.expires_at, id));
+        self.deadlines.insert(rec.expires_at, id);
         let view = self.view(id, &rec);
         self.holds.insert(id, rec);
         view
@@ -239,5 +285,42 @@ mod tests {
     #[test]
     fn a_holds_map_entry_takes_88_bytes() {
         assert_eq!(std::mem::size_of::<([u64; 2], HoldRec)>(), 88);
+    }
+
+    /// Every live hold has one: 24 bytes, not the 48 of (deadline, `HoldId`).
+    #[test]
+    fn a_deadline_takes_24_bytes_and_names_its_hold_in_the_order_of_hold_ids() {
+        assert_eq!(std::mem::size_of::<(Millis, [u64; 2])>(), 24);
+        let event = EventId(42);
+        let ids = [
+            HoldId {
+                event,
+                nonce: u128::MAX,
+            },
+            HoldId {
+                event,
+                nonce: 1 << 64,
+            },
+            HoldId {
+                event,
+                nonce: (1 << 64) - 1,
+            },
+            HoldId { event, nonce: 0 },
+        ];
+        let mut deadlines = Deadlines::new(event);
+        for id in ids {
+            deadlines.insert(Millis(7), id);
+        }
+        deadlines.insert(Millis(3), ids[0]);
+        let mut by_id: Vec<(Millis, HoldId)> = ids.iter().map(|&id| (Millis(7), id)).collect();
+        by_id.push((Millis(3), ids[0]));
+        by_id.sort();
+        assert_eq!(deadlines.first(), Some(by_id[0]));
+        let order: Vec<HoldId> = deadlines.holds().collect();
+        assert_eq!(order, by_id.iter().map(|&(_, id)| id).collect::<Vec<_>>());
+        deadlines.remove(Millis(3), ids[0]);
+        deadlines.remove(Millis(7), ids[2]);
+        let left: Vec<HoldId> = deadlines.holds().collect();
+        assert_eq!(left, vec![ids[3], ids[1], ids[0]]);
     }
 }

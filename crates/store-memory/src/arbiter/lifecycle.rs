@@ -37,8 +37,8 @@ impl EventState {
             _ => {}
         }
         let (old_deadline, next) = (rec.expires_at, apply(rec.state, HoldMove::Checkout)?);
-        self.deadlines.remove(&(old_deadline, id));
-        self.deadlines.insert((pinned_until, id));
+        self.deadlines.remove(old_deadline, id);
+        self.deadlines.insert(pinned_until, id);
         let rec = self.holds.get_mut(&id).ok_or(ArbiterError::UnknownHold)?;
         (rec.state, rec.expires_at, rec.order) = (next, pinned_until, Some(order));
         self.view_of(id)
@@ -64,7 +64,7 @@ impl EventState {
             s => rec.state = apply(s, HoldMove::Commit)?,
         }
         rec.seats.iter().for_each(|&s| self.inv.sell(s));
-        self.deadlines.remove(&(rec.expires_at, id));
+        self.deadlines.remove(rec.expires_at, id);
         self.active_holds -= 1;
         self.finished(id);
         self.view_of(id)
@@ -88,7 +88,7 @@ impl EventState {
         let mut out: Vec<Expired> = self.unreported.drain(..take).collect();
         while out.len() < limit {
             match self.deadlines.first() {
-                Some(&(at, id)) if at <= now => out.extend(self.expire(id, at)),
+                Some((at, id)) if at <= now => out.extend(self.expire(id, at)),
                 _ => break,
             }
         }
@@ -97,7 +97,7 @@ impl EventState {
 
     /// Expires every due hold, keeping the reports for the worker's next `expire_due`.
     pub fn expire_due_unreported(&mut self, now: Millis) {
-        while let Some(&(at, id)) = self.deadlines.first() {
+        while let Some((at, id)) = self.deadlines.first() {
             if at > now {
                 break;
             }
@@ -124,7 +124,7 @@ impl EventState {
         let Some((rec, expired)) = expiring else {
             // Unreachable while `deadlines` lists only live holds; drop a stray entry so
             // the sweep cannot spin on it.
-            self.deadlines.remove(&(at, id));
+            self.deadlines.remove(at, id);
             return None;
         };
         rec.state = expired;
@@ -144,7 +144,7 @@ impl EventState {
             return;
         };
         rec.seats.iter().for_each(|&s| self.inv.put_back(s));
-        self.deadlines.remove(&(rec.expires_at, id));
+        self.deadlines.remove(rec.expires_at, id);
         let n = rec.seats.len() as u32;
         if let Some(t) = self.taken.get_mut(&rec.buyer) {
             *t = t.saturating_sub(n);

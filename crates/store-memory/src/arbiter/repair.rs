@@ -63,8 +63,7 @@ impl EventState {
         }
         let touched: Vec<HoldId> = self
             .deadlines
-            .iter()
-            .map(|&(_, id)| id)
+            .holds()
             .filter(|id| {
                 self.holds
                     .get(id)
