@@ -173,6 +173,15 @@ impl Application {
                 async move { relay.step().await }
             },
         )));
+        workers.push(tokio::spawn(run_every(
+            "metrics upkeep",
+            crate::telemetry::METRICS_UPKEEP,
+            stop_rx.clone(),
+            || async {
+                crate::telemetry::metrics_upkeep();
+                Ok(Outcome { done: 0 })
+            },
+        )));
         workers.push(wake_probe::spawn(stop_rx.clone()));
         if self.config.embedded() {
             workers.push(tokio::spawn(resume_swaps(
