@@ -23,7 +23,8 @@ pub struct IdempotencyConfig {
     pub retention_s: u64,
     /// Most replay records of the hot store (in-process or Redis) kept at once; at the
     /// cap the oldest finished ones make room. In process a record with a 300-byte
-    /// response takes about 460 bytes, so the default 500,000 is about 230 MB.
+    /// response takes about 430 bytes (a hold's, kept packed, about 200), so the
+    /// default 500,000 is at most about 215 MB.
     pub max_records: u64,
     /// Most replay records of queue joins kept at once, in a store of their own beside
     /// the holds' (so the crowd's joins never push a hold's record out). At the cap the
