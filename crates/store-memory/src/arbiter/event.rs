@@ -48,12 +48,17 @@ impl Holds {
         [id.nonce as u64, (id.nonce >> 64) as u64]
     }
 
+    /// The table of `key`: the nonce's top five bits.
+    fn slot(key: &[u64; 2]) -> usize {
+        (key[1] >> 59) as usize % HOLD_TABLES
+    }
+
     fn table(&self, key: &[u64; 2]) -> &FxHashMap<[u64; 2], HoldRec> {
-        &self.0[(key[1] >> 59) as usize % HOLD_TABLES]
+        &self.0[Self::slot(key)]
     }
 
     fn table_mut(&mut self, key: &[u64; 2]) -> &mut FxHashMap<[u64; 2], HoldRec> {
-        &mut self.0[(key[1] >> 59) as usize % HOLD_TABLES]
+        &mut self.0[Self::slot(key)]
     }
 
     pub fn get(&self, id: &HoldId) -> Option<&HoldRec> {
