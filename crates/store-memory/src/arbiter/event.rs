@@ -43,14 +43,25 @@ impl Default for Holds {
     }
 }
 
+/// A hold's nonce in two words, high word first (so the words order as the nonce
+/// does), aligned to 8: how the event's tables and deadlines name a hold of the event.
+fn nonce_words(id: &HoldId) -> [u64; 2] {
+    [(id.nonce >> 64) as u64, id.nonce as u64]
+}
+
+/// The nonce `nonce_words` split.
+fn nonce_of(words: &[u64; 2]) -> u128 {
+    (u128::from(words[0]) << 64) | u128::from(words[1])
+}
+
 impl Holds {
     fn key(id: &HoldId) -> [u64; 2] {
-        [id.nonce as u64, (id.nonce >> 64) as u64]
+        nonce_words(id)
     }
 
     /// The table of `key`: the nonce's top five bits.
     fn slot(key: &[u64; 2]) -> usize {
-        (key[1] >> 59) as usize % HOLD_TABLES
+        (key[0] >> 59) as usize % HOLD_TABLES
     }
 
     fn table(&self, key: &[u64; 2]) -> &FxHashMap<[u64; 2], HoldRec> {
@@ -84,7 +95,7 @@ impl Holds {
 
 /// The deadlines of an event's live holds, soonest first: (deadline, nonce) in 24
 /// bytes where (deadline, `HoldId`) took 48 (the id's 16-byte alignment). The nonce is
-/// kept high word first, so ties go in the nonce's order, as they did by `HoldId`.
+/// kept high word first (`nonce_words`), so ties go in the nonce's order, as they did by `HoldId`.
 pub(crate) struct Deadlines {
     event: EventId,
     set: BTreeSet<(Millis, [u64; 2])>,
@@ -99,13 +110,13 @@ impl Deadlines {
     }
 
     fn key(at: Millis, id: HoldId) -> (Millis, [u64; 2]) {
-        (at, [(id.nonce >> 64) as u64, id.nonce as u64])
+        (at, nonce_words(&id))
     }
 
     fn id(&self, nonce: &[u64; 2]) -> HoldId {
         HoldId {
             event: self.event,
-            nonce: (u128::from(nonce[0]) << 64) | u128::from(nonce[1]),
+            nonce: nonce_of(nonce),
         }
     }
 
