@@ -1,5 +1,6 @@
 //! Hostile requests at the edge, in process: a slow-loris client is cut off by the
-//! header timeout; behind a trusted proxy every client has its own rate-limit bucket
+//! header timeout, as is a kept-alive connection left idle, while a connection busy with
+//! requests or an event stream is not; behind a trusted proxy every client has its own rate-limit bucket
 //! and a forwarding header from an untrusted peer is ignored; fairness pages are
 //! bounded; and adaptive admission samples only what the engine did.
 
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::{TestApp, spawn, spawn_with, spec, uuid};
 use boxoffice_domain::admission::Limit;
 use boxoffice_engine::Joiner;
+use boxoffice_testkit::harness::http::next_event;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -51,6 +53,97 @@ async fn a_client_sending_its_headers_a_byte_at_a_time_is_cut_off_by_the_header_
     // A client that sends its request at once is served as before.
     let res = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
+}
+
+/// Reads one answer with a Content-Length body off `rd`; returns its status line.
+async fn read_answer(rd: &mut (impl AsyncReadExt + Unpin)) -> String {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        assert_eq!(rd.read(&mut b).await.unwrap(), 1, "closed mid-answer");
+        head.push(b[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_owned)
+        })
+        .expect("a Content-Length")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; length];
+    rd.read_exact(&mut body).await.unwrap();
+    head.lines().next().unwrap().to_owned()
+}
+
+#[boxoffice_testkit::test]
+async fn a_kept_alive_connection_that_sends_no_next_request_is_closed_after_the_header_timeout() {
+    let app = spawn_with(|c| c.http.header_read_timeout_ms = 1_000).await;
+    let addr = app.base.strip_prefix("http://").unwrap();
+    let (mut rd, mut wr) = TcpStream::connect(addr).await.unwrap().into_split();
+    wr.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(read_answer(&mut rd).await, "HTTP/1.1 200 OK");
+    let answered = Instant::now();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(8), rd.read_to_end(&mut rest)).await;
+    assert!(
+        closed.is_ok(),
+        "the idle connection was still open after 8 s"
+    );
+    let idle = answered.elapsed();
+    assert!(
+        idle >= Duration::from_millis(900) && idle < Duration::from_secs(4),
+        "closed {idle:?} after its answer, not after the 1 s header timeout"
+    );
+    assert!(rest.is_empty());
+}
+
+#[boxoffice_testkit::test]
+async fn the_header_timeout_counts_from_each_request_not_from_the_connection() {
+    let app = spawn_with(|c| c.http.header_read_timeout_ms = 1_000).await;
+    let addr = app.base.strip_prefix("http://").unwrap();
+    let (mut rd, mut wr) = TcpStream::connect(addr).await.unwrap().into_split();
+    // Six requests 600 ms apart: the connection lives 3 s, three times the timeout.
+    for _ in 0..6 {
+        wr.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(5), read_answer(&mut rd))
+            .await
+            .expect("an answer within 5 s");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+}
+
+#[boxoffice_testkit::test]
+async fn an_event_stream_outlives_the_header_timeout() {
+    let app = spawn_with(|c| c.http.header_read_timeout_ms = 1_000).await;
+    let event = app.create_event(&spec(1, 10, 0, 4)).await;
+    let res = app
+        .client
+        .get(app.url(&format!("/v1/events/{event}/availability/stream")))
+        .send()
+        .await
+        .unwrap();
+    let (mut body, mut buf) = (res.bytes_stream(), String::new());
+    next_event(&mut body, &mut buf, "snapshot").await;
+    // Well past the header timeout: the stream's connection awaits no request head.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let (_, admission) = app.admitted_buyer(event).await;
+    let res = app
+        .hold(event, &admission, json!({"seat_ids": ["A-1-1"]}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    app.clock.advance_secs(2);
+    let delta = next_event(&mut body, &mut buf, "delta").await;
+    assert_eq!(delta["taken"], json!([0]));
 }
 
 /// Joins `event` as a new buyer through `client`, naming `forwarded` as the client in
