@@ -126,8 +126,8 @@ async fn the_header_timeout_counts_from_each_request_not_from_the_connection() {
 async fn an_event_stream_outlives_the_header_timeout() {
     let app = spawn_with(|c| c.http.header_read_timeout_ms = 1_000).await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
-    let stream = app.get(&format!("/v1/events/{event}/availability/stream"), "");
-    let (mut body, mut buf) = (stream.await.bytes_stream(), String::new());
+    let path = format!("/v1/events/{event}/availability/stream");
+    let (mut body, mut buf) = (app.get(&path, "").await.bytes_stream(), String::new());
     next_event(&mut body, &mut buf, "snapshot").await;
     // Well past the header timeout: the stream's connection awaits no request head.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
