@@ -10,6 +10,11 @@
 # hold carries a fresh Ed25519 DPoP proof, signed ahead by bench/prepare.py (python's
 # `cryptography` package; wrk cannot sign) right before the boxoffice run, one per
 # request (PROOFS_PER_S × seconds of them, default 40,000 a second), each used once.
+# SLICES=k measures each server k times, in turns (bare, hold, bare, hold, …), each slice
+# the given seconds, and gives the ratio of the totals: on a shared machine whose speed
+# drifts from second to second, the two servers then see the same machine, where one
+# slice each sees whatever the machine was doing at the time. The event (250,000 units)
+# must hold every slice's holds: at 50-80 K holds a second, `SLICES=3 … http-hold.sh 1`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -38,24 +43,37 @@ echo "machine: $(machine); admission tokens: $edge; proofs of possession: $([ "$
 for conns in ${CONNS:-256 2000}; do
   keys=$([ "$proofs" = 1 ] && echo "$work/keys" || echo "")
   event=$(python3 bench/prepare.py "$BOX" "$key" 250000 "${BUYERS:-6000}" "$work/tokens" $keys)
-  for target in bare boxoffice; do
-    url=$([ $target = bare ] && echo "$BARE" || echo "$BOX")
-    proof_file=""
-    if [ "$proofs" = 1 ] && [ $target = boxoffice ]; then
-      # Signed now, so every proof is fresh (iat within the server's 60 s) for the run.
-      proof_file="$work/proofs"
-      python3 bench/prepare.py proofs "$keys" "$event" $(( ${PROOFS_PER_S:-40000} * secs )) "$proof_file"
-    fi
-    before=$(cpu "$target")
-    out=$(TOKENS="$work/tokens" PROOFS="$proof_file" THREADS=2 EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
-    used=$(( $(cpu "$target") - before ))
-    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-    tail=$(echo "$out" | grep '^p50')
-    n=$(echo "$tail" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
-    per=$(python3 -c "print(f'{$used / $ticks / max($n, 1) * 1e6:.1f}')")
-    printf '%-9s c=%-5s %10s req/s  %s  cpu %s us/req\n' "$target" "$conns" "$rps" "$tail" "$per"
-    eval "rps_$target=$rps"
+  declare -A rps_sum=([bare]=0 [boxoffice]=0) n_sum=([bare]=0 [boxoffice]=0) used_sum=([bare]=0 [boxoffice]=0)
+  for slice in $(seq "${SLICES:-1}"); do
+    for target in bare boxoffice; do
+      url=$([ $target = bare ] && echo "$BARE" || echo "$BOX")
+      proof_file=""
+      if [ "$proofs" = 1 ] && [ $target = boxoffice ]; then
+        # Signed now, so every proof is fresh (iat within the server's 60 s) for the run.
+        proof_file="$work/proofs"
+        python3 bench/prepare.py proofs "$keys" "$event" $(( ${PROOFS_PER_S:-40000} * secs )) "$proof_file"
+      fi
+      before=$(cpu "$target")
+      # Each slice's Idempotency-Keys are its own (SALT), so no slice replays another's.
+      out=$(SALT="$conns-$slice" TOKENS="$work/tokens" PROOFS="$proof_file" THREADS=2 EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
+      used=$(( $(cpu "$target") - before ))
+      rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+      tail=$(echo "$out" | grep '^p50')
+      n=$(echo "$tail" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
+      per=$(python3 -c "print(f'{$used / $ticks / max($n, 1) * 1e6:.1f}')")
+      printf '%-9s c=%-5s %10s req/s  %s  cpu %s us/req\n' "$target" "$conns" "$rps" "$tail" "$per"
+      rps_sum[$target]=$(python3 -c "print(${rps_sum[$target]} + $rps)")
+      n_sum[$target]=$(( ${n_sum[$target]} + n ))
+      used_sum[$target]=$(( ${used_sum[$target]} + used ))
+    done
   done
+  if [ "${SLICES:-1}" -gt 1 ]; then
+    for target in bare boxoffice; do
+      python3 -c "print(f'{\"$target\":<9} c=$conns   {${rps_sum[$target]} / ${SLICES}:10.2f} req/s over ${SLICES} slices  requests ${n_sum[$target]}  cpu {${used_sum[$target]} / $ticks / max(${n_sum[$target]}, 1) * 1e6:.1f} us/req')"
+    done
+  fi
+  rps_bare=${rps_sum[bare]}
+  rps_boxoffice=${rps_sum[boxoffice]}
   sold=$(curl -s "$BOX/v1/events/$event" | python3 -c 'import json,sys; c=json.load(sys.stdin)["counts"]; print(c["held"], "held of", c["capacity"])')
   python3 -c "print(f'ratio c=$conns: {float($rps_boxoffice)/float($rps_bare)*100:.1f} % of bare axum ($sold)')"
 done
