@@ -57,11 +57,7 @@ for conns in ${CONNS:-256 2000}; do
       # Each slice's Idempotency-Keys are its own (SALT), so no slice replays another's.
       out=$(SALT="$conns-$slice" TOKENS="$work/tokens" PROOFS="$proof_file" THREADS=2 EVENT="$event" SECTION=GA wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/hold.lua "$url")
       used=$(( $(cpu "$target") - before ))
-      rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-      tail=$(echo "$out" | grep '^p50')
-      n=$(echo "$tail" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
-      per=$(python3 -c "print(f'{$used / $ticks / max($n, 1) * 1e6:.1f}')")
-      printf '%-9s c=%-5s %10s req/s  %s  cpu %s us/req\n' "$target" "$conns" "$rps" "$tail" "$per"
+      measured "$target" "c=$conns" "$out" "$used"
       rps_sum[$target]=$(python3 -c "print(${rps_sum[$target]} + $rps)")
       n_sum[$target]=$(( ${n_sum[$target]} + n ))
       used_sum[$target]=$(( ${used_sum[$target]} + used ))

@@ -16,7 +16,6 @@ conns="${CONNS:-64}"
 cargo build --release -q -p boxoffice --bin boxoffice --example bare_axum
 bin="${CARGO_TARGET_DIR:-target}/release"
 boxbin="${BOX_BIN:-$bin/boxoffice}"
-ticks=$(getconf CLK_TCK)
 work=$(mktemp -d)
 trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
@@ -30,15 +29,11 @@ read -r event gate < <(python3 bench/scans_prepare.py "$BOX" "$key" "$tickets" "
 run() { # target phase -> one line; sets rps_<target>
   local target=$1 phase=$2 url # $3: the barcode file
   url=$([ "$target" = bare ] && echo "$BARE" || echo "$BOX")
-  local before out used rps tail n errs per
+  local before out used
   before=$(cpu "$target")
   out=$(BARCODES="$work/$3" EVENT="$event" GATE="$gate" wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s bench/scan.lua "$url")
   used=$(( $(cpu "$target") - before ))
-  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-  tail=$(echo "$out" | grep '^p50')
-  n=$(echo "$tail" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
-  per=$(python3 -c "print(f'{$used / $ticks / max($n, 1) * 1e6:.1f}')")
-  printf '%-9s %-7s %10s req/s  %s  cpu %s us/req\n' "$target" "$phase" "$rps" "$tail" "$per"
+  measured "$target" "$phase" "$out" "$used"
   eval "rps_$target=$rps"
 }
 run bare - barcodes

@@ -37,3 +37,13 @@ ticks_of() { # pids... -> their user + system CPU time so far, in clock ticks, s
 cpu() { # name -> the server's user + system CPU time so far, in clock ticks
   ticks_of "$(cat "$work/$1.pid")"
 }
+
+measured() { # target label wrk-output ticks-used -> prints one line; sets rps and n
+  # (requests a second and requests, from a wrk run with the report() of bench/*.lua)
+  local target=$1 label=$2 out=$3 used=$4 tail per
+  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  tail=$(echo "$out" | grep '^p50')
+  n=$(echo "$tail" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
+  per=$(python3 -c "print(f'{$used / $(getconf CLK_TCK) / max($n, 1) * 1e6:.1f}')")
+  printf '%-9s %-7s %10s req/s  %s  cpu %s us/req\n' "$target" "$label" "$rps" "$tail" "$per"
+}
