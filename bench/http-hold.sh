@@ -68,8 +68,6 @@ for conns in ${CONNS:-256 2000}; do
       python3 -c "print(f'{\"$target\":<9} c=$conns   {${rps_sum[$target]} / ${SLICES}:10.2f} req/s over ${SLICES} slices  requests ${n_sum[$target]}  cpu {${used_sum[$target]} / $ticks / max(${n_sum[$target]}, 1) * 1e6:.1f} us/req')"
     done
   fi
-  rps_bare=${rps_sum[bare]}
-  rps_boxoffice=${rps_sum[boxoffice]}
   sold=$(curl -s "$BOX/v1/events/$event" | python3 -c 'import json,sys; c=json.load(sys.stdin)["counts"]; print(c["held"], "held of", c["capacity"])')
-  python3 -c "print(f'ratio c=$conns: {float($rps_boxoffice)/float($rps_bare)*100:.1f} % of bare axum ($sold)')"
+  python3 -c "print(f'ratio c=$conns: {${rps_sum[boxoffice]} / ${rps_sum[bare]} * 100:.1f} % of bare axum ($sold)')"
 done

@@ -33,8 +33,7 @@ pub async fn serve(
     stopping: CancellationToken,
     stop: impl Future<Output = ()>,
 ) -> JoinSet<()> {
-    let mut http = http1::Builder::new();
-    http.header_read_timeout(header_read_timeout);
+    let http = http1::Builder::new();
     let mut conns = JoinSet::new();
     tokio::pin!(stop);
     loop {
@@ -86,7 +85,8 @@ async fn connection(
     // Small JSON answers and event frames go out at once, not after Nagle's delay.
     let _ = tcp.set_nodelay(true);
     let watch = Arc::new(HeadWatch::new());
-    http.timer(HeadTimer(watch.clone()));
+    http.timer(HeadTimer(watch.clone()))
+        .header_read_timeout(header_read_timeout);
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
         router.clone().call(req)

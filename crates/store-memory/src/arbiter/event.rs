@@ -55,41 +55,29 @@ fn nonce_of(words: &[u64; 2]) -> u128 {
 }
 
 impl Holds {
-    fn key(id: &HoldId) -> [u64; 2] {
-        nonce_words(id)
-    }
-
-    /// The table of `key`: the nonce's top five bits.
+    /// The table of a hold named `key` (`nonce_words`): the nonce's top five bits.
     fn slot(key: &[u64; 2]) -> usize {
         (key[0] >> 59) as usize % HOLD_TABLES
     }
 
-    fn table(&self, key: &[u64; 2]) -> &FxHashMap<[u64; 2], HoldRec> {
-        &self.0[Self::slot(key)]
-    }
-
-    fn table_mut(&mut self, key: &[u64; 2]) -> &mut FxHashMap<[u64; 2], HoldRec> {
-        &mut self.0[Self::slot(key)]
-    }
-
     pub fn get(&self, id: &HoldId) -> Option<&HoldRec> {
-        let key = Self::key(id);
-        self.table(&key).get(&key)
+        let key = nonce_words(id);
+        self.0[Self::slot(&key)].get(&key)
     }
 
     pub fn get_mut(&mut self, id: &HoldId) -> Option<&mut HoldRec> {
-        let key = Self::key(id);
-        self.table_mut(&key).get_mut(&key)
+        let key = nonce_words(id);
+        self.0[Self::slot(&key)].get_mut(&key)
     }
 
     pub fn insert(&mut self, id: HoldId, rec: HoldRec) {
-        let key = Self::key(&id);
-        self.table_mut(&key).insert(key, rec);
+        let key = nonce_words(&id);
+        self.0[Self::slot(&key)].insert(key, rec);
     }
 
     pub fn remove(&mut self, id: &HoldId) -> Option<HoldRec> {
-        let key = Self::key(id);
-        self.table_mut(&key).remove(&key)
+        let key = nonce_words(id);
+        self.0[Self::slot(&key)].remove(&key)
     }
 }
 
