@@ -26,14 +26,16 @@ pub const MAX_LISTED_EVENTS: usize = 100;
 
 impl Engine {
     /// The newest events (highest id first) whose sale is in one of `statuses`, at most
-    /// `limit` (capped at `MAX_LISTED_EVENTS`), each with its seat counts.
+    /// `limit` (capped at `MAX_LISTED_EVENTS`), each with its seat counts. The ledger
+    /// is asked once per sale status, however often `statuses` names it (the public
+    /// listing's `?status=` is a client's list).
     pub async fn list_events(
         &self,
         statuses: &[SaleStatus],
         limit: usize,
     ) -> Result<Vec<EventOverview>, EngineError> {
         let mut ids = Vec::new();
-        for status in statuses {
+        for status in SaleStatus::ALL.iter().filter(|s| statuses.contains(s)) {
             ids.extend(self.ports.ledger.events_with_status(*status).await?);
         }
         ids.sort_unstable_by(|a, b| b.cmp(a));

@@ -2,9 +2,12 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use boxoffice_domain::{HoldState, OrderId, SaleStatus};
 use boxoffice_engine::EngineConfig;
 use boxoffice_payment_fake::FakeGatewayConfig;
+use common::racing::Racing;
 use common::*;
 
 /// A second "open" (a double click, a retried script) is a no-op: the same answer, and
@@ -42,5 +45,28 @@ async fn opening_an_open_event_keeps_its_holds() {
     assert_eq!(
         free(&n.engine, event, &["A-1-1", "A-1-2", "A-1-3"]).await,
         vec![false, false, true]
+    );
+}
+
+/// The public listing's `?status=` is a client's list: naming a status a thousand
+/// times asks the ledger for it once, not a thousand times.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_names_a_status_many_times_reads_it_once() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let racing = Arc::new(Racing::new(d.ledger.clone()));
+    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
+    let open = open_event(&n.engine, 1, 4).await;
+    let scheduled = scheduled_event(&n.engine, 1, 4).await;
+    let before = racing.status_reads();
+    let mut statuses = vec![SaleStatus::Open; 1_000];
+    statuses.push(SaleStatus::Scheduled);
+    let listed = n.engine.list_events(&statuses, 50).await.expect("listed");
+    let ids: Vec<_> = listed.iter().map(|o| o.entry.event.id).collect();
+    assert_eq!(ids, vec![scheduled, open], "newest first, each once");
+    // Background workers may list open events meanwhile: at most the two asked.
+    let reads = racing.status_reads() - before;
+    assert!(
+        reads <= 2 + 2,
+        "{reads} reads of the ledger for two statuses"
     );
 }

@@ -1,9 +1,11 @@
 //! `Racing`: the ledger with a racer in front of it. When the engine first asks to move
 //! the chosen order by the chosen event, another path gets there first: the order is
 //! authorized and committed (as a late authorization that a webhook settled would do),
-//! and only then does the engine's own move reach the ledger.
+//! and only then does the engine's own move reach the ledger. It also counts the
+//! ledger's listings of events by sale status (`status_reads`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use boxoffice_domain::{
@@ -21,6 +23,7 @@ pub struct Racing {
     trigger: Mutex<Option<(OrderId, OrderEvent)>>,
     /// Armed by `hold_next_joins`: (told when the write is held, releases it).
     joins_gate: Mutex<Option<(Arc<Notify>, Arc<Notify>)>>,
+    status_reads: AtomicUsize,
 }
 
 impl Racing {
@@ -29,7 +32,13 @@ impl Racing {
             inner,
             trigger: Mutex::new(None),
             joins_gate: Mutex::new(None),
+            status_reads: AtomicUsize::new(0),
         }
+    }
+
+    /// How many times the ledger was asked for the events of a sale status.
+    pub fn status_reads(&self) -> usize {
+        self.status_reads.load(Ordering::Relaxed)
     }
 
     /// The next `record_joins` waits, before it reaches the ledger, until `release` is
@@ -72,6 +81,7 @@ impl Ledger for Racing {
         self.inner.order_states(event).await
     }
     async fn events_with_status(&self, status: SaleStatus) -> Result<Vec<EventId>, StoreError> {
+        self.status_reads.fetch_add(1, Ordering::Relaxed);
         self.inner.events_with_status(status).await
     }
     async fn set_sale_status(&self, id: EventId, status: SaleStatus) -> Result<(), StoreError> {
