@@ -4,6 +4,12 @@
 //! skipped, and the first untrusted address is the client. Only the right end of the
 //! header was written by proxies we trust, so whatever a client put to the left of it
 //! is never reached. A header that cannot be read there falls back to the peer.
+//!
+//! An IPv6 client is its network, not its address: one subscriber or one cloud host is
+//! given a whole /64 (2^64 addresses to rotate through), so a per-address limit keyed
+//! on the full address would give it as many allowances as it cares to use. The
+//! address is cut to its first `http.ipv6_client_prefix` bits (64 unless set) before
+//! any decision sees it; IPv4 addresses (and IPv4-mapped IPv6 ones) are kept whole.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -16,8 +22,9 @@ use ipnet::IpNet;
 use crate::AppState;
 use crate::config::ForwardedHeader;
 
-/// The address a request is attributed to. In-process requests without a TCP peer
-/// (tests driving the router directly) share the unspecified address.
+/// The address a request is attributed to (for IPv6, its network: see above).
+/// In-process requests without a TCP peer (tests driving the router directly) share
+/// the unspecified address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub IpAddr);
 
@@ -32,28 +39,44 @@ impl FromRequestParts<AppState> for ClientAddr {
     }
 }
 
-/// The trusted proxies and the header they write.
+/// The trusted proxies and the header they write, and how much of an IPv6 address
+/// names a client.
 pub(crate) struct Proxies {
     nets: Vec<IpNet>,
     header: ForwardedHeader,
+    /// The bits of an IPv6 address kept (`http.ipv6_client_prefix`).
+    v6_prefix: u8,
 }
 
 impl Proxies {
-    pub(crate) fn new(nets: Vec<IpNet>, header: ForwardedHeader) -> Proxies {
-        Proxies { nets, header }
+    pub(crate) fn new(nets: Vec<IpNet>, header: ForwardedHeader, v6_prefix: u8) -> Proxies {
+        Proxies {
+            nets,
+            header,
+            v6_prefix: v6_prefix.min(128),
+        }
     }
 
     fn trusts(&self, ip: IpAddr) -> bool {
         self.nets.iter().any(|n| n.contains(&ip))
     }
 
-    /// The client behind `peer`, given the request's headers.
+    /// The client behind `peer`, given the request's headers: an IPv4 address, or an
+    /// IPv6 network's first address.
     pub(crate) fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         let peer = peer.to_canonical();
-        if self.nets.is_empty() || !self.trusts(peer) {
-            return peer;
+        let client = if self.nets.is_empty() || !self.trusts(peer) {
+            peer
+        } else {
+            self.walk(headers).unwrap_or(peer)
+        };
+        match client {
+            IpAddr::V6(v6) => {
+                let kept = u128::MAX.checked_shl(128 - u32::from(self.v6_prefix));
+                IpAddr::V6((v6.to_bits() & kept.unwrap_or(0)).into())
+            }
+            v4 => v4,
         }
-        self.walk(headers).unwrap_or(peer)
     }
 
     /// The first untrusted hop from the right; with every hop trusted, the leftmost
@@ -119,7 +142,11 @@ mod tests {
 
     fn proxies(header: ForwardedHeader) -> Proxies {
         let nets = ["10.0.0.0/8", "2001:db8:ffff::/48"];
-        Proxies::new(nets.iter().map(|n| n.parse().unwrap()).collect(), header)
+        Proxies::new(
+            nets.iter().map(|n| n.parse().unwrap()).collect(),
+            header,
+            64,
+        )
     }
 
     fn headers(name: &'static str, lines: &[&str]) -> HeaderMap {
@@ -178,12 +205,37 @@ mod tests {
                 "for=10.2.2.2:80;by=10.0.0.1",
             ],
         );
-        assert_eq!(p.client(ip("10.0.0.1"), &h), ip("2001:db8::17"));
+        // 2001:db8::17, as its /64.
+        assert_eq!(p.client(ip("10.0.0.1"), &h), ip("2001:db8::"));
         let h = headers("forwarded", &["for=unknown"]);
         assert_eq!(p.client(ip("10.0.0.1"), &h), ip("10.0.0.1"));
         // X-Forwarded-For is not read when the proxies write Forwarded.
         let h = headers("x-forwarded-for", &["203.0.113.9"]);
         assert_eq!(p.client(ip("10.0.0.1"), &h), ip("10.0.0.1"));
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_network_so_rotating_addresses_in_it_changes_nothing() {
+        let p = proxies(ForwardedHeader::XForwardedFor);
+        let none = HeaderMap::new();
+        let net = ip("2001:db8:1:2::");
+        for peer in [
+            "2001:db8:1:2::1",
+            "2001:db8:1:2:ffff:ffff:ffff:ffff",
+            "2001:db8:1:2::",
+        ] {
+            assert_eq!(p.client(ip(peer), &none), net, "{peer}");
+        }
+        assert_eq!(p.client(ip("2001:db8:1:3::1"), &none), ip("2001:db8:1:3::"));
+        // Behind a trusted proxy the forwarded client is cut the same way.
+        let h = headers("x-forwarded-for", &["2001:db8:1:2::99"]);
+        assert_eq!(p.client(ip("10.0.0.1"), &h), net);
+        // IPv4, mapped or not, is kept whole; so is IPv6 at /128, and /0 is one client.
+        assert_eq!(p.client(ip("::ffff:203.0.113.9"), &none), ip("203.0.113.9"));
+        let whole = Proxies::new(Vec::new(), ForwardedHeader::XForwardedFor, 128);
+        assert_eq!(whole.client(ip("2001:db8::1"), &none), ip("2001:db8::1"));
+        let one = Proxies::new(Vec::new(), ForwardedHeader::XForwardedFor, 0);
+        assert_eq!(one.client(ip("2001:db8::1"), &none), ip("::"));
     }
 
     #[test]

@@ -15,6 +15,11 @@ pub struct HttpConfig {
     /// The header the trusted proxies append the client's address to. Default
     /// `x-forwarded-for`; `forwarded` reads RFC 7239 `for=` parameters instead.
     pub forwarded_header: ForwardedHeader,
+    /// How many leading bits of an IPv6 client address name the client for every
+    /// per-address limit (joins, sign-ups, event streams, proof-of-work): a subscriber
+    /// or a cloud host is given a whole /64, and would otherwise get an allowance per
+    /// address it rotates through. 16-128; IPv4 addresses are always whole. Default 64.
+    pub ipv6_client_prefix: u8,
     /// A client must send a request's headers within this long, counted from the end
     /// of its previous request on the connection, so this is also how long an idle
     /// keep-alive connection is kept. Keep it above the idle timeout of the load
@@ -60,6 +65,7 @@ impl Default for HttpConfig {
         HttpConfig {
             trusted_proxies: Vec::new(),
             forwarded_header: ForwardedHeader::XForwardedFor,
+            ipv6_client_prefix: 64,
             header_read_timeout_ms: 75_000,
             request_timeout_ms: 30_000,
             max_in_flight: 4_096,
@@ -87,9 +93,15 @@ impl HttpConfig {
             ("http.stream_keep_alive_ms", self.stream_keep_alive_ms),
             ("http.listen_backlog", u64::from(self.listen_backlog)),
         ];
-        match positive.iter().find(|(_, v)| *v == 0) {
-            Some((name, _)) => Err(format!("{name} must be at least 1")),
-            None => Ok(()),
+        if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("{name} must be at least 1"));
         }
+        if !(16..=128).contains(&self.ipv6_client_prefix) {
+            return Err(format!(
+                "http.ipv6_client_prefix must be 16-128 (bits of an IPv6 address that name                  a client), not {}",
+                self.ipv6_client_prefix
+            ));
+        }
+        Ok(())
     }
 }

@@ -73,7 +73,11 @@ impl Edge {
             metrics::counter!("boxoffice_sse_refused_total", "reason" => reason).increment(0);
         }
         Edge {
-            proxies: Proxies::new(config.trusted_proxies.clone(), config.forwarded_header),
+            proxies: Proxies::new(
+                config.trusted_proxies.clone(),
+                config.forwarded_header,
+                config.ipv6_client_prefix,
+            ),
             in_flight: AtomicUsize::new(0),
             max_in_flight: config.max_in_flight,
             request_timeout: Duration::from_millis(config.request_timeout_ms),

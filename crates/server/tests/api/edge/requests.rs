@@ -195,6 +195,36 @@ async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_hea
     assert_eq!(join(&app, &direct, event, "192.0.2.99").await, 429);
 }
 
+/// An IPv6 client is its /64: addresses rotated within one network share its bucket,
+/// and another network has its own.
+#[boxoffice_testkit::test]
+async fn ipv6_addresses_of_one_network_share_a_bucket() {
+    let app = spawn_with(|c| {
+        c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        c.engine.waiting.join_per_ip = Limit { per_s: 1, burst: 3 };
+    })
+    .await;
+    let event = app.create_event(&spec(0, 0, 100, 4)).await.0;
+    let proxy = client_from("127.0.0.1");
+    for addr in [
+        "2001:db8:7:7::1",
+        "2001:db8:7:7::2",
+        "2001:db8:7:7:ffff:ffff:ffff:ffff",
+    ] {
+        assert_eq!(join(&app, &proxy, event, addr).await, 200, "{addr}");
+    }
+    assert_eq!(
+        join(&app, &proxy, event, "2001:db8:7:7::4").await,
+        429,
+        "a fourth address of the same /64 finds the bucket empty"
+    );
+    assert_eq!(
+        join(&app, &proxy, event, "2001:db8:7:8::1").await,
+        200,
+        "the next /64 is another client"
+    );
+}
+
 #[boxoffice_testkit::test]
 async fn a_fairness_page_is_bounded_however_large_a_page_is_asked_for() {
     let app = spawn().await;
