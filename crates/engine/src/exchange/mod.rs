@@ -161,7 +161,19 @@ impl Engine {
         let t = &facts.ticket;
         let now = self.now();
         self.exchange_rules(t.event, now).await?;
-        let face = self.face_value(t.order, t.seat.as_str()).await?;
+        let order = (self.ports.ledger.order(t.order).await?)
+            .ok_or_else(|| EngineError::Internal("a ticket's order vanished".into()))?;
+        // A sale pays its seller back through the payment that bought the ticket (a
+        // partial refund of its order): only that order's buyer can be paid so. A ticket
+        // received by transfer, or bought on the exchange, would pay its first buyer.
+        if order.buyer != who.buyer {
+            return Err(ExchangeRefusal::NotListable(
+                "only its first buyer can list it: a sale pays the seller back through \
+                 the payment that bought it",
+            )
+            .into());
+        }
+        let face = face_value(&order, t.seat.as_str())?;
         if price.0 < 0 || price > face {
             return Err(ExchangeRefusal::AboveFaceValue(face).into());
         }
@@ -184,20 +196,6 @@ impl Engine {
             }
             Err(no) => Err(refused(no, 0)),
         }
-    }
-
-    /// What the seat cost in its order: the most a listing of it may ask.
-    async fn face_value(
-        &self,
-        order: boxoffice_domain::OrderId,
-        seat: &str,
-    ) -> Result<Money, EngineError> {
-        let order = (self.ports.ledger.order(order).await?)
-            .ok_or_else(|| EngineError::Internal("a ticket's order vanished".into()))?;
-        (order.seats.iter())
-            .find(|s| s.seat_id == seat)
-            .map(|s| s.price)
-            .ok_or_else(|| EngineError::Internal("a ticket's seat is not in its order".into()))
     }
 
     /// DELETE /v1/listings/{id}: the seller withdraws an open listing.
@@ -246,4 +244,12 @@ impl Engine {
             .map(|l| l.event)
             .ok_or(EngineError::NotFound(Resource::Listing))
     }
+}
+
+/// What the seat cost in its order: the most a listing of it may ask.
+fn face_value(order: &crate::ports::Order, seat: &str) -> Result<Money, EngineError> {
+    (order.seats.iter())
+        .find(|s| s.seat_id == seat)
+        .map(|s| s.price)
+        .ok_or_else(|| EngineError::Internal("a ticket's seat is not in its order".into()))
 }

@@ -1,9 +1,9 @@
 //! The face-value exchange through HTTP: K listed tickets and N ≫ K concurrent buyers
 //! make exactly K swaps, each seller refunded once in the provider's book, every old
 //! barcode refused and every new one admitted, the audit clean; and every bad request
-//! (above face value, a scanned, transferred-away or refunded ticket, one's own
-//! listing, after the cutoff, an event without an exchange) is a coded 4xx that changes
-//! nothing.
+//! (above face value, a scanned, transferred-away or refunded ticket, one received by
+//! transfer, one's own listing, after the cutoff, an event without an exchange) is a
+//! coded 4xx that changes nothing.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -246,6 +246,13 @@ async fn bad_exchange_requests_answer_a_code_and_change_nothing() {
     give(&app, &alice, &id(3), &carol).await;
     let (status, body) = list(&app, &alice, &id(3), FACE).await;
     assert_eq!((status, code(&body)), (404, "ticket_not_found"));
+    // Nor by its new one: a sale would pay its seller through Alice's payment.
+    let (status, body) = list(&app, &carol.1, &id(3), FACE).await;
+    assert_eq!(
+        (status, code(&body)),
+        (409, "ticket_not_listable"),
+        "{body}"
+    );
 
     // A refunded order's tickets cannot be listed; its open listing is gone.
     let (dave, his) = buy(&app, event, 1).await;
