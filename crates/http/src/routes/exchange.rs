@@ -20,7 +20,7 @@ use crate::AppState;
 use crate::client_addr::ClientAddr;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{BearerToken, BuyerSessionHeader, QueryParams, json};
+use crate::extract::{BearerToken, BuyerSessionHeader, Dpop, QueryParams, json};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -225,11 +225,11 @@ pub(crate) const BUY_DOC: Doc = Doc {
             C::Internal,
         ]
     },
-    shared: &[crate::idempotency::REFUSES],
+    shared: &[crate::idempotency::REFUSES, crate::extract::PROOF_REFUSES],
 };
 
-/// POST /v1/listings/{id}/purchase (the admission token of the listing's event, as
-/// for a hold). Answers the swap: `done` (the ticket is the caller's), or `reserved` /
+/// POST /v1/listings/{id}/purchase (the admission token of the listing's event, and
+/// its proof of possession where the event binds admissions to a key, as for a hold). Answers the swap: `done` (the ticket is the caller's), or `reserved` /
 /// `charged` / `moved` when the provider did not answer in time (the exchange worker
 /// finishes it); 202 with `next_action` when the buyer must finish 3-D Secure at their
 /// bank (the provider's webhook finishes the swap). The event's velocity limits apply
@@ -238,8 +238,7 @@ pub async fn buy(
     State(st): State<AppState>,
     // The client, as the velocity limits and signals see it.
     ClientAddr(addr): ClientAddr,
-    token: BearerToken,
-    session: BuyerSessionHeader,
+    (token, session, dpop): (BearerToken, BuyerSessionHeader, Dpop),
     replay: Replay,
     Id(id): Id<ListingId>,
     body: Bytes,
@@ -263,6 +262,17 @@ pub async fn buy(
     };
     if let Err(r) = st.engine.limit_hold(&admitted) {
         return refused(r.into());
+    }
+    // Last of the checks, as for a hold: only a proof that passed everything else is
+    // remembered. A token handed to a client without its key buys nothing here either.
+    let proved = async {
+        let entry = st.engine.event(admitted.event).await?;
+        (st.engine)
+            .prove_admission(&entry, &admitted, dpop.input())
+            .await
+    };
+    if let Err(e) = proved.await {
+        return ApiError::from(e).into_response();
     }
     // The device is the key the admission token is bound to, if any.
     let origin = Origin {

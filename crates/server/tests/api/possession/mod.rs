@@ -6,6 +6,7 @@
 //! required (`race.rs`).
 
 mod ed25519;
+mod exchange;
 mod race;
 mod retry;
 
