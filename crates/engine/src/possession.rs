@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boxoffice_domain::possession::{
-    self, PopMode, ProofError, ProofRequest, ProofWindow, Thumbprint,
+    self, CheckedProof, PopMode, ProofError, ProofRequest, ProofWindow, Thumbprint,
 };
 use boxoffice_domain::{EventId, HoldId};
 use serde::Deserialize;
@@ -121,19 +121,21 @@ impl Engine {
         })
     }
 
-    /// The key a join binds its ticket to: the proof's, when the event asks for one or
-    /// allows it and the client sent it.
-    pub(crate) async fn join_key(
+    /// The proof a join binds its ticket to, checked but not yet remembered: when the
+    /// event asks for one or allows it and the client sent it. The join remembers it
+    /// (`remember_proof`) only once its other checks passed, the human check among
+    /// them, so joins refused there leave nothing in the event's proof memory (whose
+    /// cap, once full, refuses every proof of the event).
+    pub(crate) fn join_proof(
         &self,
-        event: EventId,
         mode: PopMode,
         input: Option<ProofInput<'_>>,
-    ) -> Result<Option<Thumbprint>, EngineError> {
+    ) -> Result<Option<CheckedProof>, EngineError> {
         let sent = input.filter(|i| i.proof.is_some());
         match (mode, sent) {
             (PopMode::Off, _) | (PopMode::Optional, None) => Ok(None),
             (PopMode::Required, None) => Err(ProofRefusal::Required.into()),
-            (_, Some(input)) => self.accept(event, input, None).await.map(Some),
+            (_, Some(input)) => self.checked(input, None).map(Some),
         }
     }
 
@@ -191,6 +193,18 @@ impl Engine {
         input: ProofInput<'_>,
         bound: Option<&Thumbprint>,
     ) -> Result<Thumbprint, EngineError> {
+        let checked = self.checked(input, bound)?;
+        self.remember_proof(event, &checked).await?;
+        Ok(checked.jkt)
+    }
+
+    /// A proof's checks, for `bound` (or, at a join, no key yet): everything but
+    /// whether its id was used before.
+    fn checked(
+        &self,
+        input: ProofInput<'_>,
+        bound: Option<&Thumbprint>,
+    ) -> Result<CheckedProof, EngineError> {
         let cfg = &self.config.proofs;
         let request = ProofRequest {
             method: input.method,
@@ -209,9 +223,20 @@ impl Engine {
         if bound.is_some_and(|b| *b != checked.jkt) {
             return Err(ProofRefusal::KeyMismatch.into());
         }
+        Ok(checked)
+    }
+
+    /// Remembers a checked proof's id under the event for the proofs' window: a proof
+    /// used before is refused as replayed.
+    pub(crate) async fn remember_proof(
+        &self,
+        event: EventId,
+        checked: &CheckedProof,
+    ) -> Result<(), EngineError> {
+        let ttl = self.config.proofs.replay_ttl();
         let memory = self.proof_memory()?;
-        match (memory.first_use(event, &checked.jkt, &checked.jti, cfg.replay_ttl())).await? {
-            FirstUse::Fresh => Ok(checked.jkt),
+        match (memory.first_use(event, &checked.jkt, &checked.jti, ttl)).await? {
+            FirstUse::Fresh => Ok(()),
             FirstUse::Replayed => Err(ProofRefusal::Replayed.into()),
             FirstUse::Full => Err(EngineError::Unavailable(
                 "the proof-of-possession memory is full".into(),

@@ -159,15 +159,20 @@ impl Engine {
                 when_down,
             } => Some((provider, when_down)),
         };
-        // The proof of possession is remembered once the local checks passed; a refused
-        // one costs the client nothing to make again.
+        // The proof of possession is checked once the local checks passed (a refused
+        // one costs the client nothing to make again), and remembered after the human
+        // check: a join refused there uses up no room in the event's proof memory.
         let mode = entry.event.sale.proof_of_possession;
-        let key = self.join_key(event, mode, who.proof).await?;
-        // Last: the only check that costs a call out and uses up a token a person solved.
+        let proof = self.join_proof(mode, who.proof)?;
+        // The only check that costs a call out and uses up a token a person solved.
         if let Some(hosted) = hosted {
             self.check_hosted(event, buyer, who.human_token, who.ip, hosted, now)
                 .await?;
         }
+        if let Some(proof) = &proof {
+            self.remember_proof(event, proof).await?;
+        }
+        let key = proof.map(|p| p.jkt);
         // After every other check and before the join is kept: the buyer joins the
         // clusters of the device key just proved and of the network, or is refused
         // with nothing joined.

@@ -348,3 +348,51 @@ async fn rules_asking_a_check_the_server_cannot_make_are_refused() {
     );
     app.stop().await;
 }
+
+/// A join's proof of possession is remembered only once its human check passed: joins
+/// refused there with fresh proofs leave no room used in the event's proof memory,
+/// whose cap (once full of unexpired ids) refuses every proof of the event.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_refused_at_the_human_check_fill_no_proof_memory() {
+    use boxoffice_domain::possession::PopMode;
+    use boxoffice_engine::ports::Clock;
+    use boxoffice_testkit::harness::{proof, proof_key};
+
+    let v = verifier().await;
+    let (url, ca) = (v.stub.url.clone(), v.ca_file.clone());
+    let app = spawn_with(move |c| {
+        c.human_check = HumanCheckConfig {
+            turnstile: account("site-key-turnstile", &url),
+            ca_file: Some(ca),
+            ..HumanCheckConfig::default()
+        };
+        c.engine.proofs.max_remembered = 2;
+    })
+    .await;
+    let mut spec = spec(1, 10, 0, 4);
+    spec.sale.proof_of_possession = PopMode::Required;
+    let event = app.create_event(&spec).await;
+    let rules = json!({"human_check": {"kind": "hosted", "provider": "turnstile"}});
+    assert_eq!(set_rules(&app, event, rules).await.status(), StatusCode::OK);
+    let path = format!("/v1/events/{event}/queue");
+    let join_proved = |token: String, human: &'static str| {
+        let dpop = proof(&proof_key(), "POST", &path, app.clock.now().0 / 1000);
+        let req = app.client.post(app.url(&path)).bearer_auth(token);
+        let req = req.header("Idempotency-Key", uuid()).header("DPoP", dpop);
+        req.json(&json!({"human_check_token": human})).send()
+    };
+    for n in 0..3 {
+        let (_, token) = app.buyer().await;
+        let res = join_proved(token, "forged").await.unwrap();
+        assert_eq!(
+            error_of(res).await,
+            (StatusCode::FORBIDDEN, "human_check_failed".into()),
+            "forged join {n}"
+        );
+    }
+    let (_, token) = app.buyer().await;
+    let res = join_proved(token, "pass-1").await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "{:?}", res.text().await);
+    assert_eq!(line_length(&app, event).await, 1);
+    app.stop().await;
+}
