@@ -3,7 +3,7 @@
 //! (a seat sold to someone else, the buyer's limit) voids the authorization, and a
 //! capture that can never happen cancels the sale.
 
-use boxoffice_domain::OrderEvent;
+use boxoffice_domain::{OrderEvent, OrderState};
 
 use crate::cancel::Capturable;
 use crate::checkout::{CheckoutOutcome, KeepConfirmed, outcome_of};
@@ -96,6 +96,14 @@ impl Engine {
                     OrderEvent::CaptureFailed
                 }
                 Capturable::Never => {
+                    // A sale is abandoned from `pending_capture`: a `committed` order
+                    // (its first capture never recorded: a crash between the commit
+                    // and the capture) records the failed capture first, or the
+                    // abandon is refused and every later capture fails the same way.
+                    if order.state == OrderState::Committed {
+                        self.try_move(order.id, OrderEvent::CaptureFailed, None)
+                            .await?;
+                    }
                     self.abandon_capture(order, via).await?;
                     return self.current(order.id).await;
                 }

@@ -101,3 +101,52 @@ async fn a_capture_that_keeps_failing_is_cancelled_after_its_attempts() {
     let report = n.engine.audit().await.expect("audited");
     assert!(report.clean(), "{:?}", report.violations);
 }
+
+/// The process died between the commit and the capture (the order `committed`, its
+/// capture never tried), and meanwhile the provider let the authorization lapse: the
+/// sweep's capture is refused for good, and the sale ends cancelled with its seats back,
+/// where it stayed `committed` (seats sold, nothing charged) and failed again on every
+/// pass.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_order_whose_authorization_lapsed_is_cancelled() {
+    use boxoffice_domain::OrderEvent;
+    use boxoffice_engine::ports::{Commit, CommitOutcome};
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
+    // Authorized at the provider; the answer never came back.
+    let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_AFTER_CHARGE).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Pending(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    let record = d.fake.record(o.id).await.unwrap().expect("authorized");
+    // What a checkout that died after its commit left behind.
+    let ledger = &n.engine.ports().ledger;
+    let now = d.clock.now();
+    (ledger.apply(o.id, OrderEvent::Authorized, Some(&record.reference), now))
+        .await
+        .expect("authorized");
+    let commit = Commit {
+        order: o.id,
+        max_per_buyer: 4,
+        now,
+    };
+    let committed = ledger.commit(&commit).await.expect("committed");
+    assert_eq!(committed, CommitOutcome::Committed);
+    assert_eq!(order(&n.engine, o.id).await.state, OrderState::Committed);
+    d.fake.expire_authorization(o.id).await.expect("lapsed");
+
+    d.clock.advance_secs(31);
+    recover_until_idle(&n.engine, 10).await;
+    let ended = order(&n.engine, o.id).await;
+    assert_eq!(ended.state, OrderState::Cancelled);
+    let sold = ledger.sold_seats(event).await.expect("read");
+    assert!(sold.is_empty(), "the ledger gave the seats back: {sold:?}");
+    assert_eq!(
+        free(&n.engine, event, &["A-1-1", "A-1-2"]).await,
+        vec![true, true]
+    );
+    let payment = d.fake.record(o.id).await.unwrap().expect("kept");
+    assert_eq!(payment.state, ProviderState::Voided, "nothing was charged");
+}
