@@ -91,6 +91,8 @@ pub enum EngineError {
     OrderNotCancellable(boxoffice_domain::OrderState),
     #[error("orders of this event cannot be returned by their buyers now")]
     RefundWindowClosed,
+    #[error("a ticket of this order was scanned at a gate: its buyer can no longer return it")]
+    OrderUsed,
     #[error("this event is cancelled; its orders are being refunded")]
     EventCancelled,
     #[error("this event is not cancelled")]

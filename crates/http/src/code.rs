@@ -92,6 +92,7 @@ error_codes! {
     SeatSold = "seat_sold" => CONFLICT;
     OrderNotCancellable = "order_not_cancellable" => CONFLICT;
     RefundWindowClosed = "refund_window_closed" => FORBIDDEN;
+    OrderUsed = "order_used" => CONFLICT;
     EventCancelled = "event_cancelled" => CONFLICT;
     EventNotCancelled = "event_not_cancelled" => NOT_FOUND;
     MissingSignature = "missing_signature" => BAD_REQUEST;

@@ -122,6 +122,7 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::Exchange(r) => crate::routes::exchange::refusal_code(r),
         E::OrderNotCancellable(_) => C::OrderNotCancellable,
         E::RefundWindowClosed => C::RefundWindowClosed,
+        E::OrderUsed => C::OrderUsed,
         E::EventCancelled => C::EventCancelled,
         E::EventNotCancelled => C::EventNotCancelled,
         E::PaymentVelocity { .. } => C::PaymentVelocity,

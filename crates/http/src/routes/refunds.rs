@@ -99,6 +99,7 @@ pub(crate) const REFUND_ORDER_DOC: Doc = Doc {
         &[
             C::OrderNotCancellable,
             C::OrderNotFound,
+            C::OrderUsed,
             C::RefundWindowClosed,
         ]
     },

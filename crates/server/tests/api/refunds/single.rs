@@ -163,6 +163,44 @@ async fn a_buyer_refunds_inside_the_window_and_is_refused_outside_it() {
     audit_clean(&app).await;
 }
 
+/// A buyer admitted at the door cannot return the order they used (inside the window,
+/// and with the money back); the operator still can.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_cannot_return_an_order_whose_ticket_was_scanned() {
+    use crate::tickets::{barcode, gate, my_tickets, scan};
+
+    let app = spawn().await;
+    let book = provider(&app);
+    let now = app.clock.now();
+    let mut s = spec(1, 4, 0, 4);
+    s.sale.buyer_refunds = Some(RefundWindow {
+        doors_at: Millis(now.0 + 10 * DAY_S * 1000),
+        closes_before_doors_s: DAY_S as u64,
+    });
+    let event = app.create_event(&s).await;
+    let (token, id, _) = bought(&app, event).await;
+    let (_, key) = gate(&app, event, "Early entry").await;
+    let ticket = my_tickets(&app, &token).await[0].clone();
+    let (status, _) = scan(&app, event, &key, &barcode(&ticket)).await;
+    assert_eq!(status, 200);
+
+    let before = app.engine.ports().ledger.order(id).await.unwrap();
+    let (status, body) = undo(&app, &format!("/v1/orders/{id}/refund"), &token).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("order_used")),
+        "{body}"
+    );
+    assert_eq!(app.engine.ports().ledger.order(id).await.unwrap(), before);
+    assert_eq!(app.counts(event).await["sold"], json!(1));
+    assert_eq!(refunds_made(&book).await.get(&id), None);
+
+    let path = format!("/v1/orders/{id}/cancel");
+    let (status, body) = undo(&app, &path, &app.operator_key).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("refunded")));
+    audit_clean(&app).await;
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_without_a_refund_window_refuses_buyer_refunds() {
     let app = spawn().await;
