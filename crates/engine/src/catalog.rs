@@ -4,12 +4,20 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use boxoffice_domain::{Event, EventId, EventSpec, SaleStatus, SeatIndex, SectionKind};
+use boxoffice_domain::{Event, EventId, EventSpec, Millis, SaleStatus, SeatIndex, SectionKind};
 use parking_lot::RwLock;
 
 use crate::ports::{ArbiterLayout, LayoutSeat, LayoutSection, RebuildClaim, SoldSeat};
 use crate::tail_hash::TailMap;
 use crate::{Engine, EngineError, Resource};
+
+/// How long the readiness probe's answer about the ledger is kept (`ledger_answers`).
+pub const READINESS_TTL_MS: i64 = 1_000;
+
+/// The last ask of `ledger_answers`: when, and the ledger's answer. Behind an async
+/// lock, so that probes arriving together wait for one ask rather than each making one.
+#[derive(Default)]
+pub(crate) struct Readiness(tokio::sync::Mutex<Option<(Millis, Result<(), String>)>>);
 
 /// A cached event with its seat-label index.
 pub struct EventEntry {
@@ -226,6 +234,28 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Whether the ledger answers, for the readiness probe: asked at most once per
+    /// `READINESS_TTL_MS` however often (and however many at once) the probe is called,
+    /// and otherwise answered from the last ask. The probe is public and never shed, so
+    /// a flood of it must not be a flood of ledger reads.
+    pub async fn ledger_answers(&self) -> Result<(), EngineError> {
+        let mut last = self.readiness.0.lock().await;
+        let now = self.now();
+        let fresh = |(at, _): &(Millis, _)| now.0.saturating_sub(at.0) < READINESS_TTL_MS;
+        if !last.as_ref().is_some_and(fresh) {
+            let answer = self
+                .open_events()
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string());
+            *last = Some((now, answer));
+        }
+        match last.as_ref().map(|(_, answer)| answer) {
+            Some(Err(e)) => Err(EngineError::Unavailable(format!("the ledger: {e}"))),
+            _ => Ok(()),
+        }
     }
 
     pub async fn open_events(&self) -> Result<Vec<EventId>, EngineError> {

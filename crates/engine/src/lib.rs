@@ -170,6 +170,8 @@ pub struct Engine {
     proofs: Option<Arc<dyn ports::ProofMemory>>,
     /// Proofs' public keys decoded, by thumbprint (`possession`).
     proof_keys: boxoffice_domain::possession::KeyCache,
+    /// The last answer of `ledger_answers`, and when it was asked.
+    readiness: catalog::Readiness,
 }
 
 impl Engine {
@@ -206,6 +208,7 @@ impl Engine {
             velocity: None,
             proofs: None,
             proof_keys,
+            readiness: catalog::Readiness::default(),
         }
     }
 

@@ -70,3 +70,29 @@ async fn a_listing_that_names_a_status_many_times_reads_it_once() {
         "{reads} reads of the ledger for two statuses"
     );
 }
+
+/// The readiness probe is public and never shed: however many probes arrive at once,
+/// the ledger is asked once per second of the engine's clock.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_probes_ask_the_ledger_once_a_second_however_many_arrive() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let racing = Arc::new(Racing::new(d.ledger.clone()));
+    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
+    let before = racing.status_reads();
+    let probes = (0..200).map(|_| n.engine.ledger_answers());
+    for answer in futures::future::join_all(probes).await {
+        answer.expect("the ledger answers");
+    }
+    assert_eq!(racing.status_reads() - before, 1, "one ask for 200 probes");
+    let start = d.clock.now();
+    d.clock.set(start.plus_millis(999));
+    n.engine.ledger_answers().await.expect("ready");
+    assert_eq!(racing.status_reads() - before, 1, "still fresh");
+    d.clock.set(start.plus_millis(1_000));
+    n.engine.ledger_answers().await.expect("ready");
+    assert_eq!(
+        racing.status_reads() - before,
+        2,
+        "asked again a second later"
+    );
+}

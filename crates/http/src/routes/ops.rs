@@ -45,8 +45,8 @@ pub async fn readyz(State(st): State<AppState>) -> Result<&'static str, ApiError
             "start-up has not finished",
         ));
     }
-    // The ledger answers.
-    st.engine.open_events().await?;
+    // The ledger answers (asked at most once a second, however often this is called).
+    st.engine.ledger_answers().await?;
     Ok("ready")
 }
 

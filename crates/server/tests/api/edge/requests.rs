@@ -414,3 +414,16 @@ async fn an_address_with_its_share_of_open_streams_is_refused_another_until_one_
     .await;
     drop(second);
 }
+
+/// The readiness probe answers `ready` once the node started, and a crowd of probes at
+/// once is answered from one ask of the ledger (`Engine::ledger_answers`).
+#[boxoffice_testkit::test]
+async fn a_crowd_of_readiness_probes_is_answered_ready() {
+    let app = spawn().await;
+    let probes = (0..300).map(|_| app.client.get(app.url("/readyz")).send());
+    for res in futures::future::join_all(probes).await {
+        let res = res.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.text().await.unwrap(), "ready");
+    }
+}
