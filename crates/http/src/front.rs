@@ -47,6 +47,8 @@ pub(crate) struct Admit {
     pub class: RouteClass,
     /// The codes the route may answer with (checked in debug builds).
     pub doc: &'static Doc,
+    /// The largest body the route reads (`routes::body_limit`), for the refusal's words.
+    pub body_limit: usize,
 }
 
 impl<S> Front<S> {
@@ -117,6 +119,10 @@ where
             work: work.instrument(span),
             latencies: self.latencies.clone(),
             checked: self.admit.as_ref().map(|a| (a.class, a.doc)),
+            body_limit: self
+                .admit
+                .as_ref()
+                .map_or(crate::MAX_BODY, |a| a.body_limit),
             method,
             started,
             id: Some(id),
@@ -131,6 +137,7 @@ pin_project! {
         work: Instrumented<Work<F>>,
         latencies: Arc<Latencies>,
         checked: Option<(RouteClass, &'static Doc)>,
+        body_limit: usize,
         method: Method,
         started: Instant,
         id: Option<HeaderValue>,
@@ -159,6 +166,7 @@ where
         Poll::Ready(Ok(trace::finish(
             span,
             this.latencies,
+            *this.body_limit,
             this.method,
             *this.started,
             id,

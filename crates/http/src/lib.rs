@@ -40,8 +40,15 @@ pub use edge::Edge;
 pub use error::ApiError;
 pub use routes::{RouteClass, RouteDef, table as routes};
 
-/// Largest request body accepted; an event spec of a big stadium fits many times over.
+/// Largest request body any route accepts (`routes::body_limit`): the operator's event
+/// spec (a big stadium's fits many times over) and a gate's offline scans.
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Largest body of every other route: a buyer's join, hold or checkout is a few hundred
+/// bytes. A place among the requests in flight is held while a body is read, so a
+/// client that sends large bodies slowly ties up less of the node's memory per place.
+pub(crate) const SMALL_BODY: usize = 64 * 1024;
+/// Largest payment webhook: read before its signature can be checked, from anyone.
+pub(crate) const WEBHOOK_BODY: usize = 256 * 1024;
 
 /// Renders the metrics registry in the Prometheus text format.
 pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;

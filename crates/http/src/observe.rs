@@ -113,6 +113,7 @@ pub(crate) fn undocumented(doc: &Doc, class: RouteClass, res: &Response) {
 /// wraps every route.
 pub(crate) fn observe(
     latencies: &Latencies,
+    body_limit: usize,
     method: &Method,
     started: Instant,
     res: Response,
@@ -126,7 +127,7 @@ pub(crate) fn observe(
     if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
         return ApiError::new(
             ErrorCode::PayloadTooLarge,
-            format!("request bodies are limited to {} bytes", crate::MAX_BODY),
+            format!("this route's request bodies are limited to {body_limit} bytes"),
         )
         .into_response();
     }

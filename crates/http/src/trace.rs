@@ -35,12 +35,13 @@ pub(crate) fn span(method: &Method, route: &'static str, id: &HeaderValue) -> Sp
 pub(crate) fn finish(
     span: &Span,
     latencies: &Latencies,
+    body_limit: usize,
     method: &Method,
     started: Instant,
     id: HeaderValue,
     answered: Response,
 ) -> Response {
-    let mut res = crate::observe::observe(latencies, method, started, answered);
+    let mut res = crate::observe::observe(latencies, body_limit, method, started, answered);
     let status = res.status();
     span.record("status", status.as_u16());
     if let Some(f) = res.extensions_mut().remove::<Failure>() {

@@ -81,12 +81,14 @@ where
     // The handler is typed down to the middleware: one boxed service per route in the
     // router, not one per layer.
     let handler = move |state: &AppState| {
+        let body_limit = body_limit(path);
         let admit = Admit {
             edge: state.edge.clone(),
             class,
             doc,
+            body_limit,
         };
-        let handler = DefaultBodyLimit::max(MAX_BODY).layer(h.with_state(state.clone()));
+        let handler = DefaultBodyLimit::max(body_limit).layer(h.with_state(state.clone()));
         on_service(filter, Front::route(path, admit, handler))
     };
     RouteDef {
@@ -95,6 +97,19 @@ where
         class,
         handler: Box::new(handler),
         doc,
+    }
+}
+
+/// The largest body `path` reads: `MAX_BODY` for the routes whose callers are known
+/// before the body is read (the operator's event spec, a gate's offline scans, both
+/// refused on their credential first) and that may need it; the payment webhook
+/// (unauthenticated until its body's signature is checked) `WEBHOOK_BODY`; every other
+/// route `SMALL_BODY`.
+fn body_limit(path: &str) -> usize {
+    match path {
+        "/v1/events" | "/v1/events/{id}/scans/batch" => MAX_BODY,
+        "/v1/payments/webhook" => crate::WEBHOOK_BODY,
+        _ => crate::SMALL_BODY,
     }
 }
 

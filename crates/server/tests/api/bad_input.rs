@@ -337,6 +337,15 @@ async fn bad_requests_get_a_4xx_with_a_code_and_change_nothing() {
             413,
             "payload_too_large",
         ),
+        case(
+            "larger than a hold ever needs (64 KiB)",
+            Method::POST,
+            holds.clone(),
+            &admission,
+            &format!("{{\"seat_ids\":[\"{}\"]}}", "x".repeat(100 << 10)),
+            413,
+            "payload_too_large",
+        ),
     ];
     let mut no_key = case(
         "missing idempotency key",
