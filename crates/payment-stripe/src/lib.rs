@@ -54,6 +54,27 @@ pub enum CredentialError {
 }
 
 impl StripeGateway {
+    /// Whether the payment `reference` has a refund made under `key` (its metadata's
+    /// `refund_key`). Its refunds are read a page of 100 at a time, newest first.
+    async fn refunded_under(&self, reference: &str, key: &str) -> Result<bool, PaymentError> {
+        let mut path = format!("/v1/refunds?payment_intent={reference}&limit=100");
+        loop {
+            let page: RefundList = self.client.get(&path).await?;
+            if page.data.iter().any(|r| r.made_under(key)) {
+                return Ok(true);
+            }
+            match page.data.last() {
+                Some(last) if page.has_more => {
+                    path = format!(
+                        "/v1/refunds?payment_intent={reference}&limit=100&starting_after={}",
+                        last.id
+                    );
+                }
+                _ => return Ok(false),
+            }
+        }
+    }
+
     pub fn new(config: StripeConfig) -> Result<Self, BuildError> {
         Self::with_clock(config, Arc::new(SystemClock))
     }
@@ -197,8 +218,11 @@ impl PaymentGateway for StripeGateway {
             .await
     }
 
-    /// Stripe's refunds take an amount; the key is sent as the Idempotency-Key, so a
-    /// repeat answers the first refund instead of making another.
+    /// Stripe's refunds take an amount. A repeat must not refund again, and the
+    /// provider's idempotency is not trusted for it (localstripe ignores the key, and a
+    /// real key expires after a day): each refund carries `key` in its metadata, and the
+    /// payment's refunds are read first; one with the key means it was made. The key is
+    /// also sent as the Idempotency-Key, for two requests racing.
     async fn refund_part(
         &self,
         order: OrderId,
@@ -206,6 +230,9 @@ impl PaymentGateway for StripeGateway {
         amount: Money,
         key: &str,
     ) -> Result<(), PaymentError> {
+        if self.refunded_under(reference, key).await? {
+            return Ok(());
+        }
         let form = [
             ("payment_intent", reference.to_owned()),
             ("amount", amount.0.to_string()),
@@ -259,5 +286,31 @@ impl PaymentGateway for StripeGateway {
             self.config.webhook_tolerance_s,
         )?;
         webhook::parse(payload)
+    }
+}
+
+/// A page of `GET /v1/refunds`, as far as `refunded_under` reads it.
+#[derive(serde::Deserialize)]
+struct RefundList {
+    #[serde(default)]
+    data: Vec<Refund>,
+    #[serde(default)]
+    has_more: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct Refund {
+    id: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    metadata: std::collections::HashMap<String, String>,
+}
+
+impl Refund {
+    /// Made under `key`, and not failed or cancelled (those gave nothing back).
+    fn made_under(&self, key: &str) -> bool {
+        let gave_nothing = matches!(self.status.as_deref(), Some("failed" | "canceled"));
+        self.metadata.get("refund_key").map(String::as_str) == Some(key) && !gave_nothing
     }
 }

@@ -208,3 +208,30 @@ async fn a_rejected_secret_key_fails_the_credential_check() {
         0
     );
 }
+
+/// A part refund asked again under the same key (its answer lost, the sweep retrying)
+/// refunds once, though the stand-in, like localstripe and like Stripe after a day,
+/// keeps no Idempotency-Keys: the adapter finds the refund by the key in its metadata.
+#[boxoffice_testkit::test]
+async fn a_part_refund_asked_twice_under_one_key_refunds_once() {
+    let s = setup().await;
+    let gw = s.gateway();
+    let req = request("pm_card_visa");
+    let reference = authorized(&gw, &req).await;
+    gw.capture(req.order, &reference).await.unwrap();
+    let key = format!("{}.ticket-1", req.order);
+    for _ in 0..2 {
+        gw.refund_part(req.order, &reference, Money(1_000), &key)
+            .await
+            .unwrap();
+    }
+    let other = format!("{}.rest", req.order);
+    gw.refund_part(req.order, &reference, Money(500), &other)
+        .await
+        .unwrap();
+    let intents = s.stub.state.intents.lock();
+    let charge = intents[&reference].charge.as_ref().unwrap();
+    let made: Vec<i64> = charge.refunds.iter().map(|r| r.amount).collect();
+    assert_eq!(made, vec![1_000, 500], "one refund per key");
+    assert_eq!(charge.amount_refunded, 1_500);
+}

@@ -13,7 +13,7 @@ use axum::{Form, Json, Router};
 use serde_json::{Value, json};
 
 use super::STUB_KEY;
-use super::state::{StubCharge, StubIntent, StubState};
+use super::state::{StubCharge, StubIntent, StubRefund, StubState};
 
 type Pairs = Vec<(String, String)>;
 type Shared = State<Arc<StubState>>;
@@ -26,7 +26,7 @@ pub fn router(state: Arc<StubState>) -> Router {
         .route("/v1/payment_intents/{id}", get(retrieve))
         .route("/v1/payment_intents/{id}/capture", post(capture))
         .route("/v1/payment_intents/{id}/cancel", post(cancel))
-        .route("/v1/refunds", post(refund))
+        .route("/v1/refunds", post(refund).get(refunds))
         .layer(middleware::from_fn(authenticate))
         .with_state(state)
 }
@@ -86,6 +86,7 @@ async fn create(State(s): Shared, Form(form): Form<Pairs>) -> Response {
             pi.charge = Some(StubCharge {
                 id: s.next_id("ch"),
                 amount_refunded: 0,
+                refunds: Vec::new(),
             })
         }
         Some("pm_card_threeDSecure") => pi.status = "requires_action".into(),
@@ -183,8 +184,11 @@ async fn cancel(State(s): Shared, Path(id): Path<String>) -> Response {
     transition(&s, &id, &from, "canceled")
 }
 
+/// A refund of the rest of the charge, or of `amount` of it when given (at most what
+/// is left), with its `metadata[…]` kept.
 async fn refund(State(s): Shared, Form(form): Form<Pairs>) -> Response {
     let id = field(&form, "payment_intent").unwrap_or_default();
+    let refund_id = s.next_id("re");
     let mut intents = s.intents.lock();
     let Some(pi) = intents.get_mut(id) else {
         return error(
@@ -196,9 +200,31 @@ async fn refund(State(s): Shared, Form(form): Form<Pairs>) -> Response {
     let amount = pi.amount;
     match pi.charge.as_mut() {
         Some(c) if pi.status == "succeeded" && c.amount_refunded < amount => {
-            c.amount_refunded = amount;
-            Json(json!({"id": format!("re_{id}"), "object": "refund", "status": "succeeded"}))
-                .into_response()
+            let left = amount - c.amount_refunded;
+            let part = field(&form, "amount").and_then(|a| a.parse::<i64>().ok());
+            let part = part.unwrap_or(left);
+            if part <= 0 || part > left {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    "amount_too_large",
+                );
+            }
+            c.amount_refunded += part;
+            let metadata = (form.iter())
+                .filter_map(|(k, v)| {
+                    let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
+                    Some((name.to_owned(), v.clone()))
+                })
+                .collect();
+            let made = StubRefund {
+                id: refund_id,
+                amount: part,
+                metadata,
+            };
+            let answer = made.to_json(id);
+            c.refunds.push(made);
+            Json(answer).into_response()
         }
         Some(_) if pi.status == "succeeded" => error(
             StatusCode::BAD_REQUEST,
@@ -211,4 +237,15 @@ async fn refund(State(s): Shared, Form(form): Form<Pairs>) -> Response {
             "payment_intent_unexpected_state",
         ),
     }
+}
+
+/// `GET /v1/refunds?payment_intent=…`: the intent's refunds, newest first, as Stripe
+/// lists them.
+async fn refunds(State(s): Shared, Query(query): Query<Pairs>) -> Response {
+    let id = field(&query, "payment_intent").unwrap_or_default();
+    let intents = s.intents.lock();
+    let made = (intents.get(id).and_then(|pi| pi.charge.as_ref()))
+        .map(|c| c.refunds.iter().rev().map(|r| r.to_json(id)).collect())
+        .unwrap_or_else(Vec::new);
+    Json(json!({"object": "list", "data": made, "has_more": false})).into_response()
 }

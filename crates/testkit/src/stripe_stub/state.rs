@@ -21,6 +21,29 @@ pub struct StubIntent {
 pub struct StubCharge {
     pub id: String,
     pub amount_refunded: i64,
+    /// Every refund made of it, oldest first. Like localstripe, the stand-in keeps no
+    /// Idempotency-Keys: a refund asked twice is made twice.
+    pub refunds: Vec<StubRefund>,
+}
+
+/// One refund of a charge: its id, amount and metadata.
+#[derive(Clone, Debug)]
+pub struct StubRefund {
+    pub id: String,
+    pub amount: i64,
+    pub metadata: Vec<(String, String)>,
+}
+
+impl StubRefund {
+    pub fn to_json(&self, intent: &str) -> Value {
+        let metadata: serde_json::Map<String, Value> = (self.metadata.iter())
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        json!({
+            "id": self.id, "object": "refund", "status": "succeeded", "amount": self.amount,
+            "payment_intent": intent, "metadata": metadata,
+        })
+    }
 }
 
 #[derive(Default)]
@@ -58,6 +81,7 @@ impl StubState {
             pi.charge = Some(StubCharge {
                 id: self.next_id("ch"),
                 amount_refunded: 0,
+                refunds: Vec::new(),
             });
         }
     }
