@@ -170,6 +170,12 @@ impl Engine {
                 }
                 return Err(EngineError::SeatSold);
             }
+            InsertOrder::EventCancelled => {
+                // This node's cached status lagged the cancellation: the hold is dead,
+                // and no card is authorized for an event whose refund job has started.
+                self.release_quietly(hold).await;
+                return Err(EngineError::EventCancelled);
+            }
         }
         // What a later decline of this checkout counts under, kept before the provider
         // can decline it by webhook.

@@ -150,3 +150,53 @@ async fn a_committed_order_whose_authorization_lapsed_is_cancelled() {
     let payment = d.fake.record(o.id).await.unwrap().expect("kept");
     assert_eq!(payment.state, ProviderState::Voided, "nothing was charged");
 }
+
+/// Two nodes over one ledger: node A cancels the event and its refund job finishes
+/// (nothing was sold), while node B still has the sale cached as open. A checkout on B
+/// of a hold taken there is refused when its order is written, and nobody is charged,
+/// where it was sold and charged after the job had looked, and never refunded.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_on_a_node_that_missed_the_cancellation_is_refused_before_any_charge() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let a = node(&d, EngineConfig::default());
+    let b = node(&d, EngineConfig::default());
+    let event = open_event(&a.engine, 1, 4).await;
+    b.engine.load_open_events().await.expect("B has the event");
+    let (who, h) = hold(&b.engine, event, &["A-1-1"]).await;
+
+    a.engine.cancel_event(event).await.expect("cancelled");
+    for _ in 0..10 {
+        if a.engine
+            .event_cancellation_step()
+            .await
+            .expect("a step")
+            .idle()
+        {
+            break;
+        }
+    }
+    let job = a.engine.event_cancellation(event).await.expect("the job");
+    assert!(job.finished_at.is_some(), "{job:?}");
+
+    let out = checkout(&b.engine, &who, &h, methods::VISA).await;
+    assert!(
+        matches!(out, Err(boxoffice_engine::EngineError::EventCancelled)),
+        "{out:?}"
+    );
+    assert_eq!(
+        b.engine.ports().ledger.order_of_hold(h.hold).await.unwrap(),
+        None
+    );
+    let sold = b
+        .engine
+        .ports()
+        .ledger
+        .sold_seats(event)
+        .await
+        .expect("read");
+    assert!(sold.is_empty(), "{sold:?}");
+    let payments = boxoffice_engine::ports::PaymentGateway::all_payments(&*d.fake)
+        .await
+        .expect("the book");
+    assert!(payments.is_empty(), "nobody was charged: {payments:?}");
+}

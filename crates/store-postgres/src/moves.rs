@@ -25,13 +25,15 @@ const INSERT: &str = "
                             payment_ref, created_at, updated_at, attempts, next_attempt_at)
         SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13
         WHERE NOT EXISTS (SELECT 1 FROM taken)
+          AND NOT EXISTS (SELECT 1 FROM event_cancellations WHERE event_id = $3)
         ON CONFLICT (hold_id) DO NOTHING
         RETURNING id
     ), history AS (
         INSERT INTO order_events (order_id, from_state, to_state, event, at)
         SELECT id, NULL, $8, $14, $10 FROM ins
     )
-    SELECT (SELECT count(*) FROM ins), (SELECT seat_id FROM taken)";
+    SELECT (SELECT count(*) FROM ins), (SELECT seat_id FROM taken),
+           EXISTS (SELECT 1 FROM event_cancellations WHERE event_id = $3)";
 
 /// The move happens only from the state it was computed from; payments get a row when
 /// the provider gave a reference. A new state starts the sweep's attempt count again.
@@ -57,7 +59,7 @@ pub(crate) async fn insert(
 ) -> Result<Step<InsertOrder>, StoreError> {
     let hold = order.hold.to_string();
     let seats = serde_json::to_string(&order.seats).map_err(StoreError::new)?;
-    let (inserted, taken): (i64, Option<String>) = sqlx::query_as(INSERT)
+    let (inserted, taken, cancelled): (i64, Option<String>, bool) = sqlx::query_as(INSERT)
         .bind(order.id.to_string())
         .bind(&hold)
         .bind(order.event.0)
@@ -80,6 +82,9 @@ pub(crate) async fn insert(
     }
     // A retried checkout whose order exists answers with it, even once its seats sold.
     let existing = orders::by_hold(&mut *conn, &hold).await?;
+    if existing.is_none() && cancelled {
+        return Ok(Step::Undo(InsertOrder::EventCancelled));
+    }
     if let (None, Some(seat_id)) = (&existing, taken) {
         return Ok(Step::Undo(InsertOrder::SeatSold { seat_id }));
     }

@@ -30,6 +30,14 @@ pub(crate) fn record(
 pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrder>, StoreError> {
     let id = order.id.to_string();
     let hold = order.hold.to_string();
+    // The one writer runs this and a cancellation's start in turn: an order inserted
+    // before it is seen by the refund job's first pass, and none is inserted after.
+    if cancelled(conn, order.event)? {
+        return Ok(Step::Undo(match orders::by_hold(conn, &hold)? {
+            Some(existing) => InsertOrder::Exists(existing),
+            None => InsertOrder::EventCancelled,
+        }));
+    }
     if let Some(seat_id) = first_sold(conn, order)? {
         // A retried checkout whose order exists answers with it, even once its seats sold.
         return Ok(Step::Undo(match orders::by_hold(conn, &hold)? {
@@ -70,6 +78,13 @@ pub(crate) fn insert(conn: &Connection, order: &Order) -> Result<Step<InsertOrde
     let created = OrderEvent::CREATED;
     record(conn, &id, None, order.state, created, order.created_at)?;
     Ok(Step::Keep(InsertOrder::Inserted))
+}
+
+/// Whether the event's cancellation has started.
+fn cancelled(conn: &Connection, event: boxoffice_domain::EventId) -> Result<bool, StoreError> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM event_cancellations WHERE event_id = ?1)")
+        .and_then(|mut s| s.query_row([event.0], |r| r.get(0)))
+        .map_err(db)
 }
 
 /// The first of the order's seats that the ledger has sold, if any.

@@ -69,6 +69,7 @@ macro_rules! ledger_conformance {
                 concurrent_cancels_of_one_order_claim_it_exactly_once,
                 cancelling_an_event_closes_its_sale_and_records_the_job_once,
                 cancellation_progress_is_saved_only_over_what_it_was_read_as,
+                no_order_is_written_for_a_cancelled_event,
                 an_events_orders_page_in_id_order_from_a_cursor,
                 an_events_orders_are_counted_by_state,
                 a_committed_order_has_its_seats_sold_to_its_buyer,

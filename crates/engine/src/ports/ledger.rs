@@ -68,6 +68,9 @@ pub enum InsertOrder {
     SeatSold {
         seat_id: String,
     },
+    /// The event is cancelled (its refund job started): no order is written, so none
+    /// can be sold after the job looked. A node whose cached status lags learns it here.
+    EventCancelled,
 }
 
 /// The commit point: the order's seats become sold, or nothing happens.

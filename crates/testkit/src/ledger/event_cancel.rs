@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, EventId, OrderState, SaleStatus};
 use boxoffice_engine::ports::{
-    CancellationCounts, CommitOutcome, EventCancellation, EventOrders, Ledger,
+    CancellationCounts, CommitOutcome, EventCancellation, EventOrders, InsertOrder, Ledger,
 };
 
-use super::fixtures::{T0, authorized, commit_of, event};
+use super::fixtures::{T0, authorized, commit_of, event, order};
 
 pub async fn cancelling_an_event_closes_its_sale_and_records_the_job_once(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
@@ -40,10 +40,45 @@ pub async fn cancelling_an_event_closes_its_sale_and_records_the_job_once(ledger
     assert!(ledger.cancel_event(EventId(i64::MAX), T0).await.is_err());
 }
 
+/// Once an event's cancellation started, no order of it is written (a node whose
+/// cached status lagged asks too late), so none can be sold after the refund job's
+/// pass looked; an order written before it answers a retried checkout as before.
+pub async fn no_order_is_written_for_a_cancelled_event(ledger: Arc<dyn Ledger>) {
+    let e = event(&ledger, 5, 4).await;
+    let before = order(&e, BuyerId::random(), &[0], T0);
+    assert_eq!(
+        ledger.insert_order(&before).await.unwrap(),
+        InsertOrder::Inserted
+    );
+    ledger.cancel_event(e.id, T0.plus_secs(1)).await.unwrap();
+    let late = order(&e, BuyerId::random(), &[1], T0.plus_secs(2));
+    assert_eq!(
+        ledger.insert_order(&late).await.unwrap(),
+        InsertOrder::EventCancelled
+    );
+    assert_eq!(ledger.order(late.id).await.unwrap(), None);
+    assert_eq!(ledger.order_of_hold(late.hold).await.unwrap(), None);
+    let retry = boxoffice_engine::ports::Order {
+        id: boxoffice_domain::OrderId::random(),
+        ..before.clone()
+    };
+    assert_eq!(
+        ledger.insert_order(&retry).await.unwrap(),
+        InsertOrder::Exists(before)
+    );
+    // Another event's orders are written as before.
+    let other = event(&ledger, 5, 4).await;
+    let theirs = order(&other, BuyerId::random(), &[0], T0.plus_secs(2));
+    assert_eq!(
+        ledger.insert_order(&theirs).await.unwrap(),
+        InsertOrder::Inserted
+    );
+}
+
 pub async fn cancellation_progress_is_saved_only_over_what_it_was_read_as(ledger: Arc<dyn Ledger>) {
     let e = event(&ledger, 5, 4).await;
-    let job = ledger.cancel_event(e.id, T0).await.unwrap();
     let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
+    let job = ledger.cancel_event(e.id, T0).await.unwrap();
     let next = EventCancellation {
         cursor: Some(o.id),
         counts: CancellationCounts {
