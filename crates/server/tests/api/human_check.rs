@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use boxoffice_domain::EventId;
+use boxoffice_server::Config;
 use boxoffice_server::human_check::{HumanCheckConfig, VerifierAccount};
 use boxoffice_testkit::siteverify_stub::{SITEVERIFY_SECRET, SiteverifyStub};
 use boxoffice_testkit::tls::TestCa;
@@ -40,6 +41,20 @@ fn account(site_key: &str, url: &str) -> Option<VerifierAccount> {
         secret: SITEVERIFY_SECRET.into(),
         verify_url: Some(url.into()),
     })
+}
+
+/// A node with a Turnstile account at the stand-in `v`, set up further by `tweak`.
+async fn with_turnstile(v: &Verifier, tweak: impl FnOnce(&mut Config)) -> TestApp {
+    let (url, ca) = (v.stub.url.clone(), v.ca_file.clone());
+    spawn_with(move |c| {
+        c.human_check = HumanCheckConfig {
+            turnstile: account("site-key-turnstile", &url),
+            ca_file: Some(ca),
+            ..HumanCheckConfig::default()
+        };
+        tweak(c);
+    })
+    .await
 }
 
 async fn set_rules(app: &TestApp, event: EventId, rules: Value) -> reqwest::Response {
@@ -88,15 +103,7 @@ async fn counted(app: &TestApp, provider: &str, outcome: &str) -> u64 {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_no_is_refused_and_queues_nothing_and_a_passed_check_lets_one_buyer_in() {
     let v = verifier().await;
-    let (url, ca) = (v.stub.url.clone(), v.ca_file.clone());
-    let app = spawn_with(move |c| {
-        c.human_check = HumanCheckConfig {
-            turnstile: account("site-key-turnstile", &url),
-            ca_file: Some(ca),
-            ..HumanCheckConfig::default()
-        }
-    })
-    .await;
+    let app = with_turnstile(&v, |_| {}).await;
     let event = app.create_event(&spec(1, 10, 0, 4)).await;
     let res = set_rules(
         &app,
@@ -359,16 +366,7 @@ async fn joins_refused_at_the_human_check_fill_no_proof_memory() {
     use boxoffice_testkit::harness::{proof, proof_key};
 
     let v = verifier().await;
-    let (url, ca) = (v.stub.url.clone(), v.ca_file.clone());
-    let app = spawn_with(move |c| {
-        c.human_check = HumanCheckConfig {
-            turnstile: account("site-key-turnstile", &url),
-            ca_file: Some(ca),
-            ..HumanCheckConfig::default()
-        };
-        c.engine.proofs.max_remembered = 2;
-    })
-    .await;
+    let app = with_turnstile(&v, |c| c.engine.proofs.max_remembered = 2).await;
     let mut spec = spec(1, 10, 0, 4);
     spec.sale.proof_of_possession = PopMode::Required;
     let event = app.create_event(&spec).await;

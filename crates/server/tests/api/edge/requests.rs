@@ -165,14 +165,21 @@ fn client_from(local: &str) -> reqwest::Client {
         .unwrap()
 }
 
-#[boxoffice_testkit::test]
-async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_header_is_ignored() {
+/// A node that trusts 127.0.0.1 as its proxy and lets three joins a client through
+/// at once, and a general-admission event.
+async fn behind_a_proxy() -> (TestApp, i64) {
     let app = spawn_with(|c| {
         c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         c.engine.waiting.join_per_ip = Limit { per_s: 1, burst: 3 };
     })
     .await;
     let event = app.create_event(&spec(0, 0, 100, 4)).await.0;
+    (app, event)
+}
+
+#[boxoffice_testkit::test]
+async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_header_is_ignored() {
+    let (app, event) = behind_a_proxy().await;
     // The proxy (127.0.0.1) forwards two clients; the first uses up its own bucket.
     let proxy = client_from("127.0.0.1");
     for _ in 0..3 {
@@ -199,12 +206,7 @@ async fn behind_a_trusted_proxy_clients_have_their_own_buckets_and_a_spoofed_hea
 /// and another network has its own.
 #[boxoffice_testkit::test]
 async fn ipv6_addresses_of_one_network_share_a_bucket() {
-    let app = spawn_with(|c| {
-        c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
-        c.engine.waiting.join_per_ip = Limit { per_s: 1, burst: 3 };
-    })
-    .await;
-    let event = app.create_event(&spec(0, 0, 100, 4)).await.0;
+    let (app, event) = behind_a_proxy().await;
     let proxy = client_from("127.0.0.1");
     for addr in [
         "2001:db8:7:7::1",

@@ -118,17 +118,23 @@ async fn a_refund_of_an_order_that_is_no_sale_is_refused_and_changes_nothing() {
     assert_eq!(app.counts(event).await["sold"], json!(1));
 }
 
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_buyer_refunds_inside_the_window_and_is_refused_outside_it() {
-    let app = spawn().await;
-    let book = provider(&app);
+/// An event of four seats whose buyers may return their orders until a day before
+/// the doors, ten days from now.
+async fn refundable(app: &TestApp) -> EventId {
     let now = app.clock.now();
     let mut s = spec(1, 4, 0, 4);
     s.sale.buyer_refunds = Some(RefundWindow {
         doors_at: Millis(now.0 + 10 * DAY_S * 1000),
         closes_before_doors_s: DAY_S as u64,
     });
-    let event = app.create_event(&s).await;
+    app.create_event(&s).await
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_refunds_inside_the_window_and_is_refused_outside_it() {
+    let app = spawn().await;
+    let book = provider(&app);
+    let event = refundable(&app).await;
     let (token, id, _) = bought(&app, event).await;
     let (other, theirs, _) = bought(&app, event).await;
 
@@ -171,13 +177,7 @@ async fn a_buyer_cannot_return_an_order_whose_ticket_was_scanned() {
 
     let app = spawn().await;
     let book = provider(&app);
-    let now = app.clock.now();
-    let mut s = spec(1, 4, 0, 4);
-    s.sale.buyer_refunds = Some(RefundWindow {
-        doors_at: Millis(now.0 + 10 * DAY_S * 1000),
-        closes_before_doors_s: DAY_S as u64,
-    });
-    let event = app.create_event(&s).await;
+    let event = refundable(&app).await;
     let (token, id, _) = bought(&app, event).await;
     let (_, key) = gate(&app, event, "Early entry").await;
     let ticket = my_tickets(&app, &token).await[0].clone();
