@@ -2,11 +2,12 @@
 //! first line of standard input) against a gate bundle saved from
 //! `GET /v1/events/{id}/gate-bundle`, prints the verdict and says it in the exit code
 //! (0 admit, 1 refuse). It checks the signature, the event, the key, the revocations
-//! the bundle lists, for rotating barcodes the code of the moment and, for events that
-//! admit named attendees only, that the barcode carries a name (printed after
-//! `ATTENDEE` on the admit line); it cannot know
-//! whether the ticket was already scanned at another gate: only the online check-in
-//! (`POST /v1/events/{id}/scans`, or the batch upload afterwards) admits a ticket once.
+//! the bundle lists, the tickets it lists as admitted before it was made, for rotating
+//! barcodes the code of the moment and, for events that admit named attendees only,
+//! that the barcode carries a name (printed after `ATTENDEE` on the admit line). It
+//! cannot know of a scan at another gate after the bundle was made: only the online
+//! check-in (`POST /v1/events/{id}/scans`, or the batch upload afterwards) admits a
+//! ticket once.
 
 use std::io::{BufRead, Read};
 use std::path::Path;

@@ -1,22 +1,27 @@
 //! What an offline gate downloads before doors open: the event's public keys, the
-//! revoked ticket versions, the rotation secret when the event's barcodes rotate, and
-//! when it was made, so a gate can show how stale its list is. A revocation made after
-//! `generated_at` is unknown to the gate until it downloads a new bundle.
+//! revoked ticket versions, the tickets already admitted at a gate, the rotation
+//! secret when the event's barcodes rotate, and when it was made, so a gate can show
+//! how stale its lists are. A revocation or an admission made after `generated_at` is
+//! unknown to the gate until it downloads a new bundle (an admission, then, shows as a
+//! conflict when the gate's scans are uploaded).
 //!
 //! A bundle with a rotation secret is a credential: it lets its holder make codes for
 //! any barcode of the event it has a copy of (see the module documentation).
+
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::keys::PublicKeys;
 use super::rotating::RotationSecret;
-use super::verify::{Revocations, VerifiedTicket, verify};
-use super::{BarcodeRefusal, BundleError};
+use super::verify::{MAX_REVOCATIONS, Revocations, VerifiedTicket, verify};
+use super::{BarcodeRefusal, BundleError, TicketId};
 use crate::ids::EventId;
 use crate::time::Millis;
 
-/// Largest bundle read: `MAX_REVOCATIONS` revocations take at most 74 bytes each.
-pub const MAX_BUNDLE_BYTES: usize = 16 << 20;
+/// Largest bundle read: `MAX_REVOCATIONS` revocations take at most 74 bytes each, and
+/// as many admitted tickets 39 each.
+pub const MAX_BUNDLE_BYTES: usize = 24 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +29,11 @@ pub struct GateBundle {
     pub event_id: EventId,
     pub keys: PublicKeys,
     pub revoked: Revocations,
+    /// Tickets admitted at a gate before the bundle was made (at most
+    /// `MAX_REVOCATIONS`): refused as `already_admitted`, where a gate without the list
+    /// would admit them again.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub admitted: BTreeSet<TicketId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotation: Option<RotationSecret>,
     pub generated_at: Millis,
@@ -46,6 +56,9 @@ impl GateBundle {
                 "the keys are for another event".into(),
             ));
         }
+        if bundle.admitted.len() > MAX_REVOCATIONS {
+            return Err(BundleError::Invalid("too many admitted tickets".into()));
+        }
         Ok(bundle)
     }
 
@@ -57,6 +70,9 @@ impl GateBundle {
             self.rotation.as_ref(),
             now,
         )?;
+        if self.admitted.contains(&v.ticket) {
+            return Err(BarcodeRefusal::AlreadyAdmitted);
+        }
         require_name(v, self.names_required)
     }
 }

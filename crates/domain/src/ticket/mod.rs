@@ -111,6 +111,9 @@ pub enum BarcodeRefusal {
     CodeExpired,
     #[error("this event admits named attendees only and this ticket carries no name yet")]
     NameMissing,
+    /// Only from a gate bundle: the ticket was admitted before the bundle was made.
+    #[error("this ticket was already admitted at a gate")]
+    AlreadyAdmitted,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -3,8 +3,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use boxoffice_domain::ticket::{
-    AttendeeName, BarcodeRefusal, GateBundle, Revocations, SeatLabel, TicketId, VerifiedTicket,
-    require_name, verify,
+    AttendeeName, BarcodeRefusal, GateBundle, MAX_REVOCATIONS, Revocations, SeatLabel, TicketId,
+    VerifiedTicket, require_name, verify,
 };
 use boxoffice_domain::{EventId, GateId, Millis, OrderState};
 use serde::Serialize;
@@ -160,11 +160,13 @@ impl Engine {
 
     /// GET /v1/events/{id}/gate-bundle: what an offline gate verifies with. Every
     /// ticket whose order is not confirmed is revoked at its current version, and every
-    /// ticket's earlier versions are revoked.
+    /// ticket's earlier versions are revoked; a valid ticket already admitted at a gate
+    /// is listed as admitted, so an offline gate does not admit it again.
     pub async fn gate_bundle(&self, gate: &Gate) -> Result<GateBundle, EngineError> {
         let keys = self.event_keys(gate.event).await?;
         let tickets = self.tickets_port()?.tickets_of_event(gate.event).await?;
         let mut revoked = Revocations::default();
+        let mut admitted = std::collections::BTreeSet::new();
         for f in tickets {
             let t = &f.ticket;
             let through = match f.order_state {
@@ -174,11 +176,18 @@ impl Engine {
             if through > 0 && !revoked.revoke(t.id, through) {
                 return Err(EngineError::Internal("the revocation list is full".into()));
             }
+            if f.order_state == OrderState::Confirmed && f.checked_in.is_some() {
+                if admitted.len() >= MAX_REVOCATIONS {
+                    return Err(EngineError::Internal("the admitted list is full".into()));
+                }
+                admitted.insert(t.id);
+            }
         }
         Ok(GateBundle {
             event_id: gate.event,
             keys: keys.public().clone(),
             revoked,
+            admitted,
             rotation: keys.rotation().cloned(),
             generated_at: self.now(),
             names_required: self.names_required(gate.event).await?,

@@ -111,6 +111,8 @@ fn barcode_code(b: BarcodeRefusal) -> ErrorCode {
         B::CodeNotYetValid => C::BarcodeCodeNotYetValid,
         B::CodeExpired => C::BarcodeCodeExpired,
         B::NameMissing => C::BarcodeNameMissing,
+        // A bundle's verdict; online, the check-in answers `already_scanned` itself.
+        B::AlreadyAdmitted => C::AlreadyScanned,
     }
 }
 

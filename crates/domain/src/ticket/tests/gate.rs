@@ -29,6 +29,34 @@ fn a_gate_that_needs_names_refuses_an_unnamed_barcode_and_shows_the_name() {
     assert_eq!(GateBundle::from_json(&json).unwrap(), g);
 }
 
+#[test]
+fn a_ticket_the_bundle_lists_as_admitted_is_refused_and_others_are_not() {
+    let k = keys(1234, 1);
+    let inside = ticket(1234);
+    let outside = Ticket::issue(
+        OrderId(Uuid::from_u128(0xbeef)),
+        EventId(1234),
+        seat("FLOOR-C-13"),
+        buyer(1),
+    );
+    let mut g = gate(&k);
+    g.admitted.insert(inside.id);
+    assert_eq!(
+        g.verify(&barcode(&k, &inside), NOW),
+        Err(BarcodeRefusal::AlreadyAdmitted)
+    );
+    assert_eq!(
+        g.verify(&barcode(&k, &outside), NOW).unwrap().ticket,
+        outside.id
+    );
+    let json = serde_json::to_vec(&g).unwrap();
+    assert_eq!(GateBundle::from_json(&json).unwrap(), g);
+    // A bundle without the list (as before it existed) reads as none admitted.
+    let none = serde_json::to_vec(&gate(&k)).unwrap();
+    assert!(!String::from_utf8_lossy(&none).contains("admitted"));
+    assert!(GateBundle::from_json(&none).unwrap().admitted.is_empty());
+}
+
 /// The size the module documentation quotes.
 #[test]
 fn a_typical_barcode_is_91_bytes_and_137_characters_and_95_bytes_rotating() {

@@ -43,6 +43,7 @@ fn gate(keys: &EventKeys) -> GateBundle {
         event_id: keys.public().event(),
         keys: keys.public().clone(),
         revoked: Revocations::default(),
+        admitted: Default::default(),
         rotation: keys.rotation().cloned(),
         generated_at: NOW,
         names_required: false,

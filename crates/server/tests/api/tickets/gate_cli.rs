@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use super::{barcode, bundle, buy, cancel_order_of, gate};
+use super::{barcode, bundle, buy, cancel_order_of, gate, scan};
 use crate::common::{BOXOFFICE, spawn, spec};
 
 /// Runs `boxoffice gate --bundle FILE [barcode]` (stdin when `arg` is None): (exit code,
@@ -58,6 +58,20 @@ async fn the_gate_command_admits_and_refuses_against_a_downloaded_bundle() {
     let (code, line) = gate_cli(&file, Some(&bad), "");
     assert_eq!(code, 1, "{line}");
     assert!(line.starts_with("REFUSE"), "{line}");
+
+    // The second ticket is admitted online; a bundle downloaded afterwards refuses it
+    // and still admits the first.
+    let (status, _) = scan(&app, event, &key, &barcode(&tickets[1])).await;
+    assert_eq!(status, 200);
+    std::fs::write(&file, bundle(&app, event, &key).await.to_string()).unwrap();
+    let (code, line) = gate_cli(&file, Some(&barcode(&tickets[1])), "");
+    assert_eq!(
+        (code, line.starts_with("REFUSE already_admitted")),
+        (1, true),
+        "{line}"
+    );
+    let (code, line) = gate_cli(&file, Some(&good), "");
+    assert_eq!(code, 0, "{line}");
 
     // The order is refunded; a bundle downloaded afterwards refuses its tickets.
     cancel_order_of(&app, &token, event).await;
