@@ -128,6 +128,7 @@ impl From<LedgerError> for EngineError {
         match e {
             LedgerError::NotFound => EngineError::NotFound(Resource::Order),
             LedgerError::Conflict(s) => EngineError::Internal(format!("order unexpectedly {s:?}")),
+            LedgerError::Used => EngineError::OrderUsed,
             LedgerError::Store(s) => s.into(),
         }
     }

@@ -12,7 +12,7 @@ use boxoffice_domain::refunds::buyer_may_refund;
 
 use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
-use crate::ports::{LedgerError, Order};
+use crate::ports::LedgerError;
 use crate::{Engine, EngineError, Resource};
 
 /// Who asks for a sale to be undone.
@@ -46,14 +46,18 @@ impl Engine {
             if !buyer_may_refund(entry.event.sale.buyer_refunds.as_ref(), self.now()) {
                 return Err(EngineError::RefundWindowClosed);
             }
-            if self.used_by_its_buyer(&order).await? {
-                return Err(EngineError::OrderUsed);
-            }
         }
         if !order.state.holds_seats() {
             return Err(EngineError::OrderNotCancellable(order.state));
         }
-        let claimed = match self.ports.ledger.revoke_sale(id, self.now()).await {
+        let ledger = &self.ports.ledger;
+        let claim = match by {
+            // A buyer who was admitted with the order cannot return it: refused in the
+            // claim's own step, so no scan lands between the check and the claim.
+            Canceller::Buyer(_) => ledger.revoke_unused_sale(id, self.now()).await,
+            Canceller::Operator => ledger.revoke_sale(id, self.now()).await,
+        };
+        let claimed = match claim {
             Ok(o) => o,
             Err(LedgerError::Conflict(s)) => return Err(EngineError::OrderNotCancellable(s)),
             Err(e) => return Err(e.into()),
@@ -69,24 +73,5 @@ impl Engine {
         }
         let now = self.ports.ledger.order(id).await?.unwrap_or(claimed);
         Ok(OrderView::from(&now))
-    }
-
-    /// Whether a ticket of `order` that its buyer still holds was admitted at a gate:
-    /// the buyer has used the order and cannot return it themselves (the operator can).
-    /// Tickets given away or sold on the exchange are their holders' to use.
-    async fn used_by_its_buyer(&self, order: &Order) -> Result<bool, EngineError> {
-        let Some(tickets) = self.tickets.as_ref() else {
-            return Ok(false);
-        };
-        for row in tickets.tickets_of_order(order.id).await? {
-            if row.holder != order.buyer {
-                continue;
-            }
-            let facts = tickets.ticket(row.id).await?;
-            if facts.is_some_and(|f| f.checked_in.is_some()) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 }

@@ -37,6 +37,11 @@ const CANCEL: &str = "
     )
     SELECT count(*) FROM moved";
 
+/// Whether a ticket of the order that its buyer still holds was admitted at a gate.
+const USED: &str = "
+    SELECT EXISTS (SELECT 1 FROM tickets t JOIN checkins c ON c.ticket_id = t.id
+                   WHERE t.order_id = $1 AND t.holder_id = $2)";
+
 /// Writer job: the sale undone by `event` (`CaptureAbandoned` for `cancel_sale`,
 /// `CancelRequested` for `revoke_sale`), if the order's state allows it.
 pub(crate) async fn cancel_sale(
@@ -44,6 +49,7 @@ pub(crate) async fn cancel_sale(
     id: OrderId,
     event: OrderEvent,
     now: Millis,
+    unless_used: bool,
 ) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
     debug_assert!(event.gives_seats_back());
     let key = id.to_string();
@@ -65,6 +71,20 @@ pub(crate) async fn cancel_sale(
         let Ok(to) = from.apply(event) else {
             return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
         };
+        // Read after the tickets' locks (a check-in locks its ticket first): a scan
+        // has committed, and is seen, or waits until this claim is made and then
+        // finds the order no longer confirmed.
+        if unless_used {
+            let used: bool = sqlx::query_scalar(USED)
+                .bind(&key)
+                .bind(order.buyer.to_string())
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db)?;
+            if used {
+                return Ok(Step::Undo(Err(LedgerError::Used)));
+            }
+        }
         let moved: i64 = sqlx::query_scalar(CANCEL)
             .bind(&key)
             .bind(from.as_str())

@@ -376,6 +376,7 @@ impl Ledger for PostgresLedger {
                     order,
                     OrderEvent::CaptureAbandoned,
                     now,
+                    false,
                 ))
             })
             .await?
@@ -390,6 +391,22 @@ impl Ledger for PostgresLedger {
                     order,
                     OrderEvent::CancelRequested,
                     now,
+                    false,
+                ))
+            })
+            .await?
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
+    async fn revoke_unused_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.writer
+            .submit(move |c| {
+                Box::pin(cancel::cancel_sale(
+                    c,
+                    order,
+                    OrderEvent::CancelRequested,
+                    now,
+                    true,
                 ))
             })
             .await?

@@ -25,6 +25,7 @@ pub(crate) fn cancel_sale(
     id: OrderId,
     event: OrderEvent,
     now: Millis,
+    unless_used: bool,
 ) -> Result<Step<Result<Order, LedgerError>>, StoreError> {
     debug_assert!(event.gives_seats_back());
     let key = id.to_string();
@@ -35,6 +36,9 @@ pub(crate) fn cancel_sale(
     let Ok(to) = from.apply(event) else {
         return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
     };
+    if unless_used && used_by_its_buyer(conn, &key, &order.buyer.to_string())? {
+        return Ok(Step::Undo(Err(LedgerError::Used)));
+    }
     // Each seat off the count of the buyer who holds it now (a transferred ticket's
     // seat is its recipient's), then the seats themselves. A seat whose ticket stands
     // apart from the order (sold on through the exchange) is its swap buyer's: kept.
@@ -60,4 +64,14 @@ pub(crate) fn cancel_sale(
     record(conn, &key, Some(from), to, event.as_str(), now)?;
     (order.state, order.updated_at, order.attempts) = (to, now, 0);
     Ok(Step::Keep(Ok(order)))
+}
+
+/// Whether a ticket of the order that its buyer still holds was admitted at a gate.
+fn used_by_its_buyer(conn: &Connection, order: &str, buyer: &str) -> Result<bool, StoreError> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM tickets t JOIN checkins c ON c.ticket_id = t.id
+                        WHERE t.order_id = ?1 AND t.holder_id = ?2)",
+    )
+    .and_then(|mut s| s.query_row(params![order, buyer], |r| r.get(0)))
+    .map_err(db)
 }

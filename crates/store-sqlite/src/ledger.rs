@@ -319,14 +319,24 @@ impl Ledger for SqliteLedger {
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer
-            .submit(move |c| cancel::cancel_sale(c, order, OrderEvent::CaptureAbandoned, now))
+            .submit(move |c| {
+                cancel::cancel_sale(c, order, OrderEvent::CaptureAbandoned, now, false)
+            })
             .await?
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.writer
-            .submit(move |c| cancel::cancel_sale(c, order, OrderEvent::CancelRequested, now))
+            .submit(move |c| cancel::cancel_sale(c, order, OrderEvent::CancelRequested, now, false))
+            .await?
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
+    async fn revoke_unused_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        // The one writer runs check-ins too: none lands between the check and the claim.
+        self.writer
+            .submit(move |c| cancel::cancel_sale(c, order, OrderEvent::CancelRequested, now, true))
             .await?
     }
 

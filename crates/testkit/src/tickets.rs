@@ -48,6 +48,7 @@ macro_rules! tickets_conformance {
                 gates_are_created_once_per_key_found_by_digest_and_revoked,
                 a_ticket_is_admitted_once_and_a_second_scan_names_the_first,
                 a_ticket_admits_only_while_its_order_is_confirmed,
+                a_buyers_revoke_is_refused_once_a_ticket_they_hold_was_admitted,
                 an_old_version_or_an_unknown_ticket_is_refused,
                 offline_scans_are_reconciled_earliest_first,
                 two_gates_racing_over_k_tickets_admit_each_exactly_once,

@@ -99,6 +99,9 @@ pub enum LedgerError {
     NotFound,
     /// The order is in another state than the move expects; holds the actual state.
     Conflict(OrderState),
+    /// A buyer's own revoke (`revoke_unused_sale`): a ticket of the order that its
+    /// buyer holds was admitted at a gate. Nothing was written.
+    Used,
     Store(StoreError),
 }
 
@@ -309,6 +312,12 @@ pub trait Ledger: Send + Sync {
     /// `cancel_sale` gives them. `Conflict` (holding the state) when the order owns no
     /// seats; nothing is written then. The claim that makes a refund happen once.
     async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
+
+    /// `revoke_sale` asked by the order's buyer: refused (`Used`, nothing written) when
+    /// a ticket of the order that its buyer still holds was admitted at a gate, decided
+    /// in the same step as the claim, so no scan lands between the two. Tickets given
+    /// away or sold on are their holders' to use and do not count.
+    async fn revoke_unused_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
 
     /// Closes the event's sale and records its cancellation job, in one transaction. A
     /// second call changes nothing and returns the job as it is.

@@ -199,6 +199,9 @@ impl Ledger for Racing {
     async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
         self.inner.revoke_sale(order, now).await
     }
+    async fn revoke_unused_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
+        self.inner.revoke_unused_sale(order, now).await
+    }
     async fn cancel_event(
         &self,
         event: EventId,

@@ -6,7 +6,7 @@
 use boxoffice_domain::ticket::TicketId;
 use boxoffice_domain::{BuyerId, Millis, OrderEvent, OrderState};
 use boxoffice_engine::ports::{
-    Accept, CheckIn, FirstScan, ScanAttempt, TransferOffer, TransferState,
+    Accept, CheckIn, FirstScan, LedgerError, ScanAttempt, TransferOffer, TransferState,
 };
 
 use super::{DOORS, TicketStores, confirmed_order, gate, rows_of};
@@ -97,6 +97,38 @@ pub async fn a_ticket_admits_only_while_its_order_is_confirmed(s: TicketStores) 
         .await
         .unwrap();
     assert_eq!(ok, CheckIn::Admitted { replaced: None });
+}
+
+/// A buyer's own revoke (`revoke_unused_sale`) is refused, writing nothing, once a
+/// ticket of the order that they hold was admitted; before that it claims the order as
+/// `revoke_sale` does, and the operator's `revoke_sale` is never refused for it.
+pub async fn a_buyers_revoke_is_refused_once_a_ticket_they_hold_was_admitted(s: TicketStores) {
+    let (e, used) = confirmed_order(&s, 2).await;
+    let rows = rows_of(&used);
+    s.tickets.insert_tickets(&rows).await.unwrap();
+    let north = gate(&s, &e, "North").await;
+    let admitted = s
+        .tickets
+        .check_in(&attempt(rows[1].id, &north, DOORS))
+        .await
+        .unwrap();
+    assert_eq!(admitted, CheckIn::Admitted { replaced: None });
+    let refused = s
+        .ledger
+        .revoke_unused_sale(used.id, DOORS.plus_secs(1))
+        .await;
+    assert_eq!(refused, Err(LedgerError::Used));
+    let unchanged = s.ledger.order(used.id).await.unwrap().unwrap();
+    assert_eq!(unchanged.state, OrderState::Confirmed);
+    assert_eq!(s.ledger.sold_seats(e.id).await.unwrap().len(), 2);
+    let revoked = s.ledger.revoke_sale(used.id, DOORS.plus_secs(2)).await;
+    assert_eq!(revoked.unwrap().state, OrderState::Refunding);
+
+    // An order none of whose tickets was used is claimed as `revoke_sale` claims it.
+    let (_, unused) = confirmed_order(&s, 1).await;
+    s.tickets.insert_tickets(&rows_of(&unused)).await.unwrap();
+    let claimed = s.ledger.revoke_unused_sale(unused.id, DOORS).await;
+    assert_eq!(claimed.unwrap().state, OrderState::Refunding);
 }
 
 pub async fn an_old_version_or_an_unknown_ticket_is_refused(s: TicketStores) {
