@@ -215,6 +215,15 @@ pub trait SeatArbiter: Send + Sync {
     /// Returns the seats of a live hold to stock. Releasing a released hold is a no-op
     /// that returns the hold as it is.
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;
+    /// A buyer's release of their own hold, in one step: released while it is held
+    /// (`true`: by this call); answered as it is once it ended (`false`); `UnknownHold`
+    /// when it is another buyer's; `WrongState` once a checkout pinned it. A read and
+    /// a `release` apart would free a hold a checkout pinned between them.
+    async fn release_held(
+        &self,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<(HoldView, bool), ArbiterError>;
     /// Expires every live hold of `event` whose deadline is at or before `now`, up to
     /// `limit`, returning each one's seats to stock in the same step.
     async fn expire_due(

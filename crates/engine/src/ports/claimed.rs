@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis};
+use boxoffice_domain::{BuyerId, EventId, HoldId, Millis};
 
 use super::{
     ArbiterError, Begin, Claimant, HoldRequest, HoldView, IdempotencyStore, Place, QueueStore,
@@ -171,7 +171,7 @@ impl ClaimThenHold {
         })
     }
 
-    /// A buyer's release of their hold, in the arbiter's calls: the hold is read, then
+    /// A buyer's release of their hold, in the arbiter's one step (`release_held`):
     /// released if it is the buyer's and held. The buyer is not counted as a finished
     /// shopper (`finish_counted` is false).
     pub async fn release_checked(
@@ -179,23 +179,12 @@ impl ClaimThenHold {
         hold: HoldId,
         buyer: BuyerId,
     ) -> Result<Released, ArbiterError> {
-        let view = match arbiter.get(hold).await? {
-            Some(view) if view.buyer == buyer => view,
-            _ => return Err(ArbiterError::UnknownHold),
-        };
-        match view.state {
-            HoldState::Held => Ok(Released {
-                hold: arbiter.release(hold).await?,
-                now: true,
-                finish_counted: false,
-            }),
-            HoldState::Released | HoldState::Expired => Ok(Released {
-                hold: view,
-                now: false,
-                finish_counted: false,
-            }),
-            other => Err(ArbiterError::WrongState(other)),
-        }
+        let (hold, now) = arbiter.release_held(hold, buyer).await?;
+        Ok(Released {
+            hold,
+            now,
+            finish_counted: false,
+        })
     }
 }
 

@@ -6,7 +6,7 @@
 //! twice, docs/ARCHITECTURE.md P4).
 
 use boxoffice_domain::hold::HoldMove;
-use boxoffice_domain::{HoldId, HoldState, Millis, OrderId};
+use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderId};
 use boxoffice_engine::ports::{ArbiterError, Expired, HoldView};
 
 use super::event::EventState;
@@ -79,6 +79,23 @@ impl EventState {
         }
         self.return_seats(id);
         self.view_of(id)
+    }
+
+    /// `SeatArbiter::release_held`: the buyer's own hold, released only while held.
+    pub fn release_held(
+        &mut self,
+        id: HoldId,
+        buyer: BuyerId,
+    ) -> Result<(HoldView, bool), ArbiterError> {
+        let rec = self.holds.get(&id).ok_or(ArbiterError::UnknownHold)?;
+        if rec.buyer != buyer {
+            return Err(ArbiterError::UnknownHold);
+        }
+        match rec.state {
+            HoldState::Held => self.release(id).map(|v| (v, true)),
+            HoldState::Released | HoldState::Expired => self.view_of(id).map(|v| (v, false)),
+            other => Err(ArbiterError::WrongState(other)),
+        }
     }
 
     /// Expires due holds (deadline ≤ `now`), up to `limit` reports, after first handing

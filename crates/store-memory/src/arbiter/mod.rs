@@ -16,7 +16,7 @@ mod retake;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
+use boxoffice_domain::{BuyerId, EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, Retake, SeatArbiter, SeatCounts,
     SoldSeat, StoreError,
@@ -130,6 +130,16 @@ impl SeatArbiter for InMemoryArbiter {
     #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold))]
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.on_hold(hold, |s| s.release(hold))
+    }
+
+    #[tracing::instrument(level = "trace", skip_all, fields(hold = %hold))]
+    async fn release_held(
+        &self,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<(HoldView, bool), ArbiterError> {
+        self.with_event(hold.event, |s| s.release_held(hold, buyer))
+            .unwrap_or(Err(ArbiterError::UnknownHold))
     }
 
     #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use boxoffice_domain::hold::HoldMove;
-use boxoffice_domain::{EventId, HoldId, Millis, OrderId, SeatIndex};
+use boxoffice_domain::{BuyerId, EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, ArbiterLayout, Expired, HoldRequest, HoldView, RebuildClaim, Retake, SeatArbiter,
     SeatChoice, SeatCounts, SoldSeat, StoreError,
@@ -359,6 +359,25 @@ impl SeatArbiter for RedisArbiter {
     #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.move_hold(hold, HoldMove::Release).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(hold = %hold))]
+    async fn release_held(
+        &self,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<(HoldView, bool), ArbiterError> {
+        let reply: Reply = self
+            .eval(&MOVE, hold.event, |inv| {
+                inv.arg(hold_field(hold))
+                    .arg("release_held")
+                    .arg(self.config.keep_finished)
+                    .arg(buyer.to_string());
+            })
+            .await?;
+        let payload = ok_or_arbiter_error(reply)?;
+        let now = payload.get(1).is_some_and(|flag| flag.as_slice() == b"1");
+        Ok((one_hold(hold, payload)?, now))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

@@ -76,6 +76,13 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
     async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.inner.release(hold).await
     }
+    async fn release_held(
+        &self,
+        hold: HoldId,
+        buyer: BuyerId,
+    ) -> Result<(HoldView, bool), ArbiterError> {
+        self.inner.release_held(hold, buyer).await
+    }
     async fn expire_due(
         &self,
         event: EventId,

@@ -98,6 +98,48 @@ pub async fn releasing_returns_the_seats_and_a_second_release_changes_nothing(
     fx.done().await;
 }
 
+/// A buyer's own release (`release_held`) frees only their hold and only while it is
+/// held: once a checkout pinned it, it is refused and the seats stay with the checkout.
+pub async fn a_buyers_release_frees_only_their_own_held_hold(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let (buyer, other) = (BuyerId::random(), BuyerId::random());
+    let pinned = fx.named(buyer, &[4]).await.expect("hold");
+    fx.arb
+        .pin(pinned.hold, OrderId::random(), DEADLINE, T0)
+        .await
+        .expect("pin");
+    assert_eq!(
+        fx.arb.release_held(pinned.hold, buyer).await,
+        Err(E::WrongState(S::CheckingOut))
+    );
+    assert_eq!(
+        fx.free(&[4]).await,
+        vec![false],
+        "the checkout keeps its seat"
+    );
+    let held = fx.named(buyer, &[5]).await.expect("hold");
+    assert_eq!(
+        fx.arb.release_held(held.hold, other).await,
+        Err(E::UnknownHold),
+        "another buyer's hold"
+    );
+    assert_eq!(fx.free(&[5]).await, vec![false]);
+    let (view, now) = fx
+        .arb
+        .release_held(held.hold, buyer)
+        .await
+        .expect("released");
+    assert_eq!((view.state, now), (S::Released, true));
+    assert_eq!(fx.free(&[5]).await, vec![true]);
+    let (view, now) = fx.arb.release_held(held.hold, buyer).await.expect("again");
+    assert_eq!(
+        (view.state, now),
+        (S::Released, false),
+        "a retry changes nothing"
+    );
+    fx.done().await;
+}
+
 pub async fn moves_out_of_order_are_refused(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::small(arb).await;
     let h = fx.named(BuyerId::random(), &[0]).await.expect("hold");
