@@ -45,6 +45,10 @@ const ALGORITHM: &str = "check sha256(seed) == commitment; draw(b) = HMAC-SHA256
     (draw, buyer id text) ascending takes positions 1..=pool_size; later arrivals follow \
     in arrival order. `boxoffice verify-position` does this.";
 
+/// Pool members read from the queue store at a time when checking it against the
+/// ledger before the draw.
+const POOL_PAGE: u64 = 10_000;
+
 impl Engine {
     /// The event's seed, drawn now if no node has drawn it yet. The ledger keeps it for
     /// good (first writer wins), so a restart or a lost queue store never draws another
@@ -150,12 +154,11 @@ impl Engine {
         if !self.ports.ledger.line_places(event).await?.is_empty() {
             return self.finish_and_restore(event, state, claim).await;
         }
-        if !state.opened && state.pool_size == 0 {
-            // A queue store that lost the pool before opening gets it back first.
-            for buyer in self.ports.ledger.pool_joins(event).await? {
-                claim.held()?;
-                self.ports.queue.join(event, buyer, false).await?;
-            }
+        if !state.opened {
+            // A queue store that lost the pool, or part of it (a failover's replica
+            // behind the primary), gets the ledger's joins back before the seal: the
+            // draw places every buyer the ledger kept, not only those the store still has.
+            self.restore_lost_pool(event, claim).await?;
         }
         claim.held()?;
         let pool = self.ports.queue.seal_pool(event).await?;
@@ -165,6 +168,40 @@ impl Engine {
         tracing::info!(event = %event, pool = ordered.len(), "pre-opening pool placed");
         // A queue store that lost an open event before anyone joined lost its settings too.
         self.restore_line_settings(event, claim).await
+    }
+
+    /// Joins back into the queue store's pool every buyer the ledger kept as a pool
+    /// join that the store's pool does not hold (joining is idempotent, so a buyer who
+    /// joins meanwhile is harmless). Read a page at a time.
+    async fn restore_lost_pool(
+        &self,
+        event: EventId,
+        claim: &LineClaim,
+    ) -> Result<(), EngineError> {
+        let mut held = std::collections::HashSet::new();
+        loop {
+            let page = (self.ports.queue)
+                .pool_members(event, held.len() as u64, POOL_PAGE)
+                .await?;
+            let last = (page.len() as u64) < POOL_PAGE;
+            held.extend(page);
+            if last {
+                break;
+            }
+            claim.held()?;
+        }
+        let mut back = 0u64;
+        for buyer in self.ports.ledger.pool_joins(event).await? {
+            if !held.contains(&buyer) {
+                claim.held()?;
+                self.ports.queue.join(event, buyer, false).await?;
+                back += 1;
+            }
+        }
+        if back > 0 {
+            tracing::warn!(event = %event, back, "pool joins the queue store had lost were put back before the draw");
+        }
+        Ok(())
     }
 
     /// The operator's waiting-room settings (admission override, rules) kept in the

@@ -68,6 +68,19 @@ async fn place(engine: &Engine, event: EventId, who: &Identity) -> Result<u64, W
     Ok(joined.position.expect("an open line places at once"))
 }
 
+/// `who` joins the pool of an event not yet open.
+async fn pool_join(engine: &Engine, event: EventId, who: &Identity) {
+    let joiner = Joiner {
+        who,
+        ip: None,
+        pow: None,
+        proof: None,
+        human_token: None,
+    };
+    let joined = engine.join_queue(event, joiner).await.expect("a pool join");
+    assert_eq!(joined.position, None, "the pool waits for the draw");
+}
+
 /// Starts `who`'s join through `node` and returns once it has drawn its position and
 /// its journal write is held.
 async fn held_join(
@@ -159,15 +172,7 @@ async fn an_opening_stopped_before_its_draw_was_journaled_keeps_the_pool() {
     let mut pool = Vec::new();
     for _ in 0..3 {
         let who = buyer(engine).await;
-        let joiner = Joiner {
-            who: &who,
-            ip: None,
-            pow: None,
-            proof: None,
-            human_token: None,
-        };
-        let joined = engine.join_queue(event, joiner).await.expect("a pool join");
-        assert_eq!(joined.position, None, "the pool waits for the draw");
+        pool_join(engine, event, &who).await;
         pool.push(who.buyer);
     }
     // The opening that stops: the pool sealed, nothing drawn, the sale open.
@@ -235,4 +240,37 @@ async fn the_operators_admission_override_comes_back_with_a_lost_line() {
         back.control, control,
         "the override came back with the line"
     );
+}
+
+/// The queue store lost part of the pre-opening pool (a failover's replica behind the
+/// primary; here, the whole store lost, then one more join), and a buyer joined after:
+/// the draw at opening places every buyer the ledger kept, where it drew only the
+/// store's pool (the lost buyers never got a place, and their status said waiting).
+#[boxoffice_testkit::test]
+async fn the_draw_places_pool_joins_the_queue_store_lost() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let queue = Arc::new(InMemoryQueue::new());
+    let node = node_sharing(&d, EngineConfig::default(), d.ledger.clone(), queue.clone());
+    let engine = &node.engine;
+    let event = scheduled_event(engine, 1, 4).await;
+    let mut pool = Vec::new();
+    for _ in 0..2 {
+        let who = buyer(engine).await;
+        pool_join(engine, event, &who).await;
+        pool.push(who.buyer);
+    }
+    queue.drop_event(event).await.unwrap();
+    let after = buyer(engine).await;
+    pool_join(engine, event, &after).await;
+    pool.push(after.buyer);
+
+    engine.open_sale(event).await.expect("opened");
+    engine.admit_batch(event).await.expect("the line opened");
+    let view = engine.fairness(event, 0, 10).await.expect("the proof");
+    assert_eq!(view.pool_size, 3, "every pool join is in the draw");
+    let seed = Seed::from_hex(view.seed.as_deref().expect("the seed")).unwrap();
+    for (i, b) in order_pool(&seed, &pool).iter().enumerate() {
+        let place = queue.place(event, *b).await.expect("read");
+        assert_eq!(place.and_then(|p| p.position), Some(i as u64 + 1), "{b}");
+    }
 }
