@@ -160,22 +160,42 @@ impl Engine {
     /// whoever holds its seats (`record_sale_in_hot_store`). So no sale is left out,
     /// however the commits in flight interleave with the rebuild (docs/ARCHITECTURE.md
     /// §12).
+    ///
+    /// The other way round, a sale undone (refunded, cancelled) after the first read
+    /// gave its seats back to no event (`return_cancelled_seats` leaves that to the
+    /// rebuild): the seats the first read had sold and the second has not go back too.
+    /// One of them sold again meanwhile is in a third read and marked sold again, as a
+    /// commit landing after a read is.
     #[tracing::instrument(skip_all, fields(event = %id))]
     pub async fn rebuild(&self, id: EventId) -> Result<(), EngineError> {
         let entry = self.event(id).await?;
         let seats = self.ledger_sold_seats(&entry).await?;
         self.ports.arbiter.load(&entry.layout(), &seats).await?;
         let known: HashSet<SeatIndex> = seats.iter().map(|s| s.seat).collect();
-        let since: Vec<SoldSeat> = self
-            .ledger_sold_seats(&entry)
-            .await?
-            .into_iter()
+        let second = self.ledger_sold_seats(&entry).await?;
+        let still: HashSet<SeatIndex> = second.iter().map(|s| s.seat).collect();
+        let since: Vec<SoldSeat> = (second.into_iter())
             .filter(|s| !known.contains(&s.seat))
             .collect();
         let caught_up = match since.is_empty() {
             true => 0,
             false => self.ports.arbiter.mark_seats_sold(id, &since).await?,
         };
+        let undone: Vec<SoldSeat> = (seats.iter())
+            .filter(|s| !still.contains(&s.seat))
+            .copied()
+            .collect();
+        if !undone.is_empty() {
+            self.ports.arbiter.return_sold_seats(id, &undone).await?;
+            let gone: HashSet<SeatIndex> = undone.iter().map(|s| s.seat).collect();
+            let again: Vec<SoldSeat> = (self.ledger_sold_seats(&entry).await?.into_iter())
+                .filter(|s| gone.contains(&s.seat))
+                .collect();
+            if !again.is_empty() {
+                self.ports.arbiter.mark_seats_sold(id, &again).await?;
+            }
+            tracing::info!(event = %id, returned = undone.len(), "seats of sales undone during the rebuild back on sale");
+        }
         metrics::counter!("boxoffice_hot_store_rebuilds_total").increment(1);
         tracing::info!(event = %id, sold = seats.len(), caught_up, "event rebuilt in the hot store");
         Ok(())

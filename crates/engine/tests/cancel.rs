@@ -200,3 +200,41 @@ async fn a_checkout_on_a_node_that_missed_the_cancellation_is_refused_before_any
         .expect("the book");
     assert!(payments.is_empty(), "nobody was charged: {payments:?}");
 }
+
+/// The hot store lost the event and a rebuild read the ledger's sold seats; a refund
+/// landed before the rebuild loaded them (and found no event to give its seat back
+/// to). The seat is free once the rebuild is done, where it stayed sold in the hot
+/// store, free in the ledger, for good.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_undone_during_a_rebuild_has_its_seat_back_after_it() {
+    use boxoffice_engine::Canceller;
+    use common::racing::Racing;
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let racing = std::sync::Arc::new(Racing::new(d.ledger.clone()));
+    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
+    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    n.arbiter
+        .unload(event)
+        .await
+        .expect("the hot store lost it");
+
+    let (held, release) = racing.hold_next_sold_seats();
+    let engine = n.engine.clone();
+    let rebuild = tokio::spawn(async move { engine.rebuild(event).await });
+    held.notified().await;
+    let refunded = n.engine.cancel_order(o.id, Canceller::Operator).await;
+    assert_eq!(refunded.expect("refunded").status.as_str(), "refunded");
+    release.notify_one();
+    rebuild.await.unwrap().expect("rebuilt");
+
+    assert_eq!(free(&n.engine, event, &["A-1-1"]).await, vec![true]);
+    let c = n.arbiter.counts(event).await.expect("counts");
+    assert_eq!((c.sold, c.held), (0, 0));
+    let report = n.engine.audit().await.expect("audited");
+    assert!(report.clean(), "{:?}", report.violations);
+}

@@ -23,6 +23,8 @@ pub struct Racing {
     trigger: Mutex<Option<(OrderId, OrderEvent)>>,
     /// Armed by `hold_next_joins`: (told when the write is held, releases it).
     joins_gate: Mutex<Option<(Arc<Notify>, Arc<Notify>)>>,
+    /// Armed by `hold_next_sold_seats`: (told when the read is held, releases it).
+    sold_gate: Mutex<Option<(Arc<Notify>, Arc<Notify>)>>,
     status_reads: AtomicUsize,
 }
 
@@ -32,6 +34,7 @@ impl Racing {
             inner,
             trigger: Mutex::new(None),
             joins_gate: Mutex::new(None),
+            sold_gate: Mutex::new(None),
             status_reads: AtomicUsize::new(0),
         }
     }
@@ -46,6 +49,14 @@ impl Racing {
     pub fn hold_next_joins(&self) -> (Arc<Notify>, Arc<Notify>) {
         let gate = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         *self.joins_gate.lock() = Some(gate.clone());
+        gate
+    }
+
+    /// The next `sold_seats` reads the ledger, then waits until `release` is notified
+    /// before answering (with what it read); `held` is notified once it waits.
+    pub fn hold_next_sold_seats(&self) -> (Arc<Notify>, Arc<Notify>) {
+        let gate = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        *self.sold_gate.lock() = Some(gate.clone());
         gate
     }
 
@@ -229,7 +240,13 @@ impl Ledger for Racing {
         self.inner.orders_of_event(q).await
     }
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
-        self.inner.sold_seats(event).await
+        let read = self.inner.sold_seats(event).await;
+        let gate = self.sold_gate.lock().take();
+        if let Some((held, release)) = gate {
+            held.notify_one();
+            release.notified().await;
+        }
+        read
     }
     async fn audit_facts(&self) -> Result<AuditFacts, StoreError> {
         self.inner.audit_facts().await
