@@ -402,7 +402,7 @@ impl Engine {
             admission_expires_at: None,
         };
         if status == WaitStatus::Admitted {
-            let exp = self.admission_expiry(event, position, &doc).await?;
+            let exp = self.admission_expiry(event, position).await?;
             if exp <= now {
                 return Err(EngineError::AdmissionExpired.into());
             }
@@ -424,15 +424,19 @@ impl Engine {
         &self,
         event: EventId,
         position: Option<u64>,
-        doc: &PublicDoc,
     ) -> Result<Millis, EngineError> {
         let admitted_at = match position {
             Some(p) => self.ports.queue.admitted_at(event, p).await?,
             None => None,
         };
-        // A line with no record of its batches (kept by an older version) counts from
-        // its last move, which polling cannot push forward either.
-        let at = admitted_at.unwrap_or(doc.state.advanced_at);
+        // Admitted with no batch on record: a line whose batches are being put back
+        // (a restore writes them after the places). Counting from the line's last move
+        // instead would give a buyer whose admission expired a fresh one.
+        let Some(at) = admitted_at else {
+            return Err(EngineError::Unavailable(
+                "the line's admissions are being brought back; retry".into(),
+            ));
+        };
         let exp = at.plus_secs(self.config.admission_token_ttl_s);
         // Tokens carry whole seconds; say exactly what the token says.
         Ok(Millis(exp.0.div_euclid(1000) * 1000))

@@ -71,3 +71,60 @@ async fn an_admission_token_admits_to_its_own_event_only() {
     );
     assert!(n.engine.admitted(event, &token).is_ok());
 }
+
+/// A queue store putting a lost line back writes its places before its admission
+/// batches. A buyer whose admission had expired, polling in between (the node's public
+/// document, still cached, says admitted), is told to retry, where they were given a
+/// fresh admission counted from the line's last batch.
+#[boxoffice_testkit::test]
+async fn an_expired_admission_is_not_renewed_while_the_line_is_being_restored() {
+    use std::sync::Arc;
+
+    use boxoffice_domain::admission::Limit;
+    use boxoffice_engine::ports::{QueueStore, RestoredLine};
+    use boxoffice_engine::waiting::WaitingError;
+    use boxoffice_store_memory::InMemoryQueue;
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let queue = Arc::new(InMemoryQueue::new());
+    let mut config = EngineConfig::default();
+    config.waiting.status_per_buyer = Limit { per_s: 0, burst: 0 };
+    let n = node_sharing(&d, config, d.ledger.clone(), queue.clone());
+    let event = open_event(&n.engine, 1, 4).await;
+    let who = buyer(&n.engine).await;
+    let ticket = join(&n.engine, event, &who).await;
+    n.engine.admit_batch(event).await.expect("a batch");
+    let first = n.engine.queue_status(&ticket).await.expect("admitted");
+    assert!(first.admission_token.is_some());
+
+    // Past the admission's lifetime, a later batch admits the next buyer.
+    d.clock.advance_secs(901);
+    let next = buyer(&n.engine).await;
+    join(&n.engine, event, &next).await;
+    n.engine.admit_batch(event).await.expect("a later batch");
+    let expired = n.engine.queue_status(&ticket).await;
+    assert!(
+        matches!(
+            expired,
+            Err(WaitingError::Engine(EngineError::AdmissionExpired))
+        ),
+        "{expired:?}"
+    );
+
+    // The store loses the line; its restore has put the places back, not yet the batches.
+    queue.drop_event(event).await.unwrap();
+    let half = RestoredLine {
+        positions: vec![(who.buyer, 1), (next.buyer, 2)],
+        pool: Vec::new(),
+        batches: Vec::new(),
+    };
+    queue.restore_line(event, &half).await.unwrap();
+    let polled = n.engine.queue_status(&ticket).await;
+    assert!(
+        matches!(
+            polled,
+            Err(WaitingError::Engine(EngineError::Unavailable(_)))
+        ),
+        "{polled:?}"
+    );
+}
