@@ -166,11 +166,24 @@ impl Engine {
     /// rebuild): the seats the first read had sold and the second has not go back too.
     /// One of them sold again meanwhile is in a third read and marked sold again, as a
     /// commit landing after a read is.
-    #[tracing::instrument(skip_all, fields(event = %id))]
     pub async fn rebuild(&self, id: EventId) -> Result<(), EngineError> {
+        self.rebuild_as(id, false).await
+    }
+
+    /// `rebuild`; with `lost`, only if the event is not loaded when the load begins
+    /// (`SeatArbiter::load_lost`): another rebuild that finished first is kept.
+    #[tracing::instrument(skip_all, fields(event = %id))]
+    async fn rebuild_as(&self, id: EventId, lost: bool) -> Result<(), EngineError> {
         let entry = self.event(id).await?;
         let seats = self.ledger_sold_seats(&entry).await?;
-        self.ports.arbiter.load(&entry.layout(), &seats).await?;
+        let arbiter = &self.ports.arbiter;
+        if lost {
+            if !arbiter.load_lost(&entry.layout(), &seats).await? {
+                return Ok(());
+            }
+        } else {
+            arbiter.load(&entry.layout(), &seats).await?;
+        }
         let known: HashSet<SeatIndex> = seats.iter().map(|s| s.seat).collect();
         let second = self.ledger_sold_seats(&entry).await?;
         let still: HashSet<SeatIndex> = second.iter().map(|s| s.seat).collect();
@@ -211,7 +224,7 @@ impl Engine {
         loop {
             match self.ports.arbiter.claim_rebuild(id).await? {
                 RebuildClaim::Loaded => return Ok(()),
-                RebuildClaim::Mine => return self.rebuild(id).await,
+                RebuildClaim::Mine => return self.rebuild_as(id, true).await,
                 RebuildClaim::Busy if started.elapsed() < wait => {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }

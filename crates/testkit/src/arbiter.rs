@@ -100,6 +100,7 @@ macro_rules! __arbiter_cases {
                 an_uncertain_payment_keeps_the_pin_and_can_still_sell,
                 releasing_returns_the_seats_and_a_second_release_changes_nothing,
                 a_buyers_release_frees_only_their_own_held_hold,
+                loading_a_lost_event_keeps_one_loaded_meanwhile,
                 moves_out_of_order_are_refused,
                 retried_moves_answer_with_the_hold_as_it_is,
                 a_hold_keeps_the_key_it_was_taken_with_through_every_move,

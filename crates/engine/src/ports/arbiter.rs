@@ -158,6 +158,15 @@ pub enum RebuildClaim {
 pub trait SeatArbiter: Send + Sync {
     /// (Re)builds an event: sold seats sold, every other seat free, no holds.
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError>;
+    /// `load` for an event the hot store lost: when the event is loaded by then,
+    /// nothing changes and the answer is `false`, decided in the load's first step, so
+    /// a rebuild whose claim lapsed cannot wipe the event another rebuild loaded
+    /// meanwhile, with every hold taken in it since.
+    async fn load_lost(
+        &self,
+        layout: &ArbiterLayout,
+        sold: &[SoldSeat],
+    ) -> Result<bool, StoreError>;
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError>;
     /// For an event found missing: of the callers (on any node) that ask at once, one is
     /// told to rebuild it and the others to wait, so a lost event is rebuilt once, not

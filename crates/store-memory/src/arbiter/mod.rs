@@ -80,6 +80,22 @@ impl SeatArbiter for InMemoryArbiter {
         Ok(())
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
+    async fn load_lost(
+        &self,
+        layout: &ArbiterLayout,
+        sold: &[SoldSeat],
+    ) -> Result<bool, StoreError> {
+        let state = EventState::load(layout, sold, KEEP_FINISHED).map_err(StoreError)?;
+        match self.events.write().entry(layout.event) {
+            std::collections::hash_map::Entry::Occupied(_) => Ok(false),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(Arc::new(Mutex::new(state)));
+                Ok(true)
+            }
+        }
+    }
+
     #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         Ok(self.events.read().contains_key(&event))

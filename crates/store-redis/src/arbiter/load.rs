@@ -113,19 +113,27 @@ fn check(step: &str, reply: &str) -> Result<(), StoreError> {
     }
 }
 
+/// Loads the event; with `if_lost`, only if it is not loaded when the load begins
+/// (false then, and nothing written).
 pub(super) async fn load(
     arb: &RedisArbiter,
     layout: &ArbiterLayout,
     sold: &[SoldSeat],
-) -> Result<(), StoreError> {
+    if_lost: bool,
+) -> Result<bool, StoreError> {
     let plan = Plan::new(layout, sold)?;
     let (event, token) = (layout.event, uuid::Uuid::new_v4().to_string());
     let ttl_ms = arb.config.load_ttl.as_millis() as u64;
     let begun: String = arb
         .eval(&LOAD_BEGIN, event, |inv| {
-            inv.arg(&token).arg(ttl_ms);
+            inv.arg(&token)
+                .arg(ttl_ms)
+                .arg(if if_lost { "1" } else { "0" });
         })
         .await?;
+    if begun == "loaded" {
+        return Ok(false);
+    }
     check("begin", &begun)?;
     let chunk = arb.config.load_chunk.max(1);
     let (token, plan) = (&token, &plan);
@@ -167,5 +175,5 @@ pub(super) async fn load(
                 .arg(plan.sold);
         })
         .await?;
-    check("done", &done)
+    check("done", &done).map(|()| true)
 }

@@ -224,7 +224,16 @@ fn count(raw: &[u8]) -> Result<u32, StoreError> {
 impl SeatArbiter for RedisArbiter {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
-        load::load(self, layout, sold).await
+        load::load(self, layout, sold, false).await.map(drop)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %layout.event))]
+    async fn load_lost(
+        &self,
+        layout: &ArbiterLayout,
+        sold: &[SoldSeat],
+    ) -> Result<bool, StoreError> {
+        load::load(self, layout, sold, true).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

@@ -31,6 +31,13 @@ impl<T: SeatArbiter> SeatArbiter for Tracked<T> {
     async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
         self.inner.load(layout, sold).await
     }
+    async fn load_lost(
+        &self,
+        layout: &ArbiterLayout,
+        sold: &[SoldSeat],
+    ) -> Result<bool, StoreError> {
+        self.inner.load_lost(layout, sold).await
+    }
     async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
         self.inner.is_loaded(event).await
     }

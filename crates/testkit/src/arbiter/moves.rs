@@ -140,6 +140,24 @@ pub async fn a_buyers_release_frees_only_their_own_held_hold(arb: Arc<dyn SeatAr
     fx.done().await;
 }
 
+/// The load of a lost event leaves an event loaded meanwhile (another rebuild finished
+/// first) as it is, holds and all; once the event is gone, it loads.
+pub async fn loading_a_lost_event_keeps_one_loaded_meanwhile(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[1]).await.expect("hold");
+    assert_eq!(fx.arb.load_lost(&fx.layout, &[]).await, Ok(false));
+    assert_eq!(
+        fx.arb.get(h.hold).await.map(|v| v.map(|v| v.state)),
+        Ok(Some(S::Held)),
+        "the hold survives"
+    );
+    assert_eq!(fx.free(&[1]).await, vec![false]);
+    fx.arb.unload(fx.event).await.expect("lost");
+    assert_eq!(fx.arb.load_lost(&fx.layout, &[]).await, Ok(true));
+    assert_eq!(fx.free(&[1]).await, vec![true], "loaded afresh");
+    fx.done().await;
+}
+
 pub async fn moves_out_of_order_are_refused(arb: Arc<dyn SeatArbiter>) {
     let fx = Fixture::small(arb).await;
     let h = fx.named(BuyerId::random(), &[0]).await.expect("hold");
