@@ -37,6 +37,20 @@ pub struct PostgresLedger {
 }
 
 impl PostgresLedger {
+    /// The writer job `cancel::cancel_sale` (`cancel_sale`, `revoke_sale` and, with
+    /// `unless_used`, `revoke_unused_sale`).
+    async fn undo_sale(
+        &self,
+        order: OrderId,
+        event: OrderEvent,
+        now: Millis,
+        unless_used: bool,
+    ) -> Result<Order, LedgerError> {
+        self.writer
+            .submit(move |c| Box::pin(cancel::cancel_sale(c, order, event, now, unless_used)))
+            .await?
+    }
+
     /// Connects to `url`, migrates the database to the newest schema and starts the
     /// writer. Fails (rather than waiting) when the database cannot be reached within
     /// the connect timeout.
@@ -369,47 +383,20 @@ impl Ledger for PostgresLedger {
 
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn cancel_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
-        self.writer
-            .submit(move |c| {
-                Box::pin(cancel::cancel_sale(
-                    c,
-                    order,
-                    OrderEvent::CaptureAbandoned,
-                    now,
-                    false,
-                ))
-            })
-            .await?
+        self.undo_sale(order, OrderEvent::CaptureAbandoned, now, false)
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
-        self.writer
-            .submit(move |c| {
-                Box::pin(cancel::cancel_sale(
-                    c,
-                    order,
-                    OrderEvent::CancelRequested,
-                    now,
-                    false,
-                ))
-            })
-            .await?
+        self.undo_sale(order, OrderEvent::CancelRequested, now, false)
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(order = %order))]
     async fn revoke_unused_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError> {
-        self.writer
-            .submit(move |c| {
-                Box::pin(cancel::cancel_sale(
-                    c,
-                    order,
-                    OrderEvent::CancelRequested,
-                    now,
-                    true,
-                ))
-            })
-            .await?
+        self.undo_sale(order, OrderEvent::CancelRequested, now, true)
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

@@ -68,6 +68,36 @@ async fn place(engine: &Engine, event: EventId, who: &Identity) -> Result<u64, W
     Ok(joined.position.expect("an open line places at once"))
 }
 
+/// One node on a queue store of its own, and an event not yet open whose pool `n`
+/// buyers joined (in `pool`, in arrival order).
+struct Pooled {
+    d: Durable,
+    queue: Arc<InMemoryQueue>,
+    node: Node,
+    event: EventId,
+    pool: Vec<boxoffice_domain::BuyerId>,
+}
+
+async fn pooled(n: usize) -> Pooled {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let queue = Arc::new(InMemoryQueue::new());
+    let node = node_sharing(&d, EngineConfig::default(), d.ledger.clone(), queue.clone());
+    let event = scheduled_event(&node.engine, 1, 4).await;
+    let mut pool = Vec::new();
+    for _ in 0..n {
+        let who = buyer(&node.engine).await;
+        pool_join(&node.engine, event, &who).await;
+        pool.push(who.buyer);
+    }
+    Pooled {
+        d,
+        queue,
+        node,
+        event,
+        pool,
+    }
+}
+
 /// `who` joins the pool of an event not yet open.
 async fn pool_join(engine: &Engine, event: EventId, who: &Identity) {
     let joiner = Joiner {
@@ -164,17 +194,14 @@ async fn a_later_joiner_handed_a_journaled_position_is_placed_again_behind_it() 
 /// drawn place and the later arrival in theirs.
 #[boxoffice_testkit::test]
 async fn an_opening_stopped_before_its_draw_was_journaled_keeps_the_pool() {
-    let d = Durable::new(FakeGatewayConfig::default());
-    let queue = Arc::new(InMemoryQueue::new());
-    let node = node_sharing(&d, EngineConfig::default(), d.ledger.clone(), queue.clone());
+    let Pooled {
+        d,
+        queue,
+        node,
+        event,
+        pool,
+    } = pooled(3).await;
     let engine = &node.engine;
-    let event = scheduled_event(engine, 1, 4).await;
-    let mut pool = Vec::new();
-    for _ in 0..3 {
-        let who = buyer(engine).await;
-        pool_join(engine, event, &who).await;
-        pool.push(who.buyer);
-    }
     // The opening that stops: the pool sealed, nothing drawn, the sale open.
     assert_eq!(queue.seal_pool(event).await.expect("sealed").len(), 3);
     engine.open_sale(event).await.expect("opened");
@@ -248,17 +275,14 @@ async fn the_operators_admission_override_comes_back_with_a_lost_line() {
 /// store's pool (the lost buyers never got a place, and their status said waiting).
 #[boxoffice_testkit::test]
 async fn the_draw_places_pool_joins_the_queue_store_lost() {
-    let d = Durable::new(FakeGatewayConfig::default());
-    let queue = Arc::new(InMemoryQueue::new());
-    let node = node_sharing(&d, EngineConfig::default(), d.ledger.clone(), queue.clone());
+    let Pooled {
+        queue,
+        node,
+        event,
+        mut pool,
+        ..
+    } = pooled(2).await;
     let engine = &node.engine;
-    let event = scheduled_event(engine, 1, 4).await;
-    let mut pool = Vec::new();
-    for _ in 0..2 {
-        let who = buyer(engine).await;
-        pool_join(engine, event, &who).await;
-        pool.push(who.buyer);
-    }
     queue.drop_event(event).await.unwrap();
     let after = buyer(engine).await;
     pool_join(engine, event, &after).await;
