@@ -12,7 +12,7 @@ use crate::tail_hash::TailMap;
 use crate::{Engine, EngineError, Resource};
 
 /// How long the readiness probe's answer about the ledger is kept (`ledger_answers`).
-pub const READINESS_TTL_MS: i64 = 1_000;
+const READINESS_TTL_MS: i64 = 1_000;
 
 /// The last ask of `ledger_answers`: when, and the ledger's answer. Behind an async
 /// lock, so that probes arriving together wait for one ask rather than each making one.

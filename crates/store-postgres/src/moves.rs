@@ -15,7 +15,9 @@ use crate::{orders, ticket_rows};
 /// order naming a seat the ledger has already sold is not written (the hot store offered
 /// a seat it had lost track of): the second column names that seat.
 const INSERT: &str = "
-    WITH taken AS (
+    WITH cancelled AS (
+        SELECT EXISTS (SELECT 1 FROM event_cancellations WHERE event_id = $3) AS yes
+    ), taken AS (
         SELECT s.seat_id FROM sold_seats s
         WHERE s.event_id = $3
           AND s.seat_id IN (SELECT e->>'seat_id' FROM jsonb_array_elements($5::jsonb) e)
@@ -24,16 +26,14 @@ const INSERT: &str = "
         INSERT INTO orders (id, hold_id, event_id, buyer_id, seats, total, currency, state,
                             payment_ref, created_at, updated_at, attempts, next_attempt_at)
         SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13
-        WHERE NOT EXISTS (SELECT 1 FROM taken)
-          AND NOT EXISTS (SELECT 1 FROM event_cancellations WHERE event_id = $3)
+        WHERE NOT EXISTS (SELECT 1 FROM taken) AND NOT (SELECT yes FROM cancelled)
         ON CONFLICT (hold_id) DO NOTHING
         RETURNING id
     ), history AS (
         INSERT INTO order_events (order_id, from_state, to_state, event, at)
         SELECT id, NULL, $8, $14, $10 FROM ins
     )
-    SELECT (SELECT count(*) FROM ins), (SELECT seat_id FROM taken),
-           EXISTS (SELECT 1 FROM event_cancellations WHERE event_id = $3)";
+    SELECT (SELECT count(*) FROM ins), (SELECT seat_id FROM taken), (SELECT yes FROM cancelled)";
 
 /// The move happens only from the state it was computed from; payments get a row when
 /// the provider gave a reference. A new state starts the sweep's attempt count again.

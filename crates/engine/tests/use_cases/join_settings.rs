@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use boxoffice_domain::Millis;
 use boxoffice_engine::waiting::{Refusal, WaitingError, WaitingRules};
-use boxoffice_engine::{EngineConfig, Identity, JoinOutcome, Joiner};
+use boxoffice_engine::{EngineConfig, JoinOutcome};
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_store_memory::InMemoryQueue;
 
-use super::buyer;
+use super::{buyer, try_join};
 use crate::common::*;
 
 /// The copy's lifetime in these tests.
@@ -30,21 +30,6 @@ fn two_nodes(d: &Durable) -> (Node, Node) {
     let a = node_sharing(d, config(), d.ledger.clone(), queue.clone());
     let b = node_sharing(d, config(), d.ledger.clone(), queue);
     (a, b)
-}
-
-async fn try_join(
-    engine: &boxoffice_engine::Engine,
-    event: boxoffice_domain::EventId,
-    who: &Identity,
-) -> Result<JoinOutcome, WaitingError> {
-    let joiner = Joiner {
-        who,
-        ip: None,
-        pow: None,
-        proof: None,
-        human_token: None,
-    };
-    engine.join_queue(event, joiner).await
 }
 
 fn pow_required(out: &Result<JoinOutcome, WaitingError>) -> bool {

@@ -10,11 +10,11 @@ use boxoffice_domain::EventId;
 use boxoffice_domain::fairness::{Seed, order_pool};
 use boxoffice_engine::ports::{Ledger, QueueStore};
 use boxoffice_engine::waiting::{AdmissionControl, WaitingError};
-use boxoffice_engine::{Engine, EngineConfig, Identity, Joiner};
+use boxoffice_engine::{Engine, EngineConfig, Identity};
 use boxoffice_payment_fake::FakeGatewayConfig;
 use boxoffice_store_memory::InMemoryQueue;
 
-use super::buyer;
+use super::{buyer, try_join};
 use crate::common::racing::Racing;
 use crate::common::*;
 
@@ -57,14 +57,7 @@ async fn line_of_three() -> Line {
 }
 
 async fn place(engine: &Engine, event: EventId, who: &Identity) -> Result<u64, WaitingError> {
-    let joiner = Joiner {
-        who,
-        ip: None,
-        pow: None,
-        proof: None,
-        human_token: None,
-    };
-    let joined = engine.join_queue(event, joiner).await?;
+    let joined = try_join(engine, event, who).await?;
     Ok(joined.position.expect("an open line places at once"))
 }
 
@@ -100,14 +93,7 @@ async fn pooled(n: usize) -> Pooled {
 
 /// `who` joins the pool of an event not yet open.
 async fn pool_join(engine: &Engine, event: EventId, who: &Identity) {
-    let joiner = Joiner {
-        who,
-        ip: None,
-        pow: None,
-        proof: None,
-        human_token: None,
-    };
-    let joined = engine.join_queue(event, joiner).await.expect("a pool join");
+    let joined = try_join(engine, event, who).await.expect("a pool join");
     assert_eq!(joined.position, None, "the pool waits for the draw");
 }
 

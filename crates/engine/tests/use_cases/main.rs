@@ -14,7 +14,8 @@ mod queue;
 
 use boxoffice_domain::EventId;
 use boxoffice_engine::ports::HoldView;
-use boxoffice_engine::{Admitted, Engine, HoldInput, Identity, Joiner, SeatSelection};
+use boxoffice_engine::waiting::WaitingError;
+use boxoffice_engine::{Admitted, Engine, HoldInput, Identity, JoinOutcome, Joiner, SeatSelection};
 
 /// A new buyer, signed up through the engine: their verified identity.
 async fn buyer(engine: &Engine) -> Identity {
@@ -22,8 +23,13 @@ async fn buyer(engine: &Engine) -> Identity {
     engine.identify(&token).await.expect("the buyer's token")
 }
 
-/// Joins `event`'s line as `who`; returns the queue ticket.
-async fn join(engine: &Engine, event: EventId, who: &Identity) -> String {
+/// `who` joins `event`'s line (or its pool), as a client sending no proof, no
+/// proof-of-work and no human check.
+async fn try_join(
+    engine: &Engine,
+    event: EventId,
+    who: &Identity,
+) -> Result<JoinOutcome, WaitingError> {
     let joiner = Joiner {
         who,
         ip: None,
@@ -31,7 +37,12 @@ async fn join(engine: &Engine, event: EventId, who: &Identity) -> String {
         proof: None,
         human_token: None,
     };
-    let joined = engine.join_queue(event, joiner).await.expect("the join");
+    engine.join_queue(event, joiner).await
+}
+
+/// Joins `event`'s line as `who`; returns the queue ticket.
+async fn join(engine: &Engine, event: EventId, who: &Identity) -> String {
+    let joined = try_join(engine, event, who).await.expect("the join");
     joined.queue_ticket
 }
 
