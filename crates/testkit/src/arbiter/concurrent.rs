@@ -101,3 +101,49 @@ pub async fn many_buyers_racing_for_general_admission_exactly_k_win(arb: Arc<dyn
     check(&fx, &results, SEATS, |e| *e == ArbiterError::SoldOut).await;
     fx.done().await;
 }
+
+/// K held holds, each met at the same instant by its buyer's release and a checkout's
+/// pin (two tabs): of each pair exactly one wins, and the seats end where the winner
+/// left them (pinned and held, or back in stock), never freed under a pinned hold.
+pub async fn a_release_racing_a_pin_lets_exactly_one_win_each_hold(arb: Arc<dyn SeatArbiter>) {
+    let fx = Fixture::load(arb, &race_spec(), &[]).await;
+    let mut holds = Vec::new();
+    for seat in 0..SEATS {
+        let buyer = BuyerId::random();
+        let h = fx.named(buyer, &[seat as SeatIndex]).await.expect("hold");
+        holds.push((buyer, h.hold));
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(2 * SEATS));
+    let mut tasks = Vec::new();
+    for &(buyer, hold) in &holds {
+        let (arb, go) = (fx.arb.clone(), start.clone());
+        let pin = tokio::spawn(async move {
+            go.wait().await;
+            arb.pin(hold, boxoffice_domain::OrderId::random(), DEADLINE, T0)
+                .await
+                .is_ok()
+        });
+        let (arb, go) = (fx.arb.clone(), start.clone());
+        let release = tokio::spawn(async move {
+            go.wait().await;
+            matches!(arb.release_held(hold, buyer).await, Ok((_, true)))
+        });
+        tasks.push((pin, release));
+    }
+    let (mut pinned, mut released) = (0, 0);
+    for (seat, (pin, release)) in tasks.into_iter().enumerate() {
+        let (p, r) = (
+            pin.await.expect("pin task"),
+            release.await.expect("release task"),
+        );
+        assert!(p != r, "hold on seat {seat}: pin won {p}, release won {r}");
+        pinned += usize::from(p);
+        released += usize::from(r);
+        let free = fx.free(&[seat as SeatIndex]).await;
+        assert_eq!(free, vec![r], "seat {seat} follows the winner");
+    }
+    assert_eq!(pinned + released, SEATS);
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.held as usize, c.active_holds as usize), (pinned, pinned));
+    fx.done().await;
+}
