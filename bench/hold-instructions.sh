@@ -73,7 +73,7 @@ else
 fi
 holds=$(( $(held) - before ))
 echo "$out" | grep '^p50'
-requests=$(echo "$out" | sed -n 's/.*requests \([0-9]*\).*/\1/p')
+requests=$(echo "$out" | sed -n 's/.*requests \([0-9][0-9]*\).*/\1/p')
 [ "$requests" = "$holds" ] || echo "warning: $requests requests but $holds holds (a buyer at the limit?): shorten the run" >&2
 if [ "$count" = instructions ]; then
   file=$(ls -t "$work"/callgrind.out.* | head -1)

@@ -31,6 +31,8 @@ async fn join(Json(_body): Json<Value>) -> Json<Value> {
 
 #[tokio::main]
 async fn main() {
+    // And its setting, as `boxoffice` starts with it.
+    boxoffice_server::allocator::keep_freed_memory();
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());

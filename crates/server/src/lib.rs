@@ -1,6 +1,7 @@
 //! The `boxoffice` binary's library: configuration, wiring, the demo and the
 //! subcommands, so tests can build the same application the binary runs.
 
+pub mod allocator;
 pub mod app;
 pub mod backends;
 pub mod commands;

@@ -138,6 +138,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    boxoffice_server::allocator::keep_freed_memory();
     // Every TLS connection (Stripe, PostgreSQL, Redis) uses rustls on ring; installed
     // first so no library has to pick a provider by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();
