@@ -52,6 +52,7 @@ macro_rules! tickets_conformance {
                 an_old_version_or_an_unknown_ticket_is_refused,
                 offline_scans_are_reconciled_earliest_first,
                 two_gates_racing_over_k_tickets_admit_each_exactly_once,
+                a_scan_and_a_buyers_refund_racing_over_k_orders_one_wins_each,
                 an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts,
                 a_refused_or_withdrawn_transfer_moves_nothing,
                 n_offers_and_accepts_racing_over_k_tickets_one_wins_each,

@@ -56,3 +56,90 @@ pub async fn two_gates_racing_over_k_tickets_admit_each_exactly_once(s: TicketSt
         );
     }
 }
+
+/// Orders of one ticket each.
+const ORDERS: u32 = 24;
+
+/// A buyer's refund (`revoke_unused_sale`) and a scan of the order's ticket, started
+/// together for each of K orders: exactly one of the two wins each. A scan that lands
+/// first admits and the refund is refused (`Used`, the order still confirmed); a refund
+/// that lands first claims the order and the scan is refused (`NotPaid`), the ticket
+/// never checked in. Never both: a buyer who entered is never refunded by their own
+/// return, and a refunded ticket never opens the door.
+pub async fn a_scan_and_a_buyers_refund_racing_over_k_orders_one_wins_each(s: TicketStores) {
+    let e = crate::ledger::fixtures::event(&s.ledger, ORDERS, 1).await;
+    let mut orders = Vec::new();
+    for seat in 0..ORDERS as usize {
+        let buyer = boxoffice_domain::BuyerId::random();
+        let o = crate::ledger::fixtures::captured(&s.ledger, &e, buyer, &[seat], 1).await;
+        s.tickets.insert_tickets(&rows_of(&o)).await.unwrap();
+        orders.push(o);
+    }
+    let door = gate(&s, &e, "Main").await;
+    let racers: FuturesUnordered<_> = orders
+        .iter()
+        .flat_map(|o| {
+            let ticket = rows_of(o)[0].id;
+            let (tickets, ledger, id) = (s.tickets.clone(), s.ledger.clone(), o.id);
+            let scan = ScanAttempt {
+                ticket,
+                version: 1,
+                gate: door.id,
+                at: DOORS,
+                offline: false,
+            };
+            let scanned = tokio::spawn(async move {
+                let outcome = tickets.check_in(&scan).await.expect("the store answered");
+                (id, Some(outcome), None)
+            });
+            let refunded = tokio::spawn(async move {
+                let claimed = ledger.revoke_unused_sale(id, DOORS).await;
+                (id, None, Some(claimed))
+            });
+            [scanned, refunded]
+        })
+        .collect();
+    let mut admitted = HashMap::new();
+    let mut refunded = HashMap::new();
+    for joined in racers.collect::<Vec<_>>().await {
+        match joined.expect("the racer ran") {
+            (id, Some(outcome), None) => {
+                let won = match outcome {
+                    CheckIn::Admitted { replaced: None } => true,
+                    CheckIn::NotPaid(_) => false,
+                    other => panic!("unexpected scan outcome {other:?}"),
+                };
+                admitted.insert(id, won);
+            }
+            (id, None, Some(claimed)) => {
+                let won = match claimed {
+                    Ok(order) => {
+                        assert_eq!(order.state, boxoffice_domain::OrderState::Refunding);
+                        true
+                    }
+                    Err(boxoffice_engine::ports::LedgerError::Used) => false,
+                    Err(other) => panic!("unexpected refund outcome {other:?}"),
+                };
+                refunded.insert(id, won);
+            }
+            other => panic!("a racer answered {other:?}"),
+        }
+    }
+    for o in &orders {
+        let (scan_won, refund_won) = (admitted[&o.id], refunded[&o.id]);
+        assert!(
+            scan_won != refund_won,
+            "order {}: scan admitted {scan_won}, refund claimed {refund_won}",
+            o.id
+        );
+        let facts = s.tickets.ticket(rows_of(o)[0].id).await.unwrap().unwrap();
+        assert_eq!(facts.checked_in.is_some(), scan_won, "the ticket's record");
+        let state = s.ledger.order(o.id).await.unwrap().unwrap().state;
+        let expected = if refund_won {
+            boxoffice_domain::OrderState::Refunding
+        } else {
+            boxoffice_domain::OrderState::Confirmed
+        };
+        assert_eq!(state, expected, "the order's state");
+    }
+}
