@@ -76,7 +76,18 @@ pub fn node_sharing(
     ledger: Arc<dyn Ledger>,
     queue: Arc<dyn QueueStore>,
 ) -> Node {
-    let arbiter = Arc::new(InMemoryArbiter::new());
+    node_sharing_hot(d, config, ledger, queue, Arc::new(InMemoryArbiter::new()))
+}
+
+/// A node sharing the ledger, the queue store and the seat arbiter with other nodes:
+/// a cluster's node, whose hot store is everyone's.
+pub fn node_sharing_hot(
+    d: &Durable,
+    config: EngineConfig,
+    ledger: Arc<dyn Ledger>,
+    queue: Arc<dyn QueueStore>,
+    arbiter: Arc<InMemoryArbiter>,
+) -> Node {
     let payments = Arc::new(Watched::new(d.fake.clone() as Arc<dyn PaymentGateway>));
     let ports = Ports {
         arbiter: arbiter.clone(),

@@ -128,3 +128,74 @@ async fn an_expired_admission_is_not_renewed_while_the_line_is_being_restored() 
         "{polled:?}"
     );
 }
+
+/// Five nodes tick the admission loop over one line, each every interval at its own
+/// phase (as a cluster's nodes do over Redis): together they admit at the event's rate,
+/// not faster. A batch used to be a whole interval's, and the first tick due after a
+/// batch (0.8 of the interval on) took one, so nodes spread over the interval admitted
+/// 1.25 times the rate.
+#[boxoffice_testkit::test]
+async fn nodes_ticking_at_their_own_phases_admit_at_the_rate_not_faster() {
+    use std::sync::Arc;
+
+    use boxoffice_domain::Millis;
+    use boxoffice_engine::ports::QueueStore;
+    use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue};
+
+    const INTERVAL_MS: i64 = 100;
+    const NODES: i64 = 5;
+    const INTERVALS: i64 = 20;
+    let d = Durable::new(FakeGatewayConfig::default());
+    let (queue, arbiter) = (
+        Arc::new(InMemoryQueue::new()),
+        Arc::new(InMemoryArbiter::new()),
+    );
+    let config = EngineConfig {
+        admission_interval_ms: INTERVAL_MS as u64,
+        ..EngineConfig::default()
+    };
+    let nodes: Vec<_> = (0..NODES)
+        .map(|_| {
+            let q: Arc<dyn QueueStore> = queue.clone();
+            node_sharing_hot(&d, config.clone(), d.ledger.clone(), q, arbiter.clone())
+        })
+        .collect();
+    let engine = &nodes[0].engine;
+    let event = open_event(engine, 1, 4).await;
+    let rate = engine
+        .event(event)
+        .await
+        .unwrap()
+        .event
+        .sale
+        .admission_rate_per_s;
+    let per_interval = i64::from(rate) * INTERVAL_MS / 1000;
+    // More buyers in line than the nodes could let in at 1.25 times the rate.
+    for _ in 0..(INTERVALS + 1) * per_interval * 3 / 2 {
+        let who = buyer(engine).await;
+        join(engine, event, &who).await;
+    }
+    let start = d.clock.now();
+    for tick in 0..INTERVALS * NODES {
+        // Node k ticks at k/NODES of each interval.
+        let at = start.0 + tick * INTERVAL_MS / NODES;
+        d.clock.set(Millis(at));
+        nodes[(tick % NODES) as usize]
+            .engine
+            .admission_step()
+            .await
+            .expect("the admission step");
+    }
+    let admitted = queue.state(event).await.unwrap().serving_up_to as i64;
+    // Over the run's time at the rate, plus the first batch (it admits an interval's).
+    let run_ms = (INTERVALS * NODES - 1) * INTERVAL_MS / NODES;
+    let at_rate = i64::from(rate) * run_ms / 1000 + per_interval;
+    assert!(
+        admitted <= at_rate + per_interval / 10,
+        "{admitted} admitted in {run_ms} ms at {rate} a second (at most {at_rate})"
+    );
+    assert!(
+        admitted >= at_rate - per_interval,
+        "{admitted} admitted in {run_ms} ms at {rate} a second (about {at_rate})"
+    );
+}
