@@ -118,6 +118,7 @@ macro_rules! __arbiter_cases {
                 many_buyers_racing_for_best_available_pairs_exactly_k_win,
                 many_buyers_racing_for_general_admission_exactly_k_win,
                 a_release_racing_a_pin_lets_exactly_one_win_each_hold,
+                rebuilds_of_a_lost_event_racing_load_it_once_and_keep_its_holds,
         );
     };
 }

@@ -161,7 +161,9 @@ pub trait SeatArbiter: Send + Sync {
     /// `load` for an event the hot store lost: when the event is loaded by then,
     /// nothing changes and the answer is `false`, decided in the load's first step, so
     /// a rebuild whose claim lapsed cannot wipe the event another rebuild loaded
-    /// meanwhile, with every hold taken in it since.
+    /// meanwhile, with every hold taken in it since. Of loads that begin before any
+    /// has finished, one loads; a store whose load takes several steps may fail the
+    /// others (`StoreError`), having changed nothing.
     async fn load_lost(
         &self,
         layout: &ArbiterLayout,

@@ -147,3 +147,60 @@ pub async fn a_release_racing_a_pin_lets_exactly_one_win_each_hold(arb: Arc<dyn 
     assert_eq!((c.held as usize, c.active_holds as usize), (pinned, pinned));
     fx.done().await;
 }
+
+/// Rebuilds of one lost event.
+const LOADERS: usize = 24;
+
+/// Rebuilds of a lost event racing each other, each followed by a hold of a seat of its
+/// own: the event is loaded once (exactly one `load_lost` loads it; another answers
+/// that it was loaded meanwhile, or, in a store whose load takes several steps, fails
+/// because a later load took over), and no load wipes a hold taken after another load
+/// finished. A hold may be refused while the event is not loaded yet (`UnknownEvent`),
+/// never otherwise.
+pub async fn rebuilds_of_a_lost_event_racing_load_it_once_and_keep_its_holds(
+    arb: Arc<dyn SeatArbiter>,
+) {
+    let fx = Fixture::load(arb, &race_spec(), &[]).await;
+    fx.arb.unload(fx.event).await.expect("lost");
+    let start = Arc::new(tokio::sync::Barrier::new(LOADERS));
+    let tasks: Vec<_> = (0..LOADERS)
+        .map(|i| {
+            let (arb, start, layout) = (fx.arb.clone(), start.clone(), fx.layout.clone());
+            let req = fx.request(BuyerId::random(), SeatChoice::Named(vec![i as SeatIndex]));
+            tokio::spawn(async move {
+                start.wait().await;
+                let loaded = match arb.load_lost(&layout, &[]).await {
+                    Ok(loaded) => loaded,
+                    Err(e) if e.0.contains("took over") => false,
+                    Err(e) => panic!("the load failed: {e:?}"),
+                };
+                (loaded, arb.hold(&req, T0).await)
+            })
+        })
+        .collect();
+    let mut loads = 0;
+    let mut held = Vec::new();
+    for t in tasks {
+        let (loaded, hold) = t.await.expect("a rebuild task panicked");
+        loads += usize::from(loaded);
+        match hold {
+            Ok(view) => held.push(view),
+            Err(ArbiterError::UnknownEvent) => {}
+            Err(other) => panic!("a hold after a rebuild was refused: {other:?}"),
+        }
+    }
+    assert_eq!(loads, 1, "the lost event is loaded exactly once");
+    assert!(!held.is_empty(), "the loader's own hold follows its load");
+    for view in &held {
+        let now = fx.arb.get(view.hold).await.expect("get");
+        assert_eq!(
+            now.map(|v| v.state),
+            Some(boxoffice_domain::HoldState::Held),
+            "hold {} survives every later load",
+            view.hold
+        );
+    }
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!(c.held as usize, held.len(), "the store counts every hold");
+    fx.done().await;
+}
