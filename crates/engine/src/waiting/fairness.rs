@@ -310,10 +310,19 @@ impl Engine {
             // list the pool in drawn order rather than lose a member.
             pool = kept.iter().filter(|p| p.pool).map(|p| p.buyer).collect();
         }
+        // A batch may have reached past the journaled places (a join whose journal write
+        // had not landed, never confirmed to its buyer). The restored line hands those
+        // positions out again, to buyers who join after it: capped at the line, the
+        // batches admit only the places they admitted, and a later joiner's admission
+        // counts from a batch after their join, not from one before it.
+        let len = kept.iter().map(|p| p.position).max().unwrap_or(0);
+        let batches = (self.ports.ledger.admissions(event).await?.into_iter())
+            .map(|(to, at)| (to.min(len), at))
+            .collect();
         let line = RestoredLine {
             positions: kept.iter().map(|p| (p.buyer, p.position)).collect(),
             pool,
-            batches: self.ports.ledger.admissions(event).await?,
+            batches,
         };
         claim.held()?;
         self.ports.queue.restore_line(event, &line).await?;

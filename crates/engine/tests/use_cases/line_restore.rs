@@ -174,6 +174,61 @@ async fn a_later_joiner_handed_a_journaled_position_is_placed_again_behind_it() 
     assert_eq!(place(&line.b.engine, line.event, &x).await.unwrap(), 4);
 }
 
+/// A batch that reached a position whose join was still being journaled (and so was
+/// never confirmed) does not admit the buyer the restored line hands that position to
+/// later: their admission counts from a batch after their join. It used to count from
+/// the batch before it, so a buyer who joined after a long enough outage was told, once
+/// a batch reached them, that their admission had expired.
+#[boxoffice_testkit::test]
+async fn a_position_handed_out_again_after_a_restore_waits_for_a_batch_after_its_join() {
+    use boxoffice_engine::{EngineError, WaitStatus};
+
+    let line = line_of_three().await;
+    let (x, y) = (buyer(&line.a.engine).await, buyer(&line.b.engine).await);
+    let (first, release) = held_join(&line.a, &line.gate_a, line.event, x.clone()).await;
+    // A batch lets in up to position 4, the join still in flight.
+    line.a
+        .engine
+        .admit_batch(line.event)
+        .await
+        .expect("a batch");
+    assert_eq!(line.queue.state(line.event).await.unwrap().serving_up_to, 4);
+
+    // The queue store loses the line; past an admission's lifetime, a new buyer joins
+    // the restored line and is handed position 4.
+    line.queue.drop_event(line.event).await.unwrap();
+    line.d.clock.advance_secs(1_000);
+    let joined = try_join(&line.b.engine, line.event, &y)
+        .await
+        .expect("the join");
+    assert_eq!(joined.position, Some(4));
+    let waiting = line.b.engine.queue_status(&joined.queue_ticket).await;
+    assert!(
+        matches!(&waiting, Ok(s) if s.status == WaitStatus::Waiting),
+        "{waiting:?}"
+    );
+    assert!(!matches!(
+        waiting,
+        Err(WaitingError::Engine(EngineError::AdmissionExpired))
+    ));
+
+    // The next batch admits them (as the node that ran it tells), for an admission's
+    // whole lifetime from now.
+    line.a
+        .engine
+        .admit_batch(line.event)
+        .await
+        .expect("a batch");
+    let admitted = (line.a.engine.queue_status(&joined.queue_ticket).await).expect("admitted");
+    assert_eq!(admitted.status, WaitStatus::Admitted);
+    let now = line.d.clock.now();
+    let left = admitted.admission_expires_at.expect("an expiry").0 - now.0;
+    assert!(left > 800_000, "{left} ms left of the admission");
+
+    release.notify_one();
+    assert_eq!(first.await.unwrap().expect("the held join ends"), 5);
+}
+
 /// An opening that stopped after sealing the pool (a later arrival already placed and
 /// journaled behind it) and before its draw reached the ledger: whoever opens the line
 /// next journals the same draw and puts the line back, every pool member in their
