@@ -34,7 +34,9 @@ impl Engine {
     /// ticks, so N nodes do not admit N batches. A batch is the rate times the time since
     /// the line last moved (`batch_window`), not a whole interval's: nodes tick at their
     /// own phases, and the first tick due after a batch may come at 0.8 of the interval,
-    /// which with whole batches let several nodes admit up to 1.25 times the rate.
+    /// which with whole batches let several nodes admit up to 1.25 times the rate. (A
+    /// batch is still rounded up to a whole buyer, so at rates of a few buyers a window
+    /// each batch may let in one more than its share.)
     async fn tick_event(&self, event: EventId, now: Millis) -> Result<bool, EngineError> {
         let state = self.ports.queue.state(event).await?;
         let interval = self.config.admission_interval_ms as i64;
@@ -42,26 +44,31 @@ impl Engine {
             self.refresh_rate(event).await?;
             return Ok(false);
         }
-        let window = batch_window(state.advanced_at, now, self.config.admission_interval_ms);
-        self.admit_within(event, window).await
+        self.admit_within(event, Batch::SinceLastMove).await
     }
 
     /// Admits the next batch of one event now, an interval's worth; returns whether the
     /// line moved.
     pub async fn admit_batch(&self, event: EventId) -> Result<bool, EngineError> {
-        self.admit_within(event, self.config.admission_interval_ms)
-            .await
+        self.admit_within(event, Batch::Interval).await
     }
 
-    /// Admits the next batch of one event now: the rate's worth of `window_ms`.
+    /// Admits the next batch of one event now: the rate's worth of the time `batch` says,
+    /// measured on the line as read here (another node's batch since the caller looked
+    /// counts).
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
-    async fn admit_within(&self, event: EventId, window_ms: u64) -> Result<bool, EngineError> {
+    async fn admit_within(&self, event: EventId, batch: Batch) -> Result<bool, EngineError> {
         let entry = self.event(event).await?;
         if entry.event.status == SaleStatus::Open {
             self.ensure_line(event).await?;
         }
         let now = self.now();
         let state = self.ports.queue.state(event).await?;
+        let interval = self.config.admission_interval_ms;
+        let window_ms = match batch {
+            Batch::Interval => interval,
+            Batch::SinceLastMove => batch_window(state.advanced_at, now, interval),
+        };
         let settings = self.event_settings(event).await?;
         let counts = self.ports.arbiter.counts(event).await?;
         let free = admission::free_units(
@@ -208,6 +215,15 @@ impl Engine {
             .await?;
         Ok(())
     }
+}
+
+/// What time a batch admits for.
+#[derive(Clone, Copy)]
+enum Batch {
+    /// A whole interval (a batch asked for outside the loop's ticks).
+    Interval,
+    /// Since the line last moved (`batch_window`): the loop's ticks.
+    SinceLastMove,
 }
 
 /// The time a batch admits for: since the line last moved (`advanced_at`), at most two

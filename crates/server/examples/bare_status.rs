@@ -21,10 +21,17 @@ async fn queue() -> Json<Value> {
     }))
 }
 
-#[tokio::main]
-async fn main() {
-    // And its setting, as `boxoffice` starts with it.
+// And its setting, and the runtime, as `boxoffice` starts with them.
+fn main() {
     boxoffice_server::allocator::keep_freed_memory();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the runtime")
+        .block_on(serve());
+}
+
+async fn serve() {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());

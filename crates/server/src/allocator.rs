@@ -8,22 +8,35 @@
 //! expire), so on the hold path a node spent several per cent of its CPU zeroing memory
 //! it had freed a moment before (docs/BENCHMARKS.md, "Memory freed and faulted in
 //! again"). A node's resident memory therefore stays at its peak. `MIMALLOC_PURGE_DELAY`
-//! in the environment (milliseconds; mimalloc's own variable) is honoured as given, for
-//! an operator who wants memory back after a quiet spell.
+//! in the environment (milliseconds; mimalloc's own variable, which it reads itself)
+//! leaves the choice to mimalloc, for an operator who wants memory back after a quiet
+//! spell.
 
 /// `mi_option_purge_delay`: its place in `mi_option_t` in the mimalloc (v3) that
 /// `libmimalloc-sys` builds, which names no constant for it. Pinned by the test below,
 /// through the option's default.
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Called first thing in `main`, before the node allocates for any request.
+/// Called first thing in `main`, before the runtime starts any thread.
 pub fn keep_freed_memory() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+    if operator_chose() {
         return;
     }
-    // SAFETY: sets one of mimalloc's process-wide options (an atomic store); no memory
-    // is touched, and mimalloc reads the option whenever it considers a purge.
+    // SAFETY: sets one of mimalloc's process-wide options (a plain store, read whenever
+    // mimalloc considers a purge); called while the process has one thread, so nothing
+    // reads it meanwhile.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, -1) }
+}
+
+/// Whether the environment sets the purge delay, as mimalloc reads it: its variable's
+/// name in any case, or the older `MIMALLOC_RESET_DELAY`.
+fn operator_chose() -> bool {
+    std::env::vars_os().any(|(name, _)| {
+        name.to_str().is_some_and(|n| {
+            n.eq_ignore_ascii_case("MIMALLOC_PURGE_DELAY")
+                || n.eq_ignore_ascii_case("MIMALLOC_RESET_DELAY")
+        })
+    })
 }
 
 #[cfg(test)]
@@ -34,7 +47,7 @@ mod tests {
     fn the_option_set_is_the_purge_delay_and_freed_memory_is_kept() {
         // SAFETY: reads a process-wide option.
         let get = || unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        if !operator_chose() {
             // mimalloc v3's default purge delay, in milliseconds: no other option of
             // `mi_option_t` has it, so the index names the purge delay.
             assert_eq!(get(), 1000);

@@ -136,9 +136,23 @@ enum Command {
     Rehearse(Box<boxoffice_rehearse::cli::RehearseArgs>),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before the runtime's threads: the allocator's options are plain process-wide values.
     boxoffice_server::allocator::keep_freed_memory();
+    // The runtime `#[tokio::main]` builds.
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(serve_cli()),
+        Err(e) => {
+            eprintln!("error: the async runtime did not start: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn serve_cli() -> ExitCode {
     // Every TLS connection (Stripe, PostgreSQL, Redis) uses rustls on ring; installed
     // first so no library has to pick a provider by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();

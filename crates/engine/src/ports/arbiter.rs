@@ -163,7 +163,7 @@ pub trait SeatArbiter: Send + Sync {
     /// a rebuild whose claim lapsed cannot wipe the event another rebuild loaded
     /// meanwhile, with every hold taken in it since. Of loads that begin before any
     /// has finished, one loads; a store whose load takes several steps may fail the
-    /// others (`StoreError`), having changed nothing.
+    /// others (`StoreError`: a later one took over, before the event held anything).
     async fn load_lost(
         &self,
         layout: &ArbiterLayout,

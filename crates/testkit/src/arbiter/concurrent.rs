@@ -191,6 +191,18 @@ pub async fn rebuilds_of_a_lost_event_racing_load_it_once_and_keep_its_holds(
     }
     assert_eq!(loads, 1, "the lost event is loaded exactly once");
     assert!(!held.is_empty(), "the loader's own hold follows its load");
+    // Rebuilds whose claims lapsed, beginning together after the load finished and holds
+    // were taken: none loads, and the holds stay.
+    let late: Vec<_> = (0..LOADERS / 2)
+        .map(|_| {
+            let (arb, layout) = (fx.arb.clone(), fx.layout.clone());
+            tokio::spawn(async move { arb.load_lost(&layout, &[]).await })
+        })
+        .collect();
+    for t in late {
+        let loaded = t.await.expect("a late rebuild task panicked");
+        assert_eq!(loaded, Ok(false), "a late rebuild leaves the loaded event");
+    }
     for view in &held {
         let now = fx.arb.get(view.hold).await.expect("get");
         assert_eq!(

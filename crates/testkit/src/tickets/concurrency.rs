@@ -76,9 +76,11 @@ pub async fn a_scan_and_a_buyers_refund_racing_over_k_orders_one_wins_each(s: Ti
         orders.push(o);
     }
     let door = gate(&s, &e, "Main").await;
+    // Every other order's refund is started first, so both orders of arrival are tried.
     let racers: FuturesUnordered<_> = orders
         .iter()
-        .flat_map(|o| {
+        .enumerate()
+        .flat_map(|(n, o)| {
             let ticket = rows_of(o)[0].id;
             let (tickets, ledger, id) = (s.tickets.clone(), s.ledger.clone(), o.id);
             let scan = ScanAttempt {
@@ -88,15 +90,21 @@ pub async fn a_scan_and_a_buyers_refund_racing_over_k_orders_one_wins_each(s: Ti
                 at: DOORS,
                 offline: false,
             };
-            let scanned = tokio::spawn(async move {
+            let scan = async move {
                 let outcome = tickets.check_in(&scan).await.expect("the store answered");
                 (id, Some(outcome), None)
-            });
-            let refunded = tokio::spawn(async move {
+            };
+            let refund = async move {
                 let claimed = ledger.revoke_unused_sale(id, DOORS).await;
                 (id, None, Some(claimed))
-            });
-            [scanned, refunded]
+            };
+            if n % 2 == 0 {
+                let scanned = tokio::spawn(scan);
+                [scanned, tokio::spawn(refund)]
+            } else {
+                let refunded = tokio::spawn(refund);
+                [tokio::spawn(scan), refunded]
+            }
         })
         .collect();
     let mut admitted = HashMap::new();
