@@ -31,12 +31,7 @@ async fn join(Json(_body): Json<Value>) -> Json<Value> {
 
 // And its setting, and the runtime, as `boxoffice` starts with them.
 fn main() {
-    boxoffice_server::allocator::keep_freed_memory();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("the runtime")
-        .block_on(serve());
+    boxoffice_server::allocator::start(serve()).expect("the runtime");
 }
 
 async fn serve() {

@@ -17,6 +17,17 @@
 /// through the option's default.
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
+/// The process's start: the allocator's setting while the process has one thread, then
+/// `main` on the multi-thread runtime `#[tokio::main]` builds. `boxoffice` and the
+/// benchmarks' baselines start alike.
+pub fn start<F: std::future::Future>(main: F) -> std::io::Result<F::Output> {
+    keep_freed_memory();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    Ok(runtime.block_on(main))
+}
+
 /// Called first thing in `main`, before the runtime starts any thread.
 pub fn keep_freed_memory() {
     if operator_chose() {

@@ -137,14 +137,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Before the runtime's threads: the allocator's options are plain process-wide values.
-    boxoffice_server::allocator::keep_freed_memory();
-    // The runtime `#[tokio::main]` builds.
-    match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime.block_on(serve_cli()),
+    match boxoffice_server::allocator::start(serve_cli()) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: the async runtime did not start: {e}");
             ExitCode::from(2)
