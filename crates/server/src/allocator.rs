@@ -28,8 +28,8 @@ pub fn start<F: std::future::Future>(main: F) -> std::io::Result<F::Output> {
     Ok(runtime.block_on(main))
 }
 
-/// Called first thing in `main`, before the runtime starts any thread.
-pub fn keep_freed_memory() {
+/// Called by `start`, before the runtime starts any thread.
+fn keep_freed_memory() {
     if operator_chose() {
         return;
     }

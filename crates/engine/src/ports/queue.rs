@@ -50,7 +50,8 @@ pub struct RestoredLine {
     pub positions: Vec<(BuyerId, u64)>,
     /// The placed pool's members in arrival order (for the published verification).
     pub pool: Vec<BuyerId>,
-    /// Every admission batch: (serving_up_to, when), ascending.
+    /// Every admission batch: (serving_up_to, when), ascending, none past the last
+    /// position (a batch that reached a place never journaled is capped at the line).
     pub batches: Vec<(u64, Millis)>,
 }
 
