@@ -10,6 +10,7 @@ use boxoffice_store_memory::{
 };
 use boxoffice_testkit::claimed::ClaimedPorts;
 use boxoffice_testkit::claimed_joins::ClaimedLine;
+use boxoffice_testkit::claimed_lost::TwoSteps;
 
 boxoffice_testkit::arbiter_conformance!(async {
     Arc::new(InMemoryArbiter::new()) as Arc<dyn SeatArbiter>
@@ -37,6 +38,12 @@ mod two_steps {
         }
     });
 }
+boxoffice_testkit::claimed_lost_conformance!(async {
+    TwoSteps {
+        replays: Arc::new(MemoryIdempotency::new()),
+        arbiter: Arc::new(InMemoryArbiter::new()),
+    }
+});
 boxoffice_testkit::claimed_joins_conformance!(async {
     let queue: Arc<dyn QueueStore> = Arc::new(InMemoryQueue::new());
     let joins = ClaimThenJoin::new(Arc::new(MemoryIdempotency::new()), queue.clone());

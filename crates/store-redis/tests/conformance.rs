@@ -1,4 +1,5 @@
-//! The SeatArbiter, QueueStore, IdempotencyStore, ClaimedHolds, ClaimedJoins, VelocityStore and
+//! The SeatArbiter, QueueStore, IdempotencyStore, ClaimedHolds (one step, and two with a lost
+//! answer), ClaimedJoins, VelocityStore and
 //! ProofMemory conformance suites against a real Redis (`BOXOFFICE_TEST_REDIS_URL`, default the
 //! machine's 127.0.0.1:6379), under a prefix unique to this run; every key is deleted
 //! when the run's last case ends.
@@ -16,6 +17,7 @@ use boxoffice_store_redis::{
 };
 use boxoffice_testkit::claimed::ClaimedPorts;
 use boxoffice_testkit::claimed_joins::ClaimedLine;
+use boxoffice_testkit::claimed_lost::TwoSteps;
 use common::{PREFIX, Tracked, connect, redis_url};
 
 fn prefix() -> Prefix {
@@ -73,6 +75,15 @@ async fn claimed() -> ClaimedPorts {
     }
 }
 
+/// Holds under claims in two steps, as on a Redis Cluster (the claim's record and the
+/// event in different slots), on the real stores.
+async fn two_steps() -> TwoSteps {
+    TwoSteps {
+        replays: idempotency().await,
+        arbiter: arbiter().await,
+    }
+}
+
 /// The one-script joins under claims (a single Redis), on one connection.
 async fn claimed_joins() -> ClaimedLine {
     let url = redis_url();
@@ -107,6 +118,7 @@ boxoffice_testkit::shared_idempotency_conformance!(idempotency());
 boxoffice_testkit::bounded_idempotency_conformance!(capped);
 boxoffice_testkit::claimed_holds_conformance!(claimed());
 boxoffice_testkit::claimed_joins_conformance!(claimed_joins());
+boxoffice_testkit::claimed_lost_conformance!(two_steps());
 boxoffice_testkit::velocity_conformance!(velocity());
 boxoffice_testkit::proofs_conformance!(proofs());
 boxoffice_testkit::bounded_proofs_conformance!(capped_proofs);

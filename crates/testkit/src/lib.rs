@@ -7,6 +7,7 @@
 
 pub mod claimed;
 pub mod claimed_joins;
+pub mod claimed_lost;
 pub mod exchange;
 pub mod idempotency;
 pub mod ledger;

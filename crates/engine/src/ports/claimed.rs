@@ -141,7 +141,30 @@ impl ClaimThenHold {
         req: &HoldRequest,
         now: Millis,
     ) -> Result<Claimed<Result<HoldView, ArbiterError>>, StoreError> {
-        Self::claim_then(replays, claim, arbiter.hold(req, now)).await
+        Self::claim_then(replays, claim, Self::hold_read_back(arbiter, req, now)).await
+    }
+
+    /// `SeatArbiter::hold`, and when its answer is lost (a `StoreError`, which says
+    /// nothing of whether the store took the hold: the script ran and its reply timed
+    /// out, say) the hold read back by its id. A hold the store took is answered as
+    /// taken, so the caller keeps it as the key's answer and a retry is answered with
+    /// it; otherwise the caller frees the key for a retry, which takes no second hold
+    /// as none was taken. Only when the read fails as well is the hold's fate unknown:
+    /// the error stands and a retry may hold a second time (the first lapses at its
+    /// expiry). Where the claim and the hold are one step, the store keeps the answer
+    /// in that step and a lost reply is found in the key's record instead.
+    async fn hold_read_back(
+        arbiter: &dyn SeatArbiter,
+        req: &HoldRequest,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
+        match arbiter.hold(req, now).await {
+            Err(ArbiterError::Store(lost)) => match arbiter.get(req.hold).await {
+                Ok(Some(taken)) if taken.buyer == req.buyer => Ok(taken),
+                Ok(_) | Err(_) => Err(ArbiterError::Store(lost)),
+            },
+            answer => answer,
+        }
     }
 
     /// The claim, then the release: for adapters that fall back to two steps.
