@@ -11,7 +11,12 @@
 //! A checkout already running when the event is cancelled may still commit after the
 //! job went past its order: a pass that leaves any order unfinished is followed by
 //! another (no sooner than `recovery_after_s` later), and the job ends after a pass
-//! that found every order finished and none owning seats.
+//! that found every order finished and none owning seats, and never after the first.
+//! The ledger refuses an order of a cancelled event when it writes it, but a write
+//! whose statement began before the cancellation committed is not refused, and its
+//! order may become visible only after the first pass read past it; the second pass
+//! begins at least `recovery_after_s` after the first ended, by when such a write has
+//! committed (or failed: the ledger's statements time out well before), and finds it.
 
 use boxoffice_domain::{EventId, OrderState};
 use futures::StreamExt;
@@ -87,15 +92,16 @@ impl Engine {
     }
 
     /// At the end of a pass: the job is finished if nothing was left pending (orders,
-    /// or `swaps_pending` swaps of the exchange), else another pass starts once what
-    /// was left had time to move.
+    /// or `swaps_pending` swaps of the exchange) and this was not the first pass, else
+    /// another pass starts once what was left (or a write under way at the
+    /// cancellation) had time to move.
     async fn end_pass(
         &self,
         job: EventCancellation,
         swaps_pending: u64,
     ) -> Result<usize, EngineError> {
         let now = self.now();
-        let next = if job.counts.pending == 0 && swaps_pending == 0 {
+        let next = if job.pass > 1 && job.counts.pending == 0 && swaps_pending == 0 {
             tracing::info!(event = %job.event, returned = job.counts.returned, "event cancellation finished");
             EventCancellation {
                 finished_at: Some(now),

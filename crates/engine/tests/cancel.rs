@@ -165,17 +165,7 @@ async fn a_checkout_on_a_node_that_missed_the_cancellation_is_refused_before_any
     let (who, h) = hold(&b.engine, event, &["A-1-1"]).await;
 
     a.engine.cancel_event(event).await.expect("cancelled");
-    for _ in 0..10 {
-        if a.engine
-            .event_cancellation_step()
-            .await
-            .expect("a step")
-            .idle()
-        {
-            break;
-        }
-    }
-    let job = a.engine.event_cancellation(event).await.expect("the job");
+    let job = cancellation_finished(&d, &a.engine, event).await;
     assert!(job.finished_at.is_some(), "{job:?}");
 
     let out = checkout(&b.engine, &who, &h, methods::VISA).await;
@@ -199,6 +189,91 @@ async fn a_checkout_on_a_node_that_missed_the_cancellation_is_refused_before_any
         .await
         .expect("the book");
     assert!(payments.is_empty(), "nobody was charged: {payments:?}");
+}
+
+/// An order whose write was under way when the event was cancelled (its statement
+/// began before the cancellation committed, so the ledger's guard did not refuse it)
+/// becomes visible only after the job's first pass went through the event's orders.
+/// A later pass finds it and refunds it, where the job ended after the first pass and
+/// the buyer kept a paid ticket for a cancelled event.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_committed_after_the_cancellations_first_pass_is_refunded_by_a_later_one() {
+    use common::racing::Racing;
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let racing = std::sync::Arc::new(Racing::new(d.ledger.clone()));
+    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
+    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    racing.uncommitted(o.id);
+
+    n.engine.cancel_event(event).await.expect("cancelled");
+    // The first pass, all of it: it sees no order.
+    for _ in 0..10 {
+        if n.engine
+            .event_cancellation_step()
+            .await
+            .expect("a step")
+            .idle()
+        {
+            break;
+        }
+    }
+    let job = n.engine.event_cancellation(event).await.expect("the job");
+    assert_eq!((job.pass, job.counts.seen), (1, 0), "{job:?}");
+    assert_eq!(job.finished_at, None, "the first pass does not end the job");
+
+    racing.committed();
+    let job = cancellation_finished(&d, &n.engine, event).await;
+    assert!(job.pass >= 2, "{job:?}");
+    assert_eq!(order(&n.engine, o.id).await.state, OrderState::Refunded);
+    let payment = d.fake.record(o.id).await.unwrap().expect("kept");
+    assert_eq!(
+        payment.state,
+        ProviderState::Refunded,
+        "the money went back"
+    );
+    let sold = n
+        .engine
+        .ports()
+        .ledger
+        .sold_seats(event)
+        .await
+        .expect("read");
+    assert!(sold.is_empty(), "{sold:?}");
+    let report = n.engine.audit().await.expect("audited");
+    assert!(report.clean(), "{:?}", report.violations);
+}
+
+/// Runs the event's cancellation job on `engine` until it ends, moving the clock past
+/// `recovery_after_s` whenever a pass has gone as far as it can.
+async fn cancellation_finished(
+    d: &Durable,
+    engine: &boxoffice_engine::Engine,
+    event: boxoffice_domain::EventId,
+) -> boxoffice_engine::ports::EventCancellation {
+    let wait = engine.config().recovery_after_s as i64 + 1;
+    for _ in 0..5 {
+        for _ in 0..10 {
+            if engine
+                .event_cancellation_step()
+                .await
+                .expect("a step")
+                .idle()
+            {
+                break;
+            }
+        }
+        let job = engine.event_cancellation(event).await.expect("the job");
+        if job.finished_at.is_some() {
+            return job;
+        }
+        d.clock.advance_secs(wait);
+    }
+    panic!("the cancellation did not end in five passes");
 }
 
 /// The hot store lost the event and a rebuild read the ledger's sold seats; a refund

@@ -29,7 +29,9 @@ impl CancellationCounts {
 
 /// An event's cancellation job. The job goes through the event's orders in id order,
 /// in passes: a pass that leaves orders pending is followed by another, and the job
-/// ends after a pass that found every order finished. The cursor and the pass's counts
+/// ends after a pass that found every order finished, never the first (the second
+/// begins `recovery_after_s` after the first ended, and finds an order whose write
+/// was under way at the cancellation). The cursor and the pass's counts
 /// move together, one page at a time, so a page redone after a crash is counted once.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct EventCancellation {

@@ -25,6 +25,8 @@ pub struct Racing {
     joins_gate: Mutex<Option<(Arc<Notify>, Arc<Notify>)>>,
     /// Armed by `hold_next_sold_seats`: (told when the read is held, releases it).
     sold_gate: Mutex<Option<(Arc<Notify>, Arc<Notify>)>>,
+    /// Set by `uncommitted`: orders the event's listings leave out.
+    unseen: Mutex<Vec<OrderId>>,
     status_reads: AtomicUsize,
 }
 
@@ -35,6 +37,7 @@ impl Racing {
             trigger: Mutex::new(None),
             joins_gate: Mutex::new(None),
             sold_gate: Mutex::new(None),
+            unseen: Mutex::new(Vec::new()),
             status_reads: AtomicUsize::new(0),
         }
     }
@@ -58,6 +61,17 @@ impl Racing {
         let gate = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         *self.sold_gate.lock() = Some(gate.clone());
         gate
+    }
+
+    /// `order` is left out of the event's listings (`orders_of_event`) until
+    /// `committed`: an order whose write had not committed when they read.
+    pub fn uncommitted(&self, order: OrderId) {
+        self.unseen.lock().push(order);
+    }
+
+    /// Every order `uncommitted` left out is listed again.
+    pub fn committed(&self) {
+        self.unseen.lock().clear();
     }
 
     /// The next `apply(order, event)` finds the order committed by someone else.
@@ -237,7 +251,10 @@ impl Ledger for Racing {
         self.inner.save_cancellation(read, next).await
     }
     async fn orders_of_event(&self, q: &EventOrders) -> Result<Vec<Order>, StoreError> {
-        self.inner.orders_of_event(q).await
+        let mut orders = self.inner.orders_of_event(q).await?;
+        let unseen = self.unseen.lock();
+        orders.retain(|o| !unseen.contains(&o.id));
+        Ok(orders)
     }
     async fn sold_seats(&self, event: EventId) -> Result<Vec<(String, BuyerId)>, StoreError> {
         let read = self.inner.sold_seats(event).await;

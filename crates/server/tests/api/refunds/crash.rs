@@ -125,7 +125,7 @@ pub(super) async fn post(url: &str) -> (u16, Value) {
     .await
 }
 
-async fn progress(base: &str, event: EventId) -> Value {
+pub(super) async fn progress(base: &str, event: EventId) -> Value {
     let url = format!("{base}/v1/events/{event}/cancellation");
     let c = boxoffice_testkit::harness::http::client();
     let (status, v) = http::call(&c, reqwest::Method::GET, url, OPERATOR, Value::Null).await;

@@ -12,7 +12,7 @@ use boxoffice_engine::ports::{PaymentGateway, ProviderState};
 use boxoffice_payment_fake::FakeGateway;
 use serde_json::{Value, json};
 
-use super::{audit_clean, order_of, refunds_made, selling, undo};
+use super::{audit_clean, cancellation_finished, order_of, refunds_made, selling, undo};
 use crate::common::{TestApp, spec, uuid};
 use crate::tickets::{barcode, buy, cancel_order_of, gate, my_tickets, scan};
 
@@ -143,19 +143,7 @@ async fn an_event_cancelled_after_a_swap_refunds_its_buyer_once_and_its_seller_o
     )
     .await;
     assert_eq!(status, 202, "{job}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        app.engine.event_cancellation_step().await.unwrap();
-        let job = app.engine.event_cancellation(event).await.unwrap();
-        if job.finished_at.is_some() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job ends: {job:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    cancellation_finished(&app, event).await;
     // Steps and sweeps after the end change nothing.
     for _ in 0..3 {
         app.engine.event_cancellation_step().await.unwrap();

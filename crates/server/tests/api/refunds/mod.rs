@@ -93,6 +93,28 @@ async fn audit_clean(app: &TestApp) {
     assert_eq!(audit.orders_in_flight, 0);
 }
 
+/// Runs the event's cancellation job until it ends, the test's clock moved past
+/// `engine.recovery_after_s` whenever a pass has gone as far as it can (the job ends
+/// only after a second pass, that long after the first); fails after 60 s.
+async fn cancellation_finished(app: &TestApp, event: EventId) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if app.engine.event_cancellation_step().await.unwrap().idle() {
+            let job = app.engine.event_cancellation(event).await.unwrap();
+            if job.finished_at.is_some() {
+                return;
+            }
+            let wait = app.engine.config().recovery_after_s as i64;
+            app.clock.advance_secs(wait + 1);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cancellation ends within 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 fn is_ok(status: u16) -> bool {
     StatusCode::from_u16(status).is_ok_and(|s| s.is_success())
 }
