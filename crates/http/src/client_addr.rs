@@ -14,13 +14,14 @@
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use axum::extract::{ConnectInfo, FromRequestParts};
-use axum::http::HeaderMap;
+use axum::extract::{ConnectInfo, FromRequestParts, Request};
 use axum::http::request::Parts;
+use axum::http::{Extensions, HeaderMap};
 use ipnet::IpNet;
 
 use crate::AppState;
 use crate::config::ForwardedHeader;
+use crate::edge::Edge;
 
 /// The address a request is attributed to (for IPv6, its network: see above).
 /// In-process requests without a TCP peer (tests driving the router directly) share
@@ -28,14 +29,33 @@ use crate::config::ForwardedHeader;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub IpAddr);
 
+impl ClientAddr {
+    /// The client of `req` as `edge`'s trusted proxies say.
+    pub(crate) fn of(edge: &Edge, req: &Request) -> ClientAddr {
+        ClientAddr::from_parts(edge, req.extensions(), req.headers())
+    }
+
+    fn from_parts(edge: &Edge, extensions: &Extensions, headers: &HeaderMap) -> ClientAddr {
+        let peer = extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+        ClientAddr(edge.proxies.client(peer, headers))
+    }
+}
+
+/// The address the edge named for the request's share in flight (`front`), or named
+/// now for a route the edge does not count.
 impl FromRequestParts<AppState> for ClientAddr {
     type Rejection = Infallible;
     async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, Infallible> {
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
-        Ok(ClientAddr(st.edge.proxies.client(peer, &parts.headers)))
+        if let Some(named) = parts.extensions.get::<ClientAddr>() {
+            return Ok(*named);
+        }
+        Ok(ClientAddr::from_parts(
+            &st.edge,
+            &parts.extensions,
+            &parts.headers,
+        ))
     }
 }
 

@@ -101,7 +101,7 @@ error_codes! {
     MalformedWebhook = "malformed_webhook" => BAD_REQUEST;
     TooManyStreams = "too_many_streams" => TOO_MANY_REQUESTS | SERVICE_UNAVAILABLE;
     ShuttingDown = "shutting_down" => SERVICE_UNAVAILABLE;
-    Overloaded = "overloaded" => SERVICE_UNAVAILABLE;
+    Overloaded = "overloaded" => SERVICE_UNAVAILABLE | TOO_MANY_REQUESTS;
     RequestTimeout = "request_timeout" => SERVICE_UNAVAILABLE;
     Starting = "starting" => SERVICE_UNAVAILABLE;
     TicketNotFound = "ticket_not_found" => NOT_FOUND;

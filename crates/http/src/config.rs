@@ -33,6 +33,11 @@ pub struct HttpConfig {
     /// Requests handled at once by this node; above it, 503 `overloaded` with
     /// Retry-After. Health, readiness and metrics are never shed. Default 4,096.
     pub max_in_flight: usize,
+    /// Requests handled at once for one client address (as `trusted_proxies` and
+    /// `ipv6_client_prefix` name it); above it, 429 `overloaded` with Retry-After, so
+    /// one client holding requests open (slow bodies, say) cannot take every place of
+    /// `max_in_flight`. Default 512.
+    pub max_in_flight_per_address: usize,
     /// Event streams (SSE) open at once on this node; above it, 503
     /// `too_many_streams`. Default 10,000.
     pub max_streams: usize,
@@ -69,6 +74,7 @@ impl Default for HttpConfig {
             header_read_timeout_ms: 75_000,
             request_timeout_ms: 30_000,
             max_in_flight: 4_096,
+            max_in_flight_per_address: 512,
             max_streams: 10_000,
             max_streams_per_address: 32,
             shutdown_grace_ms: 10_000,
@@ -85,6 +91,10 @@ impl HttpConfig {
             ("http.header_read_timeout_ms", self.header_read_timeout_ms),
             ("http.request_timeout_ms", self.request_timeout_ms),
             ("http.max_in_flight", self.max_in_flight as u64),
+            (
+                "http.max_in_flight_per_address",
+                self.max_in_flight_per_address as u64,
+            ),
             ("http.max_streams", self.max_streams as u64),
             (
                 "http.max_streams_per_address",
@@ -98,7 +108,7 @@ impl HttpConfig {
         }
         if !(16..=128).contains(&self.ipv6_client_prefix) {
             return Err(format!(
-                "http.ipv6_client_prefix must be 16-128 (bits of an IPv6 address that name                  a client), not {}",
+                "http.ipv6_client_prefix must be 16-128 (bits of an IPv6 address that name a client), not {}",
                 self.ipv6_client_prefix
             ));
         }

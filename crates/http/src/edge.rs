@@ -1,13 +1,18 @@
 //! The node's defences at the HTTP edge, shared by every request: the trusted proxies,
-//! a cap on requests in flight (load shedding), the request deadline, the cap on open
-//! event streams, the per-node caches of expensive public reads, and the stop signal
-//! that ends event streams when the server shuts down.
+//! a cap on requests in flight in all and per client address (load shedding), the
+//! request deadline, the cap on open event streams, the per-node caches of expensive
+//! public reads, and the stop signal that ends event streams when the server shuts
+//! down.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_addr::Proxies;
@@ -25,6 +30,8 @@ pub struct Edge {
     pub(crate) proxies: Proxies,
     in_flight: AtomicUsize,
     max_in_flight: usize,
+    /// Requests in flight per client address.
+    shares: Shares,
     request_timeout: Duration,
     pub(crate) keep_alive: Duration,
     pub(crate) streams: StreamSlots,
@@ -38,9 +45,75 @@ pub struct Edge {
     stop: CancellationToken,
 }
 
-/// A request's place among those in flight; given back when dropped. It owns its
-/// reference to the edge, so the request's future carries it without a borrow.
-pub(crate) struct InFlight(Arc<Edge>);
+/// A request's place among those in flight (and among its address's, when it took
+/// one); given back when dropped. It owns its reference to the edge, so the request's
+/// future carries it without a borrow.
+pub(crate) struct InFlight {
+    edge: Arc<Edge>,
+    addr: Option<IpAddr>,
+}
+
+/// Why a request found no place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// The node has `max_in_flight` requests in flight.
+    Node,
+    /// The client's address has `max_in_flight_per_address`.
+    Address,
+}
+
+/// Requests in flight per client address, exact (an address never pays for another's
+/// requests), in shards so that requests of different addresses seldom meet on a lock.
+/// An address leaves its shard when its last request ends, so the shards together
+/// hold at most the node's requests in flight.
+struct Shares {
+    max: usize,
+    shards: [Mutex<HashMap<IpAddr, u32>>; SHARDS],
+}
+
+const SHARDS: usize = 16;
+
+impl Shares {
+    fn new(max: usize) -> Shares {
+        Shares {
+            max,
+            shards: std::array::from_fn(|_| Mutex::default()),
+        }
+    }
+
+    /// The shard of `addr`: by its last bytes, which differ between clients. A client
+    /// may choose its shard; that costs it nothing and gains it nothing, as every
+    /// address is counted apart.
+    fn shard(&self, addr: &IpAddr) -> &Mutex<HashMap<IpAddr, u32>> {
+        let low = match addr {
+            IpAddr::V4(v4) => u32::from(*v4) as usize,
+            // The last 64 bits are cut off by `ipv6_client_prefix` unless it is longer.
+            IpAddr::V6(v6) => (v6.to_bits() >> 64) as usize ^ v6.to_bits() as usize,
+        };
+        &self.shards[low % SHARDS]
+    }
+
+    /// One more request of `addr`, unless it has its share in flight.
+    fn take(&self, addr: IpAddr) -> bool {
+        let mut shard = self.shard(&addr).lock();
+        let n = shard.entry(addr).or_insert(0);
+        if *n as usize >= self.max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn give_back(&self, addr: IpAddr) {
+        let mut shard = self.shard(&addr).lock();
+        if let Some(n) = shard.get_mut(&addr) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                shard.remove(&addr);
+            }
+        }
+    }
+}
 
 impl InFlight {
     /// The answer to a request that did not finish within the deadline.
@@ -51,7 +124,7 @@ impl InFlight {
             format!(
                 "the request did not finish within {} ms; retry (a write with \
                  the same Idempotency-Key)",
-                self.0.request_timeout.as_millis()
+                self.edge.request_timeout.as_millis()
             ),
         )
         .into_response()
@@ -60,7 +133,10 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.edge.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(addr) = self.addr {
+            self.edge.shares.give_back(addr);
+        }
     }
 }
 
@@ -68,6 +144,7 @@ impl Edge {
     pub fn new(config: &HttpConfig) -> Edge {
         // Registered at zero, so a dashboard sees the series before the first refusal.
         metrics::counter!("boxoffice_http_shed_total").increment(0);
+        metrics::counter!("boxoffice_http_shed_per_address_total").increment(0);
         metrics::counter!("boxoffice_http_timeouts_total").increment(0);
         for reason in ["node", "address"] {
             metrics::counter!("boxoffice_sse_refused_total", "reason" => reason).increment(0);
@@ -80,6 +157,7 @@ impl Edge {
             ),
             in_flight: AtomicUsize::new(0),
             max_in_flight: config.max_in_flight,
+            shares: Shares::new(config.max_in_flight_per_address),
             request_timeout: Duration::from_millis(config.request_timeout_ms),
             keep_alive: Duration::from_millis(config.stream_keep_alive_ms),
             streams: StreamSlots::new(config.max_streams, config.max_streams_per_address),
@@ -104,11 +182,22 @@ impl Edge {
             .min(self.max_in_flight)
     }
 
-    /// A place among the requests in flight, or none when the node is full.
-    pub(crate) fn enter(self: &Arc<Edge>) -> Option<InFlight> {
+    /// A place among the requests in flight for a request of `addr`, or what is full:
+    /// the node, or the address's share.
+    pub(crate) fn enter(self: &Arc<Edge>, addr: IpAddr) -> Result<InFlight, Full> {
         let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let place = InFlight(self.clone());
-        (before < self.max_in_flight).then_some(place)
+        let mut place = InFlight {
+            edge: self.clone(),
+            addr: None,
+        };
+        if before >= self.max_in_flight {
+            return Err(Full::Node);
+        }
+        if !self.shares.take(addr) {
+            return Err(Full::Address);
+        }
+        place.addr = Some(addr);
+        Ok(place)
     }
 
     /// The deadline of a request that holds a place.
@@ -116,13 +205,27 @@ impl Edge {
         self.request_timeout
     }
 
-    /// The answer to a request shed because the node is full.
-    pub(crate) fn shed(&self) -> Response {
-        metrics::counter!("boxoffice_http_shed_total").increment(1);
-        ApiError::new(
-            ErrorCode::Overloaded,
-            "this node is handling as many requests as it can; retry shortly",
-        )
+    /// The answer to a request shed because the node, or its address's share, is
+    /// full.
+    pub(crate) fn shed(&self, full: Full) -> Response {
+        match full {
+            Full::Node => {
+                metrics::counter!("boxoffice_http_shed_total").increment(1);
+                ApiError::new(
+                    ErrorCode::Overloaded,
+                    "this node is handling as many requests as it can; retry shortly",
+                )
+            }
+            Full::Address => {
+                metrics::counter!("boxoffice_http_shed_per_address_total").increment(1);
+                let msg = format!(
+                    "this node is handling {} requests from your address; retry once one \
+                     has finished",
+                    self.shares.max
+                );
+                ApiError::with_status(StatusCode::TOO_MANY_REQUESTS, ErrorCode::Overloaded, msg)
+            }
+        }
         .into_response()
     }
 }

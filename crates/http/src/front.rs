@@ -24,6 +24,7 @@ use tower::Service;
 use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
+use crate::ClientAddr;
 use crate::edge::{Edge, InFlight};
 use crate::observe::Latencies;
 use crate::openapi::Doc;
@@ -100,16 +101,20 @@ where
                         inner: self.inner.call(req),
                     }
                 } else {
-                    match admit.edge.enter() {
-                        Some(place) => Work::Held {
+                    // The client's address, named once here for the share in flight
+                    // and kept for the handler's per-address decisions.
+                    let addr = ClientAddr::of(&admit.edge, &req);
+                    req.extensions_mut().insert(addr);
+                    match admit.edge.enter(addr.0) {
+                        Ok(place) => Work::Held {
                             inner: tokio::time::timeout(
                                 admit.edge.request_timeout(),
                                 self.inner.call(req),
                             ),
                             place,
                         },
-                        None => Work::Shed {
-                            answer: Some(admit.edge.shed()),
+                        Err(full) => Work::Shed {
+                            answer: Some(admit.edge.shed(full)),
                         },
                     }
                 }

@@ -1,7 +1,8 @@
 //! Overload against a real process: past its cap on requests in flight a node sheds
-//! load with 503 `overloaded` and Retry-After (health still answers), and a request
-//! not answered within the deadline (here, a body that never finishes) gets 503
-//! `request_timeout`; both are counted in /metrics.
+//! load with 503 `overloaded` and Retry-After (health still answers), past an
+//! address's share of them that address is answered 429 while others are served, and
+//! a request not answered within the deadline (here, a body that never finishes) gets
+//! 503 `request_timeout`; each is counted in /metrics.
 
 use std::time::Duration;
 
@@ -14,12 +15,22 @@ use serde_json::Value;
 /// Written on a raw socket so the request is surely on the wire (and counted in flight)
 /// before the test looks for shedding: an HTTP client may hold a streaming request back.
 async fn stalled_hold(node: &Node, release: tokio::sync::oneshot::Receiver<()>) -> String {
+    stalled_hold_from(node, None, release).await
+}
+
+/// `stalled_hold`, forwarded (by the test, a trusted proxy) for `client` when given.
+async fn stalled_hold_from(
+    node: &Node,
+    client: Option<&str>,
+    release: tokio::sync::oneshot::Receiver<()>,
+) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = node.base.trim_start_matches("http://").to_string();
     let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let forwarded = client.map_or(String::new(), |c| format!("X-Forwarded-For: {c}\r\n"));
     let head = format!(
         "POST /v1/events/1/holds HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer any\r\n\
-         Idempotency-Key: {}\r\nContent-Type: application/json\r\n\
+         Idempotency-Key: {}\r\nContent-Type: application/json\r\n{forwarded}\
          Transfer-Encoding: chunked\r\n\r\nc\r\n{{\"seat_ids\":\r\n",
         super::key()
     );
@@ -106,4 +117,71 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
             "a stuck request is answered 503 request_timeout, not {answer:?}"
         );
     }
+}
+
+/// A read of an unknown event as sent for `client` by the test (a trusted proxy): 404
+/// when served.
+async fn read_as(node: &Node, client: &str) -> reqwest::Response {
+    (node.client.get(node.url("/v1/events/1")))
+        .header("x-forwarded-for", client)
+        .send()
+        .await
+        .expect("the node answers")
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_with_its_share_of_requests_in_flight_is_refused_while_others_are_served() {
+    let node = Node::start(
+        "[http]\nmax_in_flight = 64\nmax_in_flight_per_address = 2\nrequest_timeout_ms = 60000\n\
+         trusted_proxies = [\"127.0.0.1/32\"]\n",
+    )
+    .await;
+    let hog = "192.0.2.7";
+    let (keep_a, release_a) = tokio::sync::oneshot::channel::<()>();
+    let (keep_b, release_b) = tokio::sync::oneshot::channel::<()>();
+    let slow = futures::future::join(
+        stalled_hold_from(&node, Some(hog), release_a),
+        stalled_hold_from(&node, Some(hog), release_b),
+    );
+    let check = async {
+        let what = "both of the address's stalled requests in flight";
+        let every = Duration::from_millis(20);
+        eventually(what, Duration::from_secs(20), every, || async {
+            match node.metric("boxoffice_http_in_flight").await {
+                Some(2.0) => Ok(()),
+                other => Err(other),
+            }
+        })
+        .await;
+        let refused = read_as(&node, hog).await;
+        assert_eq!(refused.status(), 429);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!(body["error"], "overloaded", "{body}");
+        assert_eq!(
+            node.metric("boxoffice_http_shed_per_address_total").await,
+            Some(1.0)
+        );
+        // Other addresses, and the proxy's own requests, have their own shares.
+        for other in ["192.0.2.8", "198.51.100.1", "2001:db8::1"] {
+            assert_eq!(read_as(&node, other).await.status(), 404, "{other}");
+        }
+        let own = node.client.get(node.url("/v1/events/1")).send().await;
+        assert_eq!(own.unwrap().status(), 404);
+        assert_eq!(node.metric("boxoffice_http_shed_total").await, Some(0.0));
+        // The address is served again once its requests have ended.
+        drop((keep_a, keep_b));
+        let what = "the address served once its stalled requests are gone";
+        eventually(what, Duration::from_secs(20), every, || async {
+            match read_as(&node, hog).await.status().as_u16() {
+                404 => Ok(()),
+                other => Err(other),
+            }
+        })
+        .await;
+    };
+    let run = async { tokio::join!(slow, check) };
+    tokio::time::timeout(Duration::from_secs(90), run)
+        .await
+        .expect("finished within 90 s");
 }
