@@ -27,7 +27,7 @@ boxbin="${BOX_BIN:-$bin/boxoffice}"
 work=$(mktemp -d)
 trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
-printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n[http]\nrequest_timeout_ms = 600000\n' "$key" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n[http]\nrequest_timeout_ms = 600000\nmax_in_flight_per_address = 4096\n' "$key" > "$work/boxoffice.toml"
 
 case "$count" in
   instructions) wrap=(valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$work/callgrind.out") ;;

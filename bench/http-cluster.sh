@@ -41,7 +41,7 @@ psql -q postgres://postgres@127.0.0.1:5432/test -c "CREATE DATABASE $db" >/dev/n
 key="bench-operator-key-0123456789"
 # Joins and holds from one address without the per-address and per-buyer rates (each
 # prepared buyer holds again and again); sign-up open.
-printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[engine.waiting.join_per_ip]\nper_s = 0\nburst = 0\n[engine.waiting.join_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$prefix" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[http]\nmax_in_flight_per_address = 4096\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[engine.waiting.join_per_ip]\nper_s = 0\nburst = 0\n[engine.waiting.join_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$prefix" > "$work/boxoffice.toml"
 cluster=(--ledger "postgres://postgres@127.0.0.1:5432/$db" --hot redis://127.0.0.1:6379)
 redis_pid=$(redis-cli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
 

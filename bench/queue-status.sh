@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'stop_servers; rm -rf "$work"' EXIT
 key="bench-operator-key-0123456789"
 # The per-buyer status limit is off: every wrk connection polls with the same ticket.
-printf 'operator_key = "%s"\npayments = "fake"\n[engine.waiting.status_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\n[http]\nmax_in_flight_per_address = 4096\n[engine.waiting.status_per_buyer]\nper_s = 0\nburst = 0\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" > "$work/boxoffice.toml"
 BOX=$(start box env BOXOFFICE_LOG=warn "${CARGO_TARGET_DIR:-target}/release/boxoffice" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 BARE=$(start bare "${CARGO_TARGET_DIR:-target}/release/examples/bare_status" 127.0.0.1:0)
 read -r event ticket < <(python3 bench/queue_prepare.py "$BOX" "$key" 2000)

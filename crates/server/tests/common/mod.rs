@@ -15,6 +15,7 @@ use boxoffice_domain::{EventId, EventSpec, Millis};
 use boxoffice_engine::Engine;
 use boxoffice_engine::ports::ManualClock;
 use boxoffice_engine::{BuyersConfig, EngineConfig};
+use boxoffice_http::HttpConfig;
 use boxoffice_server::config::{PaymentsChoice, WorkerConfig};
 use boxoffice_server::{Application, Config};
 use boxoffice_testkit::harness::process::Boxoffice;
@@ -73,6 +74,11 @@ pub fn test_config(dir: &std::path::Path) -> Config {
         buyers: BuyersConfig {
             self_signup: Some(true),
             signup_per_address: Limit { per_s: 0, burst: 0 },
+        },
+        // Every request of a test comes from this machine: one address.
+        http: HttpConfig {
+            max_in_flight_per_address: HttpConfig::default().max_in_flight,
+            ..HttpConfig::default()
         },
         ..Config::default()
     }
