@@ -34,9 +34,10 @@ pub struct HttpConfig {
     /// Retry-After. Health, readiness and metrics are never shed. Default 4,096.
     pub max_in_flight: usize,
     /// Requests handled at once for one client address (as `trusted_proxies` and
-    /// `ipv6_client_prefix` name it); above it, 429 `overloaded` with Retry-After, so
-    /// one client holding requests open (slow bodies, say) cannot take every place of
-    /// `max_in_flight`. Default 512.
+    /// `ipv6_client_prefix` name it), counted while the node has at least this many in
+    /// flight; above it, 429 `overloaded` with Retry-After, so one client holding
+    /// requests open (slow bodies, say) takes at most twice this of `max_in_flight`'s
+    /// places. Default 512.
     pub max_in_flight_per_address: usize,
     /// Event streams (SSE) open at once on this node; above it, 503
     /// `too_many_streams`. Default 10,000.

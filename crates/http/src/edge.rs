@@ -5,6 +5,7 @@
 //! down.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,6 +67,13 @@ pub(crate) enum Full {
 /// requests), in shards so that requests of different addresses seldom meet on a lock.
 /// An address leaves its shard when its last request ends, so the shards together
 /// hold at most the node's requests in flight.
+///
+/// Only requests that find the node with `max` or more in flight are counted: below
+/// that no address can have more than its share, and nearly every request of a node
+/// that answers promptly passes without touching the shards. Requests that entered
+/// uncounted are at most `max` at any time (the last of them to enter found fewer than
+/// `max` in flight, the others among them), so one address holds at most twice its
+/// share.
 struct Shares {
     max: usize,
     shards: [Mutex<HashMap<IpAddr, u32>>; SHARDS],
@@ -106,10 +114,10 @@ impl Shares {
 
     fn give_back(&self, addr: IpAddr) {
         let mut shard = self.shard(&addr).lock();
-        if let Some(n) = shard.get_mut(&addr) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                shard.remove(&addr);
+        if let Entry::Occupied(mut n) = shard.entry(addr) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
             }
         }
     }
@@ -193,10 +201,13 @@ impl Edge {
         if before >= self.max_in_flight {
             return Err(Full::Node);
         }
-        if !self.shares.take(addr) {
-            return Err(Full::Address);
+        // Counted per address only once the node is busy (`Shares`).
+        if before >= self.shares.max {
+            if !self.shares.take(addr) {
+                return Err(Full::Address);
+            }
+            place.addr = Some(addr);
         }
-        place.addr = Some(addr);
         Ok(place)
     }
 
@@ -235,5 +246,57 @@ impl std::fmt::Debug for Edge {
         f.debug_struct("Edge")
             .field("in_flight", &self.in_flight.load(Ordering::Relaxed))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(max: usize, per_address: usize) -> Arc<Edge> {
+        Arc::new(Edge::new(&HttpConfig {
+            max_in_flight: max,
+            max_in_flight_per_address: per_address,
+            ..HttpConfig::default()
+        }))
+    }
+
+    fn counted(edge: &Edge) -> usize {
+        let shards = edge.shares.shards.iter();
+        shards
+            .map(|s| s.lock().values().sum::<u32>() as usize)
+            .sum()
+    }
+
+    #[test]
+    fn an_address_is_counted_once_the_node_is_busy_and_leaves_nothing_behind() {
+        let edge = edge(8, 2);
+        let (a, b): (IpAddr, IpAddr) =
+            ("192.0.2.1".parse().unwrap(), "2001:db8::".parse().unwrap());
+        // Below the share in flight nobody is counted.
+        let uncounted: Vec<_> = (0..2).map(|_| edge.enter(a).unwrap()).collect();
+        assert_eq!(counted(&edge), 0);
+        let mut full: Vec<_> = (0..2).map(|_| edge.enter(a).unwrap()).collect();
+        assert_eq!(counted(&edge), 2);
+        assert_eq!(edge.enter(a).err(), Some(Full::Address));
+        assert_eq!(edge.in_flight(), 4, "a refusal gives its place back");
+        let other: Vec<_> = (0..2).map(|_| edge.enter(b).unwrap()).collect();
+        assert_eq!(edge.enter(b).err(), Some(Full::Address));
+        // A counted request that ends frees a place of its address's.
+        full.pop();
+        full.push(edge.enter(a).unwrap());
+        let filler: Vec<_> = (0..2)
+            .map(|i| edge.enter(IpAddr::from([198, 51, 100, i])).unwrap())
+            .collect();
+        assert_eq!(
+            edge.enter(IpAddr::from([203, 0, 113, 1])).err(),
+            Some(Full::Node)
+        );
+        drop((uncounted, full, other, filler));
+        assert_eq!(edge.in_flight(), 0);
+        assert!(
+            edge.shares.shards.iter().all(|s| s.lock().is_empty()),
+            "no address is left behind"
+        );
     }
 }

@@ -137,18 +137,20 @@ async fn an_address_with_its_share_of_requests_in_flight_is_refused_while_others
     )
     .await;
     let hog = "192.0.2.7";
-    let (keep_a, release_a) = tokio::sync::oneshot::channel::<()>();
-    let (keep_b, release_b) = tokio::sync::oneshot::channel::<()>();
-    let slow = futures::future::join(
-        stalled_hold_from(&node, Some(hog), release_a),
-        stalled_hold_from(&node, Some(hog), release_b),
+    // Two requests enter a node with fewer than the share in flight and are not counted
+    // against the address; the next two are, and fill its share.
+    let (keeps, releases): (Vec<_>, Vec<_>) = (0..4)
+        .map(|_| tokio::sync::oneshot::channel::<()>())
+        .unzip();
+    let slow = futures::future::join_all(
+        (releases.into_iter()).map(|release| stalled_hold_from(&node, Some(hog), release)),
     );
     let check = async {
-        let what = "both of the address's stalled requests in flight";
+        let what = "the address's four stalled requests in flight";
         let every = Duration::from_millis(20);
         eventually(what, Duration::from_secs(20), every, || async {
             match node.metric("boxoffice_http_in_flight").await {
-                Some(2.0) => Ok(()),
+                Some(4.0) => Ok(()),
                 other => Err(other),
             }
         })
@@ -170,7 +172,7 @@ async fn an_address_with_its_share_of_requests_in_flight_is_refused_while_others
         assert_eq!(own.unwrap().status(), 404);
         assert_eq!(node.metric("boxoffice_http_shed_total").await, Some(0.0));
         // The address is served again once its requests have ended.
-        drop((keep_a, keep_b));
+        drop(keeps);
         let what = "the address served once its stalled requests are gone";
         eventually(what, Duration::from_secs(20), every, || async {
             match read_as(&node, hog).await.status().as_u16() {
