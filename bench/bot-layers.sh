@@ -32,7 +32,7 @@ trap 'stop_servers; rm -rf "$work/data"' EXIT
 key="bench-operator-key-0123456789"
 # Fast admission ticks and polls, payments that settle by themselves, the generator's
 # forwarded client addresses believed (each buyer comes from a network of its own).
-printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 200\npoll_after_ms = 500\nrecovery_after_s = 1\n[workers]\nrecovery_interval_ms = 300\nexpiry_interval_ms = 200\n[fake_payments]\nwebhook_url = "/v1/payments/webhook"\n[http]\ntrusted_proxies = ["127.0.0.1/32"]\n' "$key" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\n[engine]\nadmission_interval_ms = 200\npoll_after_ms = 500\nrecovery_after_s = 1\n[workers]\nrecovery_interval_ms = 300\nexpiry_interval_ms = 200\n[fake_payments]\nwebhook_url = "/v1/payments/webhook"\n[http]\ntrusted_proxies = ["127.0.0.1/32"]\nmax_in_flight_per_address = 4096\n' "$key" > "$work/boxoffice.toml"
 BOXOFFICE_LOG=warn "$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml" > "$work/server.out" 2>/dev/null &
 echo $! > "$work/server.pid"
 base=$(listening "$work/server.out" 300) || { echo "the server did not start" >&2; exit 1; }

@@ -53,7 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT
 key="bench-operator-key-0123456789"
-printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[http]\ntrusted_proxies = ["127.0.0.1/32"]\n' "$key" "$prefix" > "$work/boxoffice.toml"
+printf 'operator_key = "%s"\npayments = "fake"\nredis_prefix = "%s"\n[http]\ntrusted_proxies = ["127.0.0.1/32"]\nmax_in_flight_per_address = 4096\n' "$key" "$prefix" > "$work/boxoffice.toml"
 printf '%b\n' "${CONFIG_EXTRA:-}" >> "$work/boxoffice.toml"
 targets=()
 if [ "$nodes" -gt 0 ]; then

@@ -15,8 +15,9 @@
 //! The ledger refuses an order of a cancelled event when it writes it, but a write
 //! whose statement began before the cancellation committed is not refused, and its
 //! order may become visible only after the first pass read past it; the second pass
-//! begins at least `recovery_after_s` after the first ended, by when such a write has
-//! committed (or failed: the ledger's statements time out well before), and finds it.
+//! begins at least `recovery_after_s` after the first pass's last step, by when such a
+//! write has committed or failed unless it took longer than that (the ledger's
+//! statements time out at 10 s by default), and finds it.
 
 use boxoffice_domain::{EventId, OrderState};
 use futures::StreamExt;

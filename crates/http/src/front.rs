@@ -195,7 +195,7 @@ pin_project! {
             inner: tokio::time::Timeout<F>,
             place: InFlight,
         },
-        /// Refused: the node is full.
+        /// Refused: the node, or the client address's share of it, is full.
         Shed { answer: Option<Response> },
     }
 }

@@ -148,10 +148,10 @@ impl ClaimThenHold {
     /// nothing of whether the store took the hold: the script ran and its reply timed
     /// out, say) the hold read back by its id. A hold the store took is answered as
     /// taken, so the caller keeps it as the key's answer and a retry is answered with
-    /// it; otherwise the caller frees the key for a retry, which takes no second hold
-    /// as none was taken. Only when the read fails as well is the hold's fate unknown:
-    /// the error stands and a retry may hold a second time (the first lapses at its
-    /// expiry). Where the claim and the hold are one step, the store keeps the answer
+    /// it; not found, the caller frees the key for a retry (a request still on its way
+    /// to the store could yet take the first hold: rare, and it lapses at its expiry).
+    /// Only when the read fails as well is the hold's fate unknown: the error stands
+    /// and a retry may hold a second time (the first lapses at its expiry). Where the claim and the hold are one step, the store keeps the answer
     /// in that step and a lost reply is found in the key's record instead.
     async fn hold_read_back(
         arbiter: &dyn SeatArbiter,

@@ -57,11 +57,8 @@ impl Backing {
         let db = TestDatabase::create();
         let redis = RedisPrefix::new(redis);
         let config = dir.path().join("boxoffice.toml");
-        // Every client of a test is this machine: one address, which may have as many
-        // requests in flight as the node.
         let toml = format!(
-            "operator_key = \"{operator}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n{extra}\n\
-             [http]\nmax_in_flight_per_address = 4096\n",
+            "operator_key = \"{operator}\"\npayments = \"fake\"\nredis_prefix = \"{}\"\n{extra}",
             redis.prefix
         );
         std::fs::write(&config, toml).expect("the config file is written");

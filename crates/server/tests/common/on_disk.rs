@@ -18,14 +18,10 @@ use tokio::process::Child;
 use super::{BOXOFFICE, uuid};
 
 /// A config file in `dir` with `operator`'s key and the stand-in provider, then `extra`
-/// (TOML, tables allowed, but for `[http]`: every client of a test is this machine, one
-/// address, which may have as many requests in flight as the node).
+/// (TOML, tables allowed).
 pub fn config(dir: &Path, operator: &str, extra: &str) -> PathBuf {
     let file = dir.join(format!("boxoffice-{}.toml", uuid()));
-    let text = format!(
-        "operator_key = \"{operator}\"\npayments = \"fake\"\n{extra}\n\
-         [http]\nmax_in_flight_per_address = 4096\n"
-    );
+    let text = format!("operator_key = \"{operator}\"\npayments = \"fake\"\n{extra}");
     std::fs::write(&file, text).unwrap();
     file
 }

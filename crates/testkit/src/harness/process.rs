@@ -22,30 +22,44 @@ pub struct Boxoffice(pub &'static str);
 impl Boxoffice {
     /// Starts `boxoffice serve` on port 0 with `args`; returns it with its base URL.
     /// Self sign-up is on without a rate: the tests make their buyers through
-    /// POST /v1/buyers.
+    /// POST /v1/buyers. Every client of a test is this machine, one address, which may
+    /// have as many requests in flight as the node (`http.max_in_flight_per_address`).
     pub async fn start(&self, args: &[&str]) -> (Child, String) {
-        let (child, addr, _, _) = self.spawn(args).await;
+        let (child, addr, _, _) = self.spawn(args, &[]).await;
+        (child, addr)
+    }
+
+    /// As [`Boxoffice::start`], with `env` (`BOXOFFICE_*` settings, which override the
+    /// config file) set last, over the defaults above.
+    pub async fn start_env(&self, args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
+        let (child, addr, _, _) = self.spawn(args, env).await;
         (child, addr)
     }
 
     /// As [`Boxoffice::start`], and what the server writes on stderr.
     pub async fn start_said(&self, args: &[&str]) -> (Child, String, Said) {
-        let (child, addr, said, _) = self.spawn(args).await;
+        let (child, addr, said, _) = self.spawn(args, &[]).await;
         (child, addr, said)
     }
 
     /// As [`Boxoffice::start`], and the lines the server printed before it listened.
     pub async fn start_saying(&self, args: &[&str]) -> (Child, String, Vec<String>) {
-        let (child, addr, _, printed) = self.spawn(args).await;
+        let (child, addr, _, printed) = self.spawn(args, &[]).await;
         (child, addr, printed)
     }
 
-    async fn spawn(&self, args: &[&str]) -> (Child, String, Said, Vec<String>) {
+    async fn spawn(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Child, String, Said, Vec<String>) {
         let mut child = self
             .serve(args)
             .env("BOXOFFICE_BUYERS__SELF_SIGNUP", "true")
             .env("BOXOFFICE_BUYERS__SIGNUP_PER_ADDRESS__PER_S", "0")
             .env("BOXOFFICE_BUYERS__SIGNUP_PER_ADDRESS__BURST", "0")
+            .env("BOXOFFICE_HTTP__MAX_IN_FLIGHT_PER_ADDRESS", "100000")
+            .envs(env.iter().copied())
             .spawn()
             .expect("the binary starts");
         let said = keep_stderr(&mut child);

@@ -36,6 +36,12 @@ impl Node {
     /// Starts a server whose config file is `config` (TOML, tables allowed) plus the
     /// operator key and a fast admission tick.
     pub async fn start(config: &str) -> Node {
+        Node::start_env(config, &[]).await
+    }
+
+    /// As `start`, with `env` (`BOXOFFICE_*` settings, over the file's and the
+    /// harness's).
+    pub async fn start_env(config: &str, env: &[(&str, &str)]) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("boxoffice.toml");
         let text = format!(
@@ -45,7 +51,7 @@ impl Node {
         let data = path_str(dir.path()).to_string();
         let config = path_str(&file).to_string();
         let (child, base) = BOXOFFICE
-            .start(&["--data-dir", &data, "--config", &config])
+            .start_env(&["--data-dir", &data, "--config", &config], env)
             .await;
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))

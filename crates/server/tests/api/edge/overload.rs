@@ -131,9 +131,9 @@ async fn read_as(node: &Node, client: &str) -> reqwest::Response {
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_with_its_share_of_requests_in_flight_is_refused_while_others_are_served() {
-    let node = Node::start(
-        "[http]\nmax_in_flight = 64\nmax_in_flight_per_address = 2\nrequest_timeout_ms = 60000\n\
-         trusted_proxies = [\"127.0.0.1/32\"]\n",
+    let node = Node::start_env(
+        "[http]\nmax_in_flight = 64\nrequest_timeout_ms = 60000\ntrusted_proxies = [\"127.0.0.1/32\"]\n",
+        &[("BOXOFFICE_HTTP__MAX_IN_FLIGHT_PER_ADDRESS", "2")],
     )
     .await;
     let hog = "192.0.2.7";

@@ -28,8 +28,7 @@ fn config(dir: &Path, recovery_after_s: u64, extra: &str) -> PathBuf {
     let file = dir.join(format!("boxoffice-{}.toml", uuid()));
     let text = format!(
         "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n[engine]\nrecovery_after_s = {recovery_after_s}\nadmission_interval_ms = 50\n\
-         [workers]\nrecovery_interval_ms = 200\nexpiry_interval_ms = 200\n[fake_payments]\n{extra}\n\
-         [http]\nmax_in_flight_per_address = 4096\n"
+         [workers]\nrecovery_interval_ms = 200\nexpiry_interval_ms = 200\n[fake_payments]\n{extra}\n"
     );
     std::fs::write(&file, text).unwrap();
     file
