@@ -212,16 +212,7 @@ async fn an_order_committed_after_the_cancellations_first_pass_is_refunded_by_a_
 
     n.engine.cancel_event(event).await.expect("cancelled");
     // The first pass, all of it: it sees no order.
-    for _ in 0..10 {
-        if n.engine
-            .event_cancellation_step()
-            .await
-            .expect("a step")
-            .idle()
-        {
-            break;
-        }
-    }
+    steps_until_idle(&n.engine).await;
     let job = n.engine.event_cancellation(event).await.expect("the job");
     assert_eq!((job.pass, job.counts.seen), (1, 0), "{job:?}");
     assert_eq!(job.finished_at, None, "the first pass does not end the job");
@@ -248,6 +239,21 @@ async fn an_order_committed_after_the_cancellations_first_pass_is_refunded_by_a_
     assert!(report.clean(), "{:?}", report.violations);
 }
 
+/// Cancellation steps until one finds nothing to do (a pass has gone as far as it can
+/// for now), at most ten.
+async fn steps_until_idle(engine: &boxoffice_engine::Engine) {
+    for _ in 0..10 {
+        if engine
+            .event_cancellation_step()
+            .await
+            .expect("a step")
+            .idle()
+        {
+            break;
+        }
+    }
+}
+
 /// Runs the event's cancellation job on `engine` until it ends, moving the clock past
 /// `recovery_after_s` whenever a pass has gone as far as it can.
 async fn cancellation_finished(
@@ -257,16 +263,7 @@ async fn cancellation_finished(
 ) -> boxoffice_engine::ports::EventCancellation {
     let wait = engine.config().recovery_after_s as i64 + 1;
     for _ in 0..5 {
-        for _ in 0..10 {
-            if engine
-                .event_cancellation_step()
-                .await
-                .expect("a step")
-                .idle()
-            {
-                break;
-            }
-        }
+        steps_until_idle(engine).await;
         let job = engine.event_cancellation(event).await.expect("the job");
         if job.finished_at.is_some() {
             return job;

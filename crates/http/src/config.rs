@@ -116,3 +116,22 @@ impl HttpConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_of_no_requests_in_flight_per_address_is_refused_by_name() {
+        let config = HttpConfig {
+            max_in_flight_per_address: 0,
+            ..HttpConfig::default()
+        };
+        let refused = config.validate().expect_err("a node serving nobody");
+        assert!(
+            refused.contains("http.max_in_flight_per_address"),
+            "{refused}"
+        );
+        assert!(HttpConfig::default().validate().is_ok());
+    }
+}
