@@ -41,6 +41,9 @@ pub struct Admitted {
     pub who: BuyerSession,
     /// The key the admission token is bound to (`cnf.jkt`), if any.
     pub key: Option<Thumbprint>,
+    /// When the token was found valid: the request's time for its other checks and its
+    /// hold (one clock read a request rather than one a step).
+    pub at: Millis,
 }
 
 impl Engine {
@@ -61,6 +64,7 @@ impl Engine {
                     session: v.session,
                 },
                 key: v.key,
+                at: now,
             });
         }
         let claims =
@@ -81,6 +85,7 @@ impl Engine {
                 session: claims.sid,
             },
             key: claims.cnf.map(|c| c.jkt),
+            at: now,
         })
     }
 
@@ -107,7 +112,7 @@ impl Engine {
     pub fn limit_hold(&self, admitted: &Admitted) -> Result<(), Refusal> {
         let limit = self.config.waiting.hold_per_buyer;
         let key = Key::HoldBuyer(admitted.who.buyer);
-        self.waiting.limits.check(key, limit, self.now())
+        self.waiting.limits.check(key, limit, admitted.at)
     }
 
     /// Holds the seats for an admitted buyer, all or none.
@@ -141,7 +146,7 @@ impl Engine {
         holds: &dyn ClaimedHolds,
         claim: &ReplayClaim<'_>,
     ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
-        let now = self.now();
+        let now = admitted.at;
         let req = self.prepare_hold(entry, admitted, input, now).await?;
         let (result, kept) = match holds.hold(claim, &req, now).await?.outcome() {
             Err(begin) => return Ok(Claimed::Refused(begin)),

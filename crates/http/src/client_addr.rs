@@ -22,6 +22,7 @@ use ipnet::IpNet;
 use crate::AppState;
 use crate::config::ForwardedHeader;
 use crate::edge::Edge;
+use crate::front::Routed;
 
 /// The address a request is attributed to (for IPv6, its network: see above).
 /// In-process requests without a TCP peer (tests driving the router directly) share
@@ -48,8 +49,8 @@ impl ClientAddr {
 impl FromRequestParts<AppState> for ClientAddr {
     type Rejection = Infallible;
     async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, Infallible> {
-        if let Some(named) = parts.extensions.get::<ClientAddr>() {
-            return Ok(*named);
+        if let Some(named) = parts.extensions.get::<Routed>().and_then(|r| r.addr) {
+            return Ok(named);
         }
         Ok(ClientAddr::from_parts(
             &st.edge,

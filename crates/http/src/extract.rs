@@ -3,7 +3,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderName, header};
 use boxoffice_engine::BuyerSession;
 use serde::de::DeserializeOwned;
 
@@ -36,6 +36,12 @@ pub(crate) const PROOF_REFUSES: &[ErrorCode] = &[
 
 /// What a route that reads a body answers when it is over `MAX_BODY`.
 pub(crate) const BODY_REFUSES: &[ErrorCode] = &[ErrorCode::PayloadTooLarge];
+
+// The request headers a write reads, named once: a name given as text is parsed and
+// checked on every lookup.
+const BUYER_SESSION: HeaderName = HeaderName::from_static("x-buyer-session");
+const DPOP: HeaderName = HeaderName::from_static("dpop");
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
 /// The raw bearer token of a request.
 pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
@@ -77,7 +83,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BuyerSessionHeader {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let value = parts
             .headers
-            .get("x-buyer-session")
+            .get(&BUYER_SESSION)
             .and_then(|v| v.to_str().ok());
         Ok(BuyerSessionHeader(value.map(str::to_owned)))
     }
@@ -105,7 +111,7 @@ impl Dpop {
 impl<S: Send + Sync> FromRequestParts<S> for Dpop {
     type Rejection = std::convert::Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let mut sent = parts.headers.get_all("dpop").iter();
+        let mut sent = parts.headers.get_all(&DPOP).iter();
         let proof = match (sent.next(), sent.next()) {
             (None, _) => None,
             (Some(one), None) => Some(one.to_str().unwrap_or_default().to_owned()),
@@ -174,7 +180,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
         };
         let key = parts
             .headers
-            .get("idempotency-key")
+            .get(&IDEMPOTENCY_KEY)
             .ok_or_else(missing)?
             .to_str()
             .map_err(|_| missing())?;

@@ -41,6 +41,16 @@ pub(crate) struct Front<S> {
     inner: S,
 }
 
+/// What the front tells the handler of a route of the table, in one extension of the
+/// request (each is a box in the request's map): the route's class (`observe::Feeds`)
+/// and the client's address as the edge named it (`ClientAddr`), for routes the edge
+/// counts.
+#[derive(Clone, Copy)]
+pub(crate) struct Routed {
+    pub class: RouteClass,
+    pub addr: Option<ClientAddr>,
+}
+
 /// What the edge does with a route of the table.
 #[derive(Clone)]
 pub(crate) struct Admit {
@@ -95,8 +105,11 @@ where
                 inner: self.inner.call(req),
             },
             Some(admit) => {
-                req.extensions_mut().insert(admit.class);
                 if admit.class == RouteClass::Probe {
+                    req.extensions_mut().insert(Routed {
+                        class: admit.class,
+                        addr: None,
+                    });
                     Work::Free {
                         inner: self.inner.call(req),
                     }
@@ -104,11 +117,15 @@ where
                     // The client's address, named once here for the share in flight
                     // and kept for the handler's per-address decisions.
                     let addr = ClientAddr::of(&admit.edge, &req);
-                    req.extensions_mut().insert(addr);
+                    req.extensions_mut().insert(Routed {
+                        class: admit.class,
+                        addr: Some(addr),
+                    });
                     match admit.edge.enter(addr.0) {
                         Ok(place) => Work::Held {
-                            inner: tokio::time::timeout(
-                                admit.edge.request_timeout(),
+                            // The deadline from the instant already read.
+                            inner: tokio::time::timeout_at(
+                                (started + admit.edge.request_timeout()).into(),
                                 self.inner.call(req),
                             ),
                             place,

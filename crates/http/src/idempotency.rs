@@ -594,15 +594,14 @@ impl Drop for Detached {
 }
 
 pub fn respond(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
-    let mut res = (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response();
+    // Built directly: a body turned into a response is first labelled
+    // application/octet-stream, a header written only to be overwritten.
+    let mut res = Response::new(axum::body::Body::from(body));
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if replayed {
         res.headers_mut()
             .insert("idempotent-replayed", HeaderValue::from_static("true"));

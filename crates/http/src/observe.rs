@@ -22,6 +22,7 @@ use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::error::Failure;
+use crate::front::Routed;
 use crate::openapi::Doc;
 use crate::routes::RouteClass;
 
@@ -120,11 +121,12 @@ pub(crate) fn observe(
 ) -> Response {
     let status = res.status();
     latencies.record(method, status, started.elapsed().as_secs_f64());
-    let is_json = res
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
+    let is_json = || {
+        res.headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+    };
+    if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json() {
         return ApiError::new(
             ErrorCode::PayloadTooLarge,
             format!("this route's request bodies are limited to {body_limit} bytes"),
@@ -154,7 +156,7 @@ pub(crate) struct Feeds(RouteClass);
 impl<S: Send + Sync> FromRequestParts<S> for Feeds {
     type Rejection = Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
-        let class = parts.extensions.get::<RouteClass>().copied();
+        let class = parts.extensions.get::<Routed>().map(|r| r.class);
         Ok(Feeds(class.unwrap_or(RouteClass::Api)))
     }
 }

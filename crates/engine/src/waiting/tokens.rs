@@ -127,6 +127,7 @@ impl Engine {
                 session: claims.sid,
             },
             key: claims.cnf.map(|c| c.jkt),
+            at: now,
         })
     }
 
