@@ -41,8 +41,9 @@ pub struct Admitted {
     pub who: BuyerSession,
     /// The key the admission token is bound to (`cnf.jkt`), if any.
     pub key: Option<Thumbprint>,
-    /// When the token was found valid: the request's time for its other checks and its
-    /// hold (one clock read a request rather than one a step).
+    /// When the token was found valid, for the checks made at once after it (the
+    /// buyer's hold rate limit) without reading the clock again. Not the hold's time: a
+    /// request may wait on stores between its checks and its hold.
     pub at: Millis,
 }
 
@@ -146,7 +147,8 @@ impl Engine {
         holds: &dyn ClaimedHolds,
         claim: &ReplayClaim<'_>,
     ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
-        let now = admitted.at;
+        // The claim's time: one clock read for the claim and the hold.
+        let now = claim.now;
         let req = self.prepare_hold(entry, admitted, input, now).await?;
         let (result, kept) = match holds.hold(claim, &req, now).await?.outcome() {
             Err(begin) => return Ok(Claimed::Refused(begin)),

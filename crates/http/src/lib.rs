@@ -114,12 +114,12 @@ impl AppState {
         }
     }
 
-    /// The fast replay store of holds, at `now` (the request's time, when it has one).
-    pub(crate) fn hold_replays(&self, now: boxoffice_domain::Millis) -> idempotency::Store<'_> {
+    /// The fast replay store of holds.
+    pub(crate) fn hold_replays(&self) -> idempotency::Store<'_> {
         idempotency::Store {
             replays: self.hold_claims.replays(),
             claimant: self.claimant,
-            now,
+            now: self.engine.now(),
         }
     }
 }

@@ -63,7 +63,7 @@ fn log(status: axum::http::StatusCode, f: &Failure) {
     }
 }
 
-/// The client's id when well formed, else a new random one.
+/// The client's id when well formed, else a fresh one.
 pub(crate) fn request_id(sent: Option<&HeaderValue>) -> HeaderValue {
     match sent {
         Some(v) if well_formed(v.as_bytes()) => v.clone(),
@@ -77,7 +77,8 @@ thread_local! {
 }
 
 /// A new id: the thread's name and its count, in 32 hex digits. Unique without a
-/// random draw for each request (ids name requests in logs; nothing trusts them).
+/// random draw for each request. Ids name requests in logs and nothing trusts them (a
+/// client may send its own): that they count up within a thread is harmless.
 fn fresh_id() -> HeaderValue {
     let (name, n) = FRESH.with(|fresh| {
         let (name, n) = fresh.get();

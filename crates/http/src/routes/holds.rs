@@ -251,7 +251,7 @@ pub async fn create(
     }
     // The key's claim and the hold are one call to the hot store (`ClaimedHolds`), which
     // may keep the hold's outcome as the key's answer in the same call.
-    let (scope, at) = (Scope::Buyer(admitted.who.buyer), admitted.at);
+    let scope = Scope::Buyer(admitted.who.buyer);
     let (state, again_st) = (st.clone(), st.clone());
     let step = move |args: ClaimArgs| async move {
         let sample = feeds.start();
@@ -276,7 +276,7 @@ pub async fn create(
         Stepped::answered(reply, kept)
     };
     replay
-        .run_claimed(st.hold_replays(at), scope, &body, step, |k| {
+        .run_claimed(st.hold_replays(), scope, &body, step, |k| {
             again(again_st, k)
         })
         .await
@@ -378,9 +378,7 @@ pub async fn release(
         Stepped::answered(answer(&state, StatusCode::OK, released).await, kept)
     };
     replay
-        .run_claimed(st.hold_replays(st.engine.now()), scope, b"", step, |k| {
-            again(again_st, k)
-        })
+        .run_claimed(st.hold_replays(), scope, b"", step, |k| again(again_st, k))
         .await
 }
 
