@@ -251,7 +251,7 @@ impl Replay {
                 }
             }
         };
-        Detached::new(Box::pin(task.in_current_span())).await
+        Detached::new(task).await
     }
 
     async fn run_keyed<F>(
@@ -350,7 +350,7 @@ impl Replay {
                 }
             }
         };
-        Detached::new(Box::pin(task.in_current_span())).await
+        Detached::new(task).await
     }
 }
 
@@ -483,7 +483,7 @@ impl Claim {
             });
             self.finish(reply).await
         };
-        Detached::new(Box::pin(task.in_current_span())).await
+        Detached::new(task).await
     }
 
     /// Records the answer (or, for a failure of ours, frees the key) and sends it.
@@ -554,14 +554,21 @@ impl Claim {
 /// the answer for the retry. Spawning every write instead would cost a task, a move of
 /// the whole future into it and a wake-up across threads for each request, while nearly
 /// every request finishes where it started. The work is boxed, so what is left of it can
-/// be moved to the task at any point.
+/// be moved to the task at any point. Polled by the request, the work runs in the
+/// request's span, which the request's own future has entered; only a task it is handed
+/// to is given that span (instrumenting every write's work would move it once more and
+/// enter the span twice on every poll).
 struct Detached {
     work: Option<Pin<Box<dyn Future<Output = Response> + Send>>>,
+    span: tracing::Span,
 }
 
 impl Detached {
-    fn new(work: Pin<Box<dyn Future<Output = Response> + Send>>) -> Self {
-        Detached { work: Some(work) }
+    fn new(work: impl Future<Output = Response> + Send + 'static) -> Self {
+        Detached {
+            work: Some(Box::pin(work)),
+            span: tracing::Span::current(),
+        }
     }
 }
 
@@ -587,7 +594,7 @@ impl Drop for Detached {
             return;
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(work)),
+            Ok(runtime) => drop(runtime.spawn(work.instrument(self.span.clone()))),
             Err(_) => tracing::warn!("a write was dropped outside the runtime, unfinished"),
         }
     }
@@ -737,6 +744,38 @@ mod tests {
         assert_eq!(res.status(), StatusCode::CREATED);
         assert_eq!(res.headers()["idempotent-replayed"], "true");
         assert_eq!(body(res).await, b"{\"made\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_write_handed_to_a_task_of_its_own_still_logs_in_its_requests_span() {
+        let lines = boxoffice_testkit::logs::LogLines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let (release, released) = oneshot::channel::<()>();
+        let (done, finished) = oneshot::channel::<()>();
+        let work = async move {
+            let _ = released.await;
+            tracing::info!("the work went on");
+            let _ = done.send(());
+            Ok((StatusCode::CREATED, b"{}".to_vec()))
+        };
+        let span = tracing::info_span!("request", request_id = "r-1");
+        let request = send(&replays, claimant(), work).instrument(span);
+        let cut = tokio::time::timeout(Duration::from_millis(20), request);
+        assert!(cut.await.is_err(), "the work was still waiting");
+        release.send(()).unwrap();
+        finished.await.unwrap();
+        let text = lines.text();
+        let line = text.lines().find(|l| l.contains("the work went on"));
+        assert!(
+            line.is_some_and(|l| l.contains("request{request_id=\"r-1\"}")),
+            "{text}"
+        );
     }
 
     /// A store whose `finish` waits for a permit of `kept` (none at first): an answer
