@@ -198,16 +198,7 @@ async fn a_checkout_on_a_node_that_missed_the_cancellation_is_refused_before_any
 /// the buyer kept a paid ticket for a cancelled event.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_order_committed_after_the_cancellations_first_pass_is_refunded_by_a_later_one() {
-    use common::racing::Racing;
-
-    let d = Durable::new(FakeGatewayConfig::default());
-    let racing = std::sync::Arc::new(Racing::new(d.ledger.clone()));
-    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
-    let event = open_event(&n.engine, 1, 4).await;
-    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
-    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
-    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
-    let o = order_of(&n.engine, &h).await;
+    let (d, racing, n, event, o) = sold_over_a_racing_ledger().await;
     racing.uncommitted(o.id);
 
     n.engine.cancel_event(event).await.expect("cancelled");
@@ -280,16 +271,8 @@ async fn cancellation_finished(
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sale_undone_during_a_rebuild_has_its_seat_back_after_it() {
     use boxoffice_engine::Canceller;
-    use common::racing::Racing;
 
-    let d = Durable::new(FakeGatewayConfig::default());
-    let racing = std::sync::Arc::new(Racing::new(d.ledger.clone()));
-    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
-    let event = open_event(&n.engine, 1, 4).await;
-    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
-    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
-    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
-    let o = order_of(&n.engine, &h).await;
+    let (_d, racing, n, event, o) = sold_over_a_racing_ledger().await;
     n.arbiter
         .unload(event)
         .await
@@ -309,4 +292,24 @@ async fn a_sale_undone_during_a_rebuild_has_its_seat_back_after_it() {
     assert_eq!((c.sold, c.held), (0, 0));
     let report = n.engine.audit().await.expect("audited");
     assert!(report.clean(), "{:?}", report.violations);
+}
+
+/// A node over a ledger the test can race (`Racing`), with seat A-1-1 of a new event
+/// sold: its durable parts, the ledger, the node, the event and the order.
+async fn sold_over_a_racing_ledger() -> (
+    Durable,
+    std::sync::Arc<common::racing::Racing>,
+    Node,
+    boxoffice_domain::EventId,
+    boxoffice_engine::ports::Order,
+) {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let racing = std::sync::Arc::new(common::racing::Racing::new(d.ledger.clone()));
+    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
+    let out = checkout(&n.engine, &who, &h, methods::VISA).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Confirmed(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    (d, racing, n, event, o)
 }

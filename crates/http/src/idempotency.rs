@@ -748,13 +748,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_handed_to_a_task_of_its_own_still_logs_in_its_requests_span() {
-        let lines = boxoffice_testkit::logs::LogLines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let (lines, _guard) = crate::trace::captured_logs();
         let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
         let (release, released) = oneshot::channel::<()>();
         let (done, finished) = oneshot::channel::<()>();

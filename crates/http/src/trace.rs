@@ -100,6 +100,21 @@ fn well_formed(id: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
+/// This thread's log lines, kept in memory while the guard lives (for tests).
+#[cfg(test)]
+pub(crate) fn captured_logs() -> (
+    boxoffice_testkit::logs::LogLines,
+    tracing::subscriber::DefaultGuard,
+) {
+    let lines = boxoffice_testkit::logs::LogLines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    (lines, tracing::subscriber::set_default(subscriber))
+}
+
 #[cfg(test)]
 mod tests {
     use axum::Router;
@@ -108,7 +123,6 @@ mod tests {
     use axum::http::StatusCode;
     use axum::routing::get_service;
     use boxoffice_engine::EngineError;
-    use boxoffice_testkit::logs::LogLines;
     use tower::ServiceExt;
 
     use super::*;
@@ -121,13 +135,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failure_is_logged_once_in_the_request_span_and_never_sent() {
-        let lines = LogLines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let (lines, _guard) = captured_logs();
         let failing = Front::observed("/boom/{id}", failing.with_state(()));
         let app = Router::new().route("/boom/{id}", get_service(failing));
         let req = axum::http::Request::get("/boom/7")

@@ -81,18 +81,7 @@ async fn the_arbiter_works_on_a_redis_cluster_over_tls() {
 
 /// Splits the slots over the nodes, introduces them, and waits for `cluster_state:ok`.
 fn form_cluster(redis: &TlsRedis) {
-    let ca = std::fs::read(&redis.files.ca).unwrap();
-    let node = |port: u16| {
-        let certs = redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(ca.clone()),
-        };
-        let url = format!("rediss://127.0.0.1:{port}");
-        let client = redis::Client::build_with_tls(url, certs).unwrap();
-        client
-            .get_connection_with_timeout(Duration::from_secs(5))
-            .unwrap()
-    };
+    let node = |port: u16| redis.connection(port).unwrap();
     let n = redis.ports.len() as u16;
     let mut conns: Vec<_> = redis.ports.iter().map(|&p| node(p)).collect();
     for (i, con) in conns.iter_mut().enumerate() {

@@ -156,17 +156,8 @@ impl TlsRedis {
 
     /// Each port answers as the node started on it: its `process_id`, over TLS.
     fn own_ports(&self) -> Result<(), String> {
-        let ca = std::fs::read(&self.files.ca).unwrap();
-        for (port, child) in self.ports.iter().zip(&self.children) {
-            let certs = redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(ca.clone()),
-            };
-            let client = redis::Client::build_with_tls(format!("rediss://127.0.0.1:{port}"), certs)
-                .map_err(|e| e.to_string())?;
-            let mut con = client
-                .get_connection_with_timeout(Duration::from_secs(5))
-                .map_err(|e| format!("{port}: {e}"))?;
+        for (&port, child) in self.ports.iter().zip(&self.children) {
+            let mut con = self.connection(port).map_err(|e| format!("{port}: {e}"))?;
             let info: String = redis::cmd("INFO")
                 .arg("server")
                 .query(&mut con)
@@ -177,6 +168,20 @@ impl TlsRedis {
             }
         }
         Ok(())
+    }
+
+    /// A plain connection to the node on `port`, trusting the test's CA, that gives
+    /// up after 5 s of waiting for a connection or an answer.
+    pub fn connection(&self, port: u16) -> redis::RedisResult<redis::Connection> {
+        let certs = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(std::fs::read(&self.files.ca)?),
+        };
+        let url = format!("rediss://127.0.0.1:{port}");
+        let client = redis::Client::build_with_tls(url, certs)?;
+        let con = client.get_connection_with_timeout(Duration::from_secs(5))?;
+        con.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(con)
     }
 
     pub fn urls(&self) -> String {

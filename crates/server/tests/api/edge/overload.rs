@@ -59,15 +59,7 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         // Both stuck requests hold their places before anything else is sent: a request
         // of the check's own in flight at that moment would have the second one shed
         // (seen on a busy machine: every later check then fit beside the one stuck).
-        let what = "both stalled requests in flight (boxoffice_http_in_flight = 2)";
-        let every = Duration::from_millis(20);
-        eventually(what, Duration::from_secs(20), every, || async {
-            match node.metric("boxoffice_http_in_flight").await {
-                Some(2.0) => Ok(()),
-                other => Err(other),
-            }
-        })
-        .await;
+        in_flight(&node, 2, "both stalled requests in flight").await;
         let what = "a request shed (503) while two requests are stuck";
         let every = Duration::from_millis(20);
         let shed = eventually(what, Duration::from_secs(20), every, || async {
@@ -121,6 +113,19 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
 
 /// A read of an unknown event as sent for `client` by the test (a trusted proxy): 404
 /// when served.
+/// Waits (20 s at most) until the node has `n` requests in flight
+/// (`boxoffice_http_in_flight`).
+async fn in_flight(node: &Node, n: u32, what: &str) {
+    let every = Duration::from_millis(20);
+    eventually(what, Duration::from_secs(20), every, || async {
+        match node.metric("boxoffice_http_in_flight").await {
+            Some(v) if v == f64::from(n) => Ok(()),
+            other => Err(other),
+        }
+    })
+    .await;
+}
+
 async fn read_as(node: &Node, client: &str) -> reqwest::Response {
     (node.client.get(node.url("/v1/events/1")))
         .header("x-forwarded-for", client)
@@ -146,15 +151,7 @@ async fn an_address_with_its_share_of_requests_in_flight_is_refused_while_others
         (releases.into_iter()).map(|release| stalled_hold_from(&node, Some(hog), release)),
     );
     let check = async {
-        let what = "the address's four stalled requests in flight";
-        let every = Duration::from_millis(20);
-        eventually(what, Duration::from_secs(20), every, || async {
-            match node.metric("boxoffice_http_in_flight").await {
-                Some(4.0) => Ok(()),
-                other => Err(other),
-            }
-        })
-        .await;
+        in_flight(&node, 4, "the address's four stalled requests in flight").await;
         let refused = read_as(&node, hog).await;
         assert_eq!(refused.status(), 429);
         assert_eq!(refused.headers()["retry-after"], "1");
@@ -174,6 +171,7 @@ async fn an_address_with_its_share_of_requests_in_flight_is_refused_while_others
         // The address is served again once its requests have ended.
         drop(keeps);
         let what = "the address served once its stalled requests are gone";
+        let every = Duration::from_millis(20);
         eventually(what, Duration::from_secs(20), every, || async {
             match read_as(&node, hog).await.status().as_u16() {
                 404 => Ok(()),
