@@ -3,7 +3,7 @@
 //! authenticates with its credential as a bearer token; it acts for its own event only.
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -32,7 +32,7 @@ pub const MAX_BATCH: usize = 500;
 /// Largest scan body: a barcode and a little JSON.
 const MAX_SCAN_BODY: usize = 2 * 1024;
 /// Largest batch body: `MAX_BATCH` scans.
-const MAX_BATCH_BODY: usize = MAX_BATCH * 512;
+pub(crate) const MAX_BATCH_BODY: usize = MAX_BATCH * 512;
 /// How far ahead of this node's clock an offline scan's time may be (gate clocks drift).
 const FUTURE_SKEW_MS: i64 = 5 * 60_000;
 
@@ -146,6 +146,27 @@ const SCAN_REFUSES: &[ErrorCode] = &[
 
 async fn gate(st: &AppState, token: &BearerToken, event: EventId) -> Result<Gate, ApiError> {
     Ok(st.engine.gate_for(token.get()?, event).await?)
+}
+
+/// The gate the credential names, then the request's body, read only for a gate of the
+/// event and only up to `limit` bytes: a caller the ledger does not know is refused
+/// before a byte of its body is kept.
+async fn gate_then_body(
+    st: &AppState,
+    token: &BearerToken,
+    event: EventId,
+    body: Body,
+    limit: usize,
+) -> Result<(Gate, Bytes), ApiError> {
+    let gate = gate(st, token, event).await?;
+    let body = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if e.into_inner().is::<http_body_util::LengthLimitError>() {
+            too_large(&format!("a body over {limit} bytes"))
+        } else {
+            ApiError::new(ErrorCode::InvalidBody, "the request body could not be read")
+        }
+    })?;
+    Ok((gate, body))
 }
 
 /// A new gate device.
@@ -302,13 +323,10 @@ pub async fn scan(
     Id(event): Id<EventId>,
     token: BearerToken,
     replay: Replay,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let prepared = async {
-        let gate = gate(&st, &token, event).await?;
-        if body.len() > MAX_SCAN_BODY {
-            return Err(too_large("a scan body"));
-        }
+        let (gate, body) = gate_then_body(&st, &token, event, body, MAX_SCAN_BODY).await?;
         let input: ScanBody = json(&body)?;
         if input.barcode.len() > MAX_BARCODE_TEXT * 2 {
             return Err(ApiError::new(
@@ -316,9 +334,9 @@ pub async fn scan(
                 BarcodeRefusal::Malformed.to_string(),
             ));
         }
-        Ok((gate, input))
+        Ok((gate, input, body))
     };
-    let (gate, input) = match prepared.await {
+    let (gate, input, body) = match prepared.await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -423,19 +441,16 @@ pub async fn scan_batch(
     Id(event): Id<EventId>,
     token: BearerToken,
     replay: Replay,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let now = st.engine.now();
     let prepared = async {
-        let gate = gate(&st, &token, event).await?;
-        if body.len() > MAX_BATCH_BODY {
-            return Err(too_large("a batch"));
-        }
+        let (gate, body) = gate_then_body(&st, &token, event, body, MAX_BATCH_BODY).await?;
         let input: BatchBody = json(&body)?;
         check_batch(&input, now)?;
-        Ok((gate, input))
+        Ok::<_, ApiError>((gate, input, body))
     };
-    let (gate, input) = match prepared.await {
+    let (gate, input, body) = match prepared.await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };

@@ -100,14 +100,15 @@ where
     }
 }
 
-/// The largest body `path` reads: `MAX_BODY` for the routes whose callers are known
-/// before the body is read (the operator's event spec, a gate's offline scans, both
-/// refused on their credential first) and that may need it; the payment webhook
+/// The largest body `path` reads: `MAX_BODY` for the operator's event spec (refused on
+/// the operator key before its body is read); a gate's offline scans `MAX_BATCH_BODY`
+/// (read only once the gate's credential is known); the payment webhook
 /// (unauthenticated until its body's signature is checked) `WEBHOOK_BODY`; every other
 /// route `SMALL_BODY`.
 fn body_limit(path: &str) -> usize {
     match path {
-        "/v1/events" | "/v1/events/{id}/scans/batch" => MAX_BODY,
+        "/v1/events" => MAX_BODY,
+        "/v1/events/{id}/scans/batch" => gates::MAX_BATCH_BODY,
         "/v1/payments/webhook" => crate::WEBHOOK_BODY,
         _ => crate::SMALL_BODY,
     }

@@ -188,3 +188,54 @@ async fn offline_scans_are_reconciled_by_scan_time_and_each_conflict_is_reported
     );
     app.stop().await;
 }
+
+/// The offline batch route read up to 4 MiB of body before it looked at the gate's
+/// credential: any client could make a node keep megabytes a request. The credential is
+/// now checked first, so a caller the ledger does not know is answered while its body
+/// is still on its way, and a known gate's batch is held to the batch's own limit.
+#[boxoffice_testkit::test(timeout_s = 60)]
+async fn an_unknown_gate_is_refused_before_its_batch_body_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn().await;
+    let event = app.create_event(&spec(1, 1, 0, 1)).await;
+    let (_, key) = gate(&app, event, "East").await;
+    let addr = app.base.strip_prefix("http://").unwrap();
+    for path in ["scans/batch", "scans"] {
+        // 4,000,000 bytes announced, 1,000 sent, and the rest never.
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /v1/events/{event}/{path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \
+             not-a-gate\r\nIdempotency-Key: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: 4000000\r\n\r\n",
+            uuid()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(&[b' '; 1000]).await.unwrap();
+        let mut answer = vec![0u8; 512];
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), tcp.read(&mut answer))
+            .await
+            .unwrap_or_else(|_| panic!("{path}: no answer while the body was unsent"))
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+        let status = answer.lines().next().unwrap_or_default();
+        assert!(
+            status.starts_with("HTTP/1.1 401") || status.starts_with("HTTP/1.1 403"),
+            "{path}: {answer}"
+        );
+        assert!(answer.contains("gate_"), "{path}: {answer}");
+    }
+    // A known gate's batch over the batch's limit (256,000 bytes) is refused whole.
+    let filler = json!({"scans": [{"barcode": "x".repeat(300_000), "scanned_at": 0}]});
+    let res = app
+        .post(
+            &format!("/v1/events/{event}/scans/batch"),
+            &key,
+            &uuid(),
+            filler,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"], "payload_too_large", "{body}");
+    app.stop().await;
+}
