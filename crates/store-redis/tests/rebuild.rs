@@ -117,6 +117,34 @@ async fn an_event_whose_keys_were_deleted_reads_as_unloaded_and_rebuilds() {
     arb.unload(event).await.expect("unload");
 }
 
+/// An event that kept its marker but lost one structural key reads as unloaded, and
+/// its rebuild must load it: `load_lost` once decided "loaded" from the marker alone,
+/// so the event could never be loaded again and every hold answered unknown_event.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_that_lost_one_of_its_keys_is_rebuilt_by_load_lost() {
+    let (arb, event) = (arbiter().await, unique_event());
+    let layout = stadium(event);
+    let sold = vec![SoldSeat {
+        seat: 49,
+        buyer: BuyerId::random(),
+    }];
+    arb.load(&layout, &sold).await.expect("load");
+    for key in ["sold", "free", "layout"] {
+        arb.hold(&best(event, 3, 4), T0).await.expect("hold");
+        // (The names that begin so: "free" takes "freez", the free seats' order, with it.)
+        let name = format!("{}:{event}}}:{key}", *PREFIX);
+        assert!(delete_prefix(&redis_url(), &name).expect("del") >= 1, "{key}");
+        assert_eq!(arb.is_loaded(event).await, Ok(false), "{key}");
+        assert_eq!(arb.claim_rebuild(event).await, Ok(RebuildClaim::Mine));
+        assert_eq!(arb.load_lost(&layout, &sold).await, Ok(true), "{key}");
+        assert_eq!(arb.is_loaded(event).await, Ok(true), "{key}");
+        assert_eq!(arb.sold_seats(event).await, Ok(vec![49]), "{key}");
+        let pair = arb.hold(&best(event, 0, 2), T0).await;
+        assert_eq!(pair.map(|h| h.seats), Ok(vec![50, 51]), "{key}");
+    }
+    arb.unload(event).await.expect("unload");
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_loads_never_leave_a_mixture_of_both() {
     let (arb, event) = (arbiter().await, unique_event());
