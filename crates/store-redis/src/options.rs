@@ -25,7 +25,8 @@ pub struct RedisOptions {
     /// this. Default 100,000.
     pub keep_finished_holds: usize,
     /// Seats loaded per script while an event is rebuilt from the ledger: small enough
-    /// not to stall Redis, large enough to be few. Default 1,000.
+    /// not to stall Redis, large enough to be few. Default 1,000, at most
+    /// `MAX_LOAD_CHUNK`.
     pub load_chunk: usize,
     /// How long an unfinished rebuild's token lives, so a node that died while
     /// rebuilding blocks no other for longer. Default 600 s.
@@ -56,7 +57,34 @@ impl Default for RedisOptions {
     }
 }
 
+/// Most seats a load script takes: it hands Redis's Lua two values a seat in one call
+/// (`unpack`), and Lua refuses a call of more than about 8,000.
+pub const MAX_LOAD_CHUNK: usize = 2_000;
+
 impl RedisOptions {
+    /// Refuses settings the stores cannot work with, naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_LOAD_CHUNK).contains(&self.load_chunk) {
+            return Err(format!(
+                "redis.load_chunk must be 1-{MAX_LOAD_CHUNK} (it is {}): a load script \
+                 passes Redis's Lua two values a seat, and Lua refuses more than about 8,000",
+                self.load_chunk
+            ));
+        }
+        let zero = [
+            ("connect_timeout_ms", self.connect_timeout_ms),
+            ("response_timeout_ms", self.response_timeout_ms),
+            ("load_ttl_s", self.load_ttl_s),
+            ("rebuild_claim_s", self.rebuild_claim_s),
+        ]
+        .into_iter()
+        .find(|(_, v)| *v == 0);
+        if let Some((name, _)) = zero {
+            return Err(format!("redis.{name} must be above 0"));
+        }
+        Ok(())
+    }
+
     /// The connection settings, trusting `ca_file` for `rediss://` besides the
     /// system's store.
     pub fn connect(&self, ca_file: Option<PathBuf>) -> ConnectConfig {

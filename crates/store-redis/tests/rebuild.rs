@@ -133,7 +133,10 @@ async fn an_event_that_lost_one_of_its_keys_is_rebuilt_by_load_lost() {
         arb.hold(&best(event, 3, 4), T0).await.expect("hold");
         // (The names that begin so: "free" takes "freez", the free seats' order, with it.)
         let name = format!("{}:{event}}}:{key}", *PREFIX);
-        assert!(delete_prefix(&redis_url(), &name).expect("del") >= 1, "{key}");
+        assert!(
+            delete_prefix(&redis_url(), &name).expect("del") >= 1,
+            "{key}"
+        );
         assert_eq!(arb.is_loaded(event).await, Ok(false), "{key}");
         assert_eq!(arb.claim_rebuild(event).await, Ok(RebuildClaim::Mine));
         assert_eq!(arb.load_lost(&layout, &sold).await, Ok(true), "{key}");

@@ -232,6 +232,7 @@ impl Config {
             self.workers.heartbeat_interval_ms
         );
         self.relay.validate().map_err(anyhow::Error::msg)?;
+        self.redis.validate().map_err(anyhow::Error::msg)?;
         self.human_check.check()?;
         if let Some(nats) = &self.nats {
             nats.validate().map_err(anyhow::Error::msg)?;

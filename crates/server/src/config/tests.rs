@@ -165,6 +165,25 @@ fn store_timings_are_read_from_their_sections() {
     assert_eq!(c.sqlite.busy_timeout().as_millis(), 900);
 }
 
+/// A load chunk over Lua's limit on a call's values made every load and rebuild of an
+/// event fail in cluster mode, so no event could open; it is refused at start-up now.
+#[test]
+fn a_redis_load_chunk_lua_cannot_take_is_refused() {
+    for (text, setting) in [
+        ("[redis]\nload_chunk = 5000\n", "redis.load_chunk"),
+        ("[redis]\nload_chunk = 0\n", "redis.load_chunk"),
+        (
+            "[redis]\nresponse_timeout_ms = 0\n",
+            "redis.response_timeout_ms",
+        ),
+    ] {
+        let e = format!("{:#}", load_text(text).unwrap_err());
+        assert!(e.contains(setting), "{text}: {e}");
+    }
+    let c = load_text("[redis]\nload_chunk = 2000\n").unwrap();
+    assert_eq!(c.redis.arbiter().load_chunk, 2_000);
+}
+
 #[test]
 fn serve_demo_sends_the_stand_ins_webhooks_to_itself_unless_told_otherwise() {
     let demo = Config::default().for_demo(true);
