@@ -159,13 +159,27 @@ impl Engine {
         }
         match step("insert_order", self.ports.ledger.insert_order(&order)).await? {
             InsertOrder::Inserted => {}
-            InsertOrder::Exists(existing) => return outcome_of(&existing),
+            InsertOrder::Exists(first) => {
+                if first.id != order.id {
+                    // The hot store had lost the first order's pin (a failover), so
+                    // this checkout pinned the hold for an order the ledger refused.
+                    let grace_s = entry.event.sale.payment_grace_s;
+                    self.give_hold_back_to(&first, grace_s).await;
+                }
+                return outcome_of(&first);
+            }
             InsertOrder::SeatSold { seat_id } => {
                 // The hot store offered a seat the ledger sold (it lost track of a sale):
                 // this hold is dead before any card is authorized, and the hot store is
-                // told, so nobody else is offered that seat (P5).
+                // told, so nobody else is offered that seat (P5). Once it agrees, the
+                // hold is released: marking its seats sold ends it, but when the
+                // ledger's sale was undone before the seats were read there is nothing
+                // to mark, and it would stay pinned for an order that does not exist.
+                // When the hot store could not be told, the hold is left to expire
+                // (released, the seats the ledger sold would be offered as free), as a
+                // commit that loses leaves it.
                 tracing::info!(hold = %hold, seat = %seat_id, "hold on a seat the ledger sold");
-                if !self.agree_with_ledger_on(&order).await {
+                if self.agree_with_ledger_on(&order).await {
                     self.release_quietly(hold).await;
                 }
                 return Err(EngineError::SeatSold);
@@ -373,6 +387,27 @@ impl Engine {
             Ok(None) => self.try_move(order, event, None).await,
             Err(LedgerError::Conflict(_)) => Ok(None),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The hold a checkout pinned for an order the ledger refused (the hold's `first`
+    /// order exists) given back to that order, so the first checkout can still end as
+    /// it should: its seats sold in the hot store when it sold them, the hold pinned for
+    /// it again while its payment is open (else its approval would find the hold pinned
+    /// for another order and give the money back), released when it ended unsold. A
+    /// seat taken by someone else in the moment between release and retake leaves the
+    /// first order to its settling, which gives an unpinned payment back.
+    async fn give_hold_back_to(&self, first: &Order, grace_s: u32) {
+        use OrderState as S;
+        match first.state {
+            s if s.holds_seats() => self.record_sale_in_hot_store(first).await,
+            S::PendingPayment | S::Authorized => {
+                self.release_quietly(first.hold).await;
+                if let Err(e) = self.retake_seats(first, grace_s).await {
+                    tracing::info!(order = %first.id, error = %e, "could not pin the hold for its first order again");
+                }
+            }
+            _ => self.release_quietly(first.hold).await,
         }
     }
 

@@ -33,7 +33,11 @@ impl Engine {
     }
 
     /// Takes the order's exact seats again under its own hold id, pinned for `grace_s`.
-    async fn retake_seats(&self, order: &Order, grace_s: u32) -> Result<(), ArbiterError> {
+    pub(crate) async fn retake_seats(
+        &self,
+        order: &Order,
+        grace_s: u32,
+    ) -> Result<(), ArbiterError> {
         let entry = self
             .event(order.event)
             .await

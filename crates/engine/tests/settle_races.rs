@@ -121,3 +121,68 @@ async fn a_live_checkout_rechecks_its_pin_before_committing() {
         "{bought:?}"
     );
 }
+
+/// The hot store loses a checkout's pin (a Redis failover whose replica had the hold
+/// but not the pin) while its payment is open, and the buyer checks out again: the
+/// retry pinned the hold for a second order the ledger refused (the hold has one), so
+/// the first payment, once approved, found the hold pinned for another order and was
+/// given back, and the buyer lost the seats they had paid for in time. The hold now
+/// goes back to the first order, which then sells.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
+    use boxoffice_engine::ports::{HoldRequest, SeatChoice};
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
+    // Authorized at the provider; the answer never came back: the first order is open.
+    let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_AFTER_CHARGE).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Pending(_))), "{out:?}");
+    let first = order_of(&n.engine, &h).await;
+    assert_eq!(
+        hold_state(&n.engine, &h).await,
+        Some(HoldState::PaymentPending)
+    );
+
+    // The hot store comes back with the hold held, its pin lost.
+    let layout = n.engine.event(event).await.expect("the event").layout();
+    n.arbiter.load(&layout, &[]).await.expect("reloaded");
+    let now = d.clock.now();
+    let held = HoldRequest {
+        hold: h.hold,
+        buyer: who.buyer,
+        choice: SeatChoice::Named(h.seats.clone()),
+        expires_at: now.plus_secs(600),
+        key: None,
+    };
+    n.arbiter.hold(&held, now).await.expect("held again");
+
+    // The retry is told of the first order, and the hold is pinned for it again.
+    let retry = checkout(&n.engine, &who, &h, methods::VISA).await;
+    match retry {
+        Ok(CheckoutOutcome::Pending(view)) => assert_eq!(view.order_id, first.id),
+        other => panic!("the retry answered {other:?}"),
+    }
+    let pinned = n
+        .arbiter
+        .get(h.hold)
+        .await
+        .expect("read")
+        .expect("the hold");
+    assert_eq!(pinned.order, Some(first.id));
+
+    // The sweep finds the first payment approved and sells the seats.
+    d.clock.advance_secs(31);
+    recover_until_idle(&n.engine, 10).await;
+    assert_eq!(
+        order(&n.engine, first.id).await.state,
+        OrderState::Confirmed
+    );
+    assert_eq!(hold_state(&n.engine, &h).await, Some(HoldState::Sold));
+    let labels = ["A-1-1", "A-1-2"];
+    assert_eq!(
+        sold_in_hot_store(&n.engine, event, &labels).await,
+        vec![true, true]
+    );
+}
