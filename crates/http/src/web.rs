@@ -23,6 +23,25 @@ pub(crate) const PREFIX: &str = "/assets/";
 const INDEX: &str = include_str!("../../../web/app/index.html");
 const CONSOLE: &str = include_str!("../../../web/app/console.html");
 /// The pages, which are not in `FILES`: they are served by their routes, not by name.
+/// A served file's name, from the route's one path parameter as sent: the names of the
+/// files served are plain, so one that needs decoding (or does not decode to UTF-8)
+/// names no file and is answered `not_found`, not with axum's uncoded 400.
+pub struct FileName(pub String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for FileName {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let raw = axum::extract::RawPathParams::from_request_parts(parts, state).await;
+        let name = raw
+            .ok()
+            .and_then(|r| r.iter().next().map(|(_, v)| v.to_owned()));
+        Ok(FileName(name.unwrap_or_default()))
+    }
+}
+
 #[cfg(test)]
 pub(crate) const PAGES: [&str; 2] = ["index.html", "console.html"];
 

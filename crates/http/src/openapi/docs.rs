@@ -4,7 +4,7 @@
 //! holds: Swagger UI styles elements inline and draws icons from data: URIs, which
 //! are the only allowances.
 
-use axum::extract::Path;
+use crate::web::FileName;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
@@ -64,7 +64,7 @@ pub async fn docs_page() -> Response {
 }
 
 /// GET /docs/{file}: a file of the page; any other name is `not_found`.
-pub async fn docs_asset(Path(file): Path<String>) -> Response {
+pub async fn docs_asset(FileName(file): FileName) -> Response {
     match ASSETS.iter().find(|(name, _, _)| *name == file) {
         Some((_, media_type, body)) => respond(media_type, body),
         None => ApiError::new(ErrorCode::NotFound, "no such file").into_response(),
@@ -94,7 +94,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_files_are_served_with_the_policy_and_an_unknown_one_is_not_found() {
-        let res = docs_asset(Path("swagger-ui-bundle.js".into())).await;
+        let res = docs_asset(FileName("swagger-ui-bundle.js".into())).await;
         assert_eq!(res.headers()[header::CONTENT_SECURITY_POLICY], CSP);
         assert!(
             res.headers()[header::CONTENT_TYPE]
@@ -102,7 +102,7 @@ mod tests {
                 .unwrap()
                 .starts_with("text/javascript")
         );
-        let res = docs_asset(Path("../Cargo.toml".into())).await;
+        let res = docs_asset(FileName("../Cargo.toml".into())).await;
         assert_eq!(res.status(), axum::http::StatusCode::NOT_FOUND);
         let res = docs_page().await;
         assert_eq!(res.headers()[header::CONTENT_SECURITY_POLICY], CSP);

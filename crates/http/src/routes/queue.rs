@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::EventId;
@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::{Dpop, bearer, json};
+use crate::extract::{Dpop, QueryParams, bearer, json};
 use crate::idempotency::{ClaimArgs, Replay, Scope, Stepped, reply};
 use crate::openapi::{Doc, Schema};
 use crate::path_id::Id;
@@ -240,6 +240,7 @@ pub(crate) const STATUS_DOC: Doc = Doc {
             C::AdmissionExpired,
             C::EventNotFound,
             C::Internal,
+            C::InvalidQuery,
             C::InvalidToken,
             C::MissingToken,
             C::RateLimited,
@@ -256,7 +257,7 @@ pub(crate) const STATUS_DOC: Doc = Doc {
 pub async fn status(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<TicketQuery>,
+    QueryParams(q): QueryParams<TicketQuery>,
 ) -> Response {
     let ticket = match q.ticket.as_deref() {
         Some(t) if !t.is_empty() => t,

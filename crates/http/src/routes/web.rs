@@ -2,7 +2,7 @@
 //! the files by content-hashed name and `immutable`, each gzipped when the client
 //! takes it, all under the app's strict Content-Security-Policy.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use boxoffice_domain::human_check::HostedProvider;
 
 use crate::AppState;
@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::openapi::Doc;
-use crate::web::{APP, Body};
+use crate::web::{APP, Body, FileName};
 
 /// How the API document describes the buyer app's page.
 pub(crate) const PAGE_DOC: Doc = Doc {
@@ -81,7 +81,7 @@ pub async fn console(headers: HeaderMap) -> Response {
 }
 
 /// GET /assets/{file}: a file of the app by its hashed name; any other is `not_found`.
-pub async fn asset(headers: HeaderMap, Path(file): Path<String>) -> Response {
+pub async fn asset(headers: HeaderMap, FileName(file): FileName) -> Response {
     match APP.files.get(&file) {
         Some(body) => respond(body, &headers, "public, max-age=31536000, immutable"),
         None => ApiError::new(ErrorCode::NotFound, "no such file").into_response(),
@@ -173,7 +173,7 @@ mod tests {
     async fn a_hashed_file_is_immutable_and_a_plain_or_unknown_name_is_not_found() {
         let (name, _, body) = FILES.iter().find(|f| f.0 == "main.js").unwrap();
         let hashed = crate::web::hashed_name(name, body);
-        let res = asset(HeaderMap::new(), Path(hashed)).await;
+        let res = asset(HeaderMap::new(), FileName(hashed)).await;
         assert_eq!(res.status(), StatusCode::OK);
         assert!(
             res.headers()[header::CACHE_CONTROL]
@@ -184,7 +184,7 @@ mod tests {
         assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
         assert_eq!(res.headers()[header::VARY], "accept-encoding");
         for name in ["main.js", "../Cargo.toml", "main.0000000000.js"] {
-            let res = asset(HeaderMap::new(), Path(name.into())).await;
+            let res = asset(HeaderMap::new(), FileName(name.into())).await;
             assert_eq!(res.status(), StatusCode::NOT_FOUND, "{name}");
         }
     }

@@ -414,3 +414,22 @@ async fn an_expired_admission_token_is_refused() {
     assert_eq!(res.json::<Value>().await.unwrap()["error"], "token_expired");
     assert_eq!(app.counts(event).await["free"], json!(4));
 }
+
+/// A repeated query parameter and a path segment that is not UTF-8 were answered by
+/// axum's own extractors in plain text, with no code: every refusal carries one.
+#[boxoffice_testkit::test]
+async fn a_malformed_query_or_file_name_gets_a_coded_4xx() {
+    let app = spawn().await;
+    for (path, status, code) in [
+        ("/v1/queue/status?ticket=a&ticket=b", 400, "invalid_query"),
+        ("/assets/%FF", 404, "not_found"),
+        ("/docs/%FF", 404, "not_found"),
+        ("/assets/..%2Findex.html", 404, "not_found"),
+    ] {
+        let res = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), status, "{path}");
+        let body: Value = res.json().await.unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(body["error"], code, "{path}: {body}");
+    }
+    app.stop().await;
+}
