@@ -159,6 +159,24 @@ impl Engine {
         Ok(Claimed::of(answer, kept))
     }
 
+    /// A hold's own checks (the sale open, the selection naming seats of the event),
+    /// made ahead of `signals_at_entry` when the event has velocity rules: a hold they
+    /// refuse must not join the buyer to a cluster. Without rules there are no signals
+    /// and nothing is checked twice (`hold_claimed` makes the same checks).
+    pub async fn check_hold(
+        &self,
+        entry: &Arc<EventEntry>,
+        admitted: &Admitted,
+        input: &HoldInput,
+    ) -> Result<(), EngineError> {
+        if self.velocity.is_none() || entry.event.sale.velocity.is_none() {
+            return Ok(());
+        }
+        self.prepare_hold(entry, admitted, input, self.now())
+            .await
+            .map(drop)
+    }
+
     /// Everything a hold checks and does before the hot store's step: the sale is open,
     /// the selection names seats of the event, and (with proof of possession) the new
     /// hold's id is bound to the buyer's key, so a hold never exists unbound.

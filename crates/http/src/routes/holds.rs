@@ -238,7 +238,11 @@ pub async fn create(
         return ApiError::from(e).into_response();
     }
     // The buyer joins the clusters of the key the proof just proved (the admission's)
-    // and of the network, or is refused before the hold is taken, with nothing joined.
+    // and of the network, or is refused before the hold is taken, with nothing joined;
+    // and only for a hold its own checks would let through.
+    if let Err(e) = st.engine.check_hold(&entry, &admitted, &input).await {
+        return ApiError::from(e).into_response();
+    }
     let origin = Origin {
         ip: Some(addr),
         device: admitted.key.as_ref().map(|k| k.0.clone()),

@@ -477,3 +477,62 @@ async fn one_decline_by_webhook_delivered_many_times_is_counted_once() {
     let res = app.checkout(&hold, &token, "pm_card_visa").await;
     assert_eq!(res.status(), StatusCode::CREATED);
 }
+
+/// A hold the event refuses (a seat it does not have) joined the buyer to their
+/// network's cluster all the same, the signals being taken before the hold's own
+/// checks: refused attempts could push a shared network towards `too_many_buyers`.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
+async fn a_hold_refused_for_an_unknown_seat_joins_no_cluster() {
+    let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
+    let mut rules = no_limits();
+    rules.signals.per_network = SignalThreshold::new(Some(2), Some(3));
+    let event = event_with(&app, rules).await;
+    let (_, res) = join_via_proxy(&app, event, "203.0.113.7").await;
+    let admission = admission_of(&app, event, res).await;
+    let networks = || async {
+        let v: Value = app
+            .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
+            .await
+            .json()
+            .await
+            .unwrap();
+        let clusters = v["clusters"].as_array().unwrap().iter();
+        clusters
+            .filter(|c| c["dimension"] == "network")
+            .map(|c| {
+                (
+                    c["key"].as_str().unwrap().to_string(),
+                    c["buyers"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = networks().await;
+    let res = app
+        .client
+        .post(app.url(&format!("/v1/events/{event}/holds")))
+        .bearer_auth(&admission)
+        .header("Idempotency-Key", uuid())
+        .header("X-Forwarded-For", "198.51.100.9")
+        .json(&json!({"seat_ids": ["NOPE"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert_eq!(error_code(res).await, "seat_not_found");
+    assert_eq!(
+        networks().await,
+        before,
+        "the refused hold joined a cluster"
+    );
+    // A hold the event takes joins the network's cluster.
+    let res = hold_via_proxy(&app, event, &admission, "198.51.100.9").await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert!(
+        networks()
+            .await
+            .contains(&("198.51.100.0/24".to_string(), 1)),
+        "{:?}",
+        networks().await
+    );
+}
