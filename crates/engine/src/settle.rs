@@ -44,14 +44,21 @@ impl Engine {
             // late payment's `refunding` that return finds nothing to do.
             S::Cancelling | S::Refunding => self.finish_cancelling(order, via).await,
             S::Confirmed | S::Refunded => Ok(false),
-            S::PendingPayment | S::Voiding | S::Declined | S::Voided | S::Lost | S::Cancelled => {
-                match via.inquire(&Inquiry::of(order)).await {
-                    Ok(found) => self.settle_with(order, found, via).await,
-                    Err(e) => {
-                        tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
-                        Ok(false)
-                    }
+            S::PendingPayment | S::Voiding => match via.inquire(&Inquiry::of(order)).await {
+                Ok(found) => self.settle_with(order, found, via).await,
+                Err(e) => {
+                    tracing::warn!(order = %order.id, error = %e, "inquiry failed; will retry");
+                    Ok(false)
                 }
+            },
+            // An order that ended, asked about by a webhook (the sweep passes only
+            // unfinished orders): a failure is an error, so the webhook is answered
+            // 5xx and delivered again, the one path that brings a late payment back.
+            S::Declined | S::Voided | S::Lost | S::Cancelled => {
+                let found = via.inquire(&Inquiry::of(order)).await.map_err(|e| {
+                    EngineError::Unavailable(format!("the provider did not answer: {e}"))
+                })?;
+                self.settle_with(order, found, via).await
             }
         }
     }
@@ -267,6 +274,9 @@ impl Engine {
         }
     }
 
+    /// Voids a payment that arrived for an order that had ended. The order is final, so
+    /// the sweep never passes it again: a void that fails is an error, and the webhook
+    /// that brought the payment is answered 5xx and delivered again until it succeeds.
     async fn void_at_provider(
         &self,
         order: &Order,
@@ -278,7 +288,9 @@ impl Engine {
             Err(PaymentError::Rejected(_)) => Ok(false),
             Err(e) => {
                 tracing::warn!(order = %order.id, error = %e, "void of a late payment failed");
-                Ok(false)
+                Err(EngineError::Unavailable(format!(
+                    "the provider could not void a late payment: {e}"
+                )))
             }
         }
     }

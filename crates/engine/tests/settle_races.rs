@@ -186,3 +186,62 @@ async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
         vec![true, true]
     );
 }
+
+/// A payment that arrives after its order ended unpaid is voided when its webhook comes;
+/// when that void failed, the webhook was counted as handled and the order, being
+/// final, is never swept again: the buyer's funds stayed held with no ticket until the
+/// authorization lapsed. The failure now answers the webhook with an error, so the
+/// provider delivers it again, and the void is made then.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_void_of_a_late_authorization_is_made_when_the_webhook_comes_again() {
+    use boxoffice_engine::ports::{AuthorizeRequest, PaymentGateway, ProviderState};
+    use boxoffice_payment_fake::Op;
+
+    let d = Durable::new(FakeGatewayConfig::default());
+    let n = node(&d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
+    // The provider never heard of the payment: the sweep ends the order unpaid.
+    let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_BEFORE_CHARGE).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Pending(_))), "{out:?}");
+    let o = order_of(&n.engine, &h).await;
+    d.clock.advance_secs(31);
+    recover_until_idle(&n.engine, 10).await;
+    let ended = order(&n.engine, o.id).await.state;
+    assert!(ended.is_final() && !ended.holds_seats(), "{ended:?}");
+
+    // The authorization the provider was still working on arrives late.
+    let late = AuthorizeRequest {
+        order: o.id,
+        amount: o.total,
+        currency: o.currency.clone(),
+        payment_method: methods::VISA.into(),
+    };
+    d.fake.authorize(&late).await.expect("authorized late");
+    let webhook = (d.fake.undelivered_webhooks(100).await)
+        .expect("the outbox")
+        .pop()
+        .expect("the authorization's webhook");
+    let signature = d.fake.sign(webhook.payload.as_bytes(), d.clock.now());
+
+    d.fake.fail_next(Op::Void, 1);
+    let first = n
+        .engine
+        .handle_webhook(webhook.payload.as_bytes(), &signature)
+        .await;
+    assert!(
+        first.is_err(),
+        "a failed void must fail the webhook: {first:?}"
+    );
+    let record = d.fake.record(o.id).await.unwrap().expect("the payment");
+    assert_eq!(record.to_port().state, ProviderState::Authorized);
+
+    let again = n
+        .engine
+        .handle_webhook(webhook.payload.as_bytes(), &signature)
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+    let record = d.fake.record(o.id).await.unwrap().expect("the payment");
+    assert_eq!(record.to_port().state, ProviderState::Voided);
+    assert_eq!(order(&n.engine, o.id).await.state, ended);
+}
