@@ -23,6 +23,10 @@ async fn a_checkouts_steps_and_its_ledger_reads_are_timed_in_metrics() {
     let (token, hold) = app.holding(event, 2).await;
     let res = app.checkout(&hold, &token, "pm_card_visa").await;
     assert_eq!(res.status(), 201);
+    // A second checkout of the hold (another tab: a new Idempotency-Key) is answered
+    // from the ledger's order of the hold, a read a first checkout skips.
+    let again = app.checkout(&hold, &token, "pm_card_visa").await;
+    assert_eq!(again.status(), 201);
     for step in [
         "order_of_hold",
         "get_hold",
