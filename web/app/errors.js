@@ -68,6 +68,7 @@ const MESSAGES = {
   order_not_cancellable: 'This order cannot be cancelled: it was already refunded or cancelled, or never paid.',
   refund_window_closed: 'This order can no longer be refunded online. Contact the organiser.',
   order_used: 'A ticket of this order was already used at the door, so it can no longer be refunded online. Contact the organiser.',
+  order_given_away: 'A ticket of this order was given to someone else, so the order can no longer be refunded online. Contact the organiser.',
   event_cancelled: 'This event has been cancelled. Every order is being refunded.',
   event_not_cancelled: 'This event is not cancelled.',
   ticket_not_found: 'We could not find that ticket.',

@@ -93,6 +93,11 @@ pub enum EngineError {
     RefundWindowClosed,
     #[error("a ticket of this order was scanned at a gate: its buyer can no longer return it")]
     OrderUsed,
+    #[error(
+        "a ticket of this order was given to someone else: returning the order would take \
+         their ticket, so its buyer can no longer return it"
+    )]
+    OrderGivenAway,
     #[error("this event is cancelled; its orders are being refunded")]
     EventCancelled,
     #[error("this event is not cancelled")]
@@ -129,6 +134,7 @@ impl From<LedgerError> for EngineError {
             LedgerError::NotFound => EngineError::NotFound(Resource::Order),
             LedgerError::Conflict(s) => EngineError::Internal(format!("order unexpectedly {s:?}")),
             LedgerError::Used => EngineError::OrderUsed,
+            LedgerError::GivenAway => EngineError::OrderGivenAway,
             LedgerError::Store(s) => s.into(),
         }
     }

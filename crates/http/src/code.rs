@@ -93,6 +93,7 @@ error_codes! {
     OrderNotCancellable = "order_not_cancellable" => CONFLICT;
     RefundWindowClosed = "refund_window_closed" => FORBIDDEN;
     OrderUsed = "order_used" => CONFLICT;
+    OrderGivenAway = "order_given_away" => CONFLICT;
     EventCancelled = "event_cancelled" => CONFLICT;
     EventNotCancelled = "event_not_cancelled" => NOT_FOUND;
     MissingSignature = "missing_signature" => BAD_REQUEST;

@@ -123,6 +123,7 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::OrderNotCancellable(_) => C::OrderNotCancellable,
         E::RefundWindowClosed => C::RefundWindowClosed,
         E::OrderUsed => C::OrderUsed,
+        E::OrderGivenAway => C::OrderGivenAway,
         E::EventCancelled => C::EventCancelled,
         E::EventNotCancelled => C::EventNotCancelled,
         E::PaymentVelocity { .. } => C::PaymentVelocity,

@@ -37,6 +37,12 @@ const CANCEL: &str = "
     )
     SELECT count(*) FROM moved";
 
+/// Whether a ticket of the order is held by someone else by transfer (a ticket sold on
+/// through the exchange, or cancelled alone, stands apart: `own_state` set).
+const GIVEN_AWAY: &str = "
+    SELECT EXISTS (SELECT 1 FROM tickets t
+                   WHERE t.order_id = $1 AND t.holder_id <> $2 AND t.own_state IS NULL)";
+
 /// Whether a ticket of the order that its buyer still holds was admitted at a gate.
 const USED: &str = "
     SELECT EXISTS (SELECT 1 FROM tickets t JOIN checkins c ON c.ticket_id = t.id
@@ -83,6 +89,15 @@ pub(crate) async fn cancel_sale(
                 .map_err(db)?;
             if used {
                 return Ok(Step::Undo(Err(LedgerError::Used)));
+            }
+            let given: bool = sqlx::query_scalar(GIVEN_AWAY)
+                .bind(&key)
+                .bind(order.buyer.to_string())
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db)?;
+            if given {
+                return Ok(Step::Undo(Err(LedgerError::GivenAway)));
             }
         }
         let moved: i64 = sqlx::query_scalar(CANCEL)

@@ -36,8 +36,14 @@ pub(crate) fn cancel_sale(
     let Ok(to) = from.apply(event) else {
         return Ok(Step::Undo(Err(LedgerError::Conflict(from))));
     };
-    if unless_used && used_by_its_buyer(conn, &key, &order.buyer.to_string())? {
-        return Ok(Step::Undo(Err(LedgerError::Used)));
+    if unless_used {
+        let buyer = order.buyer.to_string();
+        if used_by_its_buyer(conn, &key, &buyer)? {
+            return Ok(Step::Undo(Err(LedgerError::Used)));
+        }
+        if given_away(conn, &key, &buyer)? {
+            return Ok(Step::Undo(Err(LedgerError::GivenAway)));
+        }
     }
     // Each seat off the count of the buyer who holds it now (a transferred ticket's
     // seat is its recipient's), then the seats themselves. A seat whose ticket stands
@@ -64,6 +70,17 @@ pub(crate) fn cancel_sale(
     record(conn, &key, Some(from), to, event.as_str(), now)?;
     (order.state, order.updated_at, order.attempts) = (to, now, 0);
     Ok(Step::Keep(Ok(order)))
+}
+
+/// Whether a ticket of the order is held by someone else by transfer (a ticket sold on
+/// through the exchange, or cancelled alone, stands apart: `own_state` set).
+fn given_away(conn: &Connection, order: &str, buyer: &str) -> Result<bool, StoreError> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM tickets t
+                        WHERE t.order_id = ?1 AND t.holder_id <> ?2 AND t.own_state IS NULL)",
+    )
+    .and_then(|mut s| s.query_row(params![order, buyer], |r| r.get(0)))
+    .map_err(db)
 }
 
 /// Whether a ticket of the order that its buyer still holds was admitted at a gate.

@@ -54,6 +54,7 @@ macro_rules! tickets_conformance {
                 two_gates_racing_over_k_tickets_admit_each_exactly_once,
                 a_scan_and_a_buyers_refund_racing_over_k_orders_one_wins_each,
                 an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts,
+                a_buyers_revoke_is_refused_once_a_ticket_was_given_away,
                 a_refused_or_withdrawn_transfer_moves_nothing,
                 n_offers_and_accepts_racing_over_k_tickets_one_wins_each,
                 names_given_with_the_order_are_on_the_tickets_written_at_capture,

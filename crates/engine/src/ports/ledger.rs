@@ -102,6 +102,10 @@ pub enum LedgerError {
     /// A buyer's own revoke (`revoke_unused_sale`): a ticket of the order that its
     /// buyer holds was admitted at a gate. Nothing was written.
     Used,
+    /// A buyer's own revoke (`revoke_unused_sale`): a ticket of the order was given to
+    /// someone else (an accepted transfer), whose ticket the revoke would take. Nothing
+    /// was written.
+    GivenAway,
     Store(StoreError),
 }
 
@@ -313,10 +317,12 @@ pub trait Ledger: Send + Sync {
     /// seats; nothing is written then. The claim that makes a refund happen once.
     async fn revoke_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
 
-    /// `revoke_sale` asked by the order's buyer: refused (`Used`, nothing written) when
-    /// a ticket of the order that its buyer still holds was admitted at a gate, decided
-    /// in the same step as the claim, so no scan lands between the two. Tickets given
-    /// away or sold on are their holders' to use and do not count.
+    /// `revoke_sale` asked by the order's buyer: refused, nothing written, when a ticket
+    /// of the order that its buyer still holds was admitted at a gate (`Used`) or when a
+    /// ticket of the order was given to someone else by transfer (`GivenAway`: the
+    /// revoke would take the recipient's ticket), decided in the same step as the claim,
+    /// so no scan or transfer lands between the two. A ticket sold on through the
+    /// exchange stands apart from the order and does not count.
     async fn revoke_unused_sale(&self, order: OrderId, now: Millis) -> Result<Order, LedgerError>;
 
     /// Closes the event's sale and records its cancellation job, in one transaction. A

@@ -100,6 +100,7 @@ pub(crate) const REFUND_ORDER_DOC: Doc = Doc {
             C::OrderNotCancellable,
             C::OrderNotFound,
             C::OrderUsed,
+            C::OrderGivenAway,
             C::RefundWindowClosed,
         ]
     },

@@ -131,6 +131,41 @@ pub async fn an_accepted_transfer_moves_the_ticket_its_seat_and_both_counts(s: T
     audit_is_clean(&s, &e).await;
 }
 
+/// A buyer who gave a ticket away cannot then return the order (`revoke_unused_sale`):
+/// the return took the recipient's ticket, so a ticket could be passed on and the money
+/// taken back. Refused, nothing written, while an offer only made (not accepted)
+/// does not count; the operator's `revoke_sale` is never refused for it.
+pub async fn a_buyers_revoke_is_refused_once_a_ticket_was_given_away(s: TicketStores) {
+    use boxoffice_domain::OrderState;
+    use boxoffice_engine::ports::LedgerError;
+
+    let (e, o, rows) = sold(&s, 2).await;
+    let bob = BuyerId::random();
+    let offer = offer_of(&rows[0], bob);
+    assert_eq!(s.tickets.offer_transfer(&offer).await.unwrap(), Ok(()));
+    let done = s.tickets.accept_transfer(&accept_of(&offer, bob, 2)).await;
+    done.unwrap().expect("accepted");
+    let refused = s.ledger.revoke_unused_sale(o.id, NOW.plus_secs(2)).await;
+    assert_eq!(refused, Err(LedgerError::GivenAway));
+    let unchanged = s.ledger.order(o.id).await.unwrap().unwrap();
+    assert_eq!(unchanged.state, OrderState::Confirmed);
+    assert_eq!(s.ledger.sold_seats(e.id).await.unwrap().len(), 2);
+    let held = s.tickets.tickets_of_holder(bob).await.unwrap();
+    assert_eq!(held.len(), 1, "the recipient keeps the ticket");
+    let revoked = s.ledger.revoke_sale(o.id, NOW.plus_secs(3)).await;
+    assert_eq!(revoked.unwrap().state, OrderState::Refunding);
+
+    // An offer not accepted gives nothing away: the order is returned as before.
+    let (_, offered, rows) = sold(&s, 1).await;
+    let pending = offer_of(&rows[0], BuyerId::random());
+    assert_eq!(s.tickets.offer_transfer(&pending).await.unwrap(), Ok(()));
+    let claimed = s
+        .ledger
+        .revoke_unused_sale(offered.id, NOW.plus_secs(2))
+        .await;
+    assert_eq!(claimed.unwrap().state, OrderState::Refunding);
+}
+
 pub async fn a_refused_or_withdrawn_transfer_moves_nothing(s: TicketStores) {
     // Two buyers of two tickets each, at the event's limit of two.
     let e = event(&s.ledger, 5, 2).await;

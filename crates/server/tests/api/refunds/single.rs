@@ -6,8 +6,8 @@
 use super::*;
 use crate::common::{spawn, spec};
 use crate::payments::provider;
-use boxoffice_domain::Millis;
 use boxoffice_domain::refunds::RefundWindow;
+use boxoffice_domain::{EventSpec, Millis};
 use boxoffice_engine::ports::{Clock, Inquiry, PaymentGateway, ProviderState};
 
 const DAY_S: i64 = 86_400;
@@ -121,13 +121,18 @@ async fn a_refund_of_an_order_that_is_no_sale_is_refused_and_changes_nothing() {
 /// An event of four seats whose buyers may return their orders until a day before
 /// the doors, ten days from now.
 async fn refundable(app: &TestApp) -> EventId {
+    app.create_event(&refundable_spec(app)).await
+}
+
+/// An event whose buyers may refund until a day before its doors, ten days on.
+fn refundable_spec(app: &TestApp) -> EventSpec {
     let now = app.clock.now();
     let mut s = spec(1, 4, 0, 4);
     s.sale.buyer_refunds = Some(RefundWindow {
         doors_at: Millis(now.0 + 10 * DAY_S * 1000),
         closes_before_doors_s: DAY_S as u64,
     });
-    app.create_event(&s).await
+    s
 }
 
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,6 +198,38 @@ async fn a_buyer_cannot_return_an_order_whose_ticket_was_scanned() {
     );
     assert_eq!(app.engine.ports().ledger.order(id).await.unwrap(), before);
     assert_eq!(app.counts(event).await["sold"], json!(1));
+    assert_eq!(refunds_made(&book).await.get(&id), None);
+
+    let path = format!("/v1/orders/{id}/cancel");
+    let (status, body) = undo(&app, &path, &app.operator_key).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("refunded")));
+    audit_clean(&app).await;
+}
+
+/// A buyer who gave a ticket of the order to someone else cannot then return the
+/// order: the return revoked the recipient's ticket, so a ticket could be passed on
+/// (sold off the platform, say) and the money taken back. The operator still can.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_cannot_return_an_order_whose_ticket_was_given_away() {
+    use crate::tickets::{give, my_tickets, transferable};
+
+    let app = spawn().await;
+    let book = provider(&app);
+    let event = app.create_event(&transferable(refundable_spec(&app))).await;
+    let (token, id, _) = bought(&app, event).await;
+    let ticket = my_tickets(&app, &token).await[0].clone();
+    let friend = app.buyer().await;
+    give(&app, &token, ticket["ticket_id"].as_str().unwrap(), &friend).await;
+
+    let before = app.engine.ports().ledger.order(id).await.unwrap();
+    let (status, body) = undo(&app, &format!("/v1/orders/{id}/refund"), &token).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("order_given_away")),
+        "{body}"
+    );
+    assert_eq!(app.engine.ports().ledger.order(id).await.unwrap(), before);
+    assert_eq!(my_tickets(&app, &friend.1).await.len(), 1);
     assert_eq!(refunds_made(&book).await.get(&id), None);
 
     let path = format!("/v1/orders/{id}/cancel");

@@ -12,6 +12,8 @@ mod names;
 mod refusals;
 mod transfers;
 
+pub use transfers::{give, transferable};
+
 use boxoffice_domain::EventId;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
