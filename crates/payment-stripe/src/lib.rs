@@ -172,9 +172,15 @@ impl PaymentGateway for StripeGateway {
     async fn authorize(&self, req: &AuthorizeRequest) -> Result<AuthorizeOutcome, PaymentError> {
         // A search that lags may miss an intent made moments ago; the Idempotency-Key
         // below then still returns that intent instead of charging twice (Stripe keeps
-        // keys for a day).
-        if let Lookup::Found(existing) = self.find(req.order).await? {
-            return Ok(outcome(&existing));
+        // keys for a day). So does a search that fails: Stripe allows the Search API
+        // some 20 reads a second, fewer than a busy on-sale's checkouts, and a search
+        // refused (429) or failed must not stop the payment from being made.
+        match self.find(req.order).await {
+            Ok(Lookup::Found(existing)) => return Ok(outcome(&existing)),
+            Ok(Lookup::Missing { .. }) => {}
+            Err(e) => {
+                tracing::debug!(order = %req.order, error = %e, "search before authorizing failed; the Idempotency-Key guards the create");
+            }
         }
         let form = [
             ("amount", req.amount.0.to_string()),

@@ -235,3 +235,32 @@ async fn a_part_refund_asked_twice_under_one_key_refunds_once() {
     assert_eq!(made, vec![1_000, 500], "one refund per key");
     assert_eq!(charge.amount_refunded, 1_500);
 }
+
+/// Every authorization searches for the order's PaymentIntent first, and Stripe's
+/// Search API allows some 20 reads a second: past that a refused search made every
+/// checkout an unanswered payment (pending, then voided minutes later) although nothing
+/// had been asked of Stripe. A failed search now leaves the create to its
+/// Idempotency-Key, and the payment is made.
+#[boxoffice_testkit::test]
+async fn a_rate_limited_search_before_authorizing_does_not_stop_the_payment() {
+    use std::sync::atomic::Ordering;
+
+    let s = setup().await;
+    let gw = s.gateway();
+    s.stub
+        .state
+        .search_rate_limited
+        .store(true, Ordering::SeqCst);
+    let req = request("pm_card_visa");
+    let reference = authorized(&gw, &req).await;
+    assert!(
+        s.stub.state.searches.load(Ordering::SeqCst) >= 1,
+        "searched first"
+    );
+    gw.capture(req.order, &reference).await.unwrap();
+    let paid = gw.inquire(&by_reference(&req, &reference, NOW)).await;
+    assert_eq!(
+        paid.unwrap().map(|p| p.state),
+        Some(ProviderState::Captured)
+    );
+}

@@ -132,6 +132,13 @@ async fn list(State(s): Shared, Query(q): Query<Pairs>) -> Json<Value> {
 /// `query=metadata['order_id']:'<id>'`, the only search the adapter makes.
 async fn search(State(s): Shared, Query(q): Query<Pairs>) -> Response {
     s.searches.fetch_add(1, Ordering::SeqCst);
+    if s.search_rate_limited.load(Ordering::SeqCst) {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "invalid_request_error",
+            "rate_limit",
+        );
+    }
     let query = field(&q, "query").unwrap_or_default();
     let Some(order) = query
         .strip_prefix("metadata['order_id']:'")

@@ -52,6 +52,9 @@ pub struct StubState {
     pub intents: Mutex<BTreeMap<String, StubIntent>>,
     /// While set, the search lists nothing (a write not yet indexed).
     pub search_lags: AtomicBool,
+    /// While set, the search answers 429 (Stripe's Search API allows some 20 reads a
+    /// second).
+    pub search_rate_limited: AtomicBool,
     next: AtomicU64,
     /// Calls of `GET /v1/balance`, the credential check.
     pub balance_calls: AtomicU64,
