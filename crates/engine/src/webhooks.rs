@@ -79,6 +79,13 @@ impl Engine {
             });
         }
         tracing::debug!(event = %event.id, kind = %event.kind, order = %id, "payment webhook");
+        // An order that has no reference yet (its payment waits for the buyer's bank, or
+        // its answer was lost) is asked about by the reference the signed webhook names:
+        // read directly, where a search by order id may not list it yet (Stripe's lags).
+        let mut order = order;
+        if order.payment_ref.is_none() && !event.reference.is_empty() {
+            order.payment_ref = Some(event.reference.clone());
+        }
         let settled = self.settle_from_webhook(order).await;
         // Kept for good only once handled without error: a failure answers 5xx and the
         // provider's retry must be handled in full.

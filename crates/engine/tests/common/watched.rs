@@ -22,6 +22,9 @@ pub struct Watched {
     gate: Semaphore,
     /// Authorizations that reached the gate (so a test knows a checkout is waiting).
     waiting: AtomicUsize,
+    /// While set, an inquiry without the provider's reference fails, as a search that
+    /// does not list a payment yet does (Stripe's, for up to a minute or more).
+    search_lags: AtomicBool,
 }
 
 impl Watched {
@@ -34,7 +37,14 @@ impl Watched {
             gated: AtomicBool::new(false),
             gate: Semaphore::new(0),
             waiting: AtomicUsize::new(0),
+            search_lags: AtomicBool::new(false),
         }
+    }
+
+    /// From now on an inquiry by order id alone (a search) fails; one by the
+    /// provider's reference is answered.
+    pub fn lag_search(&self) {
+        self.search_lags.store(true, Ordering::SeqCst);
     }
 
     /// The most calls that were ever in flight at once.
@@ -93,6 +103,11 @@ impl PaymentGateway for Watched {
         self.watch(self.inner.refund(order, reference)).await
     }
     async fn inquire(&self, inquiry: &Inquiry) -> Result<Option<ProviderPayment>, PaymentError> {
+        if inquiry.reference.is_none() && self.search_lags.load(Ordering::SeqCst) {
+            return Err(PaymentError::Unavailable(
+                "the search does not list it yet".into(),
+            ));
+        }
         self.watch(self.inner.inquire(inquiry)).await
     }
     async fn inquire_reference(

@@ -131,6 +131,38 @@ async fn three_d_secure_keeps_the_seats_pinned_until_the_buyer_passes_then_sells
     );
 }
 
+/// The buyer passes 3-D Secure and the provider's webhook says so while its search
+/// does not list the payment yet (Stripe's lags): the order, which has no reference
+/// until then, was asked about by search, learnt nothing, and the webhook was counted
+/// as handled, so a buyer who paid in time could lose the seats at the end of the
+/// grace. The signed webhook's reference is asked instead.
+#[boxoffice_testkit::test]
+async fn a_3ds_payment_approved_while_the_search_lags_is_sold_by_its_webhook() {
+    let (d, n, buyer, hold) = holding().await;
+    let order = checkout_asking_3ds(&n, &buyer, &hold).await;
+    assert_eq!(order.payment_ref, None);
+    d.fake
+        .complete_action(order.id, true)
+        .await
+        .expect("the buyer passes");
+    n.payments.lag_search();
+    let approval = (d.fake.undelivered_webhooks(100).await)
+        .expect("the outbox")
+        .pop()
+        .expect("the approval's webhook");
+    let signature = d.fake.sign(approval.payload.as_bytes(), d.clock.now());
+    let handled = n
+        .engine
+        .handle_webhook(approval.payload.as_bytes(), &signature)
+        .await;
+    assert!(handled.is_ok(), "{handled:?}");
+    assert_eq!(
+        order_of(&n.engine, &hold).await.state,
+        OrderState::Confirmed
+    );
+    assert_eq!(money(&d, order.id).await, Some(ProviderState::Captured));
+}
+
 #[boxoffice_testkit::test]
 async fn a_failed_three_d_secure_ends_the_order_unpaid_with_the_seats_back() {
     let (d, n, hold, order) = three_d_secure(false).await;
