@@ -43,6 +43,8 @@ pub struct Edge {
     pub(crate) audits: crate::routes::console::AuditGate,
     /// Paces the operator's reads of buyer clusters.
     pub(crate) signal_reads: crate::routes::signals::SignalsGate,
+    /// One rendering of /metrics at a time, shared by the scrapes waiting for it.
+    pub(crate) scrapes: crate::routes::ops::Scrapes,
     stop: CancellationToken,
 }
 
@@ -174,6 +176,7 @@ impl Edge {
             availability: Default::default(),
             audits: Default::default(),
             signal_reads: Default::default(),
+            scrapes: Default::default(),
             stop: CancellationToken::new(),
         }
     }

@@ -2,15 +2,17 @@
 //! OpenAPI document and the token verification keys.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::AppState;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::openapi::Doc;
+use crate::{AppState, MetricsRender};
 
 /// How the API document describes `healthz`, and what it refuses with.
 pub(crate) const HEALTHZ_DOC: Doc = Doc {
@@ -59,14 +61,39 @@ pub(crate) const METRICS_DOC: Doc = Doc {
     shared: &[],
 };
 
+/// The metrics rendered one scrape at a time. `/metrics` is a probe (never shed, no
+/// credential, as a Prometheus server scrapes it), and each rendering formats every
+/// series: scrapes arriving while one renders wait for the next rendering and share
+/// it, so a flood of scrapes costs one rendering at a time, and every scrape still
+/// sees a rendering begun after it arrived (nothing older than its request).
+#[derive(Default)]
+pub(crate) struct Scrapes {
+    last: tokio::sync::Mutex<Option<(Instant, Bytes)>>,
+}
+
+impl Scrapes {
+    async fn render(&self, arrived: Instant, render: &MetricsRender) -> Bytes {
+        let mut last = self.last.lock().await;
+        if let Some((began, body)) = &*last
+            && *began >= arrived
+        {
+            return body.clone();
+        }
+        let began = Instant::now();
+        let body = Bytes::from(render());
+        *last = Some((began, body.clone()));
+        body
+    }
+}
+
 pub async fn metrics(State(st): State<AppState>) -> Response {
+    let arrived = Instant::now();
     // Read at scrape time rather than kept on every request's way in and out.
     metrics::gauge!("boxoffice_http_in_flight").set(st.edge.in_flight() as f64);
-    let body = st
-        .metrics
-        .as_ref()
-        .map(|render| render())
-        .unwrap_or_default();
+    let body = match &st.metrics {
+        Some(render) => st.edge.scrapes.render(arrived, render).await,
+        None => Bytes::new(),
+    };
     (
         [(
             header::CONTENT_TYPE,
@@ -144,3 +171,39 @@ pub(crate) const DOCS_ASSET_DOC: Doc = Doc {
     refuses: &[ErrorCode::NotFound],
     shared: &[],
 };
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// A flood of scrapes rendered every series once each, on a route that is never
+    /// shed: scrapes waiting while one renders now share the next rendering, and none
+    /// is answered with a rendering begun before it arrived.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn scrapes_arriving_together_share_one_rendering() {
+        let renders = Arc::new(AtomicUsize::new(0));
+        let counted = renders.clone();
+        let render: MetricsRender = Arc::new(move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            format!("renders {n}\n")
+        });
+        let scrapes = Arc::new(Scrapes::default());
+        let all = (0..50).map(|_| {
+            let (scrapes, render) = (scrapes.clone(), render.clone());
+            tokio::spawn(async move { scrapes.render(Instant::now(), &render).await })
+        });
+        let bodies = futures::future::join_all(all).await;
+        assert!(bodies.iter().all(|b| b.is_ok()));
+        let made = renders.load(Ordering::SeqCst);
+        // One rendering a round of waiters (without the sharing: fifty).
+        assert!(made <= 10, "50 scrapes at once rendered {made} times");
+        // A scrape after those is answered with a rendering of its own.
+        let later = scrapes.render(Instant::now(), &render).await;
+        assert_eq!(renders.load(Ordering::SeqCst), made + 1);
+        assert_eq!(later, Bytes::from(format!("renders {}\n", made + 1)));
+    }
+}
