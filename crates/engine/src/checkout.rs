@@ -234,11 +234,12 @@ impl Engine {
         Ok(OrderView::from(&self.owned(who, &order)?))
     }
 
+    /// The buyer's `BUYER_ORDERS_SHOWN` most recent orders, oldest first.
     pub async fn orders_of(&self, who: &BuyerSession) -> Result<Vec<OrderView>, EngineError> {
         Ok(self
             .ports
             .ledger
-            .orders_of_buyer(who.buyer)
+            .orders_of_buyer(who.buyer, BUYER_ORDERS_SHOWN)
             .await?
             .iter()
             .map(OrderView::from)
@@ -461,6 +462,9 @@ fn new_order(
         next_attempt_at: now,
     }
 }
+
+/// The most orders a buyer's read of their history returns (the most recent).
+pub const BUYER_ORDERS_SHOWN: usize = 200;
 
 /// What a checkout of this order reports, whoever asks and however often.
 pub(crate) fn outcome_of(order: &Order) -> Result<CheckoutOutcome, EngineError> {

@@ -48,7 +48,7 @@ pub use audit::AuditReport;
 pub use availability::{AvailabilitySnapshot, availability_delta};
 pub use buyers::{BuyerSession, BuyersConfig, Identity, NewBuyer};
 pub use catalog::EventEntry;
-pub use checkout::{CheckoutOutcome, KeepConfirmed};
+pub use checkout::{BUYER_ORDERS_SHOWN, CheckoutOutcome, KeepConfirmed};
 pub use error::{EngineError, Resource};
 pub use holds::{Admitted, HoldInput, SeatSelection};
 pub use order_view::{OrderView, Ticket};

@@ -318,8 +318,12 @@ impl Ledger for PostgresLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
-        orders::of_buyer(&self.pool, &buyer.to_string()).await
+    async fn orders_of_buyer(
+        &self,
+        buyer: BuyerId,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError> {
+        orders::of_buyer(&self.pool, &buyer.to_string(), limit).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

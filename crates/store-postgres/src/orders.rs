@@ -24,7 +24,9 @@ const BY_HOLD: &str = concat!(
 const OF_BUYER: &str = concat!(
     "SELECT ",
     order_columns!(),
-    " FROM orders WHERE buyer_id = $1 ORDER BY created_at, id"
+    " FROM (SELECT * FROM orders WHERE buyer_id = $1
+             ORDER BY created_at DESC, id DESC LIMIT $2) AS recent
+      ORDER BY created_at, id"
 );
 const DUE: &str = concat!(
     "SELECT ",
@@ -95,9 +97,11 @@ pub(crate) async fn by_hold<'e>(
 pub(crate) async fn of_buyer<'e>(
     conn: impl PgExecutor<'e>,
     buyer: &str,
+    limit: usize,
 ) -> Result<Vec<Order>, StoreError> {
     let rows = sqlx::query(OF_BUYER)
         .bind(buyer)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(conn)
         .await
         .map_err(db)?;

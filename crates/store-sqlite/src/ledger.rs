@@ -249,9 +249,13 @@ impl Ledger for SqliteLedger {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
+    async fn orders_of_buyer(
+        &self,
+        buyer: BuyerId,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError> {
         self.readers
-            .read(move |c| orders::of_buyer(c, &buyer.to_string()))
+            .read(move |c| orders::of_buyer(c, &buyer.to_string(), limit))
             .await
     }
 

@@ -108,10 +108,18 @@ pub(crate) fn by_hold(conn: &Connection, hold: &str) -> Result<Option<Order>, St
     )
 }
 
-pub(crate) fn of_buyer(conn: &Connection, buyer: &str) -> Result<Vec<Order>, StoreError> {
-    let sql =
-        format!("SELECT {ORDER_COLUMNS} FROM orders WHERE buyer_id = ?1 ORDER BY created_at, id");
-    query(conn, &sql, [buyer])
+pub(crate) fn of_buyer(
+    conn: &Connection,
+    buyer: &str,
+    limit: usize,
+) -> Result<Vec<Order>, StoreError> {
+    let sql = format!(
+        "SELECT {ORDER_COLUMNS} FROM (SELECT * FROM orders WHERE buyer_id = ?1
+                                      ORDER BY created_at DESC, id DESC LIMIT ?2)
+         ORDER BY created_at, id"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    query(conn, &sql, rusqlite::params![buyer, limit])
 }
 
 /// A page of the recovery sweep's work list: orders in any of `q.states` idle since

@@ -255,7 +255,11 @@ pub trait Ledger: Send + Sync {
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError>;
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError>;
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;
-    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError>;
+    /// The buyer's `limit` most recent orders (by creation), oldest first: a buyer's
+    /// history grows with every attempt, declined ones included, and a read of it must
+    /// not.
+    async fn orders_of_buyer(&self, buyer: BuyerId, limit: usize)
+    -> Result<Vec<Order>, StoreError>;
     /// A page of the recovery sweep's work list (see `DueOrders`); a cursor, so a page
     /// costs the same however deep into the list it is.
     async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError>;

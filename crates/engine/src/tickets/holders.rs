@@ -73,7 +73,8 @@ impl Engine {
     /// GET /v1/me/tickets: the caller's tickets (writing those of orders paid before the
     /// ledger wrote tickets at capture).
     pub async fn my_tickets(&self, who: &BuyerSession) -> Result<Vec<TicketView>, EngineError> {
-        let orders = self.ports.ledger.orders_of_buyer(who.buyer).await?;
+        let shown = crate::checkout::BUYER_ORDERS_SHOWN;
+        let orders = self.ports.ledger.orders_of_buyer(who.buyer, shown).await?;
         for order in orders.iter().filter(|o| o.state == OrderState::Confirmed) {
             self.issue_tickets(order).await?;
         }

@@ -186,8 +186,12 @@ impl Ledger for Racing {
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError> {
         self.inner.order_of_hold(hold).await
     }
-    async fn orders_of_buyer(&self, buyer: BuyerId) -> Result<Vec<Order>, StoreError> {
-        self.inner.orders_of_buyer(buyer).await
+    async fn orders_of_buyer(
+        &self,
+        buyer: BuyerId,
+        limit: usize,
+    ) -> Result<Vec<Order>, StoreError> {
+        self.inner.orders_of_buyer(buyer, limit).await
     }
     async fn orders_due(&self, q: &DueOrders<'_>) -> Result<Vec<Order>, StoreError> {
         self.inner.orders_due(q).await

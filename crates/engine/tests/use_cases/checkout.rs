@@ -402,7 +402,7 @@ async fn a_hold_whose_pin_the_hot_store_lost_is_answered_with_its_first_order() 
     };
     assert_eq!(view.order_id, order.id);
     assert_eq!(payments_of(&d, order.id).await, 1);
-    let orders = boxoffice_engine::ports::Ledger::orders_of_buyer(&*d.ledger, buyer.who.buyer)
+    let orders = boxoffice_engine::ports::Ledger::orders_of_buyer(&*d.ledger, buyer.who.buyer, 10)
         .await
         .unwrap();
     assert_eq!(orders.len(), 1, "one order for the hold: {orders:?}");
@@ -435,7 +435,7 @@ async fn ten_checkouts_of_one_held_hold_at_once_make_one_order_paid_once() {
     assert!(confirmed >= 1, "{outs:?}");
     assert_eq!(order.state, OrderState::Confirmed);
     assert_eq!(money(&d, order.id).await, Some(ProviderState::Captured));
-    let orders = boxoffice_engine::ports::Ledger::orders_of_buyer(&*d.ledger, buyer.who.buyer)
+    let orders = boxoffice_engine::ports::Ledger::orders_of_buyer(&*d.ledger, buyer.who.buyer, 10)
         .await
         .unwrap();
     assert_eq!(orders.len(), 1, "one order for the hold: {orders:?}");

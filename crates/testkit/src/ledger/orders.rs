@@ -36,10 +36,21 @@ pub async fn orders_read_back_by_id_hold_and_buyer(ledger: Arc<dyn Ledger>) {
     }
     assert_eq!(ledger.order(a.id).await.unwrap(), Some(a.clone()));
     assert_eq!(ledger.order_of_hold(b.hold).await.unwrap(), Some(b.clone()));
-    assert_eq!(ledger.orders_of_buyer(buyer).await.unwrap(), vec![a, b]);
+    assert_eq!(
+        ledger.orders_of_buyer(buyer, 10).await.unwrap(),
+        vec![a.clone(), b.clone()]
+    );
+    // A buyer's history is read to a limit: the most recent orders, oldest first.
+    assert_eq!(
+        ledger.orders_of_buyer(buyer, 1).await.unwrap(),
+        vec![b.clone()]
+    );
+    let c = order(&e, buyer, &[3], T0.plus_secs(2));
+    ledger.insert_order(&c).await.unwrap();
+    assert_eq!(ledger.orders_of_buyer(buyer, 2).await.unwrap(), vec![b, c]);
     assert_eq!(ledger.order(OrderId::random()).await.unwrap(), None);
     assert_eq!(
-        ledger.orders_of_buyer(BuyerId::random()).await.unwrap(),
+        ledger.orders_of_buyer(BuyerId::random(), 10).await.unwrap(),
         vec![]
     );
 }
