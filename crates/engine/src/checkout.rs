@@ -338,7 +338,16 @@ impl Engine {
     /// answering: the same settling logic finishes it from where it is.
     async fn moved_meanwhile(&self, order: &Order) -> Result<CheckoutOutcome, EngineError> {
         if let Some(now) = self.ports.ledger.order(order.id).await? {
-            self.settle(&now).await?;
+            match self.settle(&now).await {
+                Ok(_) => {}
+                // An order that ended has its answer: what is left (a late payment's
+                // void the provider did not make) is its webhook's to finish, not the
+                // buyer's to wait for.
+                Err(e) if now.state.is_final() => {
+                    tracing::warn!(order = %now.id, error = %e, "settling an ended order failed; its webhook will finish it");
+                }
+                Err(e) => return Err(e),
+            }
         }
         self.current(order.id).await
     }
@@ -394,21 +403,32 @@ impl Engine {
     /// The hold a checkout pinned for an order the ledger refused (the hold's `first`
     /// order exists) given back to that order, so the first checkout can still end as
     /// it should: its seats sold in the hot store when it sold them, the hold pinned for
-    /// it again while its payment is open (else its approval would find the hold pinned
-    /// for another order and give the money back), released when it ended unsold. A
-    /// seat taken by someone else in the moment between release and retake leaves the
-    /// first order to its settling, which gives an unpinned payment back.
+    /// it again for what is left of its grace while its payment is open (else its
+    /// approval would find the hold pinned for another order and give the money back),
+    /// released when it ended unsold, any of its seats the ledger still has sold (a
+    /// ticket sold on through the exchange) marked sold again. Release and retake are
+    /// two steps: a seat another buyer takes between them leaves the first order to its
+    /// settling, which gives an unpinned payment back, as before.
     async fn give_hold_back_to(&self, first: &Order, grace_s: u32) {
         use OrderState as S;
         match first.state {
             s if s.holds_seats() => self.record_sale_in_hot_store(first).await,
             S::PendingPayment | S::Authorized => {
                 self.release_quietly(first.hold).await;
-                if let Err(e) = self.retake_seats(first, grace_s).await {
+                let ends = first.created_at.plus_secs(u64::from(grace_s));
+                let left_s = (ends.0 - self.now().0).max(0) / 1000;
+                let left_s = u32::try_from(left_s).unwrap_or(grace_s);
+                if left_s == 0 {
+                    return;
+                }
+                if let Err(e) = self.retake_seats(first, left_s).await {
                     tracing::info!(order = %first.id, error = %e, "could not pin the hold for its first order again");
                 }
             }
-            _ => self.release_quietly(first.hold).await,
+            _ => {
+                self.release_quietly(first.hold).await;
+                self.agree_with_ledger_on(first).await;
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use crate::ports::{
 use crate::verified::Verified;
 use crate::waiting::Refusal;
 use crate::waiting::limits::Key;
-use crate::{Engine, EngineError, Resource};
+use crate::{Engine, EngineError, Origin, Resource};
 
 /// What the buyer asked for, still in public terms (labels, section keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,12 +144,20 @@ impl Engine {
         entry: &Arc<EventEntry>,
         admitted: &Admitted,
         input: &HoldInput,
+        origin: &Origin,
         holds: &dyn ClaimedHolds,
         claim: &ReplayClaim<'_>,
     ) -> Result<Claimed<Result<HoldView, EngineError>>, EngineError> {
         // The claim's time: one clock read for the claim and the hold.
         let now = claim.now;
         let req = self.prepare_hold(entry, admitted, input, now).await?;
+        // The buyer's signals after the hold's own checks (a hold they refuse joins the
+        // buyer to no cluster) and before the hot store's step (a hold the signals
+        // refuse takes nothing); a refusal here, as any before the claim, is kept under
+        // the Idempotency-Key by the caller, and a retry of a hold already taken is
+        // answered with that hold.
+        self.signals_at_entry(entry, admitted.who.buyer, origin)
+            .await?;
         let (result, kept) = match holds.hold(claim, &req, now).await?.outcome() {
             Err(begin) => return Ok(Claimed::Refused(begin)),
             Ok(ran) => ran,
@@ -157,24 +165,6 @@ impl Engine {
         // A kept outcome is never `UnknownEvent`, so `finish_hold` answers it as it is.
         let answer = self.finish_hold(&req, now, result).await;
         Ok(Claimed::of(answer, kept))
-    }
-
-    /// A hold's own checks (the sale open, the selection naming seats of the event),
-    /// made ahead of `signals_at_entry` when the event has velocity rules: a hold they
-    /// refuse must not join the buyer to a cluster. Without rules there are no signals
-    /// and nothing is checked twice (`hold_claimed` makes the same checks).
-    pub async fn check_hold(
-        &self,
-        entry: &Arc<EventEntry>,
-        admitted: &Admitted,
-        input: &HoldInput,
-    ) -> Result<(), EngineError> {
-        if self.velocity.is_none() || entry.event.sale.velocity.is_none() {
-            return Ok(());
-        }
-        self.prepare_hold(entry, admitted, input, self.now())
-            .await
-            .map(drop)
     }
 
     /// Everything a hold checks and does before the hot store's step: the sale is open,

@@ -51,9 +51,11 @@ impl Engine {
                     Ok(false)
                 }
             },
-            // An order that ended, asked about by a webhook (the sweep passes only
-            // unfinished orders): a failure is an error, so the webhook is answered
-            // 5xx and delivered again, the one path that brings a late payment back.
+            // An order that ended, asked about by a webhook or by a checkout whose order
+            // another path ended meanwhile (the sweep passes only unfinished orders): a
+            // failure is an error, so a webhook is answered 5xx and delivered again,
+            // the one path that brings a late payment back (a checkout logs it and
+            // answers the order as it is).
             S::Declined | S::Voided | S::Lost | S::Cancelled => {
                 let found = via.inquire(&Inquiry::of(order)).await.map_err(|e| {
                     EngineError::Unavailable(format!("the provider did not answer: {e}"))

@@ -41,7 +41,7 @@ pub use error::ApiError;
 pub use routes::{RouteClass, RouteDef, table as routes};
 
 /// Largest request body any route accepts (`routes::body_limit`): the operator's event
-/// spec (a big stadium's fits many times over) and a gate's offline scans.
+/// spec (a big stadium's fits many times over).
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// Largest body of every other route: a buyer's join, hold or checkout is a few hundred
 /// bytes. A place among the requests in flight is held while a body is read, so a

@@ -22,10 +22,9 @@ pub(crate) const PREFIX: &str = "/assets/";
 
 const INDEX: &str = include_str!("../../../web/app/index.html");
 const CONSOLE: &str = include_str!("../../../web/app/console.html");
-/// The pages, which are not in `FILES`: they are served by their routes, not by name.
-/// A served file's name, from the route's one path parameter as sent: the names of the
-/// files served are plain, so one that needs decoding (or does not decode to UTF-8)
-/// names no file and is answered `not_found`, not with axum's uncoded 400.
+/// A served file's name, from the route's one path parameter, read without axum's
+/// `Path`, whose refusal of a segment that does not decode to UTF-8 is an uncoded 400:
+/// a name that is no file's, however it was sent, is answered `not_found`.
 pub struct FileName(pub String);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for FileName {
@@ -42,6 +41,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for FileName {
     }
 }
 
+/// The pages, which are not in `FILES`: they are served by their routes, not by name.
 #[cfg(test)]
 pub(crate) const PAGES: [&str; 2] = ["index.html", "console.html"];
 

@@ -24,9 +24,12 @@ const BY_HOLD: &str = concat!(
 const OF_BUYER: &str = concat!(
     "SELECT ",
     order_columns!(),
-    " FROM (SELECT * FROM orders WHERE buyer_id = $1
-             ORDER BY created_at DESC, id DESC LIMIT $2) AS recent
-      ORDER BY created_at, id"
+    " FROM orders
+      WHERE buyer_id = $1
+        AND (state IN ('committed', 'pending_capture', 'confirmed')
+             OR id IN (SELECT id FROM orders WHERE buyer_id = $1
+                       ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $2))
+      ORDER BY created_at, id COLLATE \"C\""
 );
 const DUE: &str = concat!(
     "SELECT ",

@@ -114,8 +114,11 @@ pub(crate) fn of_buyer(
     limit: usize,
 ) -> Result<Vec<Order>, StoreError> {
     let sql = format!(
-        "SELECT {ORDER_COLUMNS} FROM (SELECT * FROM orders WHERE buyer_id = ?1
-                                      ORDER BY created_at DESC, id DESC LIMIT ?2)
+        "SELECT {ORDER_COLUMNS} FROM orders
+         WHERE buyer_id = ?1
+           AND (state IN ('committed', 'pending_capture', 'confirmed')
+                OR id IN (SELECT id FROM orders WHERE buyer_id = ?1
+                          ORDER BY created_at DESC, id DESC LIMIT ?2))
          ORDER BY created_at, id"
     );
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);

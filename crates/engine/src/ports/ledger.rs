@@ -255,9 +255,10 @@ pub trait Ledger: Send + Sync {
     async fn insert_order(&self, order: &Order) -> Result<InsertOrder, StoreError>;
     async fn order(&self, id: OrderId) -> Result<Option<Order>, StoreError>;
     async fn order_of_hold(&self, hold: HoldId) -> Result<Option<Order>, StoreError>;
-    /// The buyer's `limit` most recent orders (by creation), oldest first: a buyer's
-    /// history grows with every attempt, declined ones included, and a read of it must
-    /// not.
+    /// The buyer's orders that own seats, and of the others the `limit` most recent
+    /// (by creation), oldest first: a buyer's history grows with every attempt,
+    /// declined ones included, and a read of it must not, while a sale (bounded by the
+    /// per-buyer limit of its event) is never pushed out by failed attempts.
     async fn orders_of_buyer(&self, buyer: BuyerId, limit: usize)
     -> Result<Vec<Order>, StoreError>;
     /// A page of the recovery sweep's work list (see `DueOrders`); a cursor, so a page

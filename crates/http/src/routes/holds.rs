@@ -237,22 +237,13 @@ pub async fn create(
     {
         return ApiError::from(e).into_response();
     }
-    // The buyer joins the clusters of the key the proof just proved (the admission's)
-    // and of the network, or is refused before the hold is taken, with nothing joined;
-    // and only for a hold its own checks would let through.
-    if let Err(e) = st.engine.check_hold(&entry, &admitted, &input).await {
-        return ApiError::from(e).into_response();
-    }
+    // Where the buyer comes from: the clusters of the key the proof just proved (the
+    // admission's) and of the network, which the hold's step joins once the hold's own
+    // checks pass, before the hold is taken.
     let origin = Origin {
         ip: Some(addr),
         device: admitted.key.as_ref().map(|k| k.0.clone()),
     };
-    if let Err(e) = (st.engine)
-        .signals_at_entry(&entry, admitted.who.buyer, &origin)
-        .await
-    {
-        return ApiError::from(e).into_response();
-    }
     // The key's claim and the hold are one call to the hot store (`ClaimedHolds`), which
     // may keep the hold's outcome as the key's answer in the same call.
     let scope = Scope::Buyer(admitted.who.buyer);
@@ -261,7 +252,7 @@ pub async fn create(
         let sample = feeds.start();
         let holds = state.hold_claims.clone();
         let claimed = (state.engine)
-            .hold_claimed(&entry, &admitted, &input, &*holds, &args.claim())
+            .hold_claimed(&entry, &admitted, &input, &origin, &*holds, &args.claim())
             .await;
         let (hold, kept) = match claimed.map(Claimed::outcome) {
             Err(e) => {

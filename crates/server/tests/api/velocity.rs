@@ -536,3 +536,38 @@ async fn a_hold_refused_for_an_unknown_seat_joins_no_cluster() {
         networks().await
     );
 }
+
+/// On an event with velocity rules, a retried hold (the same Idempotency-Key) after the
+/// sale closed is answered with the hold it took, as on any event: the hold's own
+/// checks run in the claimed step, behind the replay store, not ahead of it.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
+async fn a_retried_hold_is_replayed_after_the_sale_closed() {
+    let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
+    let mut rules = no_limits();
+    rules.signals.per_network = SignalThreshold::new(Some(2), Some(3));
+    let event = event_with(&app, rules).await;
+    let (_, res) = join_via_proxy(&app, event, "203.0.113.7").await;
+    let admission = admission_of(&app, event, res).await;
+    let key = uuid();
+    let hold = || async {
+        app.client
+            .post(app.url(&format!("/v1/events/{event}/holds")))
+            .bearer_auth(&admission)
+            .header("Idempotency-Key", &key)
+            .header("X-Forwarded-For", "203.0.113.7")
+            .json(&json!({"best_available": {"section": "A", "quantity": 1}}))
+            .send()
+            .await
+            .unwrap()
+    };
+    let first = hold().await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.unwrap();
+    let path = format!("/v1/events/{event}/close");
+    let closed = app.post(&path, &app.operator_key, &uuid(), json!({})).await;
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let again = hold().await;
+    assert_eq!(again.status(), StatusCode::CREATED);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["hold_id"], first["hold_id"]);
+}

@@ -40,7 +40,8 @@ pub async fn orders_read_back_by_id_hold_and_buyer(ledger: Arc<dyn Ledger>) {
         ledger.orders_of_buyer(buyer, 10).await.unwrap(),
         vec![a.clone(), b.clone()]
     );
-    // A buyer's history is read to a limit: the most recent orders, oldest first.
+    // A buyer's history is read to a limit: the most recent orders, oldest first (with
+    // every order that owns seats, which these do not).
     assert_eq!(
         ledger.orders_of_buyer(buyer, 1).await.unwrap(),
         vec![b.clone()]
