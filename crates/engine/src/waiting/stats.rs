@@ -1,6 +1,7 @@
 //! Operator controls and the operator's view: admission override (PUT /admission),
 //! the event's rules (PUT /waiting-room), health samples, and GET /stats.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use boxoffice_domain::EventId;
@@ -8,7 +9,9 @@ use boxoffice_domain::admission::Health;
 use serde::Serialize;
 
 use super::Signal;
-use super::settings::{AdmissionControl, CONTROL, CurrentRate, EventSettings, RULES, WaitingRules};
+use super::settings::{
+    AdmissionControl, CONTROL, CurrentRate, EventSettings, OPERATOR_SETTINGS, RULES, WaitingRules,
+};
 use crate::ports::{QueueState, SeatCounts};
 use crate::{Engine, EngineError};
 
@@ -82,7 +85,13 @@ impl Engine {
     ) -> Result<Arc<EventSettings>, EngineError> {
         let cache = &self.waiting.settings;
         let (read, read_at) = (cache.generation(), self.now());
-        let raw = self.ports.queue.settings(event).await?;
+        let mut raw = self.ports.queue.settings(event).await?;
+        if OPERATOR_SETTINGS
+            .iter()
+            .any(|name| !raw.contains_key(*name))
+        {
+            self.restore_operator_settings(event, &mut raw).await?;
+        }
         let settings = Arc::new(EventSettings::parse(&raw, self.config.waiting.rules));
         cache.keep(
             event,
@@ -92,6 +101,28 @@ impl Engine {
             self.settings_ttl_ms(),
         );
         Ok(settings)
+    }
+
+    /// The operator's settings the queue store does not have (it lost them: a Redis
+    /// flushed, or failed over to a replica without them), put back from the ledger's
+    /// copy, kept there before each was stored. Without this, a store that lost them
+    /// before the sale opened (the line is restored, settings and all, only once it is
+    /// open) let every join in under the default rules: no proof of work, no human
+    /// check, no account rules, until the opening.
+    async fn restore_operator_settings(
+        &self,
+        event: EventId,
+        raw: &mut HashMap<String, String>,
+    ) -> Result<(), EngineError> {
+        for (name, value) in self.ports.ledger.line_settings(event).await? {
+            if OPERATOR_SETTINGS.contains(&name.as_str()) && !raw.contains_key(&name) {
+                let stored = (self.ports.queue)
+                    .set_setting(event, &name, &value, true)
+                    .await?;
+                raw.insert(name, stored);
+            }
+        }
+        Ok(())
     }
 
     /// The event's settings as this node read them at most `public_doc_ttl_ms` ago:

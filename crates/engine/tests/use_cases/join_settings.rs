@@ -86,3 +86,33 @@ async fn opening_the_sale_makes_the_node_read_the_settings_again() {
     let after = try_join(&a.engine, event, &buyer(&a.engine).await).await;
     assert!(pow_required(&after), "{after:?}");
 }
+
+/// A queue store that loses an event's settings before its sale opens (a Redis
+/// flushed, or failed over to a replica without them) got them back only with the
+/// line, at the opening: until then every join was checked against the default rules,
+/// with the operator's proof of work off. They are put back from the ledger's copy.
+#[boxoffice_testkit::test]
+async fn rules_the_queue_store_lost_before_the_opening_still_apply() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let (a, b) = two_nodes(&d);
+    let event = scheduled_event(&a.engine, 1, 4).await;
+    let pow = WaitingRules {
+        pow_difficulty: 4,
+        ..WaitingRules::default()
+    };
+    a.engine.set_waiting_rules(event, pow).await.expect("set");
+    let before = try_join(&b.engine, event, &buyer(&b.engine).await).await;
+    assert!(pow_required(&before), "{before:?}");
+    // The store loses the event; node B's copy of its settings runs out.
+    b.engine
+        .ports()
+        .queue
+        .drop_event(event)
+        .await
+        .expect("dropped");
+    advance_ms(&d, TTL_MS);
+    let after = try_join(&b.engine, event, &buyer(&b.engine).await).await;
+    assert!(pow_required(&after), "{after:?}");
+    let stats = a.engine.waiting_stats(event).await.expect("stats");
+    assert_eq!(stats.rules.pow_difficulty, 4);
+}
