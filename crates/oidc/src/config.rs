@@ -98,6 +98,32 @@ mod defaults {
     }
 }
 
+/// The JWKS must come over HTTPS: whoever can change it in transit can sign any
+/// buyer's identity. Plain HTTP only to this machine (a provider beside the node, a
+/// test's own JWKS).
+fn check_jwks_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| format!("oidc.jwks_url must be an https:// URL ({e})"))?;
+    let host = parsed.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => Err(format!(
+            "oidc.jwks_url must be an https:// URL: keys fetched over plain http from {} \
+             could be replaced in transit (http:// is accepted only for this machine)",
+            host
+        )),
+        other => Err(format!(
+            "oidc.jwks_url must be an https:// URL, not {other}://"
+        )),
+    }
+}
+
 impl OidcConfig {
     /// The settings that must be right before any token can be judged; returns the
     /// accepted algorithms.
@@ -108,9 +134,7 @@ impl OidcConfig {
         if self.audience.0.is_empty() || self.audience.0.iter().any(String::is_empty) {
             return Err("oidc.audience must name the audience tokens are issued for".into());
         }
-        if !(self.jwks_url.starts_with("http://") || self.jwks_url.starts_with("https://")) {
-            return Err("oidc.jwks_url must be an http:// or https:// URL".into());
-        }
+        check_jwks_url(&self.jwks_url)?;
         if self.buyer_claim.is_empty() {
             return Err("oidc.buyer_claim must name a claim (default \"sub\")".into());
         }
@@ -130,5 +154,37 @@ impl OidcConfig {
             return Err("oidc.algorithms must accept at least one algorithm".into());
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_jwks_url;
+
+    /// A JWKS fetched over plain http from another machine could be replaced in
+    /// transit, and with it every buyer identity the node accepts: refused, and only
+    /// this machine may serve it without TLS.
+    #[test]
+    fn a_jwks_url_must_be_https_unless_it_is_this_machine() {
+        for ok in [
+            "https://id.example.com/.well-known/jwks.json",
+            "http://127.0.0.1:8080/jwks",
+            "http://localhost/jwks",
+            "http://[::1]:9000/jwks",
+        ] {
+            assert_eq!(check_jwks_url(ok), Ok(()), "{ok}");
+        }
+        for refused in [
+            "http://id.example.com/jwks",
+            "http://10.0.0.7/jwks",
+            "ftp://id.example.com/jwks",
+            "id.example.com/jwks",
+        ] {
+            let e = check_jwks_url(refused).unwrap_err();
+            assert!(
+                e.contains("oidc.jwks_url must be an https:// URL"),
+                "{refused}: {e}"
+            );
+        }
     }
 }

@@ -54,6 +54,8 @@ impl Jwks {
     pub(crate) fn new(config: &OidcConfig) -> Result<Jwks, String> {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(config.fetch_timeout_ms))
+            // The URL checked at start-up is the one fetched: no redirect to another.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("building the JWKS client: {e}"))?;
         Ok(Jwks {
