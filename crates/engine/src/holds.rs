@@ -156,8 +156,11 @@ impl Engine {
         // refuse takes nothing); a refusal here, as any before the claim, is kept under
         // the Idempotency-Key by the caller, and a retry of a hold already taken is
         // answered with that hold.
-        self.signals_at_entry(entry, admitted.who.buyer, origin)
-            .await?;
+        if self.velocity.is_some() && entry.event.sale.velocity.is_some() {
+            // Boxed: the signals' step is a large future that every hold's future would
+            // otherwise carry (and copy when moved) on sales without velocity rules.
+            Box::pin(self.signals_at_entry(entry, admitted.who.buyer, origin)).await?;
+        }
         let (result, kept) = match holds.hold(claim, &req, now).await?.outcome() {
             Err(begin) => return Ok(Claimed::Refused(begin)),
             Ok(ran) => ran,
