@@ -113,13 +113,7 @@ async fn a_committed_order_whose_authorization_lapsed_is_cancelled() {
     use boxoffice_engine::ports::{Commit, CommitOutcome};
 
     let d = Durable::new(FakeGatewayConfig::default());
-    let n = node(&d, EngineConfig::default());
-    let event = open_event(&n.engine, 1, 4).await;
-    let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
-    // Authorized at the provider; the answer never came back.
-    let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_AFTER_CHARGE).await;
-    assert!(matches!(out, Ok(CheckoutOutcome::Pending(_))), "{out:?}");
-    let o = order_of(&n.engine, &h).await;
+    let (n, event, _, _, o) = authorized_answer_lost(&d).await;
     let record = d.fake.record(o.id).await.unwrap().expect("authorized");
     // What a checkout that died after its commit left behind.
     let ledger = &n.engine.ports().ledger;

@@ -132,14 +132,9 @@ async fn a_live_checkout_rechecks_its_pin_before_committing() {
 async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
     use boxoffice_engine::ports::{HoldRequest, SeatChoice};
 
-    let d = Durable::new(FakeGatewayConfig::default());
-    let n = node(&d, EngineConfig::default());
-    let event = open_event(&n.engine, 1, 4).await;
-    let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
     // Authorized at the provider; the answer never came back: the first order is open.
-    let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_AFTER_CHARGE).await;
-    assert!(matches!(out, Ok(CheckoutOutcome::Pending(_))), "{out:?}");
-    let first = order_of(&n.engine, &h).await;
+    let d = Durable::new(FakeGatewayConfig::default());
+    let (n, event, who, h, first) = authorized_answer_lost(&d).await;
     assert_eq!(
         hold_state(&n.engine, &h).await,
         Some(HoldState::PaymentPending)

@@ -18,7 +18,7 @@ use boxoffice_engine::ports::{
     HoldRequest, HoldView, Ledger, ManualClock, Order, PaymentGateway, QueueStore, SeatChoice,
 };
 use boxoffice_engine::{BuyerSession, CheckoutOutcome, Engine, EngineConfig, EngineError, Ports};
-use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig};
+use boxoffice_payment_fake::{FakeGateway, FakeGatewayConfig, methods};
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue};
 use boxoffice_store_sqlite::{SqliteLedger, SqliteOptions};
 
@@ -186,6 +186,19 @@ pub async fn checkout(
     method: &str,
 ) -> Result<CheckoutOutcome, EngineError> {
     engine.checkout(who, hold.hold, method).await
+}
+
+/// A node over `d`, an open event, and a buyer's checkout of seats A-1-1 and A-1-2
+/// authorized at the provider whose answer never came back (202, the order open):
+/// (node, event, buyer, hold, order).
+pub async fn authorized_answer_lost(d: &Durable) -> (Node, EventId, BuyerSession, HoldView, Order) {
+    let n = node(d, EngineConfig::default());
+    let event = open_event(&n.engine, 1, 4).await;
+    let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
+    let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_AFTER_CHARGE).await;
+    assert!(matches!(out, Ok(CheckoutOutcome::Pending(_))), "{out:?}");
+    let order = order_of(&n.engine, &h).await;
+    (n, event, who, h, order)
 }
 
 /// The order a hold's checkout wrote.

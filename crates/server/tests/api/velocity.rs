@@ -390,24 +390,8 @@ async fn a_network_full_of_buyers_is_refused_at_the_join_and_at_the_hold() {
     let res = hold_via_proxy(&app, event, &roamer, "203.0.113.8").await;
     assert_eq!(res.status(), StatusCode::CREATED);
 
-    let v: Value = app
-        .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let nets: Vec<(String, u64, bool)> = v["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["dimension"] == "network")
-        .map(|c| {
-            let key = c["key"].as_str().unwrap().to_string();
-            (key, c["buyers"].as_u64().unwrap(), c["refusing"] == true)
-        })
-        .collect();
     assert_eq!(
-        nets,
+        network_clusters(&app, event).await,
         [
             ("198.51.100.0/24".to_string(), 2, true),
             ("203.0.113.0/24".to_string(), 1, false),
@@ -478,36 +462,47 @@ async fn one_decline_by_webhook_delivered_many_times_is_counted_once() {
     assert_eq!(res.status(), StatusCode::CREATED);
 }
 
-/// A hold the event refuses (a seat it does not have) joined the buyer to their
-/// network's cluster all the same, the signals being taken before the hold's own
-/// checks: refused attempts could push a shared network towards `too_many_buyers`.
-#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
-async fn a_hold_refused_for_an_unknown_seat_joins_no_cluster() {
+/// The event's network clusters as the operator reads them: (network, buyers,
+/// refusing).
+async fn network_clusters(app: &TestApp, event: EventId) -> Vec<(String, u64, bool)> {
+    let v: Value = app
+        .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
+        .await
+        .json()
+        .await
+        .unwrap();
+    v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["dimension"] == "network")
+        .map(|c| {
+            let key = c["key"].as_str().unwrap().to_string();
+            (key, c["buyers"].as_u64().unwrap(), c["refusing"] == true)
+        })
+        .collect()
+}
+
+/// A node behind a trusted proxy, an event whose network cluster refuses a third
+/// buyer, and one buyer admitted from 203.0.113.7: (the node, the event, the buyer's
+/// admission token).
+async fn admitted_behind_a_proxy() -> (TestApp, EventId, String) {
     let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
     let mut rules = no_limits();
     rules.signals.per_network = SignalThreshold::new(Some(2), Some(3));
     let event = event_with(&app, rules).await;
     let (_, res) = join_via_proxy(&app, event, "203.0.113.7").await;
     let admission = admission_of(&app, event, res).await;
-    let networks = || async {
-        let v: Value = app
-            .get(&format!("/v1/events/{event}/signals"), &app.operator_key)
-            .await
-            .json()
-            .await
-            .unwrap();
-        let clusters = v["clusters"].as_array().unwrap().iter();
-        clusters
-            .filter(|c| c["dimension"] == "network")
-            .map(|c| {
-                (
-                    c["key"].as_str().unwrap().to_string(),
-                    c["buyers"].as_u64().unwrap(),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    let before = networks().await;
+    (app, event, admission)
+}
+
+/// A hold the event refuses (a seat it does not have) joined the buyer to their
+/// network's cluster all the same, the signals being taken before the hold's own
+/// checks: refused attempts could push a shared network towards `too_many_buyers`.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
+async fn a_hold_refused_for_an_unknown_seat_joins_no_cluster() {
+    let (app, event, admission) = admitted_behind_a_proxy().await;
+    let before = network_clusters(&app, event).await;
     let res = app
         .client
         .post(app.url(&format!("/v1/events/{event}/holds")))
@@ -521,20 +516,16 @@ async fn a_hold_refused_for_an_unknown_seat_joins_no_cluster() {
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
     assert_eq!(error_code(res).await, "seat_not_found");
     assert_eq!(
-        networks().await,
+        network_clusters(&app, event).await,
         before,
         "the refused hold joined a cluster"
     );
     // A hold the event takes joins the network's cluster.
     let res = hold_via_proxy(&app, event, &admission, "198.51.100.9").await;
     assert_eq!(res.status(), StatusCode::CREATED);
-    assert!(
-        networks()
-            .await
-            .contains(&("198.51.100.0/24".to_string(), 1)),
-        "{:?}",
-        networks().await
-    );
+    let after = network_clusters(&app, event).await;
+    let joined = ("198.51.100.0/24".to_string(), 1, false);
+    assert!(after.contains(&joined), "{after:?}");
 }
 
 /// On an event with velocity rules, a retried hold (the same Idempotency-Key) after the
@@ -542,12 +533,7 @@ async fn a_hold_refused_for_an_unknown_seat_joins_no_cluster() {
 /// checks run in the claimed step, behind the replay store, not ahead of it.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 90)]
 async fn a_retried_hold_is_replayed_after_the_sale_closed() {
-    let app = spawn_with(|c| c.http.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()]).await;
-    let mut rules = no_limits();
-    rules.signals.per_network = SignalThreshold::new(Some(2), Some(3));
-    let event = event_with(&app, rules).await;
-    let (_, res) = join_via_proxy(&app, event, "203.0.113.7").await;
-    let admission = admission_of(&app, event, res).await;
+    let (app, event, admission) = admitted_behind_a_proxy().await;
     let key = uuid();
     let hold = || async {
         app.client
