@@ -51,7 +51,16 @@ pub struct WaitingRoom {
     log: Mutex<HashMap<EventId, VecDeque<Mark>>>,
     /// Per event: how a few-seats-left line's seats are being taken (`untaken_for`).
     untaken: Mutex<HashMap<EventId, Untaken>>,
+    /// Per event: when this node last asked the ledger for operator settings the queue
+    /// store lacked (`restore_operator_settings`), and which of them the ledger had
+    /// then: an event whose operator set none is asked about at most once every
+    /// `RESTORE_CHECK_MS`, not on every read of its settings, while a setting the
+    /// ledger is known to keep is put back as soon as the store is found without it.
+    pub(crate) restore_checked: Mutex<HashMap<EventId, (Millis, Vec<&'static str>)>>,
 }
+
+/// How often a node asks the ledger again for operator settings the queue store lacks.
+pub(crate) const RESTORE_CHECK_MS: i64 = 5_000;
 
 /// What `untaken_for` keeps of an event between batches.
 struct Untaken {

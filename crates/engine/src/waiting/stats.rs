@@ -2,10 +2,11 @@
 //! the event's rules (PUT /waiting-room), health samples, and GET /stats.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
-use boxoffice_domain::EventId;
 use boxoffice_domain::admission::Health;
+use boxoffice_domain::{EventId, Millis};
 use serde::Serialize;
 
 use super::Signal;
@@ -89,8 +90,10 @@ impl Engine {
         if OPERATOR_SETTINGS
             .iter()
             .any(|name| !raw.contains_key(*name))
+            && self.restore_due(event, &raw, read_at)
         {
-            self.restore_operator_settings(event, &mut raw).await?;
+            self.restore_operator_settings(event, &mut raw, read_at)
+                .await?;
         }
         let settings = Arc::new(EventSettings::parse(&raw, self.config.waiting.rules));
         cache.keep(
@@ -103,6 +106,20 @@ impl Engine {
         Ok(settings)
     }
 
+    /// Whether this node is to ask the ledger for missing operator settings now: an
+    /// event whose operator set none lacks them on every read (each batch, each
+    /// refresh), and the ask is made at most once every `RESTORE_CHECK_MS` for it.
+    fn restore_due(&self, event: EventId, raw: &HashMap<String, String>, now: Millis) -> bool {
+        let checked = self.waiting.restore_checked.lock();
+        match checked.get(&event) {
+            Some((at, kept)) => {
+                kept.iter().any(|name| !raw.contains_key(*name))
+                    || now.0 - at.0 >= super::RESTORE_CHECK_MS
+            }
+            None => true,
+        }
+    }
+
     /// The operator's settings the queue store does not have (it lost them: a Redis
     /// flushed, or failed over to a replica without them), put back from the ledger's
     /// copy, kept there before each was stored. Without this, a store that lost them
@@ -113,15 +130,22 @@ impl Engine {
         &self,
         event: EventId,
         raw: &mut HashMap<String, String>,
+        now: Millis,
     ) -> Result<(), EngineError> {
+        let mut kept = Vec::new();
         for (name, value) in self.ports.ledger.line_settings(event).await? {
-            if OPERATOR_SETTINGS.contains(&name.as_str()) && !raw.contains_key(&name) {
+            let Some(known) = OPERATOR_SETTINGS.iter().find(|n| **n == name) else {
+                continue;
+            };
+            kept.push(*known);
+            if let Entry::Vacant(slot) = raw.entry(name) {
                 let stored = (self.ports.queue)
-                    .set_setting(event, &name, &value, true)
+                    .set_setting(event, slot.key(), &value, true)
                     .await?;
-                raw.insert(name, stored);
+                slot.insert(stored);
             }
         }
+        (self.waiting.restore_checked.lock()).insert(event, (now, kept));
         Ok(())
     }
 
