@@ -6,6 +6,7 @@
 //!   │                     │ provider unsure ──► payment_pending ─inquiry─► sold | released
 //!   └─ttl─► expired       └─ declined / lost race ──► released
 //! released | expired ──retake (a late payment the event honours)──► checking_out
+//! checking_out | payment_pending ──repin (to the order the ledger has)──► checking_out
 //! ```
 //!
 //! The table keeps a sold seat sold (P1) and ends every hold once (P3). Both hot stores
@@ -56,16 +57,21 @@ pub enum HoldMove {
     /// A payment that arrived after the hold ended takes the same seats again, when the
     /// event honours late payments and the seats are still free.
     Retake,
+    /// A live hold pinned for an order the ledger refused (a checkout retried after the
+    /// hot store lost its pin, whose ledger already had an order for the hold) is pinned
+    /// for the ledger's order instead, its seats never let go in between.
+    Repin,
 }
 
 impl HoldMove {
-    pub const ALL: [HoldMove; 6] = [
+    pub const ALL: [HoldMove; 7] = [
         HoldMove::Checkout,
         HoldMove::PaymentUncertain,
         HoldMove::Commit,
         HoldMove::Release,
         HoldMove::Expire,
         HoldMove::Retake,
+        HoldMove::Repin,
     ];
 }
 
@@ -87,6 +93,7 @@ impl HoldState {
             (S::Held | S::CheckingOut | S::PaymentPending, M::Release) => S::Released,
             (S::Held | S::CheckingOut | S::PaymentPending, M::Expire) => S::Expired,
             (S::Released | S::Expired, M::Retake) => S::CheckingOut,
+            (S::CheckingOut | S::PaymentPending, M::Repin) => S::CheckingOut,
             (from, by) => return Err(IllegalHoldMove { from, by }),
         };
         Ok(to)

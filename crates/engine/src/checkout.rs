@@ -164,7 +164,7 @@ impl Engine {
                     // The hot store had lost the first order's pin (a failover), so
                     // this checkout pinned the hold for an order the ledger refused.
                     let grace_s = entry.event.sale.payment_grace_s;
-                    self.give_hold_back_to(&first, grace_s).await;
+                    self.give_hold_back_to(&first, order.id, grace_s).await;
                 }
                 return outcome_of(&first);
             }
@@ -400,28 +400,31 @@ impl Engine {
         }
     }
 
-    /// The hold a checkout pinned for an order the ledger refused (the hold's `first`
-    /// order exists) given back to that order, so the first checkout can still end as
-    /// it should: its seats sold in the hot store when it sold them, the hold pinned for
-    /// it again for what is left of its grace while its payment is open (else its
-    /// approval would find the hold pinned for another order and give the money back),
+    /// The hold a checkout pinned for an order the ledger refused (`refused`; the hold's
+    /// `first` order exists) given back to that order, so the first checkout can still
+    /// end as it should: its seats sold in the hot store when it sold them, the hold
+    /// pinned for it again in place for what is left of its grace while its payment is
+    /// open (else its approval would find the hold pinned for another order and give
+    /// the money back; one step, so no other buyer can take a seat in between),
     /// released when it ended unsold, any of its seats the ledger still has sold (a
-    /// ticket sold on through the exchange) marked sold again. Release and retake are
-    /// two steps: a seat another buyer takes between them leaves the first order to its
-    /// settling, which gives an unpinned payment back, as before.
-    async fn give_hold_back_to(&self, first: &Order, grace_s: u32) {
+    /// ticket sold on through the exchange) marked sold again.
+    async fn give_hold_back_to(&self, first: &Order, refused: OrderId, grace_s: u32) {
         use OrderState as S;
         match first.state {
             s if s.holds_seats() => self.record_sale_in_hot_store(first).await,
             S::PendingPayment | S::Authorized => {
-                self.release_quietly(first.hold).await;
                 let ends = first.created_at.plus_secs(u64::from(grace_s));
                 let left_s = (ends.0 - self.now().0).max(0) / 1000;
                 let left_s = u32::try_from(left_s).unwrap_or(grace_s);
-                if left_s == 0 {
-                    return;
+                let repinned = match left_s {
+                    0 => Ok(()),
+                    _ => self.retake_seats(first, left_s, Some(refused)).await,
+                };
+                if left_s == 0 || repinned.is_err() {
+                    // Not pinned for the first order: not kept for the refused one.
+                    self.release_quietly(first.hold).await;
                 }
-                if let Err(e) = self.retake_seats(first, left_s).await {
+                if let Err(e) = repinned {
                     tracing::info!(order = %first.id, error = %e, "could not pin the hold for its first order again");
                 }
             }

@@ -5,6 +5,8 @@
 //! `mark_sold` and the audit find them where they expect, and the ledger commit that
 //! follows still guards against a double sale.
 
+use boxoffice_domain::OrderId;
+
 use crate::ports::{ArbiterError, Order, Retake, SoldSeat, StoreError};
 use crate::{Engine, EngineError};
 
@@ -18,7 +20,7 @@ impl Engine {
         if !sale.honour_late_payments {
             return Ok(false);
         }
-        match self.retake_seats(order, sale.payment_grace_s).await {
+        match self.retake_seats(order, sale.payment_grace_s, None).await {
             Ok(_) => {
                 metrics::counter!("boxoffice_late_payments_honoured_total").increment(1);
                 Ok(true)
@@ -32,11 +34,14 @@ impl Engine {
         }
     }
 
-    /// Takes the order's exact seats again under its own hold id, pinned for `grace_s`.
+    /// Takes the order's exact seats again under its own hold id, pinned for `grace_s`;
+    /// a hold still live for `replacing` (an order the ledger refused) is pinned for
+    /// `order` in place.
     pub(crate) async fn retake_seats(
         &self,
         order: &Order,
         grace_s: u32,
+        replacing: Option<OrderId>,
     ) -> Result<(), ArbiterError> {
         let entry = self
             .event(order.event)
@@ -55,6 +60,7 @@ impl Engine {
             order: order.id,
             seats,
             pinned_until: now.plus_secs(grace_s as u64),
+            replacing,
         };
         self.ports.arbiter.retake(&req, now).await.map(|_| ())
     }

@@ -5,9 +5,12 @@ mod common;
 
 use std::sync::Arc;
 
-use boxoffice_domain::{HoldState, OrderEvent, OrderState};
+use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderEvent, OrderState};
+use boxoffice_engine::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
 use boxoffice_engine::{CheckoutOutcome, EngineConfig, EngineError};
 use boxoffice_payment_fake::{FakeGatewayConfig, methods};
+use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue};
+use boxoffice_testkit::hooked::{Hooked, Hooks};
 use common::racing::Racing;
 use common::*;
 
@@ -122,19 +125,63 @@ async fn a_live_checkout_rechecks_its_pin_before_committing() {
     );
 }
 
+/// Another buyer waiting for the seats of one hold: the moment a release of that hold
+/// frees them, they hold them.
+struct Competitor {
+    watched: std::sync::Mutex<Option<HoldId>>,
+    at: Millis,
+    took: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Hooks for Competitor {
+    async fn release(
+        &self,
+        store: &dyn SeatArbiter,
+        hold: HoldId,
+    ) -> Result<HoldView, ArbiterError> {
+        let released = store.release(hold).await?;
+        let watched = *self.watched.lock().unwrap();
+        if watched == Some(hold) {
+            let req = HoldRequest {
+                hold: HoldId::random(hold.event),
+                buyer: BuyerId::random(),
+                choice: SeatChoice::Named(released.seats.clone()),
+                expires_at: self.at.plus_secs(3_600),
+                key: None,
+            };
+            let took = store.hold(&req, self.at).await.is_ok();
+            self.took.store(took, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(released)
+    }
+}
+
 /// The hot store loses a checkout's pin (a Redis failover whose replica had the hold
 /// but not the pin) while its payment is open, and the buyer checks out again: the
 /// retry pinned the hold for a second order the ledger refused (the hold has one), so
 /// the first payment, once approved, found the hold pinned for another order and was
 /// given back, and the buyer lost the seats they had paid for in time. The hold now
-/// goes back to the first order, which then sells.
+/// goes back to the first order, which then sells. It goes back in one step: given back
+/// by a release and a retake, a competitor holding the seats the moment they were free
+/// (as here) left the first payment nothing to sell.
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
-    use boxoffice_engine::ports::{HoldRequest, SeatChoice};
-
     // Authorized at the provider; the answer never came back: the first order is open.
     let d = Durable::new(FakeGatewayConfig::default());
-    let (n, event, who, h, first) = authorized_answer_lost(&d).await;
+    let arbiter = Arc::new(InMemoryArbiter::new());
+    let competitor = Arc::new(Hooked {
+        inner: arbiter.clone(),
+        hooks: Competitor {
+            watched: std::sync::Mutex::new(None),
+            at: d.clock.now(),
+            took: false.into(),
+        },
+    });
+    let queue = Arc::new(InMemoryQueue::new());
+    let (ledger, config) = (d.ledger.clone(), EngineConfig::default());
+    let n = node_reaching_hot_through(&d, config, ledger, queue, competitor.clone(), arbiter);
+    let (n, event, who, h, first) = authorized_answer_lost_on(n).await;
     assert_eq!(
         hold_state(&n.engine, &h).await,
         Some(HoldState::PaymentPending)
@@ -152,6 +199,7 @@ async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
         key: None,
     };
     n.arbiter.hold(&held, now).await.expect("held again");
+    *competitor.hooks.watched.lock().unwrap() = Some(h.hold);
 
     // The retry is told of the first order, and the hold is pinned for it again.
     let retry = checkout(&n.engine, &who, &h, methods::VISA).await;
@@ -166,6 +214,13 @@ async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
         .expect("read")
         .expect("the hold");
     assert_eq!(pinned.order, Some(first.id));
+    assert!(
+        !competitor
+            .hooks
+            .took
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the first order's seats were free for a moment"
+    );
 
     // The sweep finds the first payment approved and sells the seats.
     d.clock.advance_secs(31);

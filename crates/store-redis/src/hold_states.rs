@@ -41,6 +41,7 @@ pub(crate) fn move_name(by: HoldMove) -> &'static str {
         HoldMove::Release => "release",
         HoldMove::Expire => "expire",
         HoldMove::Retake => "retake",
+        HoldMove::Repin => "repin",
     }
 }
 

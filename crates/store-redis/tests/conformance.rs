@@ -18,7 +18,7 @@ use boxoffice_store_redis::{
 use boxoffice_testkit::claimed::ClaimedPorts;
 use boxoffice_testkit::claimed_joins::ClaimedLine;
 use boxoffice_testkit::claimed_lost::TwoSteps;
-use common::{PREFIX, Tracked, connect, redis_url};
+use common::{PREFIX, Tracked, connect, redis_url, tracked_arbiter};
 
 fn prefix() -> Prefix {
     Prefix::new(PREFIX.as_str()).expect("the test prefix is valid")
@@ -27,7 +27,7 @@ fn prefix() -> Prefix {
 async fn arbiter() -> Arc<dyn SeatArbiter> {
     let url = redis_url();
     let arb = RedisArbiter::new(connect(&url).await, prefix(), RedisArbiterConfig::default());
-    Arc::new(Tracked::new(arb, &url))
+    tracked_arbiter(arb, &url)
 }
 
 async fn queue() -> Arc<dyn QueueStore> {
@@ -71,7 +71,7 @@ async fn claimed() -> ClaimedPorts {
     ClaimedPorts {
         holds: Arc::new(holds),
         // The same arbiter, counted live for the run's cleanup.
-        arbiter: Arc::new(Tracked::new(arbiter(), &url)),
+        arbiter: tracked_arbiter(arbiter(), &url),
     }
 }
 

@@ -4,11 +4,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use boxoffice_engine::ports::SeatArbiter;
 use boxoffice_store_redis::{Prefix, RedisArbiter, RedisArbiterConfig};
-use common::{PREFIX, Tracked, connect, redis_url};
+use common::{PREFIX, connect, redis_url, tracked_arbiter};
 
 /// Each case costs a few dozen round trips per step; this many take a few seconds.
 const CASES: u32 = 24;
@@ -20,7 +17,7 @@ fn the_redis_scripts_give_the_reference_models_answers_to_random_sequences() {
     let arb = runtime.block_on(async {
         let prefix = Prefix::new(PREFIX.as_str()).expect("the test prefix is valid");
         let arb = RedisArbiter::new(connect(&url).await, prefix, RedisArbiterConfig::default());
-        Arc::new(Tracked::new(arb, &url)) as Arc<dyn SeatArbiter>
+        tracked_arbiter(arb, &url)
     });
     boxoffice_testkit::model::check_against_model(&runtime, arb, CASES);
 }

@@ -15,13 +15,13 @@ use boxoffice_engine::ports::{
 };
 use boxoffice_store_redis::{Prefix, RedisArbiter, RedisArbiterConfig};
 use boxoffice_testkit::arbiter::{T0, TTL_MS, unique_event};
-use common::{PREFIX, Tracked, connect, delete_prefix, redis_url};
+use common::{PREFIX, connect, delete_prefix, redis_url, tracked_arbiter};
 
 async fn arbiter() -> Arc<dyn SeatArbiter> {
     let url = redis_url();
     let prefix = Prefix::new(PREFIX.as_str()).expect("prefix");
     let arb = RedisArbiter::new(connect(&url).await, prefix, RedisArbiterConfig::default());
-    Arc::new(Tracked::new(arb, &url))
+    tracked_arbiter(arb, &url)
 }
 
 /// 10 sections × 50 rows × 100 seats; the front rows and row centres rank best.

@@ -109,6 +109,7 @@ macro_rules! __arbiter_cases {
                 a_retake_takes_nothing_when_any_seat_was_taken_meanwhile,
                 a_retake_is_refused_for_a_live_hold_and_allowed_for_a_forgotten_one,
                 a_retake_keeps_the_buyer_limit,
+                a_hold_pinned_for_a_refused_order_is_pinned_for_the_ledgers_in_place,
                 seats_marked_sold_leave_stock_and_count_for_their_buyer,
                 a_held_seat_marked_sold_ends_the_other_buyers_hold,
                 a_sale_being_recorded_is_sold_as_a_whole,

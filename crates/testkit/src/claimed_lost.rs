@@ -14,15 +14,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use boxoffice_domain::{BuyerId, EventId, HoldId, Millis, OrderId, SeatIndex};
+use boxoffice_domain::{BuyerId, Millis};
 use boxoffice_engine::ports::{
-    ArbiterError, ArbiterLayout, Begin, ClaimThenHold, Claimed, ClaimedHolds, Expired, HoldRequest,
-    HoldView, IdempotencyStore, RebuildClaim, Retake, SeatArbiter, SeatChoice, SeatCounts,
-    SoldSeat, StoreError, StoredResponse,
+    ArbiterError, Begin, ClaimThenHold, Claimed, ClaimedHolds, HoldRequest, HoldView,
+    IdempotencyStore, SeatArbiter, SeatChoice, StoreError, StoredResponse,
 };
 
 use crate::arbiter::{Fixture, T0};
 use crate::claimed::Key;
+use crate::hooked::{Hooked, Hooks};
 use crate::idempotency::claimant;
 
 /// What a case runs on: the replay store the claims live in and the arbiter that holds.
@@ -59,19 +59,8 @@ enum Lose {
 /// The store, but the next hold's answer is lost as `lose` says: a `StoreError`
 /// whatever happened. Every other call passes through.
 struct Losing {
-    inner: Arc<dyn SeatArbiter>,
     lose: Lose,
     armed: AtomicBool,
-}
-
-impl Losing {
-    fn new(inner: Arc<dyn SeatArbiter>, lose: Lose) -> Self {
-        Losing {
-            inner,
-            lose,
-            armed: AtomicBool::new(true),
-        }
-    }
 }
 
 fn lost() -> ArbiterError {
@@ -79,99 +68,23 @@ fn lost() -> ArbiterError {
 }
 
 #[async_trait]
-impl SeatArbiter for Losing {
-    async fn load(&self, layout: &ArbiterLayout, sold: &[SoldSeat]) -> Result<(), StoreError> {
-        self.inner.load(layout, sold).await
-    }
-    async fn load_lost(
+impl Hooks for Losing {
+    async fn hold(
         &self,
-        layout: &ArbiterLayout,
-        sold: &[SoldSeat],
-    ) -> Result<bool, StoreError> {
-        self.inner.load_lost(layout, sold).await
-    }
-    async fn is_loaded(&self, event: EventId) -> Result<bool, StoreError> {
-        self.inner.is_loaded(event).await
-    }
-    async fn claim_rebuild(&self, event: EventId) -> Result<RebuildClaim, StoreError> {
-        self.inner.claim_rebuild(event).await
-    }
-    async fn unload(&self, event: EventId) -> Result<(), StoreError> {
-        self.inner.unload(event).await
-    }
-    async fn hold(&self, req: &HoldRequest, now: Millis) -> Result<HoldView, ArbiterError> {
+        store: &dyn SeatArbiter,
+        req: &HoldRequest,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
         if !self.armed.swap(false, Ordering::SeqCst) {
-            return self.inner.hold(req, now).await;
+            return store.hold(req, now).await;
         }
         match self.lose {
             Lose::AfterHolding => {
-                self.inner.hold(req, now).await?;
+                store.hold(req, now).await?;
                 Err(lost())
             }
             Lose::BeforeHolding => Err(lost()),
         }
-    }
-    async fn get(&self, hold: HoldId) -> Result<Option<HoldView>, StoreError> {
-        self.inner.get(hold).await
-    }
-    async fn pin(
-        &self,
-        hold: HoldId,
-        order: OrderId,
-        pinned_until: Millis,
-        now: Millis,
-    ) -> Result<HoldView, ArbiterError> {
-        self.inner.pin(hold, order, pinned_until, now).await
-    }
-    async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
-        self.inner.retake(req, now).await
-    }
-    async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
-        self.inner.mark_uncertain(hold).await
-    }
-    async fn mark_sold(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
-        self.inner.mark_sold(hold).await
-    }
-    async fn release(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
-        self.inner.release(hold).await
-    }
-    async fn release_held(
-        &self,
-        hold: HoldId,
-        buyer: BuyerId,
-    ) -> Result<(HoldView, bool), ArbiterError> {
-        self.inner.release_held(hold, buyer).await
-    }
-    async fn expire_due(
-        &self,
-        event: EventId,
-        now: Millis,
-        limit: usize,
-    ) -> Result<Vec<Expired>, StoreError> {
-        self.inner.expire_due(event, now, limit).await
-    }
-    async fn mark_seats_sold(
-        &self,
-        event: EventId,
-        seats: &[SoldSeat],
-    ) -> Result<u32, ArbiterError> {
-        self.inner.mark_seats_sold(event, seats).await
-    }
-    async fn return_sold_seats(
-        &self,
-        event: EventId,
-        seats: &[SoldSeat],
-    ) -> Result<u32, ArbiterError> {
-        self.inner.return_sold_seats(event, seats).await
-    }
-    async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
-        self.inner.availability(event).await
-    }
-    async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError> {
-        self.inner.counts(event).await
-    }
-    async fn sold_seats(&self, event: EventId) -> Result<Vec<SeatIndex>, ArbiterError> {
-        self.inner.sold_seats(event).await
     }
 }
 
@@ -180,7 +93,12 @@ impl SeatArbiter for Losing {
 async fn set_up(p: &TwoSteps, lose: Lose) -> (Fixture, BuyerId, Key, ClaimThenHold) {
     let fx = Fixture::small(p.arbiter.clone()).await;
     let buyer = BuyerId::random();
-    let losing: Arc<dyn SeatArbiter> = Arc::new(Losing::new(p.arbiter.clone(), lose));
+    let hooks = Losing {
+        lose,
+        armed: AtomicBool::new(true),
+    };
+    let inner = p.arbiter.clone();
+    let losing: Arc<dyn SeatArbiter> = Arc::new(Hooked { inner, hooks });
     let holds = ClaimThenHold::new(p.replays.clone(), losing);
     (fx, buyer, Key::new(buyer, claimant()), holds)
 }

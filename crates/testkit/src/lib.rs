@@ -9,6 +9,7 @@ pub mod claimed;
 pub mod claimed_joins;
 pub mod claimed_lost;
 pub mod exchange;
+pub mod hooked;
 pub mod idempotency;
 pub mod ledger;
 pub mod outbox;

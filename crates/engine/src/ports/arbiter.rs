@@ -71,6 +71,10 @@ pub struct Retake {
     pub order: OrderId,
     pub seats: Vec<SeatIndex>,
     pub pinned_until: Millis,
+    /// An order the ledger refused for this hold: a hold still live and pinned for it
+    /// is pinned for `order` instead, in the same step (`HoldMove::Repin`), so its
+    /// seats are never free in between.
+    pub replacing: Option<OrderId>,
 }
 
 /// A hold as the hot store knows it.
@@ -215,9 +219,10 @@ pub trait SeatArbiter: Send + Sync {
     /// Takes `req.seats` again, all or none, as hold `req.hold` checking out for
     /// `req.order` until `req.pinned_until`: for a payment that arrived after its hold
     /// ended. Allowed when that hold is released, expired or forgotten; a hold still
-    /// live or sold for the same order answers as it is (a retry), any other live hold
-    /// is `WrongState`. Holds due at `now` are expired first; the seats must be free
-    /// and within the buyer's limit, as for `hold`.
+    /// live or sold for the same order answers as it is (a retry), a hold live for
+    /// `req.replacing` is pinned for `req.order` in place (its own seats, kept), any
+    /// other live hold is `WrongState`. Holds due at `now` are expired first; the seats
+    /// must be free and within the buyer's limit, as for `hold`.
     async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError>;
     /// checking_out → payment_pending, keeping the pin.
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError>;

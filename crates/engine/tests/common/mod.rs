@@ -88,9 +88,22 @@ pub fn node_sharing_hot(
     queue: Arc<dyn QueueStore>,
     arbiter: Arc<InMemoryArbiter>,
 ) -> Node {
+    node_reaching_hot_through(d, config, ledger, queue, arbiter.clone(), arbiter)
+}
+
+/// A node whose hot store is `arbiter`, which the engine reaches through `hot` (a
+/// wrapper around it, for races).
+pub fn node_reaching_hot_through(
+    d: &Durable,
+    config: EngineConfig,
+    ledger: Arc<dyn Ledger>,
+    queue: Arc<dyn QueueStore>,
+    hot: Arc<dyn SeatArbiter>,
+    arbiter: Arc<InMemoryArbiter>,
+) -> Node {
     let payments = Arc::new(Watched::new(d.fake.clone() as Arc<dyn PaymentGateway>));
     let ports = Ports {
-        arbiter: arbiter.clone(),
+        arbiter: hot,
         queue,
         ledger,
         payments: payments.clone(),
@@ -192,7 +205,11 @@ pub async fn checkout(
 /// authorized at the provider whose answer never came back (202, the order open):
 /// (node, event, buyer, hold, order).
 pub async fn authorized_answer_lost(d: &Durable) -> (Node, EventId, BuyerSession, HoldView, Order) {
-    let n = node(d, EngineConfig::default());
+    authorized_answer_lost_on(node(d, EngineConfig::default())).await
+}
+
+/// As [`authorized_answer_lost`], on the node `n`.
+pub async fn authorized_answer_lost_on(n: Node) -> (Node, EventId, BuyerSession, HoldView, Order) {
     let event = open_event(&n.engine, 1, 4).await;
     let (who, h) = hold(&n.engine, event, &["A-1-1", "A-1-2"]).await;
     let out = checkout(&n.engine, &who, &h, methods::TIMEOUT_AFTER_CHARGE).await;

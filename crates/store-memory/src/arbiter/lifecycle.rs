@@ -184,7 +184,7 @@ impl EventState {
     }
 
     /// The hold after a move; `keep_finished` ≥ 1 keeps a just-finished hold present.
-    fn view_of(&self, id: HoldId) -> Result<HoldView, ArbiterError> {
+    pub(super) fn view_of(&self, id: HoldId) -> Result<HoldView, ArbiterError> {
         self.get(id).ok_or(ArbiterError::UnknownHold)
     }
 }

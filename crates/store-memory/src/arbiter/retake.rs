@@ -1,5 +1,6 @@
-//! Retaking an ended hold's exact seats for a late payment the event honours. One step
-//! under the event's lock, like `hold`: the seats are checked free and taken together.
+//! Retaking an ended hold's exact seats for a late payment the event honours, or pinning
+//! a live one for the order the ledger has. One step under the event's lock, like `hold`:
+//! the seats are checked free and taken together.
 
 use boxoffice_domain::hold::HoldMove;
 use boxoffice_domain::{HoldState, Millis};
@@ -12,6 +13,23 @@ impl EventState {
         self.expire_due_unreported(now);
         if let Some(rec) = self.holds.get(&req.hold) {
             let for_this_order = rec.order == Some(req.order) && rec.state != HoldState::Held;
+            let for_the_refused = req.replacing.is_some() && rec.order == req.replacing;
+            if let (false, true, Ok(to)) = (
+                for_this_order,
+                for_the_refused,
+                rec.state.apply(HoldMove::Repin),
+            ) {
+                // Pinned for the order the ledger has, in place: its seats stay taken.
+                let old_deadline = rec.expires_at;
+                self.deadlines.remove(old_deadline, req.hold);
+                self.deadlines.insert(req.pinned_until, req.hold);
+                let rec = self
+                    .holds
+                    .get_mut(&req.hold)
+                    .ok_or(ArbiterError::UnknownHold)?;
+                (rec.state, rec.expires_at, rec.order) = (to, req.pinned_until, Some(req.order));
+                return self.view_of(req.hold);
+            }
             if let Err(e) = rec.state.apply(HoldMove::Retake) {
                 // Still live or sold for this order: a retry answers with the hold as it is.
                 return match for_this_order {

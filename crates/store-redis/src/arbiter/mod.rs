@@ -349,6 +349,7 @@ impl SeatArbiter for RedisArbiter {
                     .arg(req.pinned_until.0)
                     .arg(now.0)
                     .arg(self.config.keep_finished)
+                    .arg(req.replacing.map(|o| o.to_string()).unwrap_or_default())
                     .arg(req.seats.as_slice());
             })
             .await?;

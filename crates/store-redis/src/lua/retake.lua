@@ -1,8 +1,8 @@
--- SeatArbiter::retake. ARGV: nonce, buyer, order, pinned_until, now, keep, then the
--- seat indices. Replies {'ok', record} or {error code, detail?}, checked in the order
--- the in-memory arbiter checks them.
+-- SeatArbiter::retake. ARGV: nonce, buyer, order, pinned_until, now, keep, replacing (''
+-- for none), then the seat indices. Replies {'ok', record} or {error code, detail?},
+-- checked in the order the in-memory arbiter checks them.
 local nonce, buyer, order, pinned, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local keep = tonumber(ARGV[6])
+local keep, replacing = tonumber(ARGV[6]), ARGV[7]
 if not loaded() then return { 'unknown_event' } end
 expire_due_unreported(now, keep)
 
@@ -12,16 +12,26 @@ local key = ''
 if rec then
   local h = parse(rec)
   key = h.k
+  local for_this_order = h.st ~= 'H' and h.o == order
+  local to = moved('repin', h.st)
+  if not for_this_order and replacing ~= '' and h.o == replacing and to then
+    -- Pinned for the order the ledger has, in place: its seats stay taken.
+    h.st, h.x, h.o = to, pinned, order
+    redis.call('ZADD', DL, pinned, nonce)
+    rec = format(h)
+    redis.call('HSET', HOLDS, nonce, rec)
+    return { 'ok', rec }
+  end
   if not moved('retake', h.st) then
     -- Still live or sold for this order: a retry answers with the hold as it is.
-    if h.st ~= 'H' and h.o == order then return { 'ok', rec } end
+    if for_this_order then return { 'ok', rec } end
     return { 'wrong_state', h.st }
   end
 end
 
 local max = tonumber(redis.call('HGET', META, 'max'))
 local cap = tonumber(redis.call('HGET', META, 'cap'))
-local seats, refused = named_seats(7, max, cap)
+local seats, refused = named_seats(8, max, cap)
 if not seats then return refused end
 refused = over_limit(buyer, #seats, max) or not_free(seats)
 if refused then return refused end

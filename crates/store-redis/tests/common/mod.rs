@@ -18,7 +18,7 @@ use boxoffice_store_redis::{ConnectConfig, RedisConn};
 #[allow(unused_imports)] // each test binary uses a different part
 pub use boxoffice_testkit::harness::redis::{delete_prefix, redis_url};
 #[allow(unused_imports)]
-pub use tracked::Tracked;
+pub use tracked::{Tracked, tracked_arbiter};
 
 /// This run's prefix; every key the tests create starts with it (or `{` + it).
 pub static PREFIX: LazyLock<String> = LazyLock::new(|| {

@@ -79,6 +79,7 @@ pub async fn an_ended_hold_keeps_its_key_while_kept_and_a_retake_keeps_it(
         order,
         seats: h.seats.clone(),
         pinned_until: DEADLINE.plus_millis(60_000),
+        replacing: None,
     };
     let back = fx.arb.retake(&retake, DEADLINE).await.expect("retake");
     assert_eq!(

@@ -27,6 +27,7 @@ fn retake_of(h: &HoldView, order: OrderId) -> Retake {
         order,
         seats: h.seats.clone(),
         pinned_until: REPINNED,
+        replacing: None,
     }
 }
 
@@ -88,6 +89,7 @@ pub async fn a_retake_is_refused_for_a_live_hold_and_allowed_for_a_forgotten_one
         order,
         seats: vec![3, 4],
         pinned_until: REPINNED,
+        replacing: None,
     };
     let v = fx.arb.retake(&forgotten, T0).await.expect("retake");
     assert_eq!((v.state, v.order), (S::CheckingOut, Some(order)));
@@ -113,6 +115,74 @@ pub async fn a_retake_keeps_the_buyer_limit(arb: Arc<dyn SeatArbiter>) {
         fx.arb.retake(&retake_of(&h, order), DEADLINE).await,
         Err(E::LimitExceeded { limit: 4 })
     );
+    assert_eq!(fx.free(&[0, 1]).await, vec![true, true]);
+    fx.done().await;
+}
+
+/// A checkout retried after the hot store lost its pin pinned the hold for a second
+/// order the ledger refused (the ledger has the first). The hold goes back to the first
+/// order in one step: pinned for it until its new deadline, its seats never free in
+/// between (released and retaken, a competitor could take one between the two). Only
+/// the refused order named gives way; a hold live for any other order is left as it is.
+pub async fn a_hold_pinned_for_a_refused_order_is_pinned_for_the_ledgers_in_place(
+    arb: Arc<dyn SeatArbiter>,
+) {
+    let fx = Fixture::small(arb).await;
+    let h = fx.named(BuyerId::random(), &[0, 1]).await.expect("hold");
+    let (first, refused) = (OrderId::random(), OrderId::random());
+    fx.arb
+        .pin(h.hold, refused, DEADLINE, T0)
+        .await
+        .expect("pin");
+    let other = Retake {
+        replacing: Some(OrderId::random()),
+        ..retake_of(&h, first)
+    };
+    assert_eq!(
+        fx.arb.retake(&other, T0).await,
+        Err(E::WrongState(S::CheckingOut)),
+        "a hold pinned for an order not named stays as it is"
+    );
+    let req = Retake {
+        replacing: Some(refused),
+        ..retake_of(&h, first)
+    };
+    let v = fx.arb.retake(&req, T0).await.expect("repinned");
+    assert_eq!(
+        (v.state, v.expires_at, v.order, v.buyer),
+        (S::CheckingOut, REPINNED, Some(first), h.buyer)
+    );
+    assert_eq!(
+        (v.seats.clone(), v.prices.clone()),
+        (h.seats.clone(), h.prices.clone())
+    );
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!(
+        (c.held, c.active_holds),
+        (2, 1),
+        "the same hold, not a second"
+    );
+    assert_eq!(
+        fx.arb.retake(&req, T0.plus_millis(5)).await,
+        Ok(v.clone()),
+        "a retried repin answers as it is"
+    );
+    // The refused order's deadline no longer ends it; the first order's does.
+    let early = fx.arb.expire_due(fx.event, DEADLINE, 100).await;
+    assert_eq!(early.map(|e| e.len()), Ok(0));
+    assert_eq!(fx.free(&[0, 1]).await, vec![false, false]);
+    // A payment still unsure keeps its pin, and can be given to the order the ledger has.
+    fx.arb.mark_uncertain(h.hold).await.expect("uncertain");
+    let third = OrderId::random();
+    let back = Retake {
+        replacing: Some(first),
+        ..retake_of(&h, third)
+    };
+    let v = fx.arb.retake(&back, T0).await.expect("repinned again");
+    assert_eq!((v.state, v.order), (S::CheckingOut, Some(third)));
+    let swept = fx.arb.expire_due(fx.event, REPINNED, 100).await;
+    let swept: Vec<_> = swept.expect("sweep").iter().map(|e| e.order).collect();
+    assert_eq!(swept, vec![Some(third)]);
     assert_eq!(fx.free(&[0, 1]).await, vec![true, true]);
     fx.done().await;
 }

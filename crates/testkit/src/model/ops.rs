@@ -43,6 +43,8 @@ pub enum Op {
         /// Other seats than the hold's; `None` = the hold's own.
         seats: Option<Vec<u32>>,
         grace_ms: i64,
+        /// An order, by index, whose live hold gives way (`Retake::replacing`).
+        replacing: Option<usize>,
     },
     /// The clock moves on.
     Tick(i64),
@@ -102,13 +104,15 @@ fn hold() -> impl Strategy<Value = Op> {
 fn retake() -> impl Strategy<Value = Op> {
     let buyer = prop_oneof![3 => Just(None), 1 => (0..BUYERS).prop_map(Some)];
     let other = prop_oneof![3 => Just(None), 1 => seats().prop_map(Some)];
-    (hold_pick(), 0..ORDERS, buyer, other, span()).prop_map(
-        |(hold, order, buyer, seats, grace_ms)| Op::Retake {
+    let replacing = prop_oneof![1 => Just(None), 1 => (0..ORDERS).prop_map(Some)];
+    (hold_pick(), 0..ORDERS, buyer, other, span(), replacing).prop_map(
+        |(hold, order, buyer, seats, grace_ms, replacing)| Op::Retake {
             hold,
             order,
             buyer,
             seats,
             grace_ms,
+            replacing,
         },
     )
 }

@@ -141,6 +141,16 @@ impl Model {
 
     pub fn retake(&mut self, req: &Retake, now: Millis) -> Answer {
         self.expire_all_due(now);
+        if let Some(h) = self.holds.get_mut(&req.hold) {
+            let live = matches!(h.state, HoldState::CheckingOut | HoldState::PaymentPending);
+            if live && req.replacing.is_some() && h.order == req.replacing {
+                if h.order != Some(req.order) {
+                    h.state = HoldState::CheckingOut;
+                    (h.expires_at, h.order) = (req.pinned_until, Some(req.order));
+                }
+                return Ok(h.clone());
+            }
+        }
         if let Some(h) = self.holds.get(&req.hold) {
             match h.state {
                 HoldState::Released | HoldState::Expired => {}

@@ -176,6 +176,7 @@ impl World {
             buyer,
             seats,
             grace_ms,
+            replacing,
         } = op
         else {
             unreachable!("called for retakes only")
@@ -193,6 +194,7 @@ impl World {
                 .or_else(|| known.map(|h| h.seats))
                 .unwrap_or_default(),
             pinned_until: self.now.plus_millis(*grace_ms),
+            replacing: replacing.map(|i| self.orders[i]),
         };
         let want = self.model.retake(&req, self.now);
         same(self.arb.retake(&req, self.now).await, want, at, "retake")
