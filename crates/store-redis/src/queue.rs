@@ -170,13 +170,18 @@ impl QueueStore for RedisQueue {
         sale_open: bool,
     ) -> Result<Place, StoreError> {
         let keys = self.join_keys(event);
-        let (position, new): (u64, u8) = self
+        let (position, new): (i64, u8) = self
             .eval(&QUEUE_JOIN, &keys[..], |inv| {
                 inv.arg(buyer.0.as_bytes().as_slice())
                     .arg(u8::from(sale_open));
             })
             .await?;
-        Ok(place_of(position, new == 1))
+        match u64::try_from(position) {
+            Ok(position) => Ok(place_of(position, new == 1)),
+            Err(_) => Err(StoreError(
+                "the line is being brought back; join again in a moment".into(),
+            )),
+        }
     }
 
     async fn join_line(&self, event: EventId, buyer: BuyerId) -> Result<Option<Place>, StoreError> {

@@ -127,3 +127,61 @@ async fn of_the_nodes_that_find_a_line_lost_one_brings_it_back() {
         .expect("release");
     nodes[0].drop_event(event).await.expect("drop");
 }
+
+/// A node puts a lost line back (100,000 journaled places, ten round trips) while
+/// another node's buyers keep joining. A join that landed between the restore's steps
+/// went to the pool, already drawn, at position 0, and stayed there once the line was
+/// whole: a buyer with a place in no line. Such a join is now refused (the buyer asks
+/// again), and every join that is answered has a place in the line.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_while_the_line_is_put_back_is_refused_or_placed_never_left_in_the_pool() {
+    use boxoffice_engine::ports::RestoredLine;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let nodes = nodes().await;
+    let event = EventId(920_000_000 + (std::process::id() as i64 % 1_000_000));
+    nodes[1]
+        .join(event, BuyerId::random(), true)
+        .await
+        .expect("the line opens");
+    let line = RestoredLine {
+        positions: (1..=100_000).map(|p| (BuyerId::random(), p)).collect(),
+        pool: Vec::new(),
+        batches: Vec::new(),
+    };
+    let restoring = Arc::new(AtomicBool::new(true));
+    let joiner = {
+        let (q, restoring) = (nodes[1].clone(), restoring.clone());
+        tokio::spawn(async move {
+            let (mut placed, mut refused) = (Vec::new(), 0u32);
+            while restoring.load(Ordering::SeqCst) {
+                let buyer = BuyerId::random();
+                match q.join(event, buyer, false).await {
+                    Ok(place) => placed.push((buyer, place.position)),
+                    Err(_) => refused += 1,
+                }
+            }
+            (placed, refused)
+        })
+    };
+    // Let the joins begin before the restore does.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    nodes[0].restore_line(event, &line).await.expect("restored");
+    restoring.store(false, Ordering::SeqCst);
+    let (placed, refused) = joiner.await.expect("the joins");
+    for (buyer, position) in &placed {
+        assert!(
+            position.is_some(),
+            "{buyer:?} was answered with no place in the open line"
+        );
+    }
+    assert!(refused > 0, "no join landed while the line was put back");
+    // Joins go on behind the line put back.
+    let after = nodes[2].join(event, BuyerId::random(), false).await;
+    let after = after.expect("joins go on").position.expect("a place");
+    assert!(
+        after > 100_000,
+        "placed at {after}, inside the restored line"
+    );
+    nodes[0].drop_event(event).await.expect("drop");
+}
