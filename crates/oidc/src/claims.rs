@@ -41,16 +41,22 @@ fn seconds(v: Option<&Value>) -> Option<i64> {
     secs.is_finite().then_some((secs * 1000.0) as i64)
 }
 
-/// The buyer id for the provider's `value` of the buyer claim: a UUID as it is (so it
-/// matches the platform's own records), anything else UUIDv5 in the URL namespace of
-/// `"<issuer>#<value>"` (an issuer URL has no fragment, so the pair is unambiguous).
+/// The buyer id for the provider's `value` of the buyer claim: UUIDv5 in the URL
+/// namespace of `"<issuer>#<value>"` (an issuer URL has no fragment, so the pair is
+/// unambiguous).
 pub fn buyer_id(issuer: &str, value: &str) -> BuyerId {
+    BuyerId(Uuid::new_v5(
+        &Uuid::NAMESPACE_URL,
+        format!("{issuer}#{value}").as_bytes(),
+    ))
+}
+
+/// The buyer id `config` gives `value`: the UUID it is, when the operator says the
+/// provider's UUIDs are the platform's buyer ids; else [`buyer_id`].
+fn buyer_of(config: &OidcConfig, value: &str) -> BuyerId {
     match Uuid::parse_str(value) {
-        Ok(id) => BuyerId(id),
-        Err(_) => BuyerId(Uuid::new_v5(
-            &Uuid::NAMESPACE_URL,
-            format!("{issuer}#{value}").as_bytes(),
-        )),
+        Ok(id) if config.uuid_claims_are_buyer_ids => BuyerId(id),
+        _ => buyer_id(&config.issuer, value),
     }
 }
 
@@ -72,7 +78,7 @@ pub(crate) fn identity(
     claims: &Claims,
 ) -> Result<ExternalIdentity, TokenError> {
     let value = text(claims, &config.buyer_claim).ok_or(TokenError::Malformed)?;
-    let buyer = buyer_id(&config.issuer, value);
+    let buyer = buyer_of(config, value);
     let session = match text(claims, &config.session_claim) {
         Some(sid) => session_of(&config.issuer, &format!("sid:{sid}")),
         None => session_of(&config.issuer, &format!("buyer:{buyer}")),
@@ -100,13 +106,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_uuid_subject_is_kept_and_any_other_maps_to_one_stable_uuid_per_issuer() {
-        let uuid = "0b6e2f3a-7f7e-4c44-9a51-3b5d3f0f1b2c";
-        assert_eq!(buyer_id("https://a", uuid).0.to_string(), uuid);
+    fn any_subject_maps_to_one_stable_uuid_per_issuer() {
         let one = buyer_id("https://a", "auth0|12345");
         assert_eq!(one, buyer_id("https://a", "auth0|12345"));
         assert_ne!(one, buyer_id("https://b", "auth0|12345"));
         assert_eq!(one.0.get_version_num(), 5);
+    }
+
+    /// A provider whose users choose the claim's value (a username) could otherwise
+    /// name any buyer id it learns (a transfer's recipient, a self-signed-up buyer)
+    /// and sign in as that buyer.
+    #[test]
+    fn a_uuid_claim_is_the_buyer_id_only_when_the_operator_says_so() {
+        let uuid = "0b6e2f3a-7f7e-4c44-9a51-3b5d3f0f1b2c";
+        let mut config: OidcConfig = serde_json::from_value(serde_json::json!({
+            "issuer": "https://a", "audience": "api", "jwks_url": "https://a/jwks",
+        }))
+        .expect("a config");
+        assert_eq!(buyer_of(&config, uuid), buyer_id("https://a", uuid));
+        assert_ne!(buyer_of(&config, uuid).0.to_string(), uuid);
+        config.uuid_claims_are_buyer_ids = true;
+        assert_eq!(buyer_of(&config, uuid).0.to_string(), uuid);
+        assert_eq!(buyer_of(&config, "alice"), buyer_id("https://a", "alice"));
     }
 
     #[test]

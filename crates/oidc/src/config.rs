@@ -35,10 +35,17 @@ pub struct OidcConfig {
     pub audience: Audiences,
     /// Where the provider publishes its signing keys (JWKS), http:// or https://.
     pub jwks_url: String,
-    /// The claim holding the buyer's id. A UUID is used as is; anything else maps to
-    /// UUIDv5(URL namespace, `"<issuer>#<value>"`). Default "sub".
+    /// The claim holding the buyer's id, mapped to UUIDv5(URL namespace,
+    /// `"<issuer>#<value>"`). Default "sub".
     #[serde(default = "defaults::buyer_claim")]
     pub buyer_claim: String,
+    /// Whether a buyer claim that is a UUID is the buyer id itself, for a platform whose
+    /// provider's subjects are the buyer ids of its own records. Off by default: every
+    /// value then maps into this issuer's namespace, so no value a provider lets its
+    /// users choose (a username claim) can name a buyer id that came from elsewhere
+    /// (self sign-up, a token the operator minted, an earlier provider).
+    #[serde(default)]
+    pub uuid_claims_are_buyer_ids: bool,
     /// A boolean claim (true or "true") saying the provider verified the buyer; empty for
     /// none. Default "email_verified".
     #[serde(default = "defaults::verified_claim")]
