@@ -97,6 +97,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_settings",
         include_str!("../../../migrations/postgres/0017_line_settings.sql"),
     ),
+    (
+        18,
+        "history_in_order",
+        include_str!("../../../migrations/postgres/0018_history_in_order.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

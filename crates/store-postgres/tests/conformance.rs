@@ -24,7 +24,8 @@ async fn fresh_outbox() -> OutboxUnderTest {
     let ledger = Arc::new(ledger);
     OutboxUnderTest {
         ledger: ledger.clone(),
-        outbox: ledger,
+        outbox: ledger.clone(),
+        tickets: ledger,
     }
 }
 

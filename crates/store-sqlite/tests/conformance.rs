@@ -49,7 +49,8 @@ fn fresh_outbox() -> OutboxUnderTest {
     let ledger = Arc::new(fresh());
     OutboxUnderTest {
         ledger: ledger.clone(),
-        outbox: ledger,
+        outbox: ledger.clone(),
+        tickets: ledger,
     }
 }
 

@@ -1,23 +1,25 @@
 //! The `Outbox` conformance suite (the relay's side of the ledger). Every backend runs:
 //!
 //! ```ignore
-//! boxoffice_testkit::outbox_conformance!(async { OutboxUnderTest { ledger, outbox } });
+//! boxoffice_testkit::outbox_conformance!(async { OutboxUnderTest { ledger, outbox, tickets } });
 //! ```
 //!
 //! Each case needs a ledger of its own (a fresh file or database): a sink receives every
 //! event written after it was added, whoever wrote it.
 
 mod claims;
+mod history_race;
 mod race;
 
 use std::sync::Arc;
 
 use boxoffice_domain::{Millis, OrderEvent};
 use boxoffice_engine::ports::{
-    ClaimDeliveries, CommitOutcome, Delivery, Ledger, Order, Outbox, Sink, SinkKind,
+    ClaimDeliveries, CommitOutcome, Delivery, Ledger, Order, Outbox, Sink, SinkKind, Tickets,
 };
 
 pub use claims::*;
+pub use history_race::*;
 pub use race::*;
 
 use crate::ledger::fixtures::{T0, authorized, commit_of, event};
@@ -26,6 +28,8 @@ use crate::ledger::fixtures::{T0, authorized, commit_of, event};
 pub struct OutboxUnderTest {
     pub ledger: Arc<dyn Ledger>,
     pub outbox: Arc<dyn Outbox>,
+    /// The after-sale record beside the ledger, whose writes add history lines too.
+    pub tickets: Arc<dyn Tickets>,
 }
 
 /// Expands into `mod outbox { … }` with one timed tokio test per case.
@@ -46,6 +50,7 @@ macro_rules! outbox_conformance {
                 a_sink_gets_what_was_written_after_it_was_added_until_it_is_removed,
                 only_relays_that_can_reach_nats_claim_its_deliveries,
                 n_relays_racing_for_k_deliveries_each_claim_one_exactly_once,
+                history_lines_written_at_once_go_out_with_sequences_of_their_own,
             );
         }
     };
