@@ -119,6 +119,17 @@ pub(crate) async fn list(conn: &mut PgConnection, l: &Listing) -> Answer<()> {
     if let Err(no) = movable(conn, l.ticket, l.seller, l.version).await? {
         return Ok(Err(no));
     }
+    // Sold on once, its order's payment paid its seller back already: a second sale
+    // would pay out of it again (and back to its first buyer, whoever holds it now).
+    let sold_on: bool =
+        sqlx::query_scalar("SELECT own_state IS NOT NULL FROM tickets WHERE id = $1")
+            .bind(l.ticket.to_string())
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db)?;
+    if sold_on {
+        return Ok(Err(ListingRefusal::SoldOn));
+    }
     let offered: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM ticket_transfers
          WHERE ticket_id = $1 AND state = 'offered' AND expires_at > $2)",

@@ -185,6 +185,15 @@ pub(crate) fn list(conn: &Connection, l: &Listing) -> Result<Answer<()>, StoreEr
     if let Err(no) = movable(conn, l.ticket, l.seller, l.version)? {
         return Ok(Step::Undo(Err(no)));
     }
+    // Sold on once, its order's payment paid its seller back already: a second sale
+    // would pay out of it again (and back to its first buyer, whoever holds it now).
+    let sold_on: bool = conn
+        .prepare_cached("SELECT own_state IS NOT NULL FROM tickets WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![l.ticket.to_string()], |r| r.get(0)))
+        .map_err(db)?;
+    if sold_on {
+        return Ok(Step::Undo(Err(ListingRefusal::SoldOn)));
+    }
     let offered: bool = conn
         .prepare_cached(
             "SELECT EXISTS (SELECT 1 FROM ticket_transfers

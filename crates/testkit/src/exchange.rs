@@ -55,6 +55,7 @@ macro_rules! exchange_conformance {
                 n_cancels_racing_over_k_tickets_cancel_each_once,
                 refused_ticket_cancellations_write_nothing,
                 a_listed_ticket_is_not_offered_for_transfer_until_withdrawn,
+                a_ticket_sold_on_once_is_not_listed_again,
             );
         }
     };

@@ -109,6 +109,11 @@ fn refused(no: ListingRefusal, limit: u32) -> EngineError {
         ListingRefusal::NotOpen(s) => ExchangeRefusal::NotOpen(s).into(),
         ListingRefusal::LimitExceeded => EngineError::LimitExceeded { limit },
         ListingRefusal::OwnListing => ExchangeRefusal::OwnListing.into(),
+        ListingRefusal::SoldOn => ExchangeRefusal::NotListable(
+            "it was sold on through the exchange before: the payment that bought it paid \
+             its seller back once already",
+        )
+        .into(),
     }
 }
 

@@ -85,6 +85,9 @@ pub enum ListingRefusal {
     LimitExceeded,
     /// A buyer cannot take their own listing.
     OwnListing,
+    /// The ticket was sold on through the exchange once (it stands apart from its
+    /// order): its order's payment, which pays a seller back, paid out for it already.
+    SoldOn,
 }
 
 /// A reservation, as the engine asks the store for it.

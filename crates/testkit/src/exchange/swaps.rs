@@ -366,3 +366,59 @@ pub async fn a_swap_waiting_for_the_buyer_is_found_by_its_charge_and_undone_reop
     assert_eq!(swap.state, SwapState::Undone);
     audit_is_clean(&s, &e).await;
 }
+
+/// A ticket sold on through the exchange stands apart from its order, and its order's
+/// payment, which pays a seller back, paid out for it once. Handed back to its first
+/// buyer (a transfer), it was listed again: the second sale's payout came out of the
+/// same payment again (refused by the provider past its capture, the swap left stuck),
+/// so it is refused, and the refusal writes nothing.
+pub async fn a_ticket_sold_on_once_is_not_listed_again(s: ExchangeStores) {
+    use boxoffice_domain::TransferId;
+    use boxoffice_domain::transfers::TransferState;
+    use boxoffice_engine::ports::{Accept, TransferOffer};
+
+    let (e, o, rows) = sold(&s, 2).await;
+    let l = listing_of(&rows[0]);
+    assert_eq!(s.exchange.list(&l).await.unwrap(), Ok(()));
+    let bob = BuyerId::random();
+    let r = reserve_of(&l, &o, bob, 2);
+    assert_eq!(s.exchange.reserve(&r).await.unwrap(), Ok(()));
+    let ticket = finish(&s, r.swap.id, 2).await;
+    // Bob gives it back to its first buyer.
+    let offer = TransferOffer {
+        id: TransferId::random(),
+        ticket: ticket.id,
+        event: ticket.event,
+        from: bob,
+        to: o.buyer,
+        version: ticket.version,
+        state: TransferState::Offered,
+        created_at: NOW.plus_secs(10),
+        expires_at: NOW.plus_secs(600),
+        ended_at: None,
+    };
+    assert_eq!(s.tickets.offer_transfer(&offer).await.unwrap(), Ok(()));
+    let accept = Accept {
+        transfer: offer.id,
+        by: o.buyer,
+        max_per_buyer: 2,
+        now: NOW.plus_secs(11),
+    };
+    let back = s.tickets.accept_transfer(&accept).await.unwrap();
+    let back = back.expect("accepted").ticket;
+    assert_eq!(back.holder, o.buyer);
+    let mut again = listing_of(&back);
+    again.created_at = NOW.plus_secs(12);
+    assert_eq!(
+        s.exchange.list(&again).await.unwrap(),
+        Err(ListingRefusal::SoldOn)
+    );
+    assert_eq!(s.exchange.listing(again.id).await.unwrap(), None);
+    let open = s.exchange.open_listings(e.id, None, 10).await.unwrap();
+    assert!(open.is_empty(), "nothing listed: {open:?}");
+    // Its order's other ticket, never sold on, lists as before.
+    assert_eq!(
+        s.exchange.list(&listing_of(&rows[1])).await.unwrap(),
+        Ok(())
+    );
+}
