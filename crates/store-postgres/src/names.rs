@@ -12,6 +12,7 @@ use crate::PostgresLedger;
 use crate::conn::db;
 use crate::handover::{history_line, kept, locked_ticket};
 use crate::ticket_rows::version;
+use crate::transfers::listed;
 
 type Answer = Result<Result<TicketRow, RenameRefusal>, StoreError>;
 
@@ -32,6 +33,9 @@ async fn rename(conn: &mut PgConnection, r: &Rename) -> Answer {
     };
     if let Some(no) = r.refusal(&facts) {
         return Ok(Err(no));
+    }
+    if listed(conn, r.ticket).await? {
+        return Ok(Err(RenameRefusal::Listed));
     }
     let (counted, limit) = match r.counted {
         Some(limit) => (1_i32, i64::from(limit)),

@@ -299,7 +299,7 @@ async fn history(
 }
 
 /// Whether the ticket has a live listing (open, or reserved by a swap).
-async fn listed(conn: &mut PgConnection, ticket: TicketId) -> Result<bool, StoreError> {
+pub(crate) async fn listed(conn: &mut PgConnection, ticket: TicketId) -> Result<bool, StoreError> {
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM exchange_listings WHERE ticket_id = $1
              AND state IN ('open', 'reserved'))",

@@ -9,6 +9,7 @@ use rusqlite::{Connection, params};
 
 use crate::conn::db;
 use crate::ticket_rows::ticket;
+use crate::transfer_rows::listed;
 use crate::writer::Step;
 
 type Answer = Step<Result<TicketRow, RenameRefusal>>;
@@ -60,7 +61,13 @@ fn renamable(
     let Some(facts) = ticket(conn, r.ticket)? else {
         return Ok(Err(RenameRefusal::NotFound));
     };
-    Ok(r.refusal(&facts).map_or(Ok(facts), Err))
+    if let Some(no) = r.refusal(&facts) {
+        return Ok(Err(no));
+    }
+    if listed(conn, r.ticket)? {
+        return Ok(Err(RenameRefusal::Listed));
+    }
+    Ok(Ok(facts))
 }
 
 /// The `renamed` line of the order's history, which the outbox trigger announces.

@@ -126,14 +126,7 @@ pub(crate) fn offer(conn: &Connection, o: &TransferOffer) -> Result<Answer<()>, 
     }
     // A listed ticket is not offered beside its listing (the listing refuses a ticket
     // with an open offer, so the two never stand together).
-    let listed: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM exchange_listings WHERE ticket_id = ?1
-                 AND state IN ('open', 'reserved'))",
-        )
-        .and_then(|mut s| s.query_row([o.ticket.to_string()], |r| r.get(0)))
-        .map_err(db)?;
-    if listed {
+    if listed(conn, o.ticket)? {
         return Ok(Step::Undo(Err(TransferRefusal::Listed)));
     }
     conn.prepare_cached(
@@ -339,5 +332,15 @@ fn history(
         ])
     })
     .map(drop)
+    .map_err(db)
+}
+
+/// Whether the ticket has a live listing (open, or reserved by a swap).
+pub(crate) fn listed(conn: &Connection, ticket: TicketId) -> Result<bool, StoreError> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM exchange_listings WHERE ticket_id = ?1
+             AND state IN ('open', 'reserved'))",
+    )
+    .and_then(|mut s| s.query_row([ticket.to_string()], |r| r.get(0)))
     .map_err(db)
 }

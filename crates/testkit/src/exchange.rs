@@ -56,6 +56,7 @@ macro_rules! exchange_conformance {
                 refused_ticket_cancellations_write_nothing,
                 a_listed_ticket_is_not_offered_for_transfer_until_withdrawn,
                 a_ticket_sold_on_once_is_not_listed_again,
+                a_listed_ticket_is_not_renamed_until_withdrawn,
             );
         }
     };

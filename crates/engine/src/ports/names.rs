@@ -42,6 +42,9 @@ pub enum RenameRefusal {
     NotPaid(OrderState),
     /// The ticket's name was changed as many times as the event allows.
     LimitReached { limit: u32 },
+    /// The ticket has a live listing on the exchange (open, or reserved by a buyer who
+    /// is paying): a new version would leave the listing stale and its buyer refunded.
+    Listed,
 }
 
 impl Rename {

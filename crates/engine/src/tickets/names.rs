@@ -104,5 +104,6 @@ fn refused(no: RenameRefusal) -> EngineError {
         RenameRefusal::CheckedIn => not_renamable("it was scanned at a gate"),
         RenameRefusal::NotPaid(_) => not_renamable("its order was cancelled"),
         RenameRefusal::LimitReached { limit } => TicketRefusal::NameChangeLimit { limit }.into(),
+        RenameRefusal::Listed => TicketRefusal::TicketListed.into(),
     }
 }

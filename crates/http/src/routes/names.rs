@@ -62,6 +62,7 @@ pub(crate) const SET_DOC: Doc = Doc {
             C::NameChangeLimitReached,
             C::TicketNotRenamable,
             C::TicketChanged,
+            C::TicketListed,
             C::InvalidBody,
             C::MalformedJson,
             C::PayloadTooLarge,

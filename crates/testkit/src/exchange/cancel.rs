@@ -295,3 +295,41 @@ pub async fn a_listed_ticket_is_not_offered_for_transfer_until_withdrawn(s: Exch
     let offered = s.tickets.offer_transfer(&offer(NOW.plus_secs(2))).await;
     assert_eq!(offered.unwrap(), Ok(()));
 }
+
+/// A rename issues a new version, and a listing is good for the version listed: a
+/// listed ticket renamed left its listing stale (gone from the exchange, still open in
+/// the store, blocking a new listing or an offer) and a buyer paying for a reserved one
+/// charged and then refunded. Renames wait for the listing to end, like offers.
+pub async fn a_listed_ticket_is_not_renamed_until_withdrawn(s: ExchangeStores) {
+    use boxoffice_domain::ticket::AttendeeName;
+    use boxoffice_engine::ports::{Rename, RenameRefusal};
+    let (_, o, rows) = sold(&s, 1).await;
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let rename = |at: boxoffice_domain::Millis| Rename {
+        ticket: rows[0].id,
+        by: o.buyer,
+        version: 1,
+        attendee: AttendeeName::parse("Ada Lovelace").expect("a name"),
+        counted: None,
+        now: at,
+    };
+    let refused = s.tickets.rename_ticket(&rename(NOW)).await.unwrap();
+    assert_eq!(refused, Err(RenameRefusal::Listed));
+    let facts = s
+        .tickets
+        .ticket(rows[0].id)
+        .await
+        .unwrap()
+        .expect("the ticket");
+    assert_eq!((facts.ticket.version, facts.ticket.attendee), (1, None));
+    let open = s.exchange.open_listings(l.event, None, 10).await.unwrap();
+    assert_eq!(open.len(), 1, "the listing stands");
+    s.exchange
+        .withdraw(l.id, o.buyer, NOW.plus_secs(1))
+        .await
+        .unwrap()
+        .unwrap();
+    let renamed = s.tickets.rename_ticket(&rename(NOW.plus_secs(2))).await;
+    assert_eq!(renamed.unwrap().map(|t| t.version), Ok(2));
+}
