@@ -184,8 +184,11 @@ impl Application {
         )));
         workers.push(wake_probe::spawn(stop_rx.clone()));
         if self.config.embedded() {
+            // Read before the server answers anyone: swaps of this incarnation come after.
+            let started = self.state.engine.now();
             workers.push(tokio::spawn(resume_swaps(
                 self.state.engine.clone(),
+                started,
                 stop_rx.clone(),
             )));
         }
@@ -351,15 +354,17 @@ fn spawn_workers(
 }
 
 /// In embedded mode this process is the only one on its ledger (it holds the data
-/// directory's lock), so every unfinished exchange swap is an earlier incarnation's:
-/// each is finished or undone now rather than after `recovery_after_s`. It runs beside
+/// directory's lock), so every unfinished exchange swap last moved before `started`
+/// (read before the server answered anyone) is an earlier incarnation's: each is
+/// finished or undone now rather than after `recovery_after_s`. Swaps this incarnation's
+/// buyers reserve are theirs to drive, and the sweep's after the usual wait. It runs beside
 /// the server, not before it listens: with the provider's calls at hundreds of
 /// milliseconds, a crash that left thousands of swaps between their steps would
 /// otherwise keep the node from answering for minutes. A provider that does not answer
 /// leaves them to the exchange worker.
-async fn resume_swaps(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+async fn resume_swaps(engine: Arc<Engine>, started: Millis, mut stop: watch::Receiver<bool>) {
     let resumed = tokio::select! {
-        r = engine.exchange_sweep(Millis(i64::MAX)) => r,
+        r = engine.exchange_sweep(started) => r,
         _ = stop.wait_for(|s| *s) => return,
     };
     match resumed {

@@ -388,14 +388,17 @@ impl Engine {
         };
         match next {
             Some(r) => {
-                port.advance(
+                let charged = port.advance(
                     swap.id,
                     SwapState::Reserved,
                     SwapState::Charged,
                     Some(&r),
                     now,
-                )
-                .await?;
+                );
+                if !charged.await? {
+                    self.give_back_a_charge_undone_meanwhile(swap, pay, &r)
+                        .await?;
+                }
                 Ok(Charge::Moved)
             }
             None => {
@@ -410,6 +413,27 @@ impl Engine {
                 Ok(Charge::Moved)
             }
         }
+    }
+
+    /// The charge was captured, but another driver ended the swap meanwhile (it took the
+    /// provider's silence for "never charged"): the swap stays undone, its listing open
+    /// to others, and the buyer's money goes back, as it would from `refunding`. A swap
+    /// another driver charged keeps the charge.
+    async fn give_back_a_charge_undone_meanwhile(
+        &self,
+        swap: &Swap,
+        pay: &dyn PaymentGateway,
+        reference: &str,
+    ) -> Result<(), EngineError> {
+        let now = (self.exchange_port()?.swap(swap.id).await?)
+            .ok_or_else(|| EngineError::Internal("a swap vanished".into()))?;
+        if now.state == SwapState::Undone {
+            tracing::warn!(swap = %swap.id, "a swap undone while its charge was captured; refunding the charge");
+            pay.refund(swap.charge, reference)
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
     }
 
     /// `moved → done`: the seller's order gives back the payout, keyed by the swap.

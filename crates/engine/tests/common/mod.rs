@@ -117,6 +117,19 @@ pub fn node_reaching_hot_through(
     }
 }
 
+/// A node whose engine also keeps tickets and the exchange, in the durable ledger.
+pub fn node_with_after_sale(d: &Durable, config: EngineConfig) -> Node {
+    let n = node(d, config);
+    let engine = Arc::try_unwrap(n.engine).unwrap_or_else(|_| unreachable!("not shared yet"));
+    let engine = engine
+        .with_tickets(d.ledger.clone())
+        .with_exchange(d.ledger.clone());
+    Node {
+        engine: Arc::new(engine),
+        ..n
+    }
+}
+
 /// An event of `rows` rows of ten seats in section `A` (labels `A-<row>-<n>`), open.
 pub async fn open_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> EventId {
     let id = scheduled_event(engine, rows, max_per_buyer).await;
@@ -126,7 +139,17 @@ pub async fn open_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> Event
 
 /// As [`open_event`], not open yet.
 pub async fn scheduled_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> EventId {
-    let spec = EventSpec {
+    scheduled_event_with(engine, rows, max_per_buyer, |_| {}).await
+}
+
+/// As [`scheduled_event`], its sale settings changed by `sale`.
+pub async fn scheduled_event_with(
+    engine: &Engine,
+    rows: u32,
+    max_per_buyer: u32,
+    sale: impl FnOnce(&mut SaleSettings),
+) -> EventId {
+    let mut spec = EventSpec {
         venue: None,
         opens_at: None,
         name: format!("Engine test {}", uuid::Uuid::new_v4()),
@@ -157,6 +180,7 @@ pub async fn scheduled_event(engine: &Engine, rows: u32, max_per_buyer: u32) -> 
             ..SaleSettings::default()
         },
     };
+    sale(&mut spec.sale);
     engine.create_event(&spec).await.expect("created").event.id
 }
 

@@ -7,6 +7,7 @@
 mod common;
 
 mod checkout;
+mod exchange;
 mod holds;
 mod join_settings;
 mod line_restore;
