@@ -138,7 +138,8 @@ impl Engine {
         outbox.add_sink(&sink).await?;
         let endpoint =
             endpoint(sink).ok_or_else(|| EngineError::Internal("not a webhook".into()))?;
-        tracing::info!(endpoint = %endpoint.id, url = %endpoint.url, "webhook endpoint added");
+        // Not its URL: it may carry the endpoint's own token.
+        tracing::info!(endpoint = %endpoint.id, "webhook endpoint added");
         Ok((endpoint, secret))
     }
 

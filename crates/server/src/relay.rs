@@ -67,6 +67,6 @@ async fn connect_nats(
         })
         .await
         .context("registering the NATS sink in the ledger")?;
-    tracing::info!(url = %nats.url, stream = %nats.stream, prefix = %nats.subject_prefix, "order events go to NATS JetStream");
+    tracing::info!(url = %crate::config::redact_urls(&nats.url), stream = %nats.stream, prefix = %nats.subject_prefix, "order events go to NATS JetStream");
     Ok(sink)
 }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 /// `[nats]`: the optional JetStream sink.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NatsConfig {
     /// `nats://host:4222` (or `tls://…`, verified against the system's store).
@@ -95,7 +95,10 @@ impl NatsSink {
             .connection_timeout(Duration::from_secs(5))
             .connect(config.url.as_str())
             .await
-            .map_err(|e| PublishError(format!("connecting to NATS at {}: {e}", config.url)))?;
+            .map_err(|e| {
+                let at = without_credentials(&config.url);
+                PublishError(format!("connecting to NATS at {at}: {e}"))
+            })?;
         let mut js = jetstream::new(client);
         js.set_timeout(Duration::from_millis(config.ack_timeout_ms));
         Ok(NatsSink {
@@ -140,6 +143,32 @@ impl NatsSink {
         ack.await
             .map_err(|e| PublishError(format!("JetStream acknowledgement: {e}")))?;
         Ok(())
+    }
+}
+
+/// Printed without its URL's credentials (`nats://token@host`, `nats://user:pass@host`).
+impl std::fmt::Debug for NatsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsConfig")
+            .field("url", &without_credentials(&self.url))
+            .field("subject_prefix", &self.subject_prefix)
+            .field("stream", &self.stream)
+            .field("ack_timeout_ms", &self.ack_timeout_ms)
+            .finish()
+    }
+}
+
+/// `url` with any user information (a token, or a name and password) left out.
+fn without_credentials(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
+            match rest[..end].rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://[redacted]@{host}{}", &rest[end..]),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
     }
 }
 

@@ -152,7 +152,8 @@ named_choice!(LedgerChoice);
 named_choice!(HotChoice);
 
 /// `urls` (one, or several separated by commas) with any password replaced by
-/// `[redacted]`: the one in `user:password@` and a `password=` query parameter.
+/// `[redacted]`: the one in `user:password@`, a name alone before `@` (the form of a
+/// token, `nats://token@host`) and a `password=` query parameter.
 pub fn redact_urls(urls: &str) -> String {
     urls.split(',')
         .map(redact_url)
@@ -169,7 +170,8 @@ fn redact_url(url: &str) -> String {
     let authority = match authority.rsplit_once('@') {
         Some((user, host)) => match user.split_once(':') {
             Some((name, _)) => format!("{name}:[redacted]@{host}"),
-            None => authority.to_owned(),
+            // A name alone may be the credential itself (`nats://token@host`).
+            None => format!("[redacted]@{host}"),
         },
         None => authority.to_owned(),
     };
@@ -214,6 +216,8 @@ mod tests {
             .unwrap();
         let shown = format!("{hot:?}");
         assert!(!shown.contains("pw1") && !shown.contains("pw2"), "{shown}");
+        let token = redact_urls("nats://s3cr3t-token@events:4222");
+        assert_eq!(token, "nats://[redacted]@events:4222");
     }
 
     #[test]

@@ -105,7 +105,8 @@ fn a_config_prints_without_its_secrets() {
          ledger = \"postgres://app:pg-password@db/boxoffice\"\n\
          hot = \"rediss://:redis-password@cache:6380\"\n\
          [stripe]\nsecret_key = \"sk_live_secret\"\nwebhook_secret = \"whsec_secret\"\n\
-         [fake_payments]\nwebhook_secret = \"whsec_fake_secret\"\n",
+         [fake_payments]\nwebhook_secret = \"whsec_fake_secret\"\n\
+         [nats]\nurl = \"nats://nats-token@events:4222\"\n",
     )
     .unwrap();
     assert_eq!(c.stripe.secret_key.expose(), "sk_live_secret");
@@ -117,6 +118,7 @@ fn a_config_prints_without_its_secrets() {
         "sk_live_secret",
         "whsec_secret",
         "whsec_fake_secret",
+        "nats-token",
     ] {
         assert!(!printed.contains(secret), "{secret} printed in {printed}");
     }
