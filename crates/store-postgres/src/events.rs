@@ -95,19 +95,26 @@ pub(crate) async fn fairness_seed(
     event: EventId,
     fresh: &str,
 ) -> Result<Step<String>, StoreError> {
-    let seed: String = sqlx::query_scalar(
-        "WITH ins AS (
-             INSERT INTO fairness_seeds (event_id, seed) VALUES ($1, $2)
-             ON CONFLICT (event_id) DO NOTHING RETURNING seed
-         )
-         SELECT seed FROM ins UNION ALL SELECT seed FROM fairness_seeds WHERE event_id = $1
-         LIMIT 1",
+    let stored: Option<String> = sqlx::query_scalar(
+        "INSERT INTO fairness_seeds (event_id, seed) VALUES ($1, $2)
+         ON CONFLICT (event_id) DO NOTHING RETURNING seed",
     )
     .bind(event.0)
     .bind(fresh)
-    .fetch_one(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await
     .map_err(db)?;
+    if let Some(seed) = stored {
+        return Ok(Step::Keep(seed));
+    }
+    // Another writer's seed: read by a statement of its own, whose snapshot sees it. The
+    // insert waited for that writer to commit, but a read in the same statement (a
+    // `WITH` beside it) would have its snapshot from before, and find nothing.
+    let seed: String = sqlx::query_scalar("SELECT seed FROM fairness_seeds WHERE event_id = $1")
+        .bind(event.0)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
     Ok(Step::Keep(seed))
 }
 

@@ -310,3 +310,35 @@ async fn a_transfer_chosen_as_a_deadlock_victim_against_another_nodes_batch_runs
     assert_eq!(two.reruns(), 1, "the transfer ran again once");
     assert_eq!(one.reruns(), 0, "the batch was never the victim");
 }
+
+/// Two nodes draw an event's first fairness seed at once (the opening herd's first
+/// pre-opening joins): the second's insert waits for the first's commit and then
+/// does nothing. Its read of the stored seed sat in the same statement, with the
+/// snapshot from before that commit, found no row and failed the join; it now gets the
+/// seed the first node stored.
+#[boxoffice_testkit::test(timeout_s = 60)]
+async fn a_seed_drawn_by_another_node_meanwhile_is_the_one_answered() {
+    let db = common::TestDatabase::create();
+    let (one, _) = node(&db.url).await;
+    let one = Arc::new(one);
+    let ledger: Arc<dyn Ledger> = one.clone();
+    let watch = PgPool::connect(&db.url).await.unwrap();
+    let e = event(&ledger, 4, 4).await;
+    // The other node's writer: its seed inserted, not yet committed.
+    let mut other = PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("INSERT INTO fairness_seeds (event_id, seed) VALUES ($1, 'theirs')")
+        .bind(e.id.0)
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let drawn = tokio::spawn({
+        let one = one.clone();
+        async move { one.fairness_seed(e.id, "ours").await }
+    });
+    waiting_for_a_lock(&watch, "INSERT INTO fairness_seeds").await;
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    let drawn = drawn.await.expect("the task ran");
+    assert_eq!(drawn.expect("the seed is answered"), "theirs");
+    assert_eq!(one.fairness_seed(e.id, "later").await.unwrap(), "theirs");
+}
