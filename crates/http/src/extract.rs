@@ -39,7 +39,7 @@ pub(crate) const BODY_REFUSES: &[ErrorCode] = &[ErrorCode::PayloadTooLarge];
 
 // The request headers a write reads, named once: a name given as text is parsed and
 // checked on every lookup.
-const BUYER_SESSION: HeaderName = HeaderName::from_static("x-buyer-session");
+pub(crate) const BUYER_SESSION: HeaderName = HeaderName::from_static("x-buyer-session");
 const DPOP: HeaderName = HeaderName::from_static("dpop");
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 

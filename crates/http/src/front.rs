@@ -17,7 +17,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::Response;
 use pin_project_lite::pin_project;
 use tower::Service;
@@ -26,6 +26,7 @@ use tracing::instrument::Instrumented;
 
 use crate::ClientAddr;
 use crate::edge::{Edge, InFlight};
+use crate::extract::BUYER_SESSION;
 use crate::observe::Latencies;
 use crate::openapi::Doc;
 use crate::routes::RouteClass;
@@ -99,6 +100,7 @@ where
         let started = Instant::now();
         let id = trace::request_id(req.headers().get(&trace::REQUEST_ID));
         let method = req.method().clone();
+        let personal = personal(&method, req.headers());
         let span = trace::span(&method, self.latencies.route(), &id);
         let work = span.in_scope(|| match &self.admit {
             None => Work::Free {
@@ -148,8 +150,18 @@ where
             method,
             started,
             id: Some(id),
+            personal,
         }
     }
+}
+
+/// Whether a shared cache must never keep the answer: a read made with a buyer's or an
+/// operator's credential (their tickets and barcodes, orders, holds, transfers). A
+/// cache may not store such an answer unless it is told it may, but one set to keep
+/// everything, or to ignore `Authorization`, would serve it to the next caller.
+fn personal(method: &Method, headers: &HeaderMap) -> bool {
+    (method == Method::GET || method == Method::HEAD)
+        && (headers.contains_key(header::AUTHORIZATION) || headers.contains_key(BUYER_SESSION))
 }
 
 pin_project! {
@@ -163,6 +175,8 @@ pin_project! {
         method: Method,
         started: Instant,
         id: Option<HeaderValue>,
+        // The answer is marked `private, no-store` unless its route said otherwise.
+        personal: bool,
     }
 }
 
@@ -174,7 +188,11 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let Ok(res) = ready!(this.work.as_mut().poll(cx));
+        let Ok(mut res) = ready!(this.work.as_mut().poll(cx));
+        if *this.personal && !res.headers().contains_key(header::CACHE_CONTROL) {
+            let private = HeaderValue::from_static("private, no-store");
+            res.headers_mut().insert(header::CACHE_CONTROL, private);
+        }
         if cfg!(debug_assertions)
             && let Some((class, doc)) = this.checked
         {

@@ -121,6 +121,46 @@ async fn a_buyer_sees_their_tickets_with_qr_codes_and_a_refund_revokes_them() {
     app.stop().await;
 }
 
+/// A buyer's own reads (their tickets with barcodes, their orders, one order) are
+/// answered `private, no-store`: only the QR images and one ticket were, so a cache set
+/// to keep everything would have served a buyer's barcodes to the next caller. A public
+/// read keeps its own caching.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyers_own_reads_are_never_kept_by_a_shared_cache() {
+    let app = spawn().await;
+    let event = app.create_event(&spec(2, 10, 0, 4)).await;
+    let (token, _) = buy(&app, event, 1).await;
+    let orders: Value = app.get("/v1/me/orders", &token).await.json().await.unwrap();
+    let order = orders["orders"][0]["order_id"].as_str().expect("an order");
+    for path in [
+        "/v1/me/tickets".to_owned(),
+        "/v1/me/orders".to_owned(),
+        "/v1/me/transfers".to_owned(),
+        format!("/v1/orders/{order}"),
+    ] {
+        let res = app.get(&path, &token).await;
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(
+            res.headers()["cache-control"],
+            "private, no-store",
+            "{path}"
+        );
+    }
+    let public = app
+        .client
+        .get(app.url(&format!("/v1/events/{event}/queue")))
+        .send();
+    let public = public.await.unwrap();
+    assert_ne!(
+        public
+            .headers()
+            .get("cache-control")
+            .map(|v| v.to_str().unwrap()),
+        Some("private, no-store")
+    );
+    app.stop().await;
+}
+
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offline_scans_are_reconciled_by_scan_time_and_each_conflict_is_reported() {
     let app = spawn().await;
