@@ -284,7 +284,7 @@ async function eventPage({ id }) {
       saleActions,
       s === 'scheduled' ? h('button', { class: 'primary', type: 'button', onclick: () => change('open') }, 'Open the sale') : null,
       s === 'open' ? h('button', { class: 'secondary', type: 'button', onclick: () => change('close') }, 'Close the sale') : null,
-      h('a', { href: `/#/events/${id}` }, 'The buyers\u2019 page'),
+      h('a', { href: `/#/events/${id}`, target: '_blank', rel: 'noopener' }, 'The buyers\u2019 page'),
     );
   };
   const change = async (what) => {

@@ -11,6 +11,9 @@ import { fill, h, notice, store } from './ui.js';
 
 const main = document.getElementById('main');
 let current = [];
+// These pages may load a hosted human check's script into this origin: the console's
+// operator key, kept for the tab it was typed in, is not left here for it to read.
+store.set('session', 'operator_key', null);
 
 async function buyer() {
   const saved = store.get('local', 'buyer');

@@ -110,3 +110,20 @@ test('the operator creates an event from a template, opens it, changes the admis
   assert.deepEqual(unexpectedErrors(page, [403, 422]), []);
   await page.closeAll();
 });
+
+test('the buyers\u2019 pages drop the operator key a console left in the tab', T, async () => {
+  const page = await newPage(browser);
+  await page.goto(`${server.base}/console`);
+  await page.getByLabel('Operator key').fill(server.operatorKey);
+  await page.getByRole('button', { name: 'Use this key' }).click();
+  await page.getByRole('heading', { name: 'Events' }).waitFor();
+  const kept = () => page.evaluate(() => sessionStorage.getItem('boxoffice.operator_key'));
+  assert.equal(JSON.parse(await kept()), server.operatorKey);
+  // A buyers' page may load a human check's script: the key is gone before it could.
+  await page.goto(`${server.base}/#/events`);
+  await page.waitForFunction(() => sessionStorage.getItem('boxoffice.operator_key') === null);
+  await page.goto(`${server.base}/console`);
+  await page.getByRole('heading', { name: 'Operator sign-in' }).waitFor();
+  assert.deepEqual(unexpectedErrors(page), []);
+  await page.closeAll();
+});
