@@ -75,10 +75,23 @@ impl RelayConfig {
                 "relay.retry_min_ms must be at least 1 and at most relay.retry_max_ms".into(),
             );
         }
-        if self.lease_ms <= self.webhook_timeout_ms {
+        self.lease_outlasts_a_step(self.webhook_timeout_ms, "relay.webhook_timeout_ms")
+    }
+
+    /// A step's claims share one lease from the moment they are claimed, and a step
+    /// sends them `in_flight` at a time: with every call taking `call_ms` (an endpoint
+    /// that never answers), its last deliveries go out `batch / in_flight` calls after
+    /// the claim. A lease shorter than that lets another relay claim and send them too.
+    pub fn lease_outlasts_a_step(&self, call_ms: u64, what: &str) -> Result<(), String> {
+        let rounds = self.batch.div_ceil(self.in_flight.max(1)) as u64;
+        let step_ms = rounds.saturating_mul(call_ms);
+        if self.lease_ms <= step_ms {
             return Err(format!(
-                "relay.lease_ms ({}) must be longer than relay.webhook_timeout_ms ({}), or a slow endpoint's delivery is claimed twice",
-                self.lease_ms, self.webhook_timeout_ms
+                "relay.lease_ms ({}) must be longer than a step's slowest deliveries: \
+                 {rounds} rounds of relay.in_flight (relay.batch {} / relay.in_flight {}) \
+                 at {what} ({call_ms}) each, {step_ms} ms; otherwise a slow endpoint's \
+                 deliveries are claimed twice",
+                self.lease_ms, self.batch, self.in_flight
             ));
         }
         Ok(())
@@ -286,5 +299,26 @@ mod tests {
         };
         assert!(c.validate().unwrap_err().contains("relay.lease_ms"));
         assert!(RelayConfig::default().validate().is_ok());
+    }
+
+    /// The lease covers a whole step: the last of 100 deliveries sent 10 at a time to
+    /// an endpoint that takes its 10 s each goes out 100 s after the claim, long after a
+    /// 60 s lease let another relay claim and send it.
+    #[test]
+    fn a_lease_shorter_than_a_steps_slowest_deliveries_is_refused() {
+        let c = RelayConfig {
+            in_flight: 10,
+            ..RelayConfig::default()
+        };
+        let refused = c.validate().unwrap_err();
+        assert!(
+            refused.contains("10 rounds") && refused.contains("100000 ms"),
+            "{refused}"
+        );
+        let c = RelayConfig {
+            lease_ms: 100_001,
+            ..c
+        };
+        assert!(c.validate().is_ok());
     }
 }

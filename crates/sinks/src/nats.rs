@@ -71,6 +71,9 @@ impl NatsConfig {
         if self.stream.is_empty() || self.stream.contains(['.', '*', '>', ' ']) {
             return Err("nats.stream must be a name without . * > or spaces".into());
         }
+        if self.ack_timeout_ms == 0 {
+            return Err("nats.ack_timeout_ms must be at least 1 (every publish would fail)".into());
+        }
         Ok(())
     }
 

@@ -236,6 +236,9 @@ impl Config {
         self.human_check.check()?;
         if let Some(nats) = &self.nats {
             nats.validate().map_err(anyhow::Error::msg)?;
+            (self.relay)
+                .lease_outlasts_a_step(nats.ack_timeout_ms, "nats.ack_timeout_ms")
+                .map_err(anyhow::Error::msg)?;
         }
         self.http.validate().map_err(anyhow::Error::msg)
     }

@@ -25,7 +25,8 @@ fn config(dir: &Path, stream: &TestStream) -> PathBuf {
         "operator_key = \"{OPERATOR}\"\npayments = \"fake\"\n\
          [engine]\nrecovery_after_s = 1\nadmission_interval_ms = 50\n\
          [workers]\nrecovery_interval_ms = 200\nexpiry_interval_ms = 200\nrelay_interval_ms = 50\n\
-         [relay]\nlease_ms = 3000\nwebhook_timeout_ms = 2000\nretry_min_ms = 100\nretry_max_ms = 1000\n{}",
+         [relay]\nlease_ms = 3000\nwebhook_timeout_ms = 2000\nin_flight = 100\nretry_min_ms = 100\nretry_max_ms = 1000\n{}\
+         ack_timeout_ms = 2000\n",
         stream.toml()
     );
     std::fs::write(&file, text).unwrap();
