@@ -7,7 +7,7 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderId};
 use serde::Serialize;
 
-use crate::ports::{DeadLetter, HistoryLine, Outbox, Sink, SinkKind};
+use crate::ports::{DeadLetter, HistoryLine, NATS_SINK, Outbox, Sink, SinkKind};
 use crate::{BuyerSession, Engine, EngineError, Resource};
 
 /// Most webhook endpoints an operator may register: each one multiplies the relay's work.
@@ -161,20 +161,30 @@ impl Engine {
 
     /// The endpoint's dead letters, oldest first (at most `DEAD_LETTER_PAGE`).
     pub async fn dead_letters(&self, id: &str) -> Result<Vec<DeadLetterView>, EngineError> {
-        self.known_endpoint(id).await?;
+        self.known_sink(id).await?;
         let letters = self.outbox()?.dead_letters(id, DEAD_LETTER_PAGE).await?;
         Ok(letters.into_iter().map(DeadLetterView::from).collect())
     }
 
     /// Sends the endpoint's dead letters again; returns how many.
     pub async fn replay_dead_letters(&self, id: &str) -> Result<u64, EngineError> {
-        self.known_endpoint(id).await?;
+        self.known_sink(id).await?;
         let n = self
             .outbox()?
             .replay_dead(id, self.ports.clock.now())
             .await?;
         tracing::info!(endpoint = %id, replayed = n, "dead letters replayed");
         Ok(n)
+    }
+
+    /// A sink whose dead letters the operator reads and replays: a webhook endpoint, or
+    /// the NATS sink (`nats`) once a node delivered to it, whose events die as a
+    /// webhook's do when the stream stays unreachable.
+    async fn known_sink(&self, id: &str) -> Result<(), EngineError> {
+        if id == NATS_SINK && (self.outbox()?.sinks().await?.iter()).any(|s| s.id == NATS_SINK) {
+            return Ok(());
+        }
+        self.known_endpoint(id).await
     }
 
     /// Only webhook endpoints are the operator's to manage (not the NATS sink).

@@ -46,6 +46,23 @@ impl PathId for EndpointId {
     const RESOURCE: Resource = Resource::WebhookEndpoint;
 }
 
+/// A sink with dead letters in a path: a webhook endpoint's id, or `nats`.
+pub struct SinkId(String);
+
+impl FromStr for SinkId {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            boxoffice_engine::ports::NATS_SINK => Ok(SinkId(s.to_owned())),
+            _ => EndpointId::from_str(s).map(|EndpointId(id)| SinkId(id)),
+        }
+    }
+}
+
+impl PathId for SinkId {
+    const RESOURCE: Resource = Resource::WebhookEndpoint;
+}
+
 /// Whoever may read an order's history: the operator by its key, or a buyer.
 pub struct Reader(Option<boxoffice_engine::BuyerSession>);
 
@@ -253,7 +270,7 @@ pub(crate) const DEAD_LETTERS_DOC: Doc = Doc {
 pub async fn dead_letters(
     State(st): State<AppState>,
     _: Operator,
-    Id(EndpointId(id)): Id<EndpointId>,
+    Id(SinkId(id)): Id<SinkId>,
 ) -> Result<Json<DeadLetters>, ApiError> {
     let dead_letters = st.engine.dead_letters(&id).await?;
     Ok(Json(DeadLetters { dead_letters }))
@@ -278,7 +295,7 @@ pub async fn replay_dead_letters(
     State(st): State<AppState>,
     _: Operator,
     replay: Replay,
-    Id(EndpointId(id)): Id<EndpointId>,
+    Id(SinkId(id)): Id<SinkId>,
 ) -> Response {
     let engine = st.engine.clone();
     replay
@@ -310,5 +327,9 @@ mod tests {
         assert!(EndpointId::from_str(&format!("we_{}", "a".repeat(32))).is_ok());
         assert!(EndpointId::from_str("we_123").is_err());
         assert!(EndpointId::from_str(&"a".repeat(35)).is_err());
+        assert!(EndpointId::from_str("nats").is_err());
+        assert!(SinkId::from_str("nats").is_ok());
+        assert!(SinkId::from_str(&format!("we_{}", "a".repeat(32))).is_ok());
+        assert!(SinkId::from_str("natsx").is_err());
     }
 }
