@@ -102,6 +102,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "history_in_order",
         include_str!("../../../migrations/postgres/0018_history_in_order.sql"),
     ),
+    (
+        19,
+        "swaps_refunding_let_go",
+        include_str!("../../../migrations/postgres/0019_swaps_refunding_let_go.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

@@ -33,7 +33,7 @@ async fn migrating_twice_applies_each_migration_once() {
     let options = common::test_options(true);
     assert_eq!(
         migrate(&db.url, &options).await.unwrap(),
-        (1..=18).collect::<Vec<i64>>()
+        (1..=19).collect::<Vec<i64>>()
     );
     assert_eq!(migrate(&db.url, &options).await.unwrap(), Vec::<i64>::new());
     let ledger = PostgresLedger::connect(&db.url, options).await.unwrap();

@@ -93,6 +93,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "line_settings",
         include_str!("../../../migrations/sqlite/0016_line_settings.sql"),
     ),
+    (
+        17,
+        "swaps_refunding_let_go",
+        include_str!("../../../migrations/sqlite/0017_swaps_refunding_let_go.sql"),
+    ),
 ];
 
 /// Brings the database at `path` up to the newest schema (creating the file if need

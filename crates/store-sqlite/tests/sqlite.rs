@@ -68,7 +68,7 @@ fn is_clean(facts: &AuditFacts) -> bool {
 async fn migrating_twice_applies_each_migration_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
-    assert_eq!(migrate(&path).unwrap(), (1..=16).collect::<Vec<i64>>());
+    assert_eq!(migrate(&path).unwrap(), (1..=17).collect::<Vec<i64>>());
     assert_eq!(migrate(&path).unwrap(), Vec::<i64>::new());
     // Opening a migrated file finds nothing left to do and works.
     let ledger = SqliteLedger::open(&path, SqliteOptions::default()).unwrap();

@@ -422,3 +422,54 @@ pub async fn a_ticket_sold_on_once_is_not_listed_again(s: ExchangeStores) {
         Ok(())
     );
 }
+
+/// A charged swap whose ticket cannot move because its buyer reached the event's limit
+/// meanwhile goes to `refunding`, and its listing opens again in the same step. The
+/// refunding swap still counted as the listing's one live swap, so every other buyer's
+/// reservation of it failed (a store error) until the refund was through; it now
+/// reserves, and the refunding swap ends as before.
+pub async fn a_listing_reopened_by_a_refused_move_can_be_reserved_while_its_swap_refunds(
+    s: ExchangeStores,
+) {
+    let (_, o, rows) = sold(&s, 2).await;
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let first = reserve_of(&l, &o, BuyerId::random(), 2);
+    s.exchange.reserve(&first).await.unwrap().unwrap();
+    let x = &s.exchange;
+    let at = NOW.plus_secs(2);
+    let charged = x.advance(
+        first.swap.id,
+        SwapState::Reserved,
+        SwapState::Charged,
+        Some("ref"),
+        at,
+    );
+    assert!(charged.await.unwrap());
+    // The limit is reached by then (0 here): the ticket stays, the listing reopens.
+    let moved = x.move_ticket(first.swap.id, 0, at).await.unwrap();
+    assert_eq!(moved, Moved::Refused(ListingRefusal::LimitExceeded));
+    let refunding = x.swap(first.swap.id).await.unwrap().unwrap();
+    assert_eq!(refunding.state, SwapState::Refunding);
+    assert_eq!(
+        x.listing(l.id).await.unwrap().unwrap().state,
+        ListingState::Open
+    );
+    let second = reserve_of(&l, &o, BuyerId::random(), 2);
+    assert_eq!(x.reserve(&second).await.unwrap(), Ok(()));
+    let third = x.reserve(&reserve_of(&l, &o, BuyerId::random(), 2)).await;
+    assert_eq!(
+        third.unwrap(),
+        Err(ListingRefusal::NotOpen(ListingState::Reserved))
+    );
+    let undone = x.advance(
+        first.swap.id,
+        SwapState::Refunding,
+        SwapState::Undone,
+        None,
+        at,
+    );
+    assert!(undone.await.unwrap());
+    let ticket = finish(&s, second.swap.id, 2).await;
+    assert_eq!(ticket.holder, second.swap.buyer);
+}
