@@ -162,8 +162,15 @@ async fn ensure_tracking_table(conn: &mut PgConnection) -> sqlx::Result<()> {
     tx.commit().await
 }
 
-/// Waits for any other node migrating now; held until the transaction ends.
+/// Waits for any other node migrating now; held until the transaction ends. Neither the
+/// wait nor the migration's statements are bound by the connection's
+/// `statement_timeout` (10 s by default, for the sale's statements): an index built on
+/// a ledger of some size takes longer, and was cancelled, its migration never applied
+/// and every node waiting behind it failing to start.
 async fn lock(tx: &mut sqlx::PgTransaction<'_>) -> sqlx::Result<()> {
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut **tx)
+        .await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(MIGRATION_LOCK)
         .execute(&mut **tx)

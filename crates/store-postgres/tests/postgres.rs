@@ -11,7 +11,7 @@ use boxoffice_engine::ports::{
     Begin, Claimant, CommitOutcome, IdempotencyStore, Incarnation, KnownWrite, Ledger, Order,
     ReplayKey, StoredResponse,
 };
-use boxoffice_store_postgres::{PostgresLedger, migrate};
+use boxoffice_store_postgres::{PostgresLedger, PostgresOptions, migrate};
 use boxoffice_testkit::ledger as suite;
 use boxoffice_testkit::ledger::fixtures::{T0, authorized, commit_of, event};
 
@@ -40,6 +40,36 @@ async fn migrating_twice_applies_each_migration_once() {
     assert_eq!(ledger.migrate().await.unwrap(), Vec::<i64>::new());
     assert!(ledger.audit_facts().await.unwrap().events.is_empty());
     ledger.pool().close().await;
+}
+
+/// A node that starts while another migrates waits for it, however long the other's
+/// migration takes: the wait (and each migration's statements) was bound by the
+/// connection's statement timeout, so a migration longer than it failed the start of
+/// every node waiting behind it.
+#[boxoffice_testkit::test(timeout_s = 60)]
+async fn a_migration_waits_for_another_nodes_past_the_statement_timeout() {
+    use sqlx::Connection;
+    let db = common::TestDatabase::create();
+    let options = PostgresOptions {
+        statement_timeout_ms: 300,
+        ..common::test_options(true)
+    };
+    // Another node's migration, holding the migration lock for longer than that.
+    let mut other = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(0x626f_786f_6666_6963_i64) // the migrations' lock
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let migrating = tokio::spawn({
+        let url = db.url.clone();
+        async move { migrate(&url, &options).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    let applied = migrating.await.expect("the task ran");
+    assert_eq!(applied.expect("migrated"), (1..=19).collect::<Vec<i64>>());
 }
 
 /// A sign-up under its Idempotency-Key is one job of the writer: the claim, the buyer's
