@@ -183,7 +183,7 @@ impl Application {
             },
         )));
         workers.push(wake_probe::spawn(stop_rx.clone()));
-        if self.config.embedded() {
+        if self.config.sole_on_its_ledger() {
             // Read before the server answers anyone: swaps of this incarnation come after.
             let started = self.state.engine.now();
             workers.push(tokio::spawn(resume_swaps(
@@ -353,8 +353,9 @@ fn spawn_workers(
     ]
 }
 
-/// In embedded mode this process is the only one on its ledger (it holds the data
-/// directory's lock), so every unfinished exchange swap last moved before `started`
+/// A node alone on its ledger (`Config::sole_on_its_ledger`: it holds the lock of the
+/// data directory its SQLite ledger is in) knows every unfinished exchange swap last
+/// moved before `started`
 /// (read before the server answered anyone) is an earlier incarnation's: each is
 /// finished or undone now rather than after `recovery_after_s`. Swaps this incarnation's
 /// buyers reserve are theirs to drive, and the sweep's after the usual wait. It runs beside

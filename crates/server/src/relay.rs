@@ -12,18 +12,19 @@ use boxoffice_sinks::{NatsSink, Publishers};
 
 use crate::config::Config;
 
-/// The relay of this node; `owner` names its claims in the ledger. In embedded mode
-/// this process is the only relay of its data directory (it holds the directory's lock),
-/// so whatever an earlier incarnation had claimed is given back at once: after a crash
-/// its deliveries go out now, not when their leases (`relay.lease_ms`) lapse. Nodes of a
-/// cluster cannot tell a dead peer from a slow one here and wait for the lease.
+/// The relay of this node; `owner` names its claims in the ledger. A node alone on its
+/// ledger (`Config::sole_on_its_ledger`: the SQLite file of its locked data directory)
+/// gives back whatever an earlier incarnation had claimed at once: after a crash its
+/// deliveries go out now, not when their leases (`relay.lease_ms`) lapse. A node on a
+/// PostgreSQL ledger cannot tell a dead peer from a live one here (another process may
+/// share the ledger, with an in-process hot store too) and waits for the lease.
 pub async fn build(
     config: &Config,
     outbox: Arc<dyn Outbox>,
     clock: Arc<dyn Clock>,
     owner: String,
 ) -> anyhow::Result<Relay> {
-    if config.embedded() {
+    if config.sole_on_its_ledger() {
         let released = (outbox.release_claims(&owner).await)
             .context("giving back the outbox claims of an earlier incarnation")?;
         if released > 0 {

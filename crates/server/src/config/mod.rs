@@ -191,6 +191,15 @@ impl Config {
         self.hot == HotChoice::Memory
     }
 
+    /// Whether this process is the only one on its ledger, so whatever the ledger says
+    /// is in flight is an earlier incarnation's: an embedded node whose ledger is the
+    /// SQLite file of its locked data directory. A PostgreSQL ledger may have another
+    /// process on it even beside an in-process hot store (the next process of a
+    /// rolling deploy, with a data directory of its own).
+    pub fn sole_on_its_ledger(&self) -> bool {
+        self.embedded() && self.ledger == LedgerChoice::Sqlite
+    }
+
     /// Reads the layers and checks the result (see [`Config::check`]).
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> anyhow::Result<Config> {
         let mut fig = Figment::new();

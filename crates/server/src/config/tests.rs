@@ -96,6 +96,7 @@ fn a_wrong_choice_is_refused_naming_the_allowed_values() {
     assert_eq!(c.ledger, LedgerChoice::Postgres("postgres://db/x".into()));
     assert_eq!(c.hot, HotChoice::Redis("redis://a,redis://b".into()));
     assert!(!c.embedded());
+    assert!(!c.sole_on_its_ledger());
 }
 
 #[test]
@@ -199,4 +200,16 @@ fn serve_demo_sends_the_stand_ins_webhooks_to_itself_unless_told_otherwise() {
     chosen.fake_payments.webhook_url = Some("http://127.0.0.1:9/hook".into());
     let kept = chosen.for_demo(true).fake_payments.webhook_url;
     assert_eq!(kept.as_deref(), Some("http://127.0.0.1:9/hook"));
+}
+
+/// A PostgreSQL ledger beside an in-process hot store is embedded, but not alone on its
+/// ledger: a second process on it (a rolling deploy) gave back the first's outbox
+/// claims at start and drove its live exchange swaps as an earlier incarnation's.
+#[test]
+fn only_a_sqlite_ledger_is_known_to_have_this_process_alone() {
+    let sqlite = load_text("").unwrap();
+    assert!(sqlite.embedded() && sqlite.sole_on_its_ledger());
+    let shared = load_text("ledger = \"postgres://app@db/boxoffice\"\n").unwrap();
+    assert!(shared.embedded());
+    assert!(!shared.sole_on_its_ledger());
 }
