@@ -4,10 +4,19 @@
 //! work), hands each to its sink, and records the outcome: delivered (gone), failed
 //! (retried after an exponential backoff with jitter) or, past `max_attempts` or
 //! `max_age_s`, dead (kept for the operator to read and replay).
+//!
+//! A sink that fails `RESTS_AFTER` times in a row rests: for `rest_ms` its deliveries
+//! are recorded as failed attempts at once, without a call, as if they had been tried.
+//! A step waits for all of its deliveries, and a claim takes the oldest due ones
+//! whatever their sink: an endpoint that hangs until the timeout otherwise filled every
+//! batch with its retries and held each step for rounds of timeouts, starving every
+//! other sink.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use boxoffice_domain::Millis;
 use futures::StreamExt;
@@ -106,6 +115,9 @@ impl RelayConfig {
     }
 }
 
+/// Failures in a row after which a sink rests.
+pub const RESTS_AFTER: u32 = 5;
+
 /// One node's relay. `owner` names its claims (this process's incarnation).
 pub struct Relay {
     outbox: Arc<dyn Outbox>,
@@ -113,6 +125,8 @@ pub struct Relay {
     clock: Arc<dyn Clock>,
     owner: String,
     config: RelayConfig,
+    /// Per sink: failures in a row, and until when it rests.
+    health: Mutex<HashMap<String, (u32, Millis)>>,
 }
 
 impl Relay {
@@ -129,6 +143,38 @@ impl Relay {
             clock,
             owner,
             config,
+            health: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How long a sink rests: the longest retry wait, at most a minute.
+    fn rest_ms(&self) -> u64 {
+        self.config.retry_max_ms.min(60_000)
+    }
+
+    /// Whether `sink` rests now.
+    fn resting(&self, sink: &str, now: Millis) -> bool {
+        (self.health.lock().get(sink)).is_some_and(|&(_, until)| now < until)
+    }
+
+    /// Counts a delivery's outcome toward its sink's rest.
+    fn note(&self, sink: &str, ok: bool, now: Millis) {
+        let mut health = self.health.lock();
+        if ok {
+            health.remove(sink);
+            return;
+        }
+        let (failures, until) = health.entry(sink.to_owned()).or_insert((0, Millis(0)));
+        *failures += 1;
+        if *failures >= RESTS_AFTER {
+            let rest = i64::try_from(self.rest_ms()).unwrap_or(i64::MAX);
+            (*failures, *until) = (0, now.plus_millis(rest));
+            tracing::warn!(
+                sink,
+                rest_ms = rest,
+                "a sink failed {RESTS_AFTER} times in a row; it rests"
+            );
+            metrics::counter!("boxoffice_relay_sink_rests_total").increment(1);
         }
     }
 
@@ -174,10 +220,15 @@ impl Relay {
                 ..d.event.clone()
             }),
         };
+        if self.resting(&d.sink, self.clock.now()) {
+            let why = format!("not sent: the sink failed {RESTS_AFTER} times in a row and rests");
+            return self.failed(&d, &why).await;
+        }
         let sent = match sinks.get(&d.sink) {
             Some(sink) => self.publisher.publish(sink, &event).await,
             None => Err(crate::ports::PublishError("the sink was removed".into())),
         };
+        self.note(&d.sink, sent.is_ok(), self.clock.now());
         match sent {
             Ok(()) => {
                 metrics::counter!("boxoffice_relay_delivered_total").increment(1);

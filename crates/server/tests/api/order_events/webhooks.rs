@@ -189,3 +189,60 @@ async fn endpoints_are_listed_without_secrets_and_deleted_once() {
     assert_eq!(list["endpoints"], json!([]));
     app.stop().await;
 }
+
+/// An endpoint that takes the connection and never answers: every delivery to it waits
+/// for the timeout. Its deliveries filled every claim beside the healthy endpoint's,
+/// and a step waited for rounds of their timeouts, so the endpoint that answers got its
+/// events at that pace, the retries coming due again without end. After failing a few
+/// times in a row a sink now rests, its deliveries recorded as failed attempts without
+/// a call: here (the clock stands still, so nothing comes due twice) the first claim's
+/// thirty calls to the endpoint that never answers stop after a few.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 120)]
+async fn an_endpoint_that_never_answers_does_not_hold_up_the_others() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_url = format!("http://{}/hook", hang.local_addr().unwrap());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let holding = tokio::spawn({
+        let calls = calls.clone();
+        async move {
+            let mut held = Vec::new();
+            while let Ok((conn, _)) = hang.accept().await {
+                calls.fetch_add(1, Ordering::SeqCst);
+                held.push(conn);
+            }
+        }
+    });
+    let app = spawn_with(|c| {
+        c.workers.relay_interval_ms = 20;
+        c.relay.webhook_timeout_ms = 1_000;
+        c.relay.in_flight = 4;
+        c.relay.max_attempts = 1_000;
+    })
+    .await;
+    add_endpoint(&app, &hang_url).await;
+    let (receiver, _) = signed_receiver(&app).await;
+    let orders = confirmed_orders(&app, 30).await;
+    let expected = history_ids(&app.client, &app.base, &orders).await;
+    assert_eq!(expected.len(), 120);
+    eventually(
+        "every event at the endpoint that answers",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || async {
+            let missing = expected.difference(&receiver.ids()).count();
+            if missing == 0 { Ok(()) } else { Err(missing) }
+        },
+    )
+    .await;
+    let called = calls.load(Ordering::SeqCst);
+    assert!(
+        called < 20,
+        "the endpoint that never answers was called {called} times, not rested"
+    );
+    receiver.assert_in_order_per_order();
+    app.stop().await;
+    holding.abort();
+}
