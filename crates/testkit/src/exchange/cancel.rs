@@ -8,7 +8,7 @@
 
 use boxoffice_domain::exchange::SwapState;
 use boxoffice_domain::{BuyerId, Money, OrderState};
-use boxoffice_engine::ports::{CheckIn, ScanAttempt, Swap, TicketCancelRefusal};
+use boxoffice_engine::ports::{CheckIn, Listing, ScanAttempt, Swap, TicketCancelRefusal};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::{ExchangeStores, NOW, audit_is_clean, finish, listing_of, reserve_of, sold};
@@ -285,13 +285,7 @@ pub async fn a_listed_ticket_is_not_offered_for_transfer_until_withdrawn(s: Exch
     };
     let refused = s.tickets.offer_transfer(&offer(NOW)).await.unwrap();
     assert_eq!(refused, Err(TransferRefusal::Listed));
-    let open = s.exchange.open_listings(l.event, None, 10).await.unwrap();
-    assert_eq!(open.len(), 1, "the listing stands");
-    s.exchange
-        .withdraw(l.id, o.buyer, NOW.plus_secs(1))
-        .await
-        .unwrap()
-        .unwrap();
+    stands_until_withdrawn(&s, &l, o.buyer).await;
     let offered = s.tickets.offer_transfer(&offer(NOW.plus_secs(2))).await;
     assert_eq!(offered.unwrap(), Ok(()));
 }
@@ -323,13 +317,18 @@ pub async fn a_listed_ticket_is_not_renamed_until_withdrawn(s: ExchangeStores) {
         .unwrap()
         .expect("the ticket");
     assert_eq!((facts.ticket.version, facts.ticket.attendee), (1, None));
+    stands_until_withdrawn(&s, &l, o.buyer).await;
+    let renamed = s.tickets.rename_ticket(&rename(NOW.plus_secs(2))).await;
+    assert_eq!(renamed.unwrap().map(|t| t.version), Ok(2));
+}
+
+/// `l` is still listed, alone; its seller then withdraws it.
+async fn stands_until_withdrawn(s: &ExchangeStores, l: &Listing, seller: BuyerId) {
     let open = s.exchange.open_listings(l.event, None, 10).await.unwrap();
     assert_eq!(open.len(), 1, "the listing stands");
     s.exchange
-        .withdraw(l.id, o.buyer, NOW.plus_secs(1))
+        .withdraw(l.id, seller, NOW.plus_secs(1))
         .await
         .unwrap()
         .unwrap();
-    let renamed = s.tickets.rename_ticket(&rename(NOW.plus_secs(2))).await;
-    assert_eq!(renamed.unwrap().map(|t| t.version), Ok(2));
 }
