@@ -370,6 +370,15 @@ impl Engine {
         let declined = matches!(found, Some((_, ProviderState::Declined)));
         let next = match found {
             Some((r, ProviderState::Authorized)) => {
+                // Another driver may have ended the swap while the provider thought (a
+                // sweep that heard nothing of this authorization yet): then no money is
+                // taken, the authorization is cancelled instead.
+                let current = port.swap(swap.id).await?.map(|s| s.state);
+                if current != Some(SwapState::Reserved) {
+                    tracing::info!(swap = %swap.id, state = ?current, "a swap ended while its charge was authorized; voiding it");
+                    pay.void(swap.charge, &r).await.map_err(unavailable)?;
+                    return Ok(Charge::Moved);
+                }
                 pay.capture(swap.charge, &r).await.map_err(unavailable)?;
                 Some(r)
             }
@@ -415,10 +424,12 @@ impl Engine {
         }
     }
 
-    /// The charge was captured, but another driver ended the swap meanwhile (it took the
-    /// provider's silence for "never charged"): the swap stays undone, its listing open
-    /// to others, and the buyer's money goes back, as it would from `refunding`. A swap
-    /// another driver charged keeps the charge.
+    /// The charge was captured, but another driver ended the swap between the check
+    /// before the capture and the capture (it took the provider's silence for "never
+    /// charged"): the swap stays undone, its listing open to others, and the buyer's
+    /// money goes back, as it would from `refunding`. A swap another driver charged
+    /// keeps the charge. One attempt: a refund that fails here is left to the audit,
+    /// which reports a captured charge of an undone swap.
     async fn give_back_a_charge_undone_meanwhile(
         &self,
         swap: &Swap,

@@ -16,10 +16,11 @@ use crate::common::*;
 /// A sweep took the provider's silence about a purchase in flight for "never charged"
 /// and undid the swap; the buyer's authorization then landed and was captured, the
 /// swap's move to `charged` lost to the undo, and the answer was "undone" with the
-/// money kept: a charge without a ticket. The capture that finds its swap undone now
-/// gives the money back.
+/// money kept: a charge without a ticket. An authorization whose swap ended meanwhile
+/// is now voided instead of captured (and a capture that still loses its move is
+/// refunded).
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_charge_captured_after_a_sweep_undid_its_swap_goes_back_to_the_buyer() {
+async fn a_charge_authorized_after_a_sweep_undid_its_swap_is_not_kept() {
     let d = Durable::new(FakeGatewayConfig::default());
     let n = node_with_after_sale(&d, EngineConfig::default());
     let doors = Millis(T0.0 + 30 * 86_400_000);
@@ -91,7 +92,7 @@ async fn a_charge_captured_after_a_sweep_undid_its_swap_goes_back_to_the_buyer()
     let money = money.expect("the provider answers").map(|p| p.state);
     assert_eq!(
         money,
-        Some(ProviderState::Refunded),
-        "the buyer's money came back"
+        Some(ProviderState::Voided),
+        "no money was taken for the undone swap"
     );
 }
