@@ -420,8 +420,18 @@ impl Engine {
                     0 => Ok(()),
                     _ => self.retake_seats(first, left_s, Some(refused)).await,
                 };
-                if left_s == 0 || repinned.is_err() {
-                    // Not pinned for the first order: not kept for the refused one.
+                // Not pinned for the first order: not kept for the refused one. A store
+                // error may have lost the answer of a repin that ran (a reply timed out
+                // after a failover): the hold is read back before it is let go.
+                let kept = match &repinned {
+                    Ok(()) => left_s > 0,
+                    Err(ArbiterError::Store(_)) => {
+                        let now = self.ports.arbiter.get(first.hold).await;
+                        matches!(now, Ok(Some(h)) if h.order == Some(first.id) && h.state.is_live())
+                    }
+                    Err(_) => false,
+                };
+                if !kept {
                     self.release_quietly(first.hold).await;
                 }
                 if let Err(e) = repinned {

@@ -6,7 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderEvent, OrderState};
-use boxoffice_engine::ports::{ArbiterError, HoldRequest, HoldView, SeatChoice};
+use boxoffice_engine::ports::{
+    ArbiterError, HoldRequest, HoldView, Retake, SeatChoice, StoreError,
+};
 use boxoffice_engine::{CheckoutOutcome, EngineConfig, EngineError};
 use boxoffice_payment_fake::{FakeGatewayConfig, methods};
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue};
@@ -234,6 +236,73 @@ async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
     assert_eq!(
         sold_in_hot_store(&n.engine, event, &labels).await,
         vec![true, true]
+    );
+}
+
+/// The hot store whose answers to retakes are lost after they ran (a reply that timed
+/// out after a failover).
+struct RetakeAnswerLost;
+
+#[async_trait::async_trait]
+impl Hooks for RetakeAnswerLost {
+    async fn retake(
+        &self,
+        store: &dyn SeatArbiter,
+        req: &Retake,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
+        store.retake(req, now).await?;
+        Err(ArbiterError::Store(StoreError(
+            "the reply timed out".into(),
+        )))
+    }
+}
+
+/// As above, but the give-back's repin ran and its answer was lost. Taken for a failure,
+/// the hold was released: the first order's seats free for anyone, its approval then
+/// finding no pinned hold. The hold is read back first and kept.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repin_whose_answer_was_lost_keeps_the_hold_for_the_first_order() {
+    let d = Durable::new(FakeGatewayConfig::default());
+    let arbiter = Arc::new(InMemoryArbiter::new());
+    let lossy = Arc::new(Hooked {
+        inner: arbiter.clone(),
+        hooks: RetakeAnswerLost,
+    });
+    let queue = Arc::new(InMemoryQueue::new());
+    let (ledger, config) = (d.ledger.clone(), EngineConfig::default());
+    let n = node_reaching_hot_through(&d, config, ledger, queue, lossy, arbiter);
+    let (n, event, who, h, first) = authorized_answer_lost_on(n).await;
+    let layout = n.engine.event(event).await.expect("the event").layout();
+    n.arbiter.load(&layout, &[]).await.expect("reloaded");
+    let now = d.clock.now();
+    let held = HoldRequest {
+        hold: h.hold,
+        buyer: who.buyer,
+        choice: SeatChoice::Named(h.seats.clone()),
+        expires_at: now.plus_secs(600),
+        key: None,
+    };
+    n.arbiter.hold(&held, now).await.expect("held again");
+    let retry = checkout(&n.engine, &who, &h, methods::VISA).await;
+    assert!(
+        matches!(retry, Ok(CheckoutOutcome::Pending(_))),
+        "{retry:?}"
+    );
+    let pinned = n
+        .arbiter
+        .get(h.hold)
+        .await
+        .expect("read")
+        .expect("the hold");
+    assert_eq!(
+        (pinned.order, pinned.state),
+        (Some(first.id), HoldState::CheckingOut),
+        "the repinned hold is kept"
+    );
+    assert_eq!(
+        free(&n.engine, event, &["A-1-1", "A-1-2"]).await,
+        vec![false, false]
     );
 }
 

@@ -29,6 +29,14 @@ pub trait Hooks: Send + Sync {
     ) -> Result<HoldView, ArbiterError> {
         store.release(hold).await
     }
+    async fn retake(
+        &self,
+        store: &dyn SeatArbiter,
+        req: &Retake,
+        now: Millis,
+    ) -> Result<HoldView, ArbiterError> {
+        store.retake(req, now).await
+    }
 }
 
 /// The store `inner`, its calls passed through `hooks`.
@@ -83,7 +91,7 @@ impl<H: Hooks> SeatArbiter for Hooked<H> {
         self.inner.pin(hold, order, pinned_until, now).await
     }
     async fn retake(&self, req: &Retake, now: Millis) -> Result<HoldView, ArbiterError> {
-        self.inner.retake(req, now).await
+        self.hooks.retake(self.inner.as_ref(), req, now).await
     }
     async fn mark_uncertain(&self, hold: HoldId) -> Result<HoldView, ArbiterError> {
         self.inner.mark_uncertain(hold).await
