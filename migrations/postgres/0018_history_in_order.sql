@@ -9,7 +9,7 @@
 CREATE FUNCTION order_events_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM 1 FROM orders WHERE id = NEW.order_id FOR NO KEY UPDATE;
-    NEW.id := nextval(pg_get_serial_sequence('order_events', 'id'));
+    NEW.id := nextval('order_events_id_seq');
     RETURN NEW;
 END;
 $$;

@@ -166,13 +166,20 @@ async fn ensure_tracking_table(conn: &mut PgConnection) -> sqlx::Result<()> {
 /// wait nor the migration's statements are bound by the connection's
 /// `statement_timeout` (10 s by default, for the sale's statements): an index built on
 /// a ledger of some size takes longer, and was cancelled, its migration never applied
-/// and every node waiting behind it failing to start.
+/// and every node waiting behind it failing to start. Waits for a table's lock are
+/// bounded by `lock_timeout` instead.
 async fn lock(tx: &mut sqlx::PgTransaction<'_>) -> sqlx::Result<()> {
     sqlx::query("SET LOCAL statement_timeout = 0")
         .execute(&mut **tx)
         .await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(MIGRATION_LOCK)
+        .execute(&mut **tx)
+        .await?;
+    // The migration's own locks are bounded, though: a DDL waiting for a table's lock
+    // behind a long transaction queues every reader and writer of that table behind it.
+    // Past this the migration fails (nothing applied) and the node's start with it.
+    sqlx::query("SET LOCAL lock_timeout = '10s'")
         .execute(&mut **tx)
         .await
         .map(drop)
