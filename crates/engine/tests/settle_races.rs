@@ -5,11 +5,11 @@ mod common;
 
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, HoldId, HoldState, Millis, OrderEvent, OrderState};
+use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis, OrderEvent, OrderState};
 use boxoffice_engine::ports::{
     ArbiterError, HoldRequest, HoldView, Retake, SeatChoice, StoreError,
 };
-use boxoffice_engine::{CheckoutOutcome, EngineConfig, EngineError};
+use boxoffice_engine::{BuyerSession, CheckoutOutcome, EngineConfig, EngineError};
 use boxoffice_payment_fake::{FakeGatewayConfig, methods};
 use boxoffice_store_memory::{InMemoryArbiter, InMemoryQueue};
 use boxoffice_testkit::hooked::{Hooked, Hooks};
@@ -159,6 +159,34 @@ impl Hooks for Competitor {
     }
 }
 
+/// A node whose engine reaches its hot store through `hooks`.
+fn node_hooked<H: Hooks + 'static>(d: &Durable, hooks: H) -> (Node, Arc<Hooked<H>>) {
+    let arbiter = Arc::new(InMemoryArbiter::new());
+    let hooked = Arc::new(Hooked {
+        inner: arbiter.clone(),
+        hooks,
+    });
+    let queue = Arc::new(InMemoryQueue::new());
+    let (ledger, config) = (d.ledger.clone(), EngineConfig::default());
+    let n = node_reaching_hot_through(d, config, ledger, queue, hooked.clone(), arbiter);
+    (n, hooked)
+}
+
+/// The hot store comes back with `h` held, its pin lost (a failover's replica).
+async fn pin_lost(d: &Durable, n: &Node, event: EventId, who: &BuyerSession, h: &HoldView) {
+    let layout = n.engine.event(event).await.expect("the event").layout();
+    n.arbiter.load(&layout, &[]).await.expect("reloaded");
+    let now = d.clock.now();
+    let held = HoldRequest {
+        hold: h.hold,
+        buyer: who.buyer,
+        choice: SeatChoice::Named(h.seats.clone()),
+        expires_at: now.plus_secs(600),
+        key: None,
+    };
+    n.arbiter.hold(&held, now).await.expect("held again");
+}
+
 /// The hot store loses a checkout's pin (a Redis failover whose replica had the hold
 /// but not the pin) while its payment is open, and the buyer checks out again: the
 /// retry pinned the hold for a second order the ledger refused (the hold has one), so
@@ -171,18 +199,12 @@ impl Hooks for Competitor {
 async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
     // Authorized at the provider; the answer never came back: the first order is open.
     let d = Durable::new(FakeGatewayConfig::default());
-    let arbiter = Arc::new(InMemoryArbiter::new());
-    let competitor = Arc::new(Hooked {
-        inner: arbiter.clone(),
-        hooks: Competitor {
-            watched: std::sync::Mutex::new(None),
-            at: d.clock.now(),
-            took: false.into(),
-        },
-    });
-    let queue = Arc::new(InMemoryQueue::new());
-    let (ledger, config) = (d.ledger.clone(), EngineConfig::default());
-    let n = node_reaching_hot_through(&d, config, ledger, queue, competitor.clone(), arbiter);
+    let competitor = Competitor {
+        watched: std::sync::Mutex::new(None),
+        at: d.clock.now(),
+        took: false.into(),
+    };
+    let (n, competitor) = node_hooked(&d, competitor);
     let (n, event, who, h, first) = authorized_answer_lost_on(n).await;
     assert_eq!(
         hold_state(&n.engine, &h).await,
@@ -190,17 +212,7 @@ async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
     );
 
     // The hot store comes back with the hold held, its pin lost.
-    let layout = n.engine.event(event).await.expect("the event").layout();
-    n.arbiter.load(&layout, &[]).await.expect("reloaded");
-    let now = d.clock.now();
-    let held = HoldRequest {
-        hold: h.hold,
-        buyer: who.buyer,
-        choice: SeatChoice::Named(h.seats.clone()),
-        expires_at: now.plus_secs(600),
-        key: None,
-    };
-    n.arbiter.hold(&held, now).await.expect("held again");
+    pin_lost(&d, &n, event, &who, &h).await;
     *competitor.hooks.watched.lock().unwrap() = Some(h.hold);
 
     // The retry is told of the first order, and the hold is pinned for it again.
@@ -264,26 +276,9 @@ impl Hooks for RetakeAnswerLost {
 #[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repin_whose_answer_was_lost_keeps_the_hold_for_the_first_order() {
     let d = Durable::new(FakeGatewayConfig::default());
-    let arbiter = Arc::new(InMemoryArbiter::new());
-    let lossy = Arc::new(Hooked {
-        inner: arbiter.clone(),
-        hooks: RetakeAnswerLost,
-    });
-    let queue = Arc::new(InMemoryQueue::new());
-    let (ledger, config) = (d.ledger.clone(), EngineConfig::default());
-    let n = node_reaching_hot_through(&d, config, ledger, queue, lossy, arbiter);
+    let (n, _) = node_hooked(&d, RetakeAnswerLost);
     let (n, event, who, h, first) = authorized_answer_lost_on(n).await;
-    let layout = n.engine.event(event).await.expect("the event").layout();
-    n.arbiter.load(&layout, &[]).await.expect("reloaded");
-    let now = d.clock.now();
-    let held = HoldRequest {
-        hold: h.hold,
-        buyer: who.buyer,
-        choice: SeatChoice::Named(h.seats.clone()),
-        expires_at: now.plus_secs(600),
-        key: None,
-    };
-    n.arbiter.hold(&held, now).await.expect("held again");
+    pin_lost(&d, &n, event, &who, &h).await;
     let retry = checkout(&n.engine, &who, &h, methods::VISA).await;
     assert!(
         matches!(retry, Ok(CheckoutOutcome::Pending(_))),
