@@ -303,7 +303,7 @@ impl Replay {
         F: FnOnce(ClaimArgs) -> Fut,
         Fut: Future<Output = Stepped> + Send + 'static,
         R: FnOnce(KeptOutcome) -> RFut + Send + 'static,
-        RFut: Future<Output = Reply> + Send,
+        RFut: Future<Output = Reply> + Send + 'static,
     {
         let fingerprint = self.fingerprint(&**store.replays, body);
         // The key's digest is taken here, once, for the claim and for the answer's keeping.
@@ -319,39 +319,97 @@ impl Replay {
             key,
         };
         let (now, claimant) = (args.now, args.claimant);
-        let work = step(args);
-        let task = async move {
-            let stepped = AssertUnwindSafe(work).catch_unwind().await;
-            // A panic may have come after the claim: free the key, as `run` does.
-            let stepped = stepped.unwrap_or_else(|_| {
-                Stepped::Ran(Err(ApiError::from(EngineError::Internal(
-                    "the request's work panicked".into(),
-                ))))
-            });
-            // The answers of a retry or a refusal are boxed: they are rare, and their
-            // futures (the store's calls, the render) would otherwise set the size of
-            // every write's task, which is copied into its box.
-            match stepped {
-                Stepped::Ran(reply) => claim.finish_unwaited(reply),
-                Stepped::Kept(reply) => answered(reply),
-                Stepped::Refused(begin) => Box::pin(replayed_or_refused(begin, render)).await,
-                Stepped::Before(e) => {
-                    let again = async move {
-                        let begun = (claim.replays)
-                            .begin(&claim.key, &fingerprint, now, &claimant)
-                            .await;
-                        match begun {
-                            Err(e) => ApiError::from(EngineError::from(e)).into_response(),
-                            Ok(Begin::Proceed) => claim.finish(Err(e)).await,
-                            Ok(other) => replayed_or_refused(other, render).await,
-                        }
-                    };
-                    Box::pin(again).await
-                }
-            }
+        let work = ClaimedWork {
+            step: AssertUnwindSafe(step(args)).catch_unwind(),
+            rest: Some(AfterStep {
+                claim,
+                fingerprint,
+                now,
+                claimant,
+                render,
+            }),
+            after: None,
         };
-        Detached::new(task).await
+        Detached::new(work).await
     }
+}
+
+pin_project_lite::pin_project! {
+    /// `run_claimed`'s work: the step, then what its answer asks for. A future of its
+    /// own rather than an `async` block: a block keeps the step it captured beside the
+    /// step it awaits, twice the step's size in the box every write's work is moved
+    /// into, and so copied and written for every hold.
+    struct ClaimedWork<W, R> {
+        #[pin]
+        step: futures::future::CatchUnwind<AssertUnwindSafe<W>>,
+        // What the answer needs once the step is done; taken then.
+        rest: Option<AfterStep<R>>,
+        // The answers of a retry or a refusal are boxed: they are rare, and their
+        // futures (the store's calls, the render) would otherwise set the size of
+        // every write's work, which is copied into its box.
+        after: Option<Pin<Box<dyn Future<Output = Response> + Send>>>,
+    }
+}
+
+struct AfterStep<R> {
+    claim: Claim,
+    fingerprint: [u8; 32],
+    now: boxoffice_domain::Millis,
+    claimant: Claimant,
+    render: R,
+}
+
+impl<W, R, RFut> Future for ClaimedWork<W, R>
+where
+    W: Future<Output = Stepped>,
+    R: FnOnce(KeptOutcome) -> RFut + Send + 'static,
+    RFut: Future<Output = Reply> + Send + 'static,
+{
+    type Output = Response;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let this = self.project();
+        if let Some(after) = this.after.as_mut() {
+            return after.as_mut().poll(cx);
+        }
+        if this.rest.is_none() {
+            return Poll::Ready(polled_after_answer());
+        }
+        let stepped = ready!(this.step.poll(cx));
+        let AfterStep {
+            claim,
+            fingerprint,
+            now,
+            claimant,
+            render,
+        } = this.rest.take().expect("checked above");
+        // A panic may have come after the claim: free the key, as `run` does.
+        let stepped = stepped.unwrap_or_else(|_| {
+            Stepped::Ran(Err(ApiError::from(EngineError::Internal(
+                "the request's work panicked".into(),
+            ))))
+        });
+        let after: Pin<Box<dyn Future<Output = Response> + Send>> = match stepped {
+            Stepped::Ran(reply) => return Poll::Ready(claim.finish_unwaited(reply)),
+            Stepped::Kept(reply) => return Poll::Ready(answered(reply)),
+            Stepped::Refused(begin) => Box::pin(replayed_or_refused(begin, render)),
+            Stepped::Before(e) => Box::pin(async move {
+                let begun = (claim.replays)
+                    .begin(&claim.key, &fingerprint, now, &claimant)
+                    .await;
+                match begun {
+                    Err(e) => ApiError::from(EngineError::from(e)).into_response(),
+                    Ok(Begin::Proceed) => claim.finish(Err(e)).await,
+                    Ok(other) => replayed_or_refused(other, render).await,
+                }
+            }),
+        };
+        this.after.insert(after).as_mut().poll(cx)
+    }
+}
+
+fn polled_after_answer() -> Response {
+    ApiError::from(EngineError::Internal("polled after its answer".into())).into_response()
 }
 
 /// The claim a `run_claimed` step asks for, owned so the step may outlive the request.
@@ -577,10 +635,7 @@ impl Future for Detached {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
         let Some(work) = self.work.as_mut() else {
-            return Poll::Ready(
-                ApiError::from(EngineError::Internal("polled after its answer".into()))
-                    .into_response(),
-            );
+            return Poll::Ready(polled_after_answer());
         };
         let answer = ready!(work.as_mut().poll(cx));
         self.work = None;
@@ -1046,6 +1101,16 @@ mod tests {
         assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
         assert_eq!(again.status(), StatusCode::OK);
+        assert!(again.headers().get("idempotent-replayed").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_claimed_write_that_panics_after_its_claim_answers_500_and_frees_the_key() {
+        let replays: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
+        let res = send_stepped(&replays, |_| panic!("a bug"), Ok((StatusCode::OK, vec![]))).await;
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let again = send_claimed(&replays, Ok((StatusCode::OK, b"{}".to_vec()))).await;
+        assert_eq!(again.status(), StatusCode::OK, "the key was left claimed");
         assert!(again.headers().get("idempotent-replayed").is_none());
     }
 

@@ -250,9 +250,15 @@ pub async fn create(
     let (state, again_st) = (st.clone(), st.clone());
     let step = move |args: ClaimArgs| async move {
         let sample = feeds.start();
-        let holds = state.hold_claims.clone();
         let claimed = (state.engine)
-            .hold_claimed(&entry, &admitted, &input, &origin, &*holds, &args.claim())
+            .hold_claimed(
+                &entry,
+                &admitted,
+                &input,
+                &origin,
+                &*state.hold_claims,
+                &args.claim(),
+            )
             .await;
         let (hold, kept) = match claimed.map(Claimed::outcome) {
             Err(e) => {
