@@ -31,12 +31,13 @@ function binary() {
   return bin;
 }
 
-/** `boxoffice serve --demo` on 127.0.0.1, a free port; resolves once it listens. */
-export async function startServer({ timeoutMs = 60_000 } = {}) {
+/** `boxoffice serve --demo` on 127.0.0.1, a free port; resolves once it listens. `env`
+ *  adds settings (`BOXOFFICE_HTTP__MAX_IN_FLIGHT`, …) to the server's environment. */
+export async function startServer({ timeoutMs = 60_000, env = {} } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'boxoffice-web-'));
   const child = spawn(binary(), ['serve', '--demo', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, BOXOFFICE_LOG: process.env.BOXOFFICE_LOG || 'warn' },
+    env: { ...process.env, BOXOFFICE_LOG: process.env.BOXOFFICE_LOG || 'warn', ...env },
   });
   let log = '';
   child.stderr.on('data', (d) => {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -19,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::client_addr::Proxies;
 use crate::code::ErrorCode;
 use crate::config::HttpConfig;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::feed::Feeds;
+use crate::routes::RouteClass;
 use crate::seatmap::SeatMaps;
 use crate::sse::StreamSlots;
 
@@ -220,28 +221,79 @@ impl Edge {
     }
 
     /// The answer to a request shed because the node, or its address's share, is
-    /// full.
-    pub(crate) fn shed(&self, full: Full) -> Response {
-        match full {
+    /// full: JSON with the code `overloaded`, or for a page (`RouteClass::Page`) a page
+    /// saying so that loads itself again (`busy_page`).
+    pub(crate) fn shed(&self, full: Full, class: RouteClass) -> Response {
+        let (status, message) = match full {
             Full::Node => {
                 metrics::counter!("boxoffice_http_shed_total").increment(1);
-                ApiError::new(
-                    ErrorCode::Overloaded,
-                    "this node is handling as many requests as it can; retry shortly",
-                )
+                let message = "this node is handling as many requests as it can; retry shortly";
+                (StatusCode::SERVICE_UNAVAILABLE, message.to_owned())
             }
             Full::Address => {
                 metrics::counter!("boxoffice_http_shed_per_address_total").increment(1);
-                let msg = format!(
+                let message = format!(
                     "this node is handling {} requests from your address; retry once one \
                      has finished",
                     self.shares.max
                 );
-                ApiError::with_status(StatusCode::TOO_MANY_REQUESTS, ErrorCode::Overloaded, msg)
+                (StatusCode::TOO_MANY_REQUESTS, message)
             }
+        };
+        if class == RouteClass::Page {
+            return busy_page(status, &message);
         }
-        .into_response()
+        ApiError::with_status(status, ErrorCode::Overloaded, message).into_response()
     }
+}
+
+/// Seconds a shed page waits before it loads itself again: a few, and not the same for
+/// every browser, so that the pages shed together do not all come back at one moment.
+fn page_retry_s() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    3 + u64::from(nanos % 6)
+}
+
+/// A shed page: what a person sees instead of the app while the node is full, which
+/// asks the browser to load the page again after `Retry-After` (a refresh in the page
+/// itself: no script, nothing to fetch, so its policy allows nothing at all). The
+/// refresh names the page with a query the page ignores (`?retry`): a refresh to the
+/// page's own address would be no reload at all for an address with a fragment (the
+/// app's `/#/events`), only a move to the fragment. Never kept by a cache, and
+/// carrying the refusal's code for the log like any refusal.
+fn busy_page(status: StatusCode, message: &str) -> Response {
+    let wait = page_retry_s();
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\"><title>Very busy</title></head>\
+         <body><h1>Very busy right now</h1><p>So many people are here at once that this \
+         page could not be served. It will load again by itself in a few seconds; nothing \
+         you have done is lost, and a place in a queue is kept.</p></body></html>\n"
+    );
+    let mut res = (status, html).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::RETRY_AFTER, HeaderValue::from(wait));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res.extensions_mut().insert(Failure {
+        code: ErrorCode::Overloaded,
+        detail: Some(message.to_owned()),
+    });
+    res
 }
 
 impl std::fmt::Debug for Edge {
@@ -269,6 +321,45 @@ mod tests {
         shards
             .map(|s| s.lock().values().sum::<u32>() as usize)
             .sum()
+    }
+
+    #[test]
+    fn a_shed_page_is_a_page_that_loads_itself_again_and_a_shed_call_stays_json() {
+        let edge = edge(1, 1);
+        for (full, status) in [
+            (Full::Node, StatusCode::SERVICE_UNAVAILABLE),
+            (Full::Address, StatusCode::TOO_MANY_REQUESTS),
+        ] {
+            let page = edge.shed(full, RouteClass::Page);
+            assert_eq!(page.status(), status);
+            let h = page.headers();
+            assert_eq!(h[header::CONTENT_TYPE], "text/html; charset=utf-8");
+            assert_eq!(h[header::CACHE_CONTROL], "no-store");
+            assert_eq!(
+                h[header::CONTENT_SECURITY_POLICY],
+                "default-src 'none'; frame-ancestors 'none'"
+            );
+            let wait: u64 = h[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+            assert!((3..=8).contains(&wait), "waits {wait} s");
+            let failure = page
+                .extensions()
+                .get::<Failure>()
+                .expect("the code for the log");
+            assert_eq!(failure.code, ErrorCode::Overloaded);
+            let body = futures::executor::block_on(axum::body::to_bytes(page.into_body(), 4096));
+            let body = String::from_utf8(body.unwrap().to_vec()).unwrap();
+            let refresh = format!("<meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\">");
+            assert!(body.contains(&refresh), "{body}");
+            assert!(!body.contains("<script"), "{body}");
+
+            let call = edge.shed(full, RouteClass::Api);
+            assert_eq!(call.status(), status);
+            assert_eq!(call.headers()[header::CONTENT_TYPE], "application/json");
+            assert_eq!(call.headers()[header::RETRY_AFTER], "1");
+            let body = futures::executor::block_on(axum::body::to_bytes(call.into_body(), 4096));
+            let json: serde_json::Value = serde_json::from_slice(&body.unwrap()).unwrap();
+            assert_eq!(json["error"], "overloaded");
+        }
     }
 
     #[test]

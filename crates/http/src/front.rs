@@ -133,7 +133,7 @@ where
                             place,
                         },
                         Err(full) => Work::Shed {
-                            answer: Some(admit.edge.shed(full)),
+                            answer: Some(admit.edge.shed(full, admit.class)),
                         },
                     }
                 }

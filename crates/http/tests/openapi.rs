@@ -312,6 +312,40 @@ fn routes_that_take_part_in_the_edge_document_its_overload_answers() {
 }
 
 #[test]
+fn a_page_documents_that_it_is_shed_with_a_page_and_an_api_route_with_json() {
+    let doc = doc();
+    for r in boxoffice_http::routes() {
+        let op = &doc["paths"][r.path][r.method.as_str().to_ascii_lowercase()];
+        let page = r.class == boxoffice_http::RouteClass::Page;
+        for status in ["503", "429"] {
+            let content = &op["responses"][status]["content"];
+            if content.is_null() {
+                continue;
+            }
+            assert_eq!(
+                content.get("text/html").is_some(),
+                page,
+                "{} {} {status}",
+                r.method,
+                r.path
+            );
+            assert!(
+                content.get("application/json").is_some(),
+                "{} {}",
+                r.method,
+                r.path
+            );
+        }
+    }
+    let pages = boxoffice_http::routes().into_iter();
+    let paths: Vec<_> = pages
+        .filter(|r| r.class == boxoffice_http::RouteClass::Page)
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(paths, ["/", "/console"]);
+}
+
+#[test]
 fn every_write_documents_the_answers_of_the_replay_store() {
     let doc = doc();
     for (method, path, op) in operations(&doc)

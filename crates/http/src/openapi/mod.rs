@@ -237,7 +237,11 @@ fn operation(r: &RouteDef, mut op: Value) -> Result<Value, String> {
     let replayed = codes.contains(&ErrorCode::IdempotencyKeyRequired);
     for (status, codes) in by_status(&codes) {
         let note = notes[status.as_str()].as_str();
-        op["responses"][status.as_str()] = error_response(status, &codes, note, replayed);
+        let mut res = error_response(status, &codes, note, replayed);
+        if r.class == RouteClass::Page && codes.contains(&ErrorCode::Overloaded) {
+            shed_page(&mut res);
+        }
+        op["responses"][status.as_str()] = res;
     }
     Ok(op)
 }
@@ -267,6 +271,17 @@ fn typed(doc: &Doc, op: &mut Value) -> Result<(), String> {
         res["content"] = json_content(schema);
     }
     Ok(())
+}
+
+/// A page's answer when shed is a page (`Edge::shed`), beside the JSON of its other
+/// refusals with the same status.
+fn shed_page(res: &mut Value) {
+    res["content"]["text/html"] = json!({"schema": {"type": "string"}});
+    let said = res["description"].as_str().unwrap_or_default().to_owned();
+    res["description"] = json!(format!(
+        "{said} Shed (`overloaded`), the page is answered with a page (`text/html`) that \
+         says so and loads itself again after `Retry-After` (3 to 8 seconds)."
+    ));
 }
 
 fn by_status(codes: &BTreeSet<ErrorCode>) -> BTreeMap<StatusCode, Vec<ErrorCode>> {

@@ -44,6 +44,10 @@ pub enum RouteClass {
     Holds,
     /// Like `Api`; each checkout's time and provider outcome feed the adaptive mode.
     Checkouts,
+    /// A page a person opens in a browser (the buyer app, the console): shed and held
+    /// to the deadline as `Api`, but shed with a page the browser shows, which loads
+    /// itself again after a few seconds, rather than with JSON (`Edge::shed`).
+    Page,
 }
 
 /// Makes a route's method, for the router of `state`.
@@ -416,8 +420,8 @@ fn sale() -> Vec<RouteDef> {
             docs_asset,
             &ops::DOCS_ASSET_DOC,
         ),
-        route(M::GET, "/", Api, web::page, &web::PAGE_DOC),
-        route(M::GET, "/console", Api, web::console, &web::CONSOLE_DOC),
+        route(M::GET, "/", Page, web::page, &web::PAGE_DOC),
+        route(M::GET, "/console", Page, web::console, &web::CONSOLE_DOC),
         route(M::GET, "/assets/{file}", Api, web::asset, &web::ASSET_DOC),
         route(
             M::GET,

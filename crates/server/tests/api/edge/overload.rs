@@ -1,5 +1,6 @@
 //! Overload against a real process: past its cap on requests in flight a node sheds
-//! load with 503 `overloaded` and Retry-After (health still answers), past an
+//! load with 503 `overloaded` and Retry-After (health still answers; the app's pages
+//! are answered with a page that loads itself again), past an
 //! address's share of them that address is answered 429 while others are served, and
 //! a request not answered within the deadline (here, a body that never finishes) gets
 //! 503 `request_timeout`; each is counted in /metrics.
@@ -72,6 +73,18 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         .await;
         assert_eq!(shed.headers()["retry-after"], "1");
         assert_eq!(shed.json::<Value>().await.unwrap()["error"], "overloaded");
+        // A page shed at the same moment is a page a person can read, which loads
+        // itself again, not the API's JSON.
+        for path in ["/", "/console"] {
+            let page = node.client.get(node.url(path)).send().await.unwrap();
+            assert_eq!(page.status(), 503, "{path}");
+            let kind = &page.headers()["content-type"];
+            assert_eq!(kind, "text/html; charset=utf-8", "{path}");
+            let wait = page.headers()["retry-after"].to_str().unwrap().to_owned();
+            let body = page.text().await.unwrap();
+            let refresh = format!("<meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\">");
+            assert!(body.contains(&refresh), "{path}: {body}");
+        }
         let health = node.client.get(node.url("/healthz")).send().await.unwrap();
         assert_eq!(health.status(), 200, "health is never shed");
         assert!(node.metric("boxoffice_http_shed_total").await >= Some(1.0));
