@@ -61,8 +61,9 @@ function signIn(message) {
     e.preventDefault();
     const k = input.value.trim();
     if (!k) return;
-    if (!(await keyWorks(k))) {
-      signIn('That key was not accepted.');
+    const check = await keyCheck(k);
+    if (check !== 'accepted') {
+      signIn(check === 'refused' ? 'That key was not accepted.' : `The key could not be checked: ${check} Try again in a moment.`);
       return;
     }
     store.set('session', 'operator_key', k);
@@ -73,16 +74,33 @@ function signIn(message) {
   setTimeout(() => input.focus());
 }
 
-/** Asks for the dashboard of any event: 403 means the key is wrong. */
-async function keyWorks(k) {
+/** Whether the server takes `k` as the operator key, asked with a read only the operator
+ *  may make (whether or not any event exists): 'accepted', 'refused' (401 or 403), or
+ *  what kept the question from an answer (the server busy, the network down), which
+ *  neither accepts nor refuses the key. */
+async function keyCheck(k) {
   try {
-    const { data } = await api('/v1/events?limit=1');
-    if (!data.events.length) return true;
-    await api(`/v1/events/${data.events[0].event_id}/dashboard`, { token: k });
-    return true;
+    await api('/v1/webhook-endpoints', { token: k });
+    return 'accepted';
   } catch (e) {
-    return !(e instanceof ApiError && (e.status === 401 || e.status === 403));
+    if (isRefusal(e)) return 'refused';
+    return e.message;
   }
+}
+
+/** A refused credential: the operator key is wrong or no longer taken. */
+function isRefusal(e) {
+  return e instanceof ApiError && (e.status === 401 || e.status === 403);
+}
+
+/** The server refused the key in use: forget it, stop everything that polls with it (the
+ *  dashboard), and ask for a key again. */
+function keyRefused() {
+  store.set('session', 'operator_key', null);
+  for (const c of current) c.stop?.();
+  current = [];
+  forget.hidden = true;
+  signIn('The server no longer accepts that key.');
 }
 
 /** A call with the operator key; a refused key sends the operator back to sign in. */
@@ -90,10 +108,7 @@ async function op(path, opts = {}) {
   try {
     return await (opts.method && opts.method !== 'GET' && opts.idem !== false ? write(path, { ...opts, token: key() }) : api(path, { ...opts, token: key() }));
   } catch (e) {
-    if (e instanceof ApiError && e.status === 403 && e.code === 'forbidden') {
-      store.set('session', 'operator_key', null);
-      signIn('The server no longer accepts that key.');
-    }
+    if (isRefusal(e) && key()) keyRefused();
     throw e;
   }
 }
@@ -322,6 +337,7 @@ async function eventPage({ id }) {
   const dash = new Dashboard({
     eventId: id,
     token: key(),
+    onRefused: keyRefused,
     onData: (d) => {
       if (d.status !== ev.status) setStatus(d.status);
       // The seed is revealed once the early line is placed, a moment after opening.

@@ -1,6 +1,6 @@
 // An event's live dashboard: GET /v1/events/{id}/dashboard once a second, each figure
 // as a number and a chart of the last two minutes.
-import { api } from './api.js';
+import { ApiError, api } from './api.js';
 import { LineChart, Meter, bars } from './charts.js';
 import { h, notice } from './ui.js';
 
@@ -44,10 +44,12 @@ function key(a, b) {
 }
 
 export class Dashboard {
-  constructor({ eventId, token, onData }) {
+  constructor({ eventId, token, onData, onRefused }) {
     this.eventId = eventId;
     this.token = token;
     this.onData = onData;
+    // Called once, the polling stopped, when the server refuses the key.
+    this.onRefused = onRefused;
     this.timer = null;
     this.charts = {
       queue: new LineChart({ label: 'Queue length and admitted over time' }),
@@ -110,6 +112,12 @@ export class Dashboard {
       this.problem.replaceChildren();
       this.el.classList.remove('stale');
     } catch (e) {
+      // A refused key is not tried again every second: the console asks for another.
+      if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+        this.stop();
+        this.onRefused?.(e);
+        return;
+      }
       this.problem.replaceChildren(notice('warn', `The figures could not be read: ${e.message} Trying again.`));
       this.el.classList.add('stale');
     }

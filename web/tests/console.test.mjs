@@ -127,3 +127,38 @@ test('the buyers\u2019 pages drop the operator key a console left in the tab', T
   assert.deepEqual(unexpectedErrors(page), []);
   await page.closeAll();
 });
+
+test('a key the server stops taking sends the operator back to sign in and the dashboard stops asking; an unanswered check neither takes nor refuses a key', T, async () => {
+  const page = await newPage(browser);
+  await page.goto(`${server.base}/console`);
+  // The check unanswered (the node busy): the key is neither taken nor called wrong.
+  const busy = { error: 'overloaded', message: 'this node is handling as many requests as it can; retry shortly' };
+  await page.route('**/v1/webhook-endpoints', (route) => route.fulfill({ status: 503, contentType: 'application/json', headers: { 'retry-after': '1' }, body: JSON.stringify(busy) }));
+  await page.getByLabel('Operator key').fill(server.operatorKey);
+  await page.getByRole('button', { name: 'Use this key' }).click();
+  await page.getByText(/^The key could not be checked: .*Try again in a moment\.$/).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('boxoffice.operator_key')), null);
+  await page.unroute('**/v1/webhook-endpoints');
+  await page.getByLabel('Operator key').fill(server.operatorKey);
+  await page.getByRole('button', { name: 'Use this key' }).click();
+  await page.getByRole('link', { name: 'Demo stadium night' }).click();
+  await page.getByRole('heading', { name: 'Orders by state' }).waitFor();
+
+  // The server stops taking the key while the dashboard polls it.
+  let asked = 0;
+  const refused = { error: 'forbidden', message: 'the operator key is not accepted' };
+  await page.route('**/v1/events/*/dashboard', (route) => {
+    asked += 1;
+    return route.fulfill({ status: 403, contentType: 'application/json', body: JSON.stringify(refused) });
+  });
+  await page.getByText('The server no longer accepts that key.').waitFor({ timeout: 10_000 });
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('boxoffice.operator_key')), null);
+  await page.getByLabel('Operator key').fill('typed-meanwhile');
+  const before = asked;
+  // The dashboard polled every second; three seconds without a call say it stopped.
+  await new Promise((ok) => setTimeout(ok, 3_000));
+  assert.equal(asked, before, 'the dashboard went on asking with the refused key');
+  assert.equal(await page.getByLabel('Operator key').inputValue(), 'typed-meanwhile', 'the sign-in form was drawn again over what was typed');
+  assert.deepEqual(unexpectedErrors(page, [403, 503]), []);
+  await page.closeAll();
+});
