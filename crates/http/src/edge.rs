@@ -280,15 +280,8 @@ fn busy_page(status: StatusCode, message: &str) -> Response {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     h.insert(header::RETRY_AFTER, HeaderValue::from(wait));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    let policy = HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'");
+    crate::routes::web::page_headers(h, "no-store", policy);
     res.extensions_mut().insert(Failure {
         code: ErrorCode::Overloaded,
         detail: Some(message.to_owned()),

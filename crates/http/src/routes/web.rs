@@ -96,9 +96,20 @@ fn respond(body: &Body, headers: &HeaderMap, cache: &'static str) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static(body.media_type),
     );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    h.insert(header::CONTENT_SECURITY_POLICY, APP.csp.clone());
+    page_headers(h, cache, APP.csp.clone());
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(encoding) = encoding {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
+    }
+    res
+}
+
+/// What every page and file of the app is answered with, a shed page's too: how long a
+/// cache may keep it, its Content-Security-Policy, and neither a guessed type nor the
+/// page's address passed on to another site.
+pub(crate) fn page_headers(h: &mut HeaderMap, cache: &'static str, policy: HeaderValue) {
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    h.insert(header::CONTENT_SECURITY_POLICY, policy);
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -107,10 +118,6 @@ fn respond(body: &Body, headers: &HeaderMap, cache: &'static str) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    if let Some(encoding) = encoding {
-        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
-    }
-    res
 }
 
 #[cfg(test)]
