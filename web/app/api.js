@@ -14,6 +14,11 @@ export class ApiError extends Error {
   }
 }
 
+/** Whether `e` is the server refusing the credential sent (401 or 403). */
+export function isRefusal(e) {
+  return e instanceof ApiError && (e.status === 401 || e.status === 403);
+}
+
 /** How far the server's clock is ahead of ours, in ms (from the Date header). */
 export let clockSkewMs = 0;
 

@@ -2,7 +2,7 @@
 // sessionStorage, never in a URL), the events, a new event from a template or a JSON
 // spec, one event's sale (open, close, fairness, admission, waiting-room rules, live
 // dashboard), and the audit. Pages: #/ (events), #/new, #/events/ID, #/audit.
-import { ApiError, api, newKey, write } from './api.js';
+import { api, isRefusal, newKey, write } from './api.js';
 import { Dashboard, REASONS } from './dashboard.js';
 import { TEMPLATES, defaultRate, specFrom } from './templates.js';
 import { announce, fill, focusOn, h, notice, store } from './ui.js';
@@ -86,11 +86,6 @@ async function keyCheck(k) {
     if (isRefusal(e)) return 'refused';
     return e.message;
   }
-}
-
-/** A refused credential: the operator key is wrong or no longer taken. */
-function isRefusal(e) {
-  return e instanceof ApiError && (e.status === 401 || e.status === 403);
 }
 
 /** The server refused the key in use: forget it, stop everything that polls with it (the

@@ -1,6 +1,6 @@
 // An event's live dashboard: GET /v1/events/{id}/dashboard once a second, each figure
 // as a number and a chart of the last two minutes.
-import { ApiError, api } from './api.js';
+import { api, isRefusal } from './api.js';
 import { LineChart, Meter, bars } from './charts.js';
 import { h, notice } from './ui.js';
 
@@ -113,7 +113,7 @@ export class Dashboard {
       this.el.classList.remove('stale');
     } catch (e) {
       // A refused key is not tried again every second: the console asks for another.
-      if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+      if (isRefusal(e)) {
         this.stop();
         this.onRefused?.(e);
         return;

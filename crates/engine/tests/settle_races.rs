@@ -221,12 +221,7 @@ async fn a_retry_after_a_lost_pin_keeps_the_first_order_payable() {
         Ok(CheckoutOutcome::Pending(view)) => assert_eq!(view.order_id, first.id),
         other => panic!("the retry answered {other:?}"),
     }
-    let pinned = n
-        .arbiter
-        .get(h.hold)
-        .await
-        .expect("read")
-        .expect("the hold");
+    let pinned = hot_hold(&n.engine, &h).await.expect("the hold");
     assert_eq!(pinned.order, Some(first.id));
     assert!(
         !competitor
@@ -284,12 +279,7 @@ async fn a_repin_whose_answer_was_lost_keeps_the_hold_for_the_first_order() {
         matches!(retry, Ok(CheckoutOutcome::Pending(_))),
         "{retry:?}"
     );
-    let pinned = n
-        .arbiter
-        .get(h.hold)
-        .await
-        .expect("read")
-        .expect("the hold");
+    let pinned = hot_hold(&n.engine, &h).await.expect("the hold");
     assert_eq!(
         (pinned.order, pinned.state),
         (Some(first.id), HoldState::CheckingOut),

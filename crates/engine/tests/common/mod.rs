@@ -263,14 +263,18 @@ pub async fn order(engine: &Engine, id: OrderId) -> Order {
         .expect("the order exists")
 }
 
-pub async fn hold_state(engine: &Engine, hold: &HoldView) -> Option<HoldState> {
+/// The hold as the hot store has it now, if it has it.
+pub async fn hot_hold(engine: &Engine, hold: &HoldView) -> Option<HoldView> {
     engine
         .ports()
         .arbiter
         .get(hold.hold)
         .await
         .expect("the hot store answers")
-        .map(|h| h.state)
+}
+
+pub async fn hold_state(engine: &Engine, hold: &HoldView) -> Option<HoldState> {
+    hot_hold(engine, hold).await.map(|h| h.state)
 }
 
 /// Whether each named seat is free in the hot store (its availability bit).
