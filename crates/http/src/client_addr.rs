@@ -49,14 +49,16 @@ impl ClientAddr {
 impl FromRequestParts<AppState> for ClientAddr {
     type Rejection = Infallible;
     async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, Infallible> {
+        Ok(ClientAddr::of_parts(st, parts))
+    }
+}
+
+impl ClientAddr {
+    pub(crate) fn of_parts(st: &AppState, parts: &Parts) -> ClientAddr {
         if let Some(named) = parts.extensions.get::<Routed>().and_then(|r| r.addr) {
-            return Ok(named);
+            return named;
         }
-        Ok(ClientAddr::from_parts(
-            &st.edge,
-            &parts.extensions,
-            &parts.headers,
-        ))
+        ClientAddr::from_parts(&st.edge, &parts.extensions, &parts.headers)
     }
 }
 

@@ -68,24 +68,33 @@ impl BearerToken {
     }
 }
 
+impl BearerToken {
+    pub(crate) fn of(headers: &HeaderMap) -> BearerToken {
+        BearerToken(bearer(headers).ok().map(str::to_owned))
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for BearerToken {
     type Rejection = std::convert::Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(BearerToken(bearer(&parts.headers).ok().map(str::to_owned)))
+        Ok(BearerToken::of(&parts.headers))
     }
 }
 
 /// The buyer's session token sent beside an admission token (`X-Buyer-Session`), if any.
 pub struct BuyerSessionHeader(pub Option<String>);
 
+impl BuyerSessionHeader {
+    pub(crate) fn of(headers: &HeaderMap) -> BuyerSessionHeader {
+        let value = headers.get(&BUYER_SESSION).and_then(|v| v.to_str().ok());
+        BuyerSessionHeader(value.map(str::to_owned))
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for BuyerSessionHeader {
     type Rejection = std::convert::Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let value = parts
-            .headers
-            .get(&BUYER_SESSION)
-            .and_then(|v| v.to_str().ok());
-        Ok(BuyerSessionHeader(value.map(str::to_owned)))
+        Ok(BuyerSessionHeader::of(&parts.headers))
     }
 }
 
@@ -111,6 +120,12 @@ impl Dpop {
 impl<S: Send + Sync> FromRequestParts<S> for Dpop {
     type Rejection = std::convert::Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Dpop::of(parts))
+    }
+}
+
+impl Dpop {
+    pub(crate) fn of(parts: &Parts) -> Dpop {
         let mut sent = parts.headers.get_all(&DPOP).iter();
         let proof = match (sent.next(), sent.next()) {
             (None, _) => None,
@@ -122,11 +137,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Dpop {
             Some(_) => parts.uri.path().to_owned(),
             None => String::new(),
         };
-        Ok(Dpop {
+        Dpop {
             proof,
             method: parts.method.clone(),
             path,
-        })
+        }
     }
 }
 
@@ -172,14 +187,19 @@ pub struct IdempotencyKey(pub String);
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        IdempotencyKey::of(&parts.headers)
+    }
+}
+
+impl IdempotencyKey {
+    pub(crate) fn of(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
         let missing = || {
             ApiError::new(
                 ErrorCode::IdempotencyKeyRequired,
                 "writes need an Idempotency-Key header (1-255 visible ASCII characters)",
             )
         };
-        let key = parts
-            .headers
+        let key = headers
             .get(&IDEMPOTENCY_KEY)
             .ok_or_else(missing)?
             .to_str()

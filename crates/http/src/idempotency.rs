@@ -110,10 +110,15 @@ pub struct Replay {
 
 impl<S: Send + Sync> FromRequestParts<S> for Replay {
     type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let key = IdempotencyKey::from_request_parts(parts, state).await?;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Replay::of(parts)
+    }
+}
+
+impl Replay {
+    pub(crate) fn of(parts: &Parts) -> Result<Replay, ApiError> {
         Ok(Replay {
-            key,
+            key: IdempotencyKey::of(&parts.headers)?,
             method: parts.method.clone(),
             path: parts.uri.path().to_owned(),
         })

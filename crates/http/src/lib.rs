@@ -18,6 +18,7 @@ mod path_id;
 mod qr;
 mod routes;
 mod seatmap;
+mod served;
 mod sse;
 mod trace;
 mod web;
@@ -39,6 +40,7 @@ pub use config::{ForwardedHeader, HttpConfig};
 pub use edge::Edge;
 pub use error::ApiError;
 pub use routes::{RouteClass, RouteDef, table as routes};
+pub use served::Served;
 
 /// Largest request body any route accepts (`routes::body_limit`): the operator's event
 /// spec (a big stadium's fits many times over).
@@ -124,7 +126,26 @@ impl AppState {
     }
 }
 
-pub fn app(state: AppState) -> Router {
+/// The node's service: every route of the table, the hold route matched before the
+/// router (`Served`).
+pub fn app(
+    state: AppState,
+) -> Served<
+    impl tower::Service<
+        axum::extract::Request,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static,
+> {
+    Served::new(routes::hold_route(&state), router(state))
+}
+
+/// Every route of the table, served by axum's router.
+fn router(state: AppState) -> Router {
     // The web app's files are hashed and compressed now, not on a buyer's first visit.
     std::sync::LazyLock::force(&web::APP);
     let mut by_path: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();

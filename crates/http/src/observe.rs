@@ -127,13 +127,17 @@ pub(crate) fn observe(
             .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
     };
     if status == StatusCode::PAYLOAD_TOO_LARGE && !is_json() {
-        return ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            format!("this route's request bodies are limited to {body_limit} bytes"),
-        )
-        .into_response();
+        return too_large(body_limit).into_response();
     }
     res
+}
+
+/// The refusal of a request body over its route's limit.
+pub(crate) fn too_large(body_limit: usize) -> ApiError {
+    ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        format!("this route's request bodies are limited to {body_limit} bytes"),
+    )
 }
 
 /// Feeds the adaptive admission mode with what the system behind the waiting room did:
@@ -156,8 +160,14 @@ pub(crate) struct Feeds(RouteClass);
 impl<S: Send + Sync> FromRequestParts<S> for Feeds {
     type Rejection = Infallible;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
-        let class = parts.extensions.get::<Routed>().map(|r| r.class);
-        Ok(Feeds(class.unwrap_or(RouteClass::Api)))
+        Ok(Feeds::of(&parts.extensions))
+    }
+}
+
+impl Feeds {
+    pub(crate) fn of(extensions: &axum::http::Extensions) -> Feeds {
+        let class = extensions.get::<Routed>().map(|r| r.class);
+        Feeds(class.unwrap_or(RouteClass::Api))
     }
 }
 

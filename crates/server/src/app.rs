@@ -136,13 +136,25 @@ impl Application {
         self.state.engine.clone()
     }
 
-    /// The router this application serves, for driving it in-process (tests with
+    /// The service this application serves, for driving it in-process (tests with
     /// `tower::ServiceExt::oneshot`); requests must carry `ConnectInfo<SocketAddr>`.
-    pub fn router(&self) -> axum::Router {
-        let router = boxoffice_http::app(self.state.clone());
+    pub fn router(
+        &self,
+    ) -> impl tower::Service<
+        axum::extract::Request,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    >
+    + Clone
+    + Send
+    + Sync
+    + 'static
+    + use<> {
+        let app = boxoffice_http::app(self.state.clone());
         match &self.fake {
-            Some(fake) => router.merge(crate::fake_bank::router(fake.clone())),
-            None => router,
+            Some(fake) => app.merge(crate::fake_bank::router(fake.clone())),
+            None => app,
         }
     }
 

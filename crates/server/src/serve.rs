@@ -12,8 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::ConnectInfo;
+use std::convert::Infallible;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
+use axum::response::Response;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -26,13 +29,17 @@ use tower::Service;
 /// Serves `router` on `listener` until `stop` resolves; then cancels `stopping`, which
 /// ends event streams and asks every connection to close once its request is answered,
 /// and returns the connections still open (see `drain`).
-pub async fn serve(
+pub async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    router: S,
     header_read_timeout: Duration,
     stopping: CancellationToken,
     stop: impl Future<Output = ()>,
-) -> JoinSet<()> {
+) -> JoinSet<()>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
     let http = http1::Builder::new();
     let mut conns = JoinSet::new();
     tokio::pin!(stop);
@@ -74,14 +81,17 @@ pub async fn drain(mut conns: JoinSet<()>, deadline: Instant) {
 
 /// One connection, with the peer's address in every request (`ConnectInfo`), closed
 /// when a wait for a request's headers outlasts `header_read_timeout` (see `HeadWatch`).
-async fn connection(
+async fn connection<S>(
     mut http: http1::Builder,
     header_read_timeout: Duration,
     tcp: TcpStream,
     peer: SocketAddr,
-    router: Router,
+    router: S,
     stopping: CancellationToken,
-) {
+) where
+    S: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+{
     // Small JSON answers and event frames go out at once, not after Nagle's delay.
     let _ = tcp.set_nodelay(true);
     let watch = Arc::new(HeadWatch::new());
@@ -92,7 +102,8 @@ async fn connection(
     // requests write. hyper calls the service from the connection's task alone, one
     // request at a time, and the router's call borrows it only to pick the route.
     let router = std::cell::RefCell::new(router);
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let mut req = req.map(Body::new);
         req.extensions_mut().insert(ConnectInfo(peer));
         router.borrow_mut().call(req)
     });

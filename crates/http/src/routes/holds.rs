@@ -1,16 +1,21 @@
 //! Holds: claim seats with an admission token (rate-limited per buyer), read or release
 //! them with the buyer token.
 
+use std::convert::Infallible;
+use std::net::IpAddr;
+
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
 use boxoffice_engine::ports::{Claimed, HoldView, KeptOutcome};
 use boxoffice_engine::{EngineError, HoldInput, Origin, SeatSelection};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::{Deserialize, Serialize};
+use tower::Service;
 use utoipa::ToSchema;
 
 use crate::code::ErrorCode;
@@ -174,38 +179,88 @@ pub(crate) const CREATE_DOC: Doc = Doc {
     ],
 };
 
-/// What a hold request presents: the admission token, the buyer's session token when
-/// sent, and the proof of possession when sent.
-pub struct Presented {
+/// The hold route as a service of its own, not an axum handler: the node's service
+/// (`Served`) calls it before the router, and the router serves it from the table
+/// alike. A request is read straight from the request (no extractors, no path
+/// parameters), and the state is cloned once, for the request's future.
+pub(crate) fn create_service(
+    st: AppState,
+) -> impl Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
++ Clone
++ Send
++ Sync
++ 'static {
+    tower::service_fn(move |req: Request| {
+        let st = st.clone();
+        async move { Ok(create(st, req).await) }
+    })
+}
+
+/// What a hold request presents, read from its head in the order a refusal names it:
+/// the Idempotency-Key, then the event; the admission token (with the buyer's session
+/// token and the proof of possession, when sent) is checked after the body is read.
+struct Presented {
+    addr: IpAddr,
     token: BearerToken,
     session: BuyerSessionHeader,
     dpop: Dpop,
+    replay: Replay,
+    event: EventId,
+    feeds: Feeds,
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Presented {
-    type Rejection = std::convert::Infallible;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+impl Presented {
+    fn of(st: &AppState, parts: &Parts) -> Result<Presented, ApiError> {
+        let replay = Replay::of(parts)?;
+        // "/v1/events/{id}/holds": the id is the path's third segment.
+        let Id(event) = Id::<EventId>::in_path(parts.uri.path(), 3)?;
         Ok(Presented {
-            token: BearerToken::from_request_parts(parts, state).await?,
-            session: BuyerSessionHeader::from_request_parts(parts, state).await?,
-            dpop: Dpop::from_request_parts(parts, state).await?,
+            addr: ClientAddr::of_parts(st, parts).0,
+            token: BearerToken::of(&parts.headers),
+            session: BuyerSessionHeader::of(&parts.headers),
+            dpop: Dpop::of(parts),
+            replay,
+            event,
+            feeds: Feeds::of(&parts.extensions),
         })
     }
 }
 
-pub async fn create(
-    State(st): State<AppState>,
-    ClientAddr(addr): ClientAddr,
-    Presented {
+/// The body, up to the route's limit (`routes::body_limit`).
+async fn read_body(body: axum::body::Body) -> Result<Bytes, ApiError> {
+    let limit = crate::SMALL_BODY;
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(crate::observe::too_large(limit)),
+        Err(_) => Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "the request body could not be read",
+        )),
+    }
+}
+
+async fn create(st: AppState, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let presented = Presented::of(&st, &parts);
+    // The head is dropped before the body is awaited: the request's future keeps only
+    // what the hold needs.
+    drop(parts);
+    let Presented {
+        addr,
         token,
         session,
         dpop,
-    }: Presented,
-    replay: Replay,
-    Id(id): Id<EventId>,
-    feeds: Feeds,
-    body: Bytes,
-) -> Response {
+        replay,
+        event: id,
+        feeds,
+    } = match presented {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let body = match read_body(body).await {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
+    };
     let prepared = async {
         // The buyer's own session token, when sent, must match the admission token's.
         let admitted = st

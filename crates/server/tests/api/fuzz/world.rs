@@ -7,10 +7,12 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Router;
+use std::convert::Infallible;
+
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
+use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use boxoffice_domain::{EventId, HoldId, Millis, OrderId};
@@ -20,12 +22,13 @@ use boxoffice_server::Application;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tower::ServiceExt;
+use tower::util::BoxCloneSyncService;
 
 use crate::common::{spec, test_config, uuid};
 use crate::contract::Contract;
 
 pub struct World {
-    pub router: Router,
+    pub router: BoxCloneSyncService<Request<Body>, Response, Infallible>,
     pub engine: Arc<Engine>,
     pub clock: Arc<ManualClock>,
     pub operator: String,
@@ -62,7 +65,7 @@ impl World {
             .await
             .expect("the app builds");
         let mut w = World {
-            router: app.router(),
+            router: BoxCloneSyncService::new(app.router()),
             engine: app.engine(),
             clock,
             operator: app.operator_key.expose().clone(),
