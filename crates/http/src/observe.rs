@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use boxoffice_engine::waiting::Signal;
 use boxoffice_engine::{CheckoutOutcome, EngineError};
 use metrics::Histogram;
-use parking_lot::RwLock;
+use parking_lot::Mutex;
 
 use crate::AppState;
 use crate::code::ErrorCode;
@@ -29,17 +29,28 @@ use crate::routes::RouteClass;
 /// One route's latency histograms by (method, status), each made once: the route's
 /// `Front` owns them, so a request finds its handle by scanning the few its route has
 /// answered with (a method and a status compared), not by hashing the route's text in
-/// a map shared by every route.
+/// a map shared by every route. The scan takes no lock and counts no reference: every
+/// request of the route reads these slots from both cores, and a lock's or a
+/// reference's count would be a line each core writes in turn.
 pub(crate) struct Latencies {
     route: &'static str,
-    seen: RwLock<Vec<(Method, StatusCode, Histogram)>>,
+    /// The handles made so far, in the order made; a slot is set once and never changed.
+    slots: [OnceLock<(Method, StatusCode, Histogram)>; SLOTS],
+    /// Held while a handle is made.
+    making: Mutex<()>,
 }
+
+/// Handles a route keeps: more (method, status) pairs than a route answers with, which
+/// are a method or two and their statuses. Past them, a pair's handle is looked up in
+/// the registry on each request.
+const SLOTS: usize = 32;
 
 impl Latencies {
     pub(crate) fn new(route: &'static str) -> Latencies {
         Latencies {
             route,
-            seen: RwLock::default(),
+            slots: std::array::from_fn(|_| OnceLock::new()),
+            making: Mutex::new(()),
         }
     }
 
@@ -48,30 +59,38 @@ impl Latencies {
         self.route
     }
 
+    /// The handles kept.
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.slots.iter().map_while(OnceLock::get).count()
+    }
+
     fn record(&self, method: &Method, status: StatusCode, seconds: f64) {
         let method = method_label(method);
-        let found = |seen: &[(Method, StatusCode, Histogram)]| {
-            seen.iter()
-                .find(|(m, s, _)| *s == status && m == method)
-                .map(|(_, _, h)| h.clone())
+        let found = || {
+            let mut set = self.slots.iter().map_while(OnceLock::get);
+            set.find(|(m, s, _)| *s == status && m == method)
         };
-        if let Some(h) = found(&self.seen.read()) {
+        if let Some((_, _, h)) = found() {
             h.record(seconds);
             return;
         }
         // Bounded: methods are HTTP's nine and `OTHER`, a route's statuses are few.
-        let mut seen = self.seen.write();
-        let h = found(&seen).unwrap_or_else(|| {
-            let labels = [
-                ("route", self.route.to_owned()),
-                ("method", method.as_str().to_owned()),
-                ("status", status.as_str().to_owned()),
-            ];
-            let h = metrics::histogram!("boxoffice_http_request_duration_seconds", &labels);
-            seen.push((method.clone(), status, h.clone()));
-            h
-        });
+        let _making = self.making.lock();
+        if let Some((_, _, h)) = found() {
+            h.record(seconds);
+            return;
+        }
+        let labels = [
+            ("route", self.route.to_owned()),
+            ("method", method.as_str().to_owned()),
+            ("status", status.as_str().to_owned()),
+        ];
+        let h = metrics::histogram!("boxoffice_http_request_duration_seconds", &labels);
         h.record(seconds);
+        if let Some(free) = self.slots.iter().find(|slot| slot.get().is_none()) {
+            let _ = free.set((method.clone(), status, h));
+        }
     }
 }
 
@@ -233,7 +252,7 @@ mod tests {
             latencies.record(&method, StatusCode::METHOD_NOT_ALLOWED, 0.001);
         }
         latencies.record(&Method::GET, StatusCode::METHOD_NOT_ALLOWED, 0.001);
-        let kept = latencies.seen.read().len();
+        let kept = latencies.kept();
         assert_eq!(
             kept, 2,
             "one series for GET and one for every made-up method"
@@ -266,7 +285,33 @@ mod tests {
         assert_eq!(both("/v1/holds", "201").as_deref(), Some("3"), "{text}");
         assert_eq!(both("/v1/holds", "409").as_deref(), Some("1"), "{text}");
         assert_eq!(both("/v1/orders", "201").as_deref(), Some("1"), "{text}");
-        assert_eq!(holds.seen.read().len(), 2);
+        assert_eq!(holds.kept(), 2);
+    }
+
+    #[test]
+    fn a_route_answering_with_more_pairs_than_it_keeps_still_counts_each_in_its_series() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let latencies = Latencies::new("/v1/many");
+        let statuses: Vec<StatusCode> = (200..200 + SLOTS as u16 + 8)
+            .map(|s| StatusCode::from_u16(s).unwrap())
+            .collect();
+        metrics::with_local_recorder(&recorder, || {
+            for _ in 0..2 {
+                for status in &statuses {
+                    latencies.record(&Method::GET, *status, 0.001);
+                }
+            }
+        });
+        assert_eq!(latencies.kept(), SLOTS);
+        let text = handle.render();
+        for status in &statuses {
+            let series = format!(
+                "boxoffice_http_request_duration_seconds_count{{route=\"/v1/many\",method=\"GET\",status=\"{}\"}} 2",
+                status.as_str()
+            );
+            assert!(text.lines().any(|l| l == series), "{series} in {text}");
+        }
     }
 
     const DOC: Doc = Doc {
