@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 // The same allocator as `boxoffice`, so the comparison measures the request path only.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: boxoffice_server::allocator::Allocator = boxoffice_server::allocator::Allocator;
 
 async fn hold(Json(body): Json<Value>) -> (axum::http::StatusCode, Json<Value>) {
     let quantity = body["best_available"]["quantity"].as_u64().unwrap_or(1);

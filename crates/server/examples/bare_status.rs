@@ -8,7 +8,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: boxoffice_server::allocator::Allocator = boxoffice_server::allocator::Allocator;
 
 async fn queue() -> Json<Value> {
     Json(json!({

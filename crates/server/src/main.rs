@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 // The request path allocates many small short-lived buffers (JSON in and out); mimalloc
 // serves those markedly faster than the system allocator.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: boxoffice_server::allocator::Allocator = boxoffice_server::allocator::Allocator;
 
 /// What every operator needs before the first start; the rest is in the README.
 const SETTINGS_HELP: &str = "Settings come from defaults, then --config FILE, then \
