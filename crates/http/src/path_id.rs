@@ -55,6 +55,10 @@ impl<T: PathId> Id<T> {
     pub(crate) fn in_path(path: &str, index: usize) -> Result<Id<T>, ApiError> {
         let not_found = || ApiError::not_found(T::RESOURCE);
         let raw = path.split('/').nth(index).ok_or_else(not_found)?;
+        if !raw.contains('%') {
+            // Nothing to decode (an id as the API writes it).
+            return raw.parse().map(Id).map_err(|_| not_found());
+        }
         let decoded = percent_encoding::percent_decode_str(raw)
             .decode_utf8()
             .map_err(|_| not_found())?;

@@ -74,7 +74,57 @@ fn is_hold(req: &Request) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use axum::routing::{get, post};
+    use tower::ServiceExt;
+
     use super::*;
+
+    async fn answer(served: &Served<impl LaneService>, method: Method, uri: &str) -> String {
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let res = served.clone().oneshot(req).await.unwrap();
+        let body = axum::body::to_bytes(res.into_body(), 1024).await.unwrap();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    trait LaneService:
+        Service<Request, Response = Response, Error = Infallible, Future: Send> + Clone + Send
+    {
+    }
+    impl<T> LaneService for T where
+        T: Service<Request, Response = Response, Error = Infallible, Future: Send> + Clone + Send
+    {
+    }
+
+    #[tokio::test]
+    async fn a_hold_is_served_by_its_lane_and_every_other_request_by_the_router() {
+        use axum::response::IntoResponse;
+        let lane = tower::service_fn(|_: Request| async { Ok("lane".into_response()) });
+        let router = Router::new()
+            .route(
+                "/v1/events/{id}/holds",
+                post(|| async { "router's hold" }).get(|| async { "router's read" }),
+            )
+            .route("/v1/events/{id}", get(|| async { "router's event" }));
+        let served = Served::new(lane, router)
+            .merge(Router::new().route("/merged", get(|| async { "merged" })));
+        assert_eq!(
+            answer(&served, Method::POST, "/v1/events/7/holds").await,
+            "lane"
+        );
+        assert_eq!(
+            answer(&served, Method::GET, "/v1/events/7/holds").await,
+            "router's read"
+        );
+        assert_eq!(
+            answer(&served, Method::GET, "/v1/events/7").await,
+            "router's event"
+        );
+        assert_eq!(answer(&served, Method::GET, "/merged").await, "merged");
+    }
 
     fn hold(method: Method, uri: &str) -> bool {
         let req = Request::builder()
