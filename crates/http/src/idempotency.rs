@@ -296,14 +296,18 @@ impl Replay {
     /// step (`Stepped::Kept`) costs no second call at all: a retry then finds the
     /// outcome in the store's terms (`Begin::Kept`), which `render` answers again as the
     /// step answered it.
-    pub async fn run_claimed<F, Fut, R, RFut>(
+    ///
+    /// A plain function returning the work to await: the claim's arguments are made
+    /// here, so the caller's future holds the detached work alone while it runs, not
+    /// also this call's arguments.
+    pub(crate) fn run_claimed<F, Fut, R, RFut>(
         self,
         store: Store<'_>,
         scope: Scope,
         body: &[u8],
         step: F,
         render: R,
-    ) -> Response
+    ) -> Detached
     where
         F: FnOnce(ClaimArgs) -> Fut,
         Fut: Future<Output = Stepped> + Send + 'static,
@@ -335,7 +339,7 @@ impl Replay {
             }),
             after: None,
         };
-        Detached::new(work).await
+        Detached::new(work)
     }
 }
 
@@ -621,7 +625,7 @@ impl Claim {
 /// request's span, which the request's own future has entered; only a task it is handed
 /// to is given that span (instrumenting every write's work would move it once more and
 /// enter the span twice on every poll).
-struct Detached {
+pub(crate) struct Detached {
     work: Option<Pin<Box<dyn Future<Output = Response> + Send>>>,
     span: tracing::Span,
 }

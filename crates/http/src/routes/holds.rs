@@ -2,6 +2,7 @@
 //! them with the buyer token.
 
 use std::convert::Infallible;
+use std::future::{Future, Ready, ready};
 use std::net::IpAddr;
 
 use axum::Json;
@@ -13,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use boxoffice_domain::{EventId, HoldId, HoldState, Millis, Money};
 use boxoffice_engine::ports::{Claimed, HoldView, KeptOutcome};
 use boxoffice_engine::{EngineError, HoldInput, Origin, SeatSelection};
+use futures::FutureExt;
+use futures::future::Either;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::{Deserialize, Serialize};
 use tower::Service;
@@ -190,10 +193,9 @@ pub(crate) fn create_service(
 + Send
 + Sync
 + 'static {
-    tower::service_fn(move |req: Request| {
-        let st = st.clone();
-        async move { Ok(create(st, req).await) }
-    })
+    // Mapped, not awaited in an `async` block: a block would keep the hold's future
+    // twice, as the value it captured and as the one it awaits.
+    tower::service_fn(move |req: Request| create(&st, req).map(Ok::<_, Infallible>))
 }
 
 /// What a hold request presents, read from its head in the order a refusal names it:
@@ -239,12 +241,28 @@ async fn read_body(body: axum::body::Body) -> Result<Bytes, ApiError> {
     }
 }
 
-async fn create(st: AppState, req: Request) -> Response {
+/// A hold: its head is read here, before its future is made, and the future keeps only
+/// what the hold needs of it. The future is the request's, kept by its connection, so
+/// every byte of it is written for every hold: no argument or local is kept in it
+/// after its last use (an `async fn` keeps its arguments, and a local moved out of
+/// keeps its place, until it returns).
+fn create(
+    st: &AppState,
+    req: Request,
+) -> Either<Ready<Response>, impl Future<Output = Response> + Send + use<>> {
     let (parts, body) = req.into_parts();
-    let presented = Presented::of(&st, &parts);
-    // The head is dropped before the body is awaited: the request's future keeps only
-    // what the hold needs.
-    drop(parts);
+    let presented = match Presented::of(st, &parts) {
+        Ok(p) => p,
+        Err(e) => return Either::Left(ready(e.into_response())),
+    };
+    Either::Right(hold(st.clone(), presented, body))
+}
+
+fn hold(
+    st: AppState,
+    presented: Presented,
+    body: axum::body::Body,
+) -> impl Future<Output = Response> + Send + use<> {
     let Presented {
         addr,
         token,
@@ -253,89 +271,87 @@ async fn create(st: AppState, req: Request) -> Response {
         replay,
         event: id,
         feeds,
-    } = match presented {
-        Ok(p) => p,
-        Err(e) => return e.into_response(),
-    };
-    let body = match read_body(body).await {
-        Ok(body) => body,
-        Err(e) => return e.into_response(),
-    };
-    let prepared = async {
-        // The buyer's own session token, when sent, must match the admission token's.
-        let admitted = st
-            .engine
-            .admitted_in_session(id, token.get()?, session.0.as_deref())
-            .await?;
-        let input = json::<HoldBody>(&body)?.into_input()?;
-        Ok::<_, ApiError>((admitted, input))
-    }
-    .await;
-    let (admitted, input) = match prepared {
-        Ok(p) => p,
-        Err(e) => return e.into_response(),
-    };
-    // Before the replay store: a refused attempt is cheap and is not kept as the key's
-    // answer, so the same request succeeds after Retry-After.
-    if let Err(r) = st.engine.limit_hold(&admitted) {
-        return refused(r.into());
-    }
-    // The event, looked up once for the checks, the hold and its answer.
-    let entry = match st.engine.event(admitted.event).await {
-        Ok(entry) => entry,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    // Last of the checks: only a proof that passed everything else is remembered.
-    if let Err(e) = (st.engine)
-        .prove_admission(&entry, &admitted, dpop.input())
-        .await
-    {
-        return ApiError::from(e).into_response();
-    }
-    // Where the buyer comes from: the clusters of the key the proof just proved (the
-    // admission's) and of the network, which the hold's step joins once the hold's own
-    // checks pass, before the hold is taken.
-    let origin = Origin {
-        ip: Some(addr),
-        device: admitted.key.as_ref().map(|k| k.0.clone()),
-    };
-    // The key's claim and the hold are one call to the hot store (`ClaimedHolds`), which
-    // may keep the hold's outcome as the key's answer in the same call.
-    let scope = Scope::Buyer(admitted.who.buyer);
-    let (state, again_st) = (st.clone(), st.clone());
-    let step = move |args: ClaimArgs| async move {
-        let sample = feeds.start();
-        let claimed = (state.engine)
-            .hold_claimed(
-                &entry,
-                &admitted,
-                &input,
-                &origin,
-                &*state.hold_claims,
-                &args.claim(),
-            )
-            .await;
-        let (hold, kept) = match claimed.map(Claimed::outcome) {
-            Err(e) => {
-                sample.hold(&state, Some(&e));
-                return Stepped::Before(e.into());
-            }
-            Ok(Err(begin)) => return Stepped::Refused(begin),
-            Ok(Ok(ran)) => ran,
+    } = presented;
+    async move {
+        let body = match read_body(body).await {
+            Ok(body) => body,
+            Err(e) => return e.into_response(),
         };
-        sample.hold(&state, hold.as_ref().err());
-        let reply = hold.map_err(ApiError::from).and_then(|hold| {
-            let seat_ids = state.engine.seat_labels(&entry, &hold.seats);
-            let out = HoldOut::of(hold, seat_ids);
-            reply_with(StatusCode::CREATED, |b| out.write_json(b))
-        });
-        Stepped::answered(reply, kept)
-    };
-    replay
-        .run_claimed(st.hold_replays(), scope, &body, step, |k| {
+        // The buyer's own session token, when sent, must match the admission token's.
+        let token = match token.get() {
+            Ok(token) => token,
+            Err(e) => return e.into_response(),
+        };
+        let session = session.0.as_deref();
+        let admitted = match st.engine.admitted_in_session(id, token, session).await {
+            Ok(admitted) => admitted,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let input = match json::<HoldBody>(&body).and_then(HoldBody::into_input) {
+            Ok(input) => input,
+            Err(e) => return e.into_response(),
+        };
+        // Before the replay store: a refused attempt is cheap and is not kept as the key's
+        // answer, so the same request succeeds after Retry-After.
+        if let Err(r) = st.engine.limit_hold(&admitted) {
+            return refused(r.into());
+        }
+        // The event, looked up once for the checks, the hold and its answer.
+        let entry = match st.engine.event(admitted.event).await {
+            Ok(entry) => entry,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        // Last of the checks: only a proof that passed everything else is remembered.
+        if let Err(e) = (st.engine)
+            .prove_admission(&entry, &admitted, dpop.input())
+            .await
+        {
+            return ApiError::from(e).into_response();
+        }
+        // Where the buyer comes from: the clusters of the key the proof just proved (the
+        // admission's) and of the network, which the hold's step joins once the hold's own
+        // checks pass, before the hold is taken.
+        let origin = Origin {
+            ip: Some(addr),
+            device: admitted.key.as_ref().map(|k| k.0.clone()),
+        };
+        // The key's claim and the hold are one call to the hot store (`ClaimedHolds`), which
+        // may keep the hold's outcome as the key's answer in the same call.
+        let scope = Scope::Buyer(admitted.who.buyer);
+        let (state, again_st) = (st.clone(), st.clone());
+        let step = move |args: ClaimArgs| async move {
+            let sample = feeds.start();
+            let claimed = (state.engine)
+                .hold_claimed(
+                    &entry,
+                    &admitted,
+                    &input,
+                    &origin,
+                    &*state.hold_claims,
+                    &args.claim(),
+                )
+                .await;
+            let (hold, kept) = match claimed.map(Claimed::outcome) {
+                Err(e) => {
+                    sample.hold(&state, Some(&e));
+                    return Stepped::Before(e.into());
+                }
+                Ok(Err(begin)) => return Stepped::Refused(begin),
+                Ok(Ok(ran)) => ran,
+            };
+            sample.hold(&state, hold.as_ref().err());
+            let reply = hold.map_err(ApiError::from).and_then(|hold| {
+                let seat_ids = state.engine.seat_labels(&entry, &hold.seats);
+                let out = HoldOut::of(hold, seat_ids);
+                reply_with(StatusCode::CREATED, |b| out.write_json(b))
+            });
+            Stepped::answered(reply, kept)
+        };
+        let work = replay.run_claimed(st.hold_replays(), scope, &body, step, |k| {
             again(again_st, k)
-        })
-        .await
+        });
+        work.await
+    }
 }
 
 /// A hold's outcome as the buyer is told it (`status` when it is the hold): a
