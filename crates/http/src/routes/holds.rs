@@ -228,9 +228,9 @@ impl Presented {
     }
 }
 
-/// The body, up to the route's limit (`routes::body_limit`).
+/// The body, up to the route's limit.
 async fn read_body(body: axum::body::Body) -> Result<Bytes, ApiError> {
-    let limit = crate::SMALL_BODY;
+    let limit = super::body_limit(super::HOLD_PATH);
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => Err(crate::observe::too_large(limit)),
