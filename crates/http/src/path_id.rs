@@ -124,8 +124,8 @@ mod tests {
                 Err(e) => (e.status, String::from_utf8_lossy(&e.body()).into_owned()),
             };
             if segment.is_empty() {
-                // The router matches no route with an empty `{id}`; the path read
-                // directly is refused as an unknown event.
+                // "/events/" is no path of this test's router (it has no route for it);
+                // the id read directly is refused as an unknown event.
                 assert_eq!(read.0, StatusCode::NOT_FOUND);
                 continue;
             }

@@ -63,8 +63,9 @@ where
     }
 }
 
-/// Whether `req` is `POST /v1/events/{id}/holds` (`routes::HOLD_PATH`) as the router
-/// matches it: `{id}` is one segment, not empty.
+/// Whether `req` is `POST /v1/events/{id}/holds` (`routes::HOLD_PATH`) with `{id}` one
+/// segment, not empty. The router matches an empty `{id}` as well; such a path is left
+/// to it, and its entry for the route (the same front and service) refuses it alike.
 fn is_hold(req: &Request) -> bool {
     req.method() == Method::POST
         && (req.uri().path().strip_prefix("/v1/events/"))

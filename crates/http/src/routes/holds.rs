@@ -228,16 +228,19 @@ impl Presented {
     }
 }
 
-/// The body, up to the route's limit.
-async fn read_body(body: axum::body::Body) -> Result<Bytes, ApiError> {
+/// The body, up to the route's limit. A body over it is refused as every route's is
+/// (`payload_too_large`); one that cannot be read (a broken chunk, a client gone
+/// mid-body) as axum's body extractor refuses it on every other route: 400, in words.
+async fn read_body(body: axum::body::Body) -> Result<Bytes, Response> {
     let limit = super::body_limit(super::HOLD_PATH);
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => Err(crate::observe::too_large(limit)),
-        Err(_) => Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            "the request body could not be read",
-        )),
+        Err(e) if e.is::<LengthLimitError>() => {
+            Err(crate::observe::too_large(limit).into_response())
+        }
+        Err(_) => {
+            Err((StatusCode::BAD_REQUEST, "Failed to buffer the request body").into_response())
+        }
     }
 }
 
@@ -275,7 +278,7 @@ fn hold(
     async move {
         let body = match read_body(body).await {
             Ok(body) => body,
-            Err(e) => return e.into_response(),
+            Err(refused) => return refused,
         };
         // The buyer's own session token, when sent, must match the admission token's.
         let token = match token.get() {
