@@ -250,10 +250,7 @@ impl Edge {
 /// Seconds a shed page waits before it loads itself again: a few, and not the same for
 /// every browser, so that the pages shed together do not all come back at one moment.
 fn page_retry_s() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    3 + u64::from(nanos % 6)
+    rand::random_range(3..=8)
 }
 
 /// A shed page: what a person sees instead of the app while the node is full, which

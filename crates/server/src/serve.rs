@@ -4,6 +4,7 @@
 //! it stops accepting, ends event streams, lets requests in progress finish, and closes
 //! whatever is still open when the deadline passes.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -11,8 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
-
-use std::convert::Infallible;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
