@@ -8,9 +8,9 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -110,10 +110,19 @@ async fn connection<S>(
     tokio::pin!(conn);
     let late = watch.overdue(header_read_timeout);
     tokio::pin!(late);
-    let outcome = tokio::select! {
-        r = conn.as_mut() => r,
-        () = &mut late => return header_timed_out(peer),
-        _ = stopping.cancelled() => {
+    let first = {
+        let guard = std::pin::pin!(async {
+            tokio::select! {
+                () = &mut late => Guard::Late,
+                _ = stopping.cancelled() => Guard::Stop,
+            }
+        });
+        Beside::new(conn.as_mut(), guard).await
+    };
+    let outcome = match first {
+        Either::Main(r) => r,
+        Either::Side(Guard::Late) => return header_timed_out(peer),
+        Either::Side(Guard::Stop) => {
             conn.as_mut().graceful_shutdown();
             tokio::select! {
                 r = conn => r,
@@ -240,6 +249,108 @@ impl Drop for HeadSleep {
     }
 }
 
+/// What ends a connection's wait beside its requests.
+enum Guard {
+    /// A noted head deadline passed (`HeadWatch`).
+    Late,
+    /// The node is stopping.
+    Stop,
+}
+
+/// Which of `Beside`'s futures finished.
+enum Either<M, S> {
+    Main(M),
+    Side(S),
+}
+
+/// Polls `main` on every wake of its task and `side` only once `side` itself woke it.
+///
+/// A connection's task wakes a few times for every request it serves, and a `select!`
+/// polls each of its branches on every wake: the connection's watchdog (a timer entry,
+/// its waker registered again) and the node's stop signal, whose every poll takes two
+/// locks all the node's connections share (the cancellation token's and its `Notify`'s):
+/// lines both cores write, for every request. Here `side` is polled with a waker of its
+/// own, which marks it woken before it wakes the task; a wake of the task that did not
+/// come through it passes `side` by with one load.
+struct Beside<M, S> {
+    main: M,
+    side: S,
+    wake: Arc<SideWake>,
+    /// `wake`, as the waker `side` is polled with.
+    side_waker: Waker,
+    /// The task's waker last given to `wake`, to see whether the task's waker changed.
+    task: Option<Waker>,
+}
+
+struct SideWake {
+    /// `side` woke the task and has not been polled since (true at first: `side` is
+    /// polled on the first poll, to register its waker).
+    woken: AtomicBool,
+    /// The waker of the task polling `Beside`.
+    task: Mutex<Option<Waker>>,
+}
+
+impl Wake for SideWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        if let Some(task) = &*self.task.lock().unwrap_or_else(PoisonError::into_inner) {
+            task.wake_by_ref();
+        }
+    }
+}
+
+impl<M, S> Beside<M, S> {
+    fn new(main: M, side: S) -> Self {
+        let wake = Arc::new(SideWake {
+            woken: AtomicBool::new(true),
+            task: Mutex::new(None),
+        });
+        Beside {
+            main,
+            side,
+            side_waker: Waker::from(wake.clone()),
+            wake,
+            task: None,
+        }
+    }
+}
+
+impl<M, S> Future for Beside<M, S>
+where
+    M: Future + Unpin,
+    S: Future + Unpin,
+{
+    type Output = Either<M::Output, S::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        // A task's waker does not change from poll to poll (a tokio task's never does):
+        // compared, not stored again.
+        if !this.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
+            let task = cx.waker().clone();
+            *this
+                .wake
+                .task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(task.clone());
+            this.task = Some(task);
+        }
+        // Cleared before `side` is polled: a wake from now on is seen by the next poll.
+        if this.wake.woken.load(Ordering::Relaxed) && this.wake.woken.swap(false, Ordering::Acquire)
+        {
+            let mut side_cx = Context::from_waker(&this.side_waker);
+            if let Poll::Ready(out) = Pin::new(&mut this.side).poll(&mut side_cx) {
+                return Poll::Ready(Either::Side(out));
+            }
+        }
+        Pin::new(&mut this.main).poll(cx).map(Either::Main)
+    }
+}
+
 /// Out of file descriptors, most likely: wait for some to close rather than spin.
 async fn accept_failed(e: std::io::Error) {
     use std::io::ErrorKind as K;
@@ -257,6 +368,97 @@ async fn accept_failed(e: std::io::Error) {
 mod tests {
     use super::*;
     use hyper::rt::Timer;
+
+    /// Counts its task's wakes.
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Pending until `done`; counts its polls and keeps the last waker it was given.
+    #[derive(Default)]
+    struct Probe {
+        polls: usize,
+        waker: Option<Waker>,
+        done: bool,
+    }
+
+    impl Future for Probe {
+        type Output = ();
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            self.polls += 1;
+            self.waker = Some(cx.waker().clone());
+            if self.done {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    #[test]
+    fn the_side_future_is_polled_only_after_it_woke_the_task_and_its_wake_reaches_the_task() {
+        let wakes = Arc::new(Wakes(0.into()));
+        let task = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&task);
+        let (mut main, mut side) = (Probe::default(), Probe::default());
+        let mut beside = Beside::new(&mut main, &mut side);
+        for _ in 0..5 {
+            assert!(Pin::new(&mut beside).poll(&mut cx).is_pending());
+        }
+        assert_eq!(beside.main.polls, 5, "main is polled on every wake");
+        assert_eq!(
+            beside.side.polls, 1,
+            "side is polled once, to take its waker"
+        );
+        // The side's own wake marks it and wakes the task.
+        beside.side.waker.take().unwrap().wake();
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert!(Pin::new(&mut beside).poll(&mut cx).is_pending());
+        assert_eq!(beside.side.polls, 2);
+        assert!(Pin::new(&mut beside).poll(&mut cx).is_pending());
+        assert_eq!(beside.side.polls, 2, "not again before its next wake");
+        // A side that woke and is done ends the wait, ahead of main.
+        beside.side.done = true;
+        beside.main.done = true;
+        beside.side.waker.take().unwrap().wake_by_ref();
+        assert!(matches!(
+            Pin::new(&mut beside).poll(&mut cx),
+            Poll::Ready(Either::Side(()))
+        ));
+        // A task whose waker changed has its wake reach the new waker.
+        let other = Arc::new(Wakes(0.into()));
+        let (mut main, mut side) = (Probe::default(), Probe::default());
+        let mut beside = Beside::new(&mut main, &mut side);
+        assert!(Pin::new(&mut beside).poll(&mut cx).is_pending());
+        let moved = Waker::from(other.clone());
+        assert!(
+            Pin::new(&mut beside)
+                .poll(&mut Context::from_waker(&moved))
+                .is_pending()
+        );
+        beside.side.waker.take().unwrap().wake();
+        assert_eq!(other.0.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            2,
+            "the old waker is not woken"
+        );
+        main.done = true;
+        let mut beside = Beside::new(&mut main, &mut side);
+        assert!(matches!(
+            Pin::new(&mut beside).poll(&mut cx),
+            Poll::Ready(Either::Main(()))
+        ));
+    }
 
     #[test]
     fn a_wait_notes_its_deadline_when_polled_and_a_dropped_one_takes_back_only_its_own() {
