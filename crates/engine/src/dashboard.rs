@@ -11,6 +11,7 @@ use boxoffice_domain::{EventId, Millis, SaleStatus};
 use parking_lot::Mutex;
 use serde::Serialize;
 
+use crate::per_thread::PerThread;
 use crate::ports::{QueueState, SeatCounts};
 use crate::tail_hash::TailMap;
 use crate::waiting::{AdmissionControl, CurrentRate, WaitingRules};
@@ -133,14 +134,16 @@ impl Tally {
 /// Hold outcomes per event and the dashboards last computed.
 #[derive(Default)]
 pub(crate) struct Dashboards {
-    tallies: Mutex<TailMap<EventId, Tally>>,
+    /// Every hold counts in one: in shards each thread keeps to itself (`PerThread`),
+    /// summed when read.
+    tallies: PerThread<TailMap<EventId, Tally>>,
     computed: Mutex<HashMap<EventId, Arc<Dashboard>>>,
 }
 
 impl Dashboards {
     /// Counts one hold request that reached the hot store.
     pub(crate) fn hold(&self, event: EventId, now: Millis, won: bool) {
-        let mut tallies = self.tallies.lock();
+        let mut tallies = self.tallies.mine();
         if tallies.len() >= MAX_TALLIED_EVENTS && !tallies.contains_key(&event) {
             let stalest = tallies
                 .iter()
@@ -157,9 +160,17 @@ impl Dashboards {
     }
 
     fn rates(&self, event: EventId, now: Millis) -> HoldRates {
-        (self.tallies.lock().get(&event))
-            .map(|t| t.rates(now.0.div_euclid(1000)))
-            .unwrap_or_default()
+        let now_s = now.0.div_euclid(1000);
+        let mut sum = HoldRates::default();
+        for tallies in self.tallies.each() {
+            if let Some(r) = tallies.get(&event).map(|t| t.rates(now_s)) {
+                sum.won_per_s += r.won_per_s;
+                sum.lost_per_s += r.lost_per_s;
+                sum.won_total += r.won_total;
+                sum.lost_total += r.lost_total;
+            }
+        }
+        sum
     }
 
     fn fresh(&self, event: EventId, now: Millis) -> Option<Arc<Dashboard>> {
@@ -239,11 +250,29 @@ mod tests {
         for e in 0..(MAX_TALLIED_EVENTS as i64 + 10) {
             d.hold(EventId(e), Millis(e * 1000), true);
         }
-        assert_eq!(d.tallies.lock().len(), MAX_TALLIED_EVENTS);
+        assert_eq!(d.tallies.mine().len(), MAX_TALLIED_EVENTS);
         assert!(
             d.tallies
-                .lock()
+                .mine()
                 .contains_key(&EventId(MAX_TALLIED_EVENTS as i64 + 9))
         );
+    }
+
+    #[test]
+    fn holds_counted_on_other_threads_are_summed_with_this_ones() {
+        let d = std::sync::Arc::new(Dashboards::default());
+        let (event, at) = (EventId(7), Millis(10_500));
+        d.hold(event, at, true);
+        let other = d.clone();
+        std::thread::spawn(move || {
+            other.hold(event, at, true);
+            other.hold(event, at, false);
+        })
+        .join()
+        .unwrap();
+        let r = d.rates(event, Millis(11_000));
+        assert_eq!((r.won_total, r.lost_total), (2, 1));
+        assert_eq!((r.won_per_s, r.lost_per_s), (2.0 / 3.0, 1.0 / 3.0));
+        assert_eq!(d.rates(EventId(8), Millis(11_000)).won_total, 0);
     }
 }

@@ -21,6 +21,7 @@ mod late;
 mod order_view;
 mod overview;
 mod pacing;
+mod per_thread;
 pub mod ports;
 mod possession;
 mod queue;

@@ -2,14 +2,17 @@
 //! checkout outcomes, fed by the HTTP layer, read by the adaptive admission mode.
 
 use std::collections::VecDeque;
+use std::ops::DerefMut;
 
 use boxoffice_domain::Millis;
 use boxoffice_domain::admission::Health;
 use parking_lot::Mutex;
 
 use crate::dashboard::{Latency, PaymentHealth};
+use crate::per_thread::PerThread;
 
-/// Samples kept per signal, whatever their age, so memory stays bounded.
+/// Samples kept per signal (of hold times: per thread), whatever their age, so memory
+/// stays bounded.
 const MAX_SAMPLES: usize = 4_096;
 
 /// One observation of the system behind the waiting room.
@@ -24,12 +27,12 @@ pub enum Signal {
 
 #[derive(Default)]
 pub(crate) struct HealthWindow {
-    holds: Mutex<VecDeque<(Millis, f64)>>,
+    /// Every hold adds one: in shards each thread keeps to itself (`PerThread`).
+    holds: PerThread<VecDeque<(Millis, f64)>>,
     checkouts: Mutex<VecDeque<(Millis, f64, bool)>>,
 }
 
-fn push<T>(q: &Mutex<VecDeque<T>>, v: T) {
-    let mut q = q.lock();
+fn push<T>(mut q: impl DerefMut<Target = VecDeque<T>>, v: T) {
     if q.len() == MAX_SAMPLES {
         q.pop_front();
     }
@@ -51,13 +54,23 @@ fn quantile(mut v: Vec<f64>, q: f64) -> Option<f64> {
 }
 
 impl HealthWindow {
+    /// The hold times of every thread newer than `since`.
+    fn holds_since(&self, since: Millis) -> Vec<f64> {
+        let mut holds = Vec::new();
+        for shard in self.holds.each() {
+            let newer = shard.iter().filter(|(at, _)| *at > since);
+            holds.extend(newer.map(|(_, ms)| *ms));
+        }
+        holds
+    }
+
     pub(crate) fn record(&self, at: Millis, s: Signal) {
         match s {
-            Signal::Hold { ms } => push(&self.holds, (at, ms)),
+            Signal::Hold { ms } => push(self.holds.mine(), (at, ms)),
             Signal::Checkout {
                 ms,
                 provider_failed,
-            } => push(&self.checkouts, (at, ms, provider_failed)),
+            } => push(self.checkouts.lock(), (at, ms, provider_failed)),
         }
     }
 
@@ -65,10 +78,7 @@ impl HealthWindow {
     /// checkouts and provider failures counted.
     pub(crate) fn detail(&self, now: Millis, window_ms: u64) -> (Latency, PaymentHealth) {
         let since = now.plus_millis(-(window_ms as i64));
-        let holds: Vec<f64> = (self.holds.lock().iter())
-            .filter(|(at, _)| *at > since)
-            .map(|(_, ms)| *ms)
-            .collect();
+        let holds = self.holds_since(since);
         let checkouts: Vec<(f64, bool)> = (self.checkouts.lock().iter())
             .filter(|(at, _, _)| *at > since)
             .map(|(_, ms, failed)| (*ms, *failed))
@@ -92,13 +102,7 @@ impl HealthWindow {
     /// The signals over samples newer than `now - window_ms`.
     pub(crate) fn read(&self, now: Millis, window_ms: u64) -> Health {
         let since = now.plus_millis(-(window_ms as i64));
-        let holds: Vec<f64> = self
-            .holds
-            .lock()
-            .iter()
-            .filter(|(at, _)| *at > since)
-            .map(|(_, ms)| *ms)
-            .collect();
+        let holds = self.holds_since(since);
         let checkouts: Vec<(f64, bool)> = self
             .checkouts
             .lock()
@@ -136,5 +140,18 @@ mod tests {
         assert_eq!(read.hold_p99_ms, Some(10.0));
         assert_eq!(read.payment_error_rate, Some(1.0));
         assert_eq!(h.read(Millis(200_000), 30_000), Health::default());
+    }
+
+    #[test]
+    fn hold_times_recorded_on_other_threads_are_read_with_this_ones() {
+        let h = std::sync::Arc::new(HealthWindow::default());
+        h.record(Millis(50_000), Signal::Hold { ms: 10.0 });
+        let other = h.clone();
+        std::thread::spawn(move || other.record(Millis(50_000), Signal::Hold { ms: 900.0 }))
+            .join()
+            .unwrap();
+        assert_eq!(h.read(Millis(60_000), 30_000).hold_p99_ms, Some(900.0));
+        let (latency, _) = h.detail(Millis(60_000), 30_000);
+        assert_eq!(latency.hold_p50_ms, Some(10.0));
     }
 }
