@@ -23,8 +23,8 @@ const FRESH_MS: i64 = 500;
 const SECONDS_KEPT: usize = 8;
 /// Full seconds the hold rates average over.
 const RATE_SECONDS: i64 = 3;
-/// Events whose hold outcomes are tallied at once; the least recently active is
-/// dropped beyond this, so memory stays bounded.
+/// Events whose hold outcomes a thread's shard tallies at once; the shard drops its
+/// least recently active beyond this, so memory stays bounded.
 const MAX_TALLIED_EVENTS: usize = 1_024;
 
 /// One event's sale as the operator's console shows it.

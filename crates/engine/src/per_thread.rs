@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::{Mutex, MutexGuard};
 
 /// Shards: more than the cores a node is expected to run on.
-pub(crate) const SHARDS: usize = 16;
+const SHARDS: usize = 16;
 
 /// `T` once for each shard, each shard on cache lines of its own.
 pub(crate) struct PerThread<T>([Padded<T>; SHARDS]);
