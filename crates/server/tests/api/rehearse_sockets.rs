@@ -2,9 +2,11 @@
 //! proxy, told to keep to 8 connections, never has more open at once, reuses them,
 //! sells every seat and leaves a clean audit.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use boxoffice_rehearse::rehearse;
@@ -19,6 +21,59 @@ struct Counts {
     open: AtomicUsize,
     most: AtomicUsize,
     accepted: AtomicUsize,
+    /// The client sockets counted open, by the number the proxy gave them. A relay takes
+    /// its own out before its socket closes, so every descriptor here is live.
+    live: Mutex<HashMap<usize, Live>>,
+}
+
+/// A client socket counted open, and whether it has been counted closed.
+struct Live {
+    fd: RawFd,
+    closed: Arc<AtomicBool>,
+}
+
+impl Counts {
+    /// Counts a connection closed once: by its relay, or by a sweep that saw its end.
+    fn close(&self, closed: &AtomicBool) {
+        if !closed.swap(true, SeqCst) {
+            self.open.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// Counts closed every connection whose client has closed its end, whether or not its
+    /// relay has run since. The generator opens a connection only once it has closed the
+    /// one it replaces, and on loopback that end has reached this side by then, but the
+    /// relay that reads it may not have been scheduled yet.
+    fn sweep(&self) {
+        let mut live = self.live.lock().unwrap();
+        live.retain(|_, l| {
+            let ended = peer_has_closed(l.fd);
+            if ended {
+                self.close(&l.closed);
+            }
+            !ended
+        });
+    }
+}
+
+/// Whether the peer of the TCP socket `fd` has sent its end (the socket has left
+/// ESTABLISHED for CLOSE_WAIT or later).
+fn peer_has_closed(fd: RawFd) -> bool {
+    // SAFETY: tcp_info is plain data; getsockopt writes at most `len` bytes into it, and
+    // `fd` is a live socket (see `Counts::live`).
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let got = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&raw mut info).cast(),
+            &mut len,
+        )
+    };
+    const TCP_ESTABLISHED: u8 = 1;
+    got == 0 && info.tcpi_state != TCP_ESTABLISHED
 }
 
 /// A TCP proxy to `to` that counts the connections made through it; its base URL.
@@ -28,11 +83,20 @@ async fn counting_proxy(to: SocketAddr) -> (String, Arc<Counts>) {
     let counts = Arc::new(Counts::default());
     let c = counts.clone();
     tokio::spawn(async move {
+        let mut number = 0;
         while let Ok((inbound, _)) = listener.accept().await {
+            c.sweep();
             c.accepted.fetch_add(1, SeqCst);
             let now = c.open.fetch_add(1, SeqCst) + 1;
             c.most.fetch_max(now, SeqCst);
-            tokio::spawn(pipe(inbound, to, c.clone()));
+            number += 1;
+            let closed = Arc::new(AtomicBool::new(false));
+            let live = Live {
+                fd: inbound.as_raw_fd(),
+                closed: closed.clone(),
+            };
+            c.live.lock().unwrap().insert(number, live);
+            tokio::spawn(pipe(inbound, to, c.clone(), number, closed));
         }
     });
     (base, counts)
@@ -40,9 +104,19 @@ async fn counting_proxy(to: SocketAddr) -> (String, Arc<Counts>) {
 
 /// Relays one connection; it stops counting as open the moment the generator closes
 /// its end.
-async fn pipe(inbound: TcpStream, to: SocketAddr, c: Arc<Counts>) {
+async fn pipe(
+    inbound: TcpStream,
+    to: SocketAddr,
+    c: Arc<Counts>,
+    n: usize,
+    closed: Arc<AtomicBool>,
+) {
+    let ended = |c: &Counts| {
+        c.live.lock().unwrap().remove(&n);
+        c.close(&closed);
+    };
     let Ok(outbound) = TcpStream::connect(to).await else {
-        c.open.fetch_sub(1, SeqCst);
+        ended(&c);
         return;
     };
     let (mut from_client, mut to_client) = inbound.into_split();
@@ -51,7 +125,7 @@ async fn pipe(inbound: TcpStream, to: SocketAddr, c: Arc<Counts>) {
         let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
     });
     let _ = tokio::io::copy(&mut from_client, &mut to_server).await;
-    c.open.fetch_sub(1, SeqCst);
+    ended(&c);
     let _ = to_server.shutdown().await;
     let _ = back.await;
 }
