@@ -11,7 +11,7 @@ use crate::buyers::BuyerSession;
 use crate::order_view::OrderView;
 use crate::ports::{
     ArbiterError, AuthorizeOutcome, AuthorizeRequest, Commit, HoldView, IdempotencyStore,
-    InsertOrder, KeptMove, LedgerError, NextAction, Order, OrderSeat, ProviderPayment,
+    InsertOrder, KeptMove, Lease, LedgerError, NextAction, Order, OrderSeat, ProviderPayment,
     ProviderState, RenderKept, ReplayKey, StoredResponse, authorize,
 };
 use crate::velocity::Origin;
@@ -19,12 +19,13 @@ use crate::{Engine, EngineError, Resource};
 
 /// What a live checkout needs to keep its confirmed answer in the ledger write that
 /// records the capture (`Engine::checkout_keeping`): the replay store, the key the
-/// request claimed in it, and the route's rendering of a confirmed order (the engine
+/// request claimed in it with its claim's lease, and the route's rendering of a confirmed order (the engine
 /// knows no route's answers). Only the capture of the checkout's own confirmed path
 /// keeps with it; every other outcome is kept by the caller, as before.
 pub struct KeepConfirmed {
     replays: Arc<dyn IdempotencyStore>,
     key: Arc<ReplayKey>,
+    lease: Lease,
     render: Arc<RenderKept>,
     kept: OnceLock<StoredResponse>,
 }
@@ -33,11 +34,13 @@ impl KeepConfirmed {
     pub fn new(
         replays: Arc<dyn IdempotencyStore>,
         key: Arc<ReplayKey>,
+        lease: Lease,
         render: Arc<RenderKept>,
     ) -> KeepConfirmed {
         KeepConfirmed {
             replays,
             key,
+            lease,
             render,
             kept: OnceLock::new(),
         }
@@ -384,7 +387,7 @@ impl Engine {
     ) -> Result<Option<Order>, EngineError> {
         let (event, render) = (OrderEvent::Captured, keep.render.clone());
         let moved = (keep.replays)
-            .apply_kept(&keep.key, order, event, self.now(), render)
+            .apply_kept(&keep.key, keep.lease, order, event, self.now(), render)
             .await;
         match moved {
             Ok(Some(KeptMove { order, kept })) => {

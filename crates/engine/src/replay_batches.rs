@@ -17,8 +17,8 @@ use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
-    ReplayKey, StoreError, StoredResponse,
+    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, Lease,
+    LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
 };
 
 /// Claims (or answers) made in one call of the store, at most.
@@ -37,9 +37,8 @@ struct Claim {
     tx: oneshot::Sender<Result<Begin, StoreError>>,
 }
 
-struct Answer {
-    key: ReplayKey,
-    response: StoredResponse,
+struct Queued {
+    answer: Answer,
     tx: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -47,7 +46,7 @@ struct Answer {
 pub struct BatchedReplays {
     inner: Arc<dyn IdempotencyStore>,
     claims: Lane<Claim>,
-    answers: Lane<Answer>,
+    answers: Lane<Queued>,
 }
 
 impl BatchedReplays {
@@ -135,12 +134,9 @@ async fn claim(store: Arc<dyn IdempotencyStore>, mut batch: Vec<Claim>) {
     }
 }
 
-async fn answer(store: Arc<dyn IdempotencyStore>, batch: Vec<Answer>) {
+async fn keep(store: Arc<dyn IdempotencyStore>, batch: Vec<Queued>) {
     metrics::histogram!("boxoffice_replay_answer_batch").record(batch.len() as f64);
-    let (answers, replies): (Vec<_>, Vec<_>) = batch
-        .into_iter()
-        .map(|a| ((a.key, a.response), a.tx))
-        .unzip();
+    let (answers, replies): (Vec<_>, Vec<_>) = batch.into_iter().map(|a| (a.answer, a.tx)).unzip();
     let done = store.finish_many(&answers).await;
     reply_each(replies, done);
 }
@@ -196,16 +192,22 @@ impl IdempotencyStore for BatchedReplays {
         begun
     }
 
-    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        key: &ReplayKey,
+        lease: Lease,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
-        let item = Answer {
+        let answer = Answer {
             key: key.clone(),
+            lease,
             response: response.clone(),
-            tx,
         };
+        let item = Queued { answer, tx };
         let store = || {
             let store = self.inner.clone();
-            move |batch| answer(store.clone(), batch)
+            move |batch| keep(store.clone(), batch)
         };
         self.answers.send(item, store).await?;
         rx.await.map_err(|_| stopped())?
@@ -220,15 +222,12 @@ impl IdempotencyStore for BatchedReplays {
         self.inner.begin_many(claims, now, claimant).await
     }
 
-    async fn finish_many(
-        &self,
-        answers: &[(ReplayKey, StoredResponse)],
-    ) -> Vec<Result<(), StoreError>> {
+    async fn finish_many(&self, answers: &[Answer]) -> Vec<Result<(), StoreError>> {
         self.inner.finish_many(answers).await
     }
 
-    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
-        self.inner.abandon(key).await
+    async fn abandon(&self, key: &ReplayKey, lease: Lease) -> Result<(), StoreError> {
+        self.inner.abandon(key, lease).await
     }
 
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
@@ -256,11 +255,14 @@ impl IdempotencyStore for BatchedReplays {
     async fn apply_kept(
         &self,
         key: &ReplayKey,
+        lease: Lease,
         order: OrderId,
         event: OrderEvent,
         now: Millis,
         render: Arc<RenderKept>,
     ) -> Result<Option<KeptMove>, LedgerError> {
-        self.inner.apply_kept(key, order, event, now, render).await
+        self.inner
+            .apply_kept(key, lease, order, event, now, render)
+            .await
     }
 }

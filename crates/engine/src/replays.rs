@@ -89,7 +89,9 @@ mod tests {
     use boxoffice_domain::Millis;
 
     use super::*;
-    use crate::ports::{Begin, Claimant, ManualClock, ReplayKey, StoreError, StoredResponse};
+    use crate::ports::{
+        Begin, Claimant, Lease, ManualClock, ReplayKey, StoreError, StoredResponse,
+    };
 
     /// A store that counts what the upkeep asked of it.
     #[derive(Default)]
@@ -109,10 +111,15 @@ mod tests {
         ) -> Result<Begin, StoreError> {
             Ok(Begin::Proceed)
         }
-        async fn finish(&self, _: &ReplayKey, _: &StoredResponse) -> Result<(), StoreError> {
+        async fn finish(
+            &self,
+            _: &ReplayKey,
+            _: Lease,
+            _: &StoredResponse,
+        ) -> Result<(), StoreError> {
             Ok(())
         }
-        async fn abandon(&self, _: &ReplayKey) -> Result<(), StoreError> {
+        async fn abandon(&self, _: &ReplayKey, _: Lease) -> Result<(), StoreError> {
             Ok(())
         }
         async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {

@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use boxoffice_domain::BuyerId;
 use boxoffice_engine::EngineError;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, KeptOutcome, KnownWrite, ReplayClaim, ReplayKey,
+    Begin, Claimant, IdempotencyStore, KeptOutcome, KnownWrite, Lease, ReplayClaim, ReplayKey,
     StoredResponse,
 };
 use futures::FutureExt;
@@ -227,7 +227,7 @@ impl Replay {
         work: F,
     ) -> Response
     where
-        F: FnOnce(Arc<dyn IdempotencyStore>, Arc<ReplayKey>) -> Fut,
+        F: FnOnce(Arc<dyn IdempotencyStore>, Arc<ReplayKey>, Lease) -> Fut,
         Fut: Future<Output = (Reply, bool)> + Send + 'static,
     {
         let fingerprint = self.fingerprint(&**store.replays, body);
@@ -240,11 +240,13 @@ impl Replay {
             Ok(other) => return refused(other),
             Err(e) => return ApiError::from(EngineError::from(e)).into_response(),
         }
+        let lease = store.claimant.lease_from(store.now);
         let claim = Claim {
             replays: store.replays.clone(),
             key: key.clone(),
+            lease,
         };
-        let work = work(store.replays.clone(), key);
+        let work = work(store.replays.clone(), key, lease);
         let task = async move {
             match AssertUnwindSafe(work).catch_unwind().await {
                 Ok((reply, true)) => answered(reply),
@@ -277,6 +279,7 @@ impl Replay {
                 let claim = Claim {
                     replays: store.replays.clone(),
                     key: Arc::new(key),
+                    lease: store.claimant.lease_from(store.now),
                 };
                 return claim.run_detached(work).await;
             }
@@ -326,6 +329,7 @@ impl Replay {
         let claim = Claim {
             replays: store.replays.clone(),
             key,
+            lease: store.claimant.lease_from(store.now),
         };
         let (now, claimant) = (args.now, args.claimant);
         let work = ClaimedWork {
@@ -527,10 +531,12 @@ fn refused(begin: Begin) -> Response {
     }
 }
 
-/// A key claimed by this request: it is finished with the answer, or abandoned.
+/// A key claimed by this request: it is finished with the answer, or abandoned, while
+/// the claim that took `lease` holds it (`IdempotencyStore::finish`).
 struct Claim {
     replays: Arc<dyn IdempotencyStore>,
     key: Arc<ReplayKey>,
+    lease: Lease,
 }
 
 impl Claim {
@@ -597,14 +603,14 @@ impl Claim {
         // A failure of ours, or a "not now" (429), changed nothing the client can rely
         // on: let a retry run again.
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            let outcome = self.replays.abandon(&self.key).await;
+            let outcome = self.replays.abandon(&self.key, self.lease).await;
             return Self::logged(outcome, body);
         }
         let kept = StoredResponse {
             status: status.as_u16(),
             body,
         };
-        let outcome = self.replays.finish(&self.key, &kept).await;
+        let outcome = self.replays.finish(&self.key, self.lease, &kept).await;
         Self::logged(outcome, kept.body)
     }
 
@@ -857,17 +863,19 @@ mod tests {
         async fn finish(
             &self,
             key: &ReplayKey,
+            lease: Lease,
             response: &StoredResponse,
         ) -> Result<(), boxoffice_engine::ports::StoreError> {
             let permit = self.kept.acquire().await;
             drop(permit);
-            self.inner.finish(key, response).await
+            self.inner.finish(key, lease, response).await
         }
         async fn abandon(
             &self,
             key: &ReplayKey,
+            lease: Lease,
         ) -> Result<(), boxoffice_engine::ports::StoreError> {
-            self.inner.abandon(key).await
+            self.inner.abandon(key, lease).await
         }
         async fn heartbeat(
             &self,
@@ -1057,15 +1065,17 @@ mod tests {
     }
 
     /// A `run_self_keeping` write whose work answers `answer`, kept by its store already
-    /// when `kept` (the work then checks it was given the key it claimed).
+    /// when `kept` (the work then checks it was given the key it claimed and its lease).
     async fn send_self_keeping(
         replays: &Arc<dyn IdempotencyStore>,
         answer: Reply,
         kept: bool,
     ) -> Response {
-        let store = at_1000(replays, claimant());
-        let work = move |_: Arc<dyn IdempotencyStore>, key: Arc<ReplayKey>| async move {
+        let me = claimant();
+        let store = at_1000(replays, me);
+        let work = move |_: Arc<dyn IdempotencyStore>, key: Arc<ReplayKey>, lease| async move {
             assert_eq!(key.key(), "k-1");
+            assert_eq!(lease, me.lease_from(Millis(1_000)));
             (answer, kept)
         };
         replay("k-1")

@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, KeptOutcome, ReplayKey, StoreError,
+    Begin, Claimant, IdempotencyStore, Incarnation, KeptOutcome, Lease, ReplayKey, StoreError,
     StoredResponse,
 };
 use parking_lot::Mutex;
@@ -101,6 +101,11 @@ impl Record {
     /// life's: dead.
     fn running(&self, now: Millis, me: Incarnation) -> bool {
         matches!(self.state, Claim::Running { lease_until, holder } if lease_until > now && holder == me)
+    }
+
+    /// Still running under the claim that took `lease`.
+    fn holds(&self, lease: Lease) -> bool {
+        matches!(self.state, Claim::Running { lease_until, holder } if lease_until == lease.until && holder == lease.holder)
     }
 }
 
@@ -224,9 +229,10 @@ impl Inner {
     }
 
     fn claim(&mut self, id: Id, fingerprint: u64, now: Millis, claimant: &Claimant) {
+        let lease = claimant.lease_from(now);
         let state = Claim::Running {
-            lease_until: now.plus_millis(claimant.lease_ms),
-            holder: claimant.node,
+            lease_until: lease.until,
+            holder: lease.holder,
         };
         let record = Record {
             fingerprint,
@@ -296,11 +302,17 @@ impl IdempotencyStore for MemoryIdempotency {
         Ok(Begin::Proceed)
     }
 
-    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        key: &ReplayKey,
+        lease: Lease,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError> {
         let id = &self.id(key);
         let mut inner = self.shard(id).lock();
-        // No record means it was forgotten or abandoned: nothing to replay it against.
-        if let Some(rec) = inner.records.get_mut(id) {
+        // No record of this claim means it was forgotten, abandoned or taken over:
+        // nothing to replay it against, or another request's answer to come.
+        if let Some(rec) = inner.records.get_mut(id).filter(|r| r.holds(lease)) {
             rec.state = Claim::Done {
                 status: response.status,
                 body: response.body.as_slice().into(),
@@ -309,14 +321,10 @@ impl IdempotencyStore for MemoryIdempotency {
         Ok(())
     }
 
-    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
+    async fn abandon(&self, key: &ReplayKey, lease: Lease) -> Result<(), StoreError> {
         let id = &self.id(key);
         let mut inner = self.shard(id).lock();
-        if inner
-            .records
-            .get(id)
-            .is_some_and(|r| matches!(r.state, Claim::Running { .. }))
-        {
+        if inner.records.get(id).is_some_and(|r| r.holds(lease)) {
             inner.records.remove(id);
         }
         Ok(())

@@ -33,7 +33,7 @@ async fn a_finished_key_is_forgotten_a_day_after_its_claim() {
         body: b"{}".to_vec(),
     };
     store
-        .finish(&ReplayKey::new("s", "k"), &resp)
+        .finish(&ReplayKey::new("s", "k"), me.lease_from(t0), &resp)
         .await
         .expect("finish");
     let almost = t0.plus_millis(DAY_MS - 1);
@@ -68,7 +68,7 @@ async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
         Ok(Begin::Proceed)
     );
     store
-        .abandon(&ReplayKey::new("s", "k"))
+        .abandon(&ReplayKey::new("s", "k"), me.lease_from(Millis(0)))
         .await
         .expect("abandon");
     let later = Millis(DAY_MS / 2);
@@ -81,6 +81,7 @@ async fn a_reclaimed_key_is_not_forgotten_by_its_first_claim() {
     store
         .finish(
             &ReplayKey::new("s", "k"),
+            me.lease_from(later),
             &StoredResponse {
                 status: 200,
                 body: vec![],

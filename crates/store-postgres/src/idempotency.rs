@@ -19,8 +19,8 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
-    ReplayKey, StoreError, StoredResponse,
+    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, Lease,
+    LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -86,12 +86,23 @@ const READ_MANY: &str = "
     JOIN unnest($1::text[], $2::text[]) AS u(scope, key)
       ON k.scope = u.scope AND k.key = u.key";
 
-/// A batch's answers kept in one statement; answers the keys it found.
+/// A batch's answers kept in one statement, each while the claim of its lease holds its
+/// key; answers the keys and leases it found.
 const FINISH_MANY: &str = "
     UPDATE idempotency_keys AS k SET state = 'done', status = u.status, body = u.body
-    FROM unnest($1::text[], $2::text[], $3::int4[], $4::bytea[]) AS u(scope, key, status, body)
-    WHERE k.scope = u.scope AND k.key = u.key
-    RETURNING k.scope, k.key";
+    FROM unnest($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::bytea[], $6::int8[])
+        AS u(scope, key, status, body, holder, lease_until)
+    WHERE k.scope = u.scope AND k.key = u.key AND k.state = 'in_flight'
+      AND k.holder = u.holder AND k.lease_until = u.lease_until
+    RETURNING k.scope, k.key, k.holder, k.lease_until";
+
+/// What `finish` and `abandon` are given beside the key: the claim that must still
+/// hold it, by its holder (`$3`) and the end of its lease (`$4`).
+macro_rules! held {
+    () => {
+        "state = 'in_flight' AND holder = $3 AND lease_until = $4"
+    };
+}
 
 const BEAT: &str = "
     INSERT INTO node_heartbeats (node, beat_at) VALUES ($1, $2)
@@ -127,7 +138,7 @@ async fn begin(
         .bind(scope)
         .bind(key)
         .bind(fingerprint.as_slice())
-        .bind(now.0.saturating_add(claimant.lease_ms))
+        .bind(claimant.lease_from(now).until.0)
         .bind(now.0)
         .bind(claimant.node.0.as_slice())
         .bind(claimant.dead_after_ms)
@@ -180,7 +191,7 @@ async fn begin_many(
         .bind(&scopes)
         .bind(&keys)
         .bind(&prints)
-        .bind(now.0.saturating_add(claimant.lease_ms))
+        .bind(claimant.lease_from(now).until.0)
         .bind(now.0)
         .bind(claimant.node.0.as_slice())
         .bind(claimant.dead_after_ms)
@@ -245,61 +256,88 @@ fn firsts_of_each_key(claims: &[Owned]) -> (Vec<usize>, Vec<usize>) {
     (firsts, repeats)
 }
 
-/// A batch's answers (`IdempotencyStore::finish_many`) in one statement: a key given
-/// twice keeps its last answer, as two `finish` calls would; a key with no record is
+/// An answer as a batch carries it: scope, key, lease, response.
+type OwnedAnswer = (String, String, Lease, StoredResponse);
+
+/// A batch's answers (`IdempotencyStore::finish_many`) in one statement, as `finish`
+/// called for each in turn: a key given twice under one lease keeps its first answer
+/// (the second finds the claim finished); a key its lease's claim no longer holds is
 /// refused alone.
 async fn finish_many(
     conn: &mut PgConnection,
-    answers: &[(String, String, StoredResponse)],
+    answers: &[OwnedAnswer],
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-    let mut last: HashMap<(&str, &str), usize> = HashMap::new();
-    for (i, (scope, key, _)) in answers.iter().enumerate() {
-        last.insert((scope.as_str(), key.as_str()), i);
+    let mut first: HashMap<(&str, &str, Lease), usize> = HashMap::new();
+    for (i, (scope, key, lease, _)) in answers.iter().enumerate() {
+        first
+            .entry((scope.as_str(), key.as_str(), *lease))
+            .or_insert(i);
     }
-    let mut kept: Vec<usize> = last.into_values().collect();
+    let mut kept: Vec<usize> = first.into_values().collect();
     kept.sort_by(|&a, &b| (&answers[a].0, &answers[a].1).cmp(&(&answers[b].0, &answers[b].1)));
     let scopes: Vec<&str> = kept.iter().map(|&i| answers[i].0.as_str()).collect();
     let keys: Vec<&str> = kept.iter().map(|&i| answers[i].1.as_str()).collect();
     let statuses: Vec<i32> = kept
         .iter()
-        .map(|&i| i32::from(answers[i].2.status))
+        .map(|&i| i32::from(answers[i].3.status))
         .collect();
-    let bodies: Vec<&[u8]> = kept.iter().map(|&i| answers[i].2.body.as_slice()).collect();
-    let found: Vec<(String, String)> = sqlx::query_as(FINISH_MANY)
+    let bodies: Vec<&[u8]> = kept.iter().map(|&i| answers[i].3.body.as_slice()).collect();
+    let holders: Vec<&[u8]> = kept.iter().map(|&i| &answers[i].2.holder.0[..]).collect();
+    let untils: Vec<i64> = kept.iter().map(|&i| answers[i].2.until.0).collect();
+    let found: Vec<(String, String, Vec<u8>, i64)> = sqlx::query_as(FINISH_MANY)
         .bind(&scopes)
         .bind(&keys)
         .bind(&statuses)
         .bind(&bodies)
+        .bind(&holders)
+        .bind(&untils)
         .fetch_all(&mut *conn)
         .await
         .map_err(db)?;
-    let found: HashSet<(String, String)> = found.into_iter().collect();
-    Ok(answers
-        .iter()
-        .map(|(scope, key, _)| {
-            if found.contains(&(scope.clone(), key.clone())) {
+    let found: HashSet<(String, String, Vec<u8>, i64)> = found.into_iter().collect();
+    let kept: HashSet<usize> = kept.into_iter().collect();
+    Ok((answers.iter().enumerate())
+        .map(|(i, (scope, key, lease, _))| {
+            let held = (
+                scope.clone(),
+                key.clone(),
+                lease.holder.0.to_vec(),
+                lease.until.0,
+            );
+            if kept.contains(&i) && found.contains(&held) {
                 Ok(())
             } else {
-                Err(StoreError::new(format_args!(
-                    "no claim for idempotency key {key:?} to finish"
-                )))
+                Err(not_held(key))
             }
         })
         .collect())
 }
 
-/// Stores `response` as the key's answer. Run again, it writes the same answer again.
+/// `finish` or `finish_many` found no claim of the lease it was given.
+fn not_held(key: &str) -> StoreError {
+    StoreError::new(format_args!(
+        "no claim of this request's for idempotency key {key:?} to finish (finished, \
+         forgotten, or taken over by a retry)"
+    ))
+}
+
+/// Stores `response` as the key's answer, while the claim that took `lease` holds it.
+/// Run again after a lost race, it writes the same answer again.
 async fn finish(
     conn: &mut PgConnection,
     (scope, key): (&str, &str),
+    lease: Lease,
     response: &StoredResponse,
 ) -> Result<Step<()>, StoreError> {
-    let changed = sqlx::query(
-        "UPDATE idempotency_keys SET state = 'done', status = $3, body = $4
-         WHERE scope = $1 AND key = $2",
-    )
+    let changed = sqlx::query(concat!(
+        "UPDATE idempotency_keys SET state = 'done', status = $5, body = $6
+         WHERE scope = $1 AND key = $2 AND ",
+        held!()
+    ))
     .bind(scope)
     .bind(key)
+    .bind(lease.holder.0.as_slice())
+    .bind(lease.until.0)
     .bind(i32::from(response.status))
     .bind(&response.body)
     .execute(&mut *conn)
@@ -307,9 +345,7 @@ async fn finish(
     .map_err(db)?
     .rows_affected();
     match changed {
-        0 => Err(StoreError::new(format_args!(
-            "no claim for idempotency key {key:?} to finish"
-        ))),
+        0 => Err(not_held(key)),
         _ => Ok(Step::Keep(())),
     }
 }
@@ -336,18 +372,20 @@ async fn write_claimed(
             crate::events::create_buyer(conn, buyer, at).await?;
         }
     }
-    finish(conn, key, answer).await?;
+    finish(conn, key, claimant.lease_from(now), answer).await?;
     Ok(Begin::Proceed)
 }
 
 /// The order's move and, only when it moved, its rendered answer kept as the key's, in
 /// one job (`IdempotencyStore::apply_kept`); run again after a lost race, it decides
 /// again on what it finds. A refused move writes nothing and keeps nothing. A key with
-/// no running claim (pruned, or finished already) keeps the move and no answer: the
-/// move is the ledger's truth, and the caller keeps its answer as it would have.
+/// no running claim of `lease`'s (pruned, finished already, or taken over by a retry)
+/// keeps the move and no answer: the move is the ledger's truth, and the caller keeps
+/// its answer as it would have.
 async fn apply_kept(
     conn: &mut PgConnection,
     (scope, key): (&str, &str),
+    lease: Lease,
     (order, event, now): (OrderId, OrderEvent, Millis),
     render: &RenderKept,
 ) -> Result<Step<Result<KeptMove, LedgerError>>, StoreError> {
@@ -358,12 +396,15 @@ async fn apply_kept(
     };
     let kept = match render(&OrderView::from(&order)) {
         Some(answer) => {
-            let claimed = sqlx::query(
-                "UPDATE idempotency_keys SET state = 'done', status = $3, body = $4
-                 WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
-            )
+            let claimed = sqlx::query(concat!(
+                "UPDATE idempotency_keys SET state = 'done', status = $5, body = $6
+                 WHERE scope = $1 AND key = $2 AND ",
+                held!()
+            ))
             .bind(scope)
             .bind(key)
+            .bind(lease.holder.0.as_slice())
+            .bind(lease.until.0)
             .bind(i32::from(answer.status))
             .bind(&answer.body)
             .execute(&mut *conn)
@@ -380,13 +421,18 @@ async fn apply_kept(
 async fn abandon(
     conn: &mut PgConnection,
     (scope, key): (&str, &str),
+    lease: Lease,
 ) -> Result<Step<()>, StoreError> {
-    // A finished key is kept: abandoning it must not allow a second effect.
-    sqlx::query(
-        "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
-    )
+    // A finished key is kept: abandoning it must not allow a second effect. Nor is a
+    // claim a retry took over freed under it.
+    sqlx::query(concat!(
+        "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND ",
+        held!()
+    ))
     .bind(scope)
     .bind(key)
+    .bind(lease.holder.0.as_slice())
+    .bind(lease.until.0)
     .execute(&mut *conn)
     .await
     .map_err(db)?;
@@ -419,6 +465,7 @@ impl IdempotencyStore for PostgresIdempotency {
     async fn finish(
         &self,
         replay: &ReplayKey,
+        lease: Lease,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
         let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
@@ -426,7 +473,7 @@ impl IdempotencyStore for PostgresIdempotency {
         self.writer
             .submit_row(row.clone(), move |conn| {
                 let ((scope, key), response) = (row.clone(), response.clone());
-                Box::pin(async move { finish(conn, (&scope, &key), &response).await })
+                Box::pin(async move { finish(conn, (&scope, &key), lease, &response).await })
             })
             .await
     }
@@ -466,14 +513,14 @@ impl IdempotencyStore for PostgresIdempotency {
         }
     }
 
-    async fn finish_many(
-        &self,
-        answers: &[(ReplayKey, StoredResponse)],
-    ) -> Vec<Result<(), StoreError>> {
-        let answers: Arc<Vec<(String, String, StoredResponse)>> = Arc::new(
+    async fn finish_many(&self, answers: &[Answer]) -> Vec<Result<(), StoreError>> {
+        let answers: Arc<Vec<OwnedAnswer>> = Arc::new(
             answers
                 .iter()
-                .map(|(k, r)| (k.scope().to_owned(), k.key().to_owned(), r.clone()))
+                .map(|a| {
+                    let (scope, key) = (a.key.scope().to_owned(), a.key.key().to_owned());
+                    (scope, key, a.lease, a.response.clone())
+                })
                 .collect(),
         );
         let n = answers.len();
@@ -490,12 +537,12 @@ impl IdempotencyStore for PostgresIdempotency {
         done.unwrap_or_else(|e| vec![Err(e); n])
     }
 
-    async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
+    async fn abandon(&self, replay: &ReplayKey, lease: Lease) -> Result<(), StoreError> {
         let row: RowKey = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer
             .submit_row(row.clone(), move |conn| {
                 let (scope, key) = row.clone();
-                Box::pin(async move { abandon(conn, (&scope, &key)).await })
+                Box::pin(async move { abandon(conn, (&scope, &key), lease).await })
             })
             .await
     }
@@ -531,6 +578,7 @@ impl IdempotencyStore for PostgresIdempotency {
     async fn apply_kept(
         &self,
         replay: &ReplayKey,
+        lease: Lease,
         order: OrderId,
         event: OrderEvent,
         now: Millis,
@@ -543,7 +591,7 @@ impl IdempotencyStore for PostgresIdempotency {
                 let (scope, key, render) = (scope.clone(), key.clone(), render.clone());
                 Box::pin(async move {
                     let key = (scope.as_str(), key.as_str());
-                    apply_kept(conn, key, (order, event, now), &*render).await
+                    apply_kept(conn, key, lease, (order, event, now), &*render).await
                 })
             })
             .await?;

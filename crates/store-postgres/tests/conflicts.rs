@@ -42,13 +42,16 @@ async fn begin(node: &PostgresIdempotency, key: &str, who: &Claimant) -> Result<
     node.begin(&ReplayKey::new(SCOPE, key), &FP, NOW, who).await
 }
 
-/// `finish` of `key` in this file's scope.
+/// `finish` of `key` in this file's scope, claimed by `who` at `NOW`.
 async fn finish(
     node: &PostgresIdempotency,
     key: &str,
+    who: &Claimant,
     answer: &StoredResponse,
 ) -> Result<(), StoreError> {
-    node.finish(&ReplayKey::new(SCOPE, key), answer).await
+    let lease = who.lease_from(NOW);
+    node.finish(&ReplayKey::new(SCOPE, key), lease, answer)
+        .await
 }
 
 fn claimant() -> Claimant {
@@ -82,6 +85,7 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
             join_all(keys.iter().map(|k| begin(&one, k, &me))),
             join_all(keys.iter().rev().map(|k| begin(&two, k, &you))),
         );
+        let mut holders = Vec::new();
         for ((key, a), b) in keys.iter().zip(mine).zip(yours.into_iter().rev()) {
             let (a, b) = (answered(a), answered(b));
             assert!(
@@ -91,9 +95,15 @@ async fn two_nodes_claiming_and_finishing_the_same_keys_in_opposite_orders_answe
                 ),
                 "{key} must be claimed exactly once: {a:?}, {b:?}"
             );
+            holders.push(if a == Begin::Proceed { me } else { you });
         }
+        // Node one finishes every key, each under the lease of the claim that took it.
         let (finished, retries) = futures::join!(
-            join_all(keys.iter().map(|k| finish(&one, k, &answer))),
+            join_all(
+                keys.iter()
+                    .zip(&holders)
+                    .map(|(k, who)| finish(&one, k, who, &answer))
+            ),
             join_all(keys.iter().rev().map(|k| begin(&two, k, &you))),
         );
         finished.into_iter().for_each(answered);
@@ -148,14 +158,14 @@ async fn a_claim_chosen_as_a_deadlock_victim_runs_again_instead_of_failing() {
     // and share the second batch, the finish of `a` first.
     let first = tokio::spawn({
         let node = node.clone();
-        async move { finish(&node, "gate", &created()).await }
+        async move { finish(&node, "gate", &me, &created()).await }
     });
     waiting_for_a_lock(&watch, "UPDATE idempotency_keys").await;
     let second = tokio::spawn({
         let node = node.clone();
         async move {
             let answer = created();
-            futures::join!(finish(&node, "a", &answer), begin(&node, "b", &me),)
+            futures::join!(finish(&node, "a", &me, &answer), begin(&node, "b", &me),)
         }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;

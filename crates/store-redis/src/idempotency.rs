@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use boxoffice_domain::Millis;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, ReplayClaim, ReplayKey, StoreError,
+    Begin, Claimant, IdempotencyStore, Incarnation, Lease, ReplayClaim, ReplayKey, StoreError,
     StoredResponse,
 };
 use futures::future::try_join_all;
@@ -152,24 +152,33 @@ impl IdempotencyStore for RedisIdempotency {
         answer(reply)
     }
 
-    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        key: &ReplayKey,
+        lease: Lease,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError> {
         let (r, _) = self.record(key);
         let _: i64 = IDEM_FINISH
             .key(&r.record)
             .arg(response.status)
             .arg(response.body.as_slice())
+            .arg(lease.until.0)
+            .arg(lease.holder.to_hex())
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(store_err)?;
         Ok(())
     }
 
-    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
+    async fn abandon(&self, key: &ReplayKey, lease: Lease) -> Result<(), StoreError> {
         let (r, shard) = self.record(key);
         let _: i64 = IDEM_ABANDON
             .key(&r.record)
             .key(&shard.index)
             .arg(&r.id)
+            .arg(lease.until.0)
+            .arg(lease.holder.to_hex())
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(store_err)?;

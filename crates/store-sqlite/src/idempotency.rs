@@ -12,8 +12,8 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, LedgerError, RenderKept,
-    ReplayKey, StoreError, StoredResponse,
+    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, Lease,
+    LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -61,8 +61,8 @@ fn begin(
             .optional()
         })
         .map_err(db)?;
-    let lease_until = now.0.saturating_add(claimant.lease_ms);
-    let holder = claimant.node.0.as_slice();
+    let lease = claimant.lease_from(now);
+    let (lease_until, holder) = (lease.until.0, lease.holder.0.as_slice());
     match claim {
         Some(c) if c.fingerprint != fingerprint.as_slice() => Ok(Begin::Mismatch),
         Some(Claim {
@@ -96,22 +96,35 @@ fn begin(
     }
 }
 
-/// Keeps `response` as the key's answer.
+/// Keeps `response` as the key's answer, while the claim that took `lease` holds it.
 fn finish(
     conn: &Connection,
-    scope: &str,
-    key: &str,
+    (scope, key): (&str, &str),
+    lease: Lease,
     response: &StoredResponse,
 ) -> Result<(), StoreError> {
     let changed = conn
         .prepare_cached(
-            "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4 WHERE scope = ?1 AND key = ?2",
+            "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4
+             WHERE scope = ?1 AND key = ?2 AND state = 'in_flight'
+               AND holder = ?5 AND lease_until = ?6",
         )
-        .and_then(|mut s| s.execute(params![scope, key, response.status, response.body]))
+        .and_then(|mut s| {
+            let (holder, until) = (lease.holder.0.as_slice(), lease.until.0);
+            s.execute(params![
+                scope,
+                key,
+                response.status,
+                response.body,
+                holder,
+                until
+            ])
+        })
         .map_err(db)?;
     match changed {
         0 => Err(StoreError::new(format_args!(
-            "no claim for idempotency key {key:?} to finish"
+            "no claim of this request's for idempotency key {key:?} to finish (finished, \
+             forgotten, or taken over by a retry)"
         ))),
         _ => Ok(()),
     }
@@ -138,18 +151,19 @@ fn write_claimed(
             crate::events::create_buyer(conn, buyer, at)?;
         }
     }
-    finish(conn, scope, key, answer)?;
+    finish(conn, (scope, key), claimant.lease_from(now), answer)?;
     Ok(Begin::Proceed)
 }
 
 /// The order's move and, only when it moved, its rendered answer kept as the key's, in
 /// one job (`IdempotencyStore::apply_kept`). A refused move writes nothing and keeps
-/// nothing. A key with no running claim (pruned, or finished already) keeps the move
-/// and no answer: the move is the ledger's truth, and the caller keeps its answer as
-/// it would have.
+/// nothing. A key with no running claim of `lease`'s (pruned, finished already, or
+/// taken over by a retry) keeps the move and no answer: the move is the ledger's truth,
+/// and the caller keeps its answer as it would have.
 fn apply_kept(
     conn: &Connection,
     (scope, key): (&str, &str),
+    lease: Lease,
     (order, event, now): (OrderId, OrderEvent, Millis),
     render: &RenderKept,
 ) -> Result<Step<Result<KeptMove, LedgerError>>, StoreError> {
@@ -163,9 +177,14 @@ fn apply_kept(
             let claimed = conn
                 .prepare_cached(
                     "UPDATE idempotency_keys SET state = 'done', status = ?3, body = ?4
-                     WHERE scope = ?1 AND key = ?2 AND state = 'in_flight'",
+                     WHERE scope = ?1 AND key = ?2 AND state = 'in_flight'
+                       AND holder = ?5 AND lease_until = ?6",
                 )
-                .and_then(|mut s| s.execute(params![scope, key, answer.status, answer.body]))
+                .and_then(|mut s| {
+                    let (holder, until) = (lease.holder.0.as_slice(), lease.until.0);
+                    let (status, body) = (answer.status, &answer.body);
+                    s.execute(params![scope, key, status, body, holder, until])
+                })
                 .map_err(db)?;
             (claimed == 1).then_some(answer)
         }
@@ -211,6 +230,7 @@ impl IdempotencyStore for SqliteIdempotency {
     async fn finish(
         &self,
         replay: &ReplayKey,
+        lease: Lease,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
         let (scope, key, response) = (
@@ -219,7 +239,7 @@ impl IdempotencyStore for SqliteIdempotency {
             response.clone(),
         );
         self.writer
-            .submit(move |conn| finish(conn, &scope, &key, &response).map(Step::Keep))
+            .submit(move |conn| finish(conn, (&scope, &key), lease, &response).map(Step::Keep))
             .await
     }
 
@@ -248,34 +268,44 @@ impl IdempotencyStore for SqliteIdempotency {
         begun.unwrap_or_else(|e| vec![Err(e); n])
     }
 
-    async fn finish_many(
-        &self,
-        answers: &[(ReplayKey, StoredResponse)],
-    ) -> Vec<Result<(), StoreError>> {
+    async fn finish_many(&self, answers: &[Answer]) -> Vec<Result<(), StoreError>> {
         let answers: Vec<_> = answers
             .iter()
-            .map(|(k, r)| (k.scope().to_owned(), k.key().to_owned(), r.clone()))
+            .map(|a| {
+                (
+                    a.key.scope().to_owned(),
+                    a.key.key().to_owned(),
+                    a.lease,
+                    a.response.clone(),
+                )
+            })
             .collect();
         let n = answers.len();
         let done = self
             .writer
             .submit(move |conn| {
-                let each = answers
-                    .iter()
-                    .map(|(scope, key, response)| finish(conn, scope, key, response));
+                let each = (answers.iter()).map(|(scope, key, lease, response)| {
+                    finish(conn, (scope, key), *lease, response)
+                });
                 Ok(Step::Keep(each.collect::<Vec<_>>()))
             })
             .await;
         done.unwrap_or_else(|e| vec![Err(e); n])
     }
 
-    async fn abandon(&self, replay: &ReplayKey) -> Result<(), StoreError> {
+    async fn abandon(&self, replay: &ReplayKey, lease: Lease) -> Result<(), StoreError> {
         let (scope, key) = (replay.scope().to_owned(), replay.key().to_owned());
         self.writer
             .submit(move |conn| {
                 // A finished key is kept: abandoning it must not allow a second effect.
-                conn.execute("DELETE FROM idempotency_keys WHERE scope = ?1 AND key = ?2 AND state = 'in_flight'", params![scope, key])
-                    .map_err(db)?;
+                // Nor is a claim a retry took over freed under it.
+                let (holder, until) = (lease.holder.0.as_slice(), lease.until.0);
+                conn.execute(
+                    "DELETE FROM idempotency_keys WHERE scope = ?1 AND key = ?2
+                     AND state = 'in_flight' AND holder = ?3 AND lease_until = ?4",
+                    params![scope, key, holder, until],
+                )
+                .map_err(db)?;
                 Ok(Step::Keep(()))
             })
             .await
@@ -309,6 +339,7 @@ impl IdempotencyStore for SqliteIdempotency {
     async fn apply_kept(
         &self,
         replay: &ReplayKey,
+        lease: Lease,
         order: OrderId,
         event: OrderEvent,
         now: Millis,
@@ -319,7 +350,7 @@ impl IdempotencyStore for SqliteIdempotency {
             .writer
             .submit(move |conn| {
                 let key = (scope.as_str(), key.as_str());
-                apply_kept(conn, key, (order, event, now), &*render)
+                apply_kept(conn, key, lease, (order, event, now), &*render)
             })
             .await?;
         moved.map(Some)

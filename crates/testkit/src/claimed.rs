@@ -21,7 +21,7 @@ use std::sync::Arc;
 use boxoffice_domain::{BuyerId, HoldId, HoldState, OrderId, SeatIndex};
 use boxoffice_engine::ports::{
     ArbiterError, Begin, Claimant, Claimed, ClaimedHolds, HoldRequest, HoldView, KeptOutcome,
-    Released, ReplayClaim, ReplayKey, SeatArbiter, SeatChoice, StoredResponse,
+    Lease, Released, ReplayClaim, ReplayKey, SeatArbiter, SeatChoice, StoredResponse,
 };
 use futures::future::join_all;
 
@@ -89,6 +89,11 @@ impl Key {
         }
     }
 
+    /// The lease `claim` takes.
+    pub(crate) fn lease(&self) -> Lease {
+        self.claimant.lease_from(T0)
+    }
+
     pub(crate) fn claim(&self) -> ReplayClaim<'_> {
         ReplayClaim {
             key: &self.replay,
@@ -154,7 +159,10 @@ fn kept() -> StoredResponse {
 
 async fn finish(p: &ClaimedPorts, key: &Key) {
     let replays = p.holds.replays();
-    replays.finish(&key.replay, &kept()).await.unwrap();
+    replays
+        .finish(&key.replay, key.lease(), &kept())
+        .await
+        .unwrap();
 }
 
 /// The hold `req` asked for does not exist: the step did not run.
@@ -291,7 +299,7 @@ pub async fn an_abandoned_claim_holds_again(p: ClaimedPorts) {
     let outcome = hold(&p, &key, &first).await;
     assert!(matches!(ran(&outcome), Some(Ok(_))), "{outcome:?}");
     let replays = p.holds.replays();
-    replays.abandon(&key.replay).await.unwrap();
+    replays.abandon(&key.replay, key.lease()).await.unwrap();
     let again = named(&fx, buyer, &[1]);
     let retried = hold(&p, &key, &again).await;
     match outcome {

@@ -97,7 +97,11 @@ async fn finish(p: &ClaimedLine, key: &Key, outcome: &Outcome) {
             status: 200,
             body: b"{}".to_vec(),
         };
-        let kept = p.joins.replays().finish(&key.replay, &answer).await;
+        let kept = p
+            .joins
+            .replays()
+            .finish(&key.replay, key.lease(), &answer)
+            .await;
         kept.expect("the store keeps the answer");
     }
 }

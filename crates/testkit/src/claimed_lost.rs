@@ -133,7 +133,10 @@ pub async fn a_hold_whose_answer_was_lost_is_read_back_and_its_retry_holds_nothi
         }
         other => panic!("a hold the store took is answered as taken: {other:?}"),
     }
-    p.replays.finish(&key.replay, &created()).await.unwrap();
+    p.replays
+        .finish(&key.replay, key.lease(), &created())
+        .await
+        .unwrap();
     let retry = fx.request(buyer, SeatChoice::Named(vec![0]));
     let again = holds.hold(&key.claim(), &retry, T0).await.unwrap();
     assert_eq!(again, Claimed::Refused(Begin::Replay(created())));
@@ -155,7 +158,7 @@ pub async fn a_hold_lost_before_the_store_took_it_frees_the_key_and_its_retry_ho
         "{outcome:?}"
     );
     assert_eq!(fx.arb.get(first.hold).await.unwrap(), None);
-    p.replays.abandon(&key.replay).await.unwrap();
+    p.replays.abandon(&key.replay, key.lease()).await.unwrap();
     let retry = seat_zero(&fx, buyer);
     match holds.hold(&key.claim(), &retry, T0).await.unwrap() {
         Claimed::Ran(Ok(hold)) => assert_eq!(hold.hold, retry.hold),

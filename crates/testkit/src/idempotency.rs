@@ -53,6 +53,8 @@ macro_rules! __idempotency_cases {
             abandoning_a_finished_key_keeps_its_response,
             the_same_key_in_two_scopes_is_two_keys,
             a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once,
+            a_claim_taken_over_is_neither_finished_nor_freed_by_its_first_holder,
+            a_lapsed_claim_taken_over_by_its_own_process_is_the_retrys_alone,
             records_claimed_before_the_cutoff_are_pruned_in_batches,
             a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_caller,
             known_writes_racing_under_one_key_are_made_once,
@@ -99,7 +101,7 @@ pub async fn a_first_request_proceeds_and_a_finished_one_replays(store: Arc<dyn 
         Begin::Proceed
     );
     store
-        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .finish(&ReplayKey::new(&s, "k1"), me.lease_from(NOW), &created())
         .await
         .unwrap();
     // A replay long after the lease would have lapsed still gets the first answer, and
@@ -130,7 +132,7 @@ pub async fn a_key_reused_for_another_request_is_a_mismatch(store: Arc<dyn Idemp
         Begin::Mismatch
     );
     store
-        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .finish(&ReplayKey::new(&s, "k1"), me.lease_from(NOW), &created())
         .await
         .unwrap();
     assert_eq!(
@@ -181,7 +183,7 @@ pub async fn a_running_request_is_in_flight_until_its_lease_lapses(
         Begin::InFlight
     );
     store
-        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .finish(&ReplayKey::new(&s, "k1"), me.lease_from(lapsed), &created())
         .await
         .unwrap();
     assert_eq!(
@@ -199,7 +201,10 @@ pub async fn an_abandoned_key_runs_again(store: Arc<dyn IdempotencyStore>) {
         .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
         .await
         .unwrap();
-    store.abandon(&ReplayKey::new(&s, "k1")).await.unwrap();
+    store
+        .abandon(&ReplayKey::new(&s, "k1"), me.lease_from(NOW))
+        .await
+        .unwrap();
     assert_eq!(
         store
             .begin(&ReplayKey::new(&s, "k1"), &FP, NOW.plus_millis(1), &me)
@@ -216,10 +221,13 @@ pub async fn abandoning_a_finished_key_keeps_its_response(store: Arc<dyn Idempot
         .await
         .unwrap();
     store
-        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .finish(&ReplayKey::new(&s, "k1"), me.lease_from(NOW), &created())
         .await
         .unwrap();
-    store.abandon(&ReplayKey::new(&s, "k1")).await.unwrap();
+    store
+        .abandon(&ReplayKey::new(&s, "k1"), me.lease_from(NOW))
+        .await
+        .unwrap();
     assert_eq!(
         store
             .begin(&ReplayKey::new(&s, "k1"), &FP, NOW, &me)
@@ -265,7 +273,7 @@ pub async fn records_claimed_before_the_cutoff_are_pruned_in_batches(
             Begin::Proceed
         );
         store
-            .finish(&ReplayKey::new(&s, &key), &created())
+            .finish(&ReplayKey::new(&s, &key), me.lease_from(at), &created())
             .await
             .unwrap();
     }
@@ -350,7 +358,10 @@ pub async fn a_known_write_is_claimed_and_kept_in_one_write_or_left_to_the_calle
         .await
         .unwrap();
     assert_eq!(meanwhile, Some(Begin::InFlight));
-    store.finish(&running, &created()).await.unwrap();
+    store
+        .finish(&running, me.lease_from(NOW), &created())
+        .await
+        .unwrap();
     let kept = store.begin(&running, &FP, later, &me).await.unwrap();
     assert_eq!(kept, Begin::Replay(created()));
     // A request whose answer is all it leaves is kept the same way.

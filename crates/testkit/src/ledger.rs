@@ -105,6 +105,7 @@ macro_rules! ledger_kept_conformance {
                 a_captured_move_keeps_its_answer_in_the_same_write,
                 a_kept_move_that_loses_keeps_nothing,
                 two_kept_moves_racing_on_one_order_move_it_once,
+                a_kept_move_under_a_claim_taken_over_moves_and_keeps_no_answer,
             );
         }
     };

@@ -7,6 +7,14 @@ use std::sync::{Arc, OnceLock};
 use super::{LedgerError, Order, StoreError};
 use crate::OrderView;
 
+/// One answer of `IdempotencyStore::finish_many`: `finish`'s arguments.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    pub key: ReplayKey,
+    pub lease: Lease,
+    pub response: StoredResponse,
+}
+
 /// A finished response kept for replays.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredResponse {
@@ -93,6 +101,29 @@ pub struct Claimant {
     /// Stores shared by several nodes: a holder whose last heartbeat is older than this
     /// is dead, and its claims are taken over at once.
     pub dead_after_ms: i64,
+}
+
+impl Claimant {
+    /// The lease a claim granted to this claimant at `now` holds (`Lease`).
+    pub fn lease_from(&self, now: Millis) -> Lease {
+        Lease {
+            holder: self.node,
+            until: now.plus_millis(self.lease_ms),
+        }
+    }
+}
+
+/// A granted claim as its store keeps it: the process that took it and the end of its
+/// lease. `finish` and `abandon` are given the lease their request's claim took and act
+/// only while that claim holds the key: once a retry has taken the key over (its
+/// holder dead, or its lease lapsed), a request still running on the old claim can
+/// neither overwrite the answer the retry will keep nor free the key under it. Two
+/// claims of one key never share a lease: the same process takes a key over only once
+/// the lease it holds has lapsed, so the new one ends later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Lease {
+    pub holder: Incarnation,
+    pub until: Millis,
 }
 
 /// An Idempotency-Key in its scope (`scope` separates callers: a buyer, the operator),
@@ -204,10 +235,19 @@ pub trait IdempotencyStore: Send + Sync {
         now: Millis,
         claimant: &Claimant,
     ) -> Result<Begin, StoreError>;
-    async fn finish(&self, key: &ReplayKey, response: &StoredResponse) -> Result<(), StoreError>;
+    /// Keeps `response` as the key's answer, while the claim that took `lease` still
+    /// holds the key; otherwise (finished, forgotten, or taken over by a retry) it
+    /// changes nothing, and a store may say so as an error.
+    async fn finish(
+        &self,
+        key: &ReplayKey,
+        lease: Lease,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError>;
     /// Forgets an unfinished claim so a retry runs again (used when the request failed
-    /// in a way that changed nothing, e.g. the store was unavailable).
-    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError>;
+    /// in a way that changed nothing, e.g. the store was unavailable), while the claim
+    /// that took `lease` still holds the key; otherwise it changes nothing.
+    async fn abandon(&self, key: &ReplayKey, lease: Lease) -> Result<(), StoreError>;
     /// Records that `node` is alive at `now`. Only stores shared by several nodes keep
     /// it; the others need no heartbeat to know who is alive.
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError>;
@@ -235,14 +275,11 @@ pub trait IdempotencyStore: Send + Sync {
     }
 
     /// `finish` for each of `answers`, in one write where the store can; each with its
-    /// own outcome (a key with no claim to finish is refused alone).
-    async fn finish_many(
-        &self,
-        answers: &[(ReplayKey, StoredResponse)],
-    ) -> Vec<Result<(), StoreError>> {
+    /// own outcome (a key with no claim of its lease to finish is refused alone).
+    async fn finish_many(&self, answers: &[Answer]) -> Vec<Result<(), StoreError>> {
         let mut done = Vec::with_capacity(answers.len());
-        for (key, response) in answers {
-            done.push(self.finish(key, response).await);
+        for a in answers {
+            done.push(self.finish(&a.key, a.lease, &a.response).await);
         }
         done
     }
@@ -269,7 +306,8 @@ pub trait IdempotencyStore: Send + Sync {
 
     /// Moves `order` by `event` at `now` as `Ledger::apply` does (no payment reference)
     /// and, only when it moved, keeps `render`'s answer for the order it moved to as the
-    /// answer of `key` (claimed by the caller's request), in one write of the ledger's
+    /// answer of `key` (claimed by the caller's request, whose claim took `lease`; a
+    /// key that claim no longer holds keeps no answer), in one write of the ledger's
     /// database: the move's write and `finish` become one, for a store kept beside the
     /// ledger in its database. `Ok(Some(_))`: the move and the kept answer (if any) are
     /// written. `Err(LedgerError::Conflict(_))` (the order was not in a state the move
@@ -279,6 +317,7 @@ pub trait IdempotencyStore: Send + Sync {
     async fn apply_kept(
         &self,
         _key: &ReplayKey,
+        _lease: Lease,
         _order: OrderId,
         _event: OrderEvent,
         _now: Millis,

@@ -241,12 +241,20 @@ async fn a_confirmed_checkout_keeps_its_answer_in_the_captures_write() {
         status: 201,
         body: b"{}".to_vec(),
     };
-    replays.finish(&key, &answer).await.unwrap();
+    replays
+        .finish(&key, me.lease_from(T0), &answer)
+        .await
+        .unwrap();
     assert_eq!(jobs_since(&d, before), 5, "writer jobs, answer kept apart");
     // Kept with the capture.
     let before = d.ledger.write_stats().1;
     let key = claimed(&replays, &me).await;
-    let keep = KeepConfirmed::new(replays.clone(), key.clone(), render_confirmed());
+    let keep = KeepConfirmed::new(
+        replays.clone(),
+        key.clone(),
+        me.lease_from(T0),
+        render_confirmed(),
+    );
     let out = (n.engine)
         .checkout_keeping(
             &buyer.who,
@@ -286,7 +294,12 @@ async fn a_checkout_not_confirmed_or_beside_another_store_keeps_nothing() {
     let replays: Arc<dyn IdempotencyStore> = Arc::new(d.ledger.idempotency());
     let me = me();
     let key = claimed(&replays, &me).await;
-    let keep = KeepConfirmed::new(replays.clone(), key.clone(), render_confirmed());
+    let keep = KeepConfirmed::new(
+        replays.clone(),
+        key.clone(),
+        me.lease_from(T0),
+        render_confirmed(),
+    );
     let out = (n.engine)
         .checkout_keeping(
             &buyer.who,
@@ -307,7 +320,12 @@ async fn a_checkout_not_confirmed_or_beside_another_store_keeps_nothing() {
 
     let memory: Arc<dyn IdempotencyStore> = Arc::new(MemoryIdempotency::new());
     let key = claimed(&memory, &me).await;
-    let keep = KeepConfirmed::new(memory.clone(), key.clone(), render_confirmed());
+    let keep = KeepConfirmed::new(
+        memory.clone(),
+        key.clone(),
+        me.lease_from(T0),
+        render_confirmed(),
+    );
     let second = admitted(&n.engine, hold.hold.event).await;
     let other = hold_named(&n.engine, &second, &["A-1-3"]).await.unwrap();
     let out = (n.engine)

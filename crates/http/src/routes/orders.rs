@@ -168,29 +168,34 @@ pub async fn checkout(
     };
     let render: Arc<RenderKept> = Arc::new(kept_confirmed);
     replay
-        .run_self_keeping(st.replays(), scope, &body, |replays, key| async move {
-            let sample = feeds.start();
-            // A confirmed order's answer is kept in the write that records its capture,
-            // where the replay store keeps answers in the ledger's database.
-            let keep = KeepConfirmed::new(replays, key, render);
-            let outcome = (state.engine)
-                .checkout_keeping(
-                    &who,
-                    hold,
-                    &input.payment_method,
-                    names,
-                    &origin,
-                    Some(&keep),
-                )
-                .await;
-            sample.checkout(&state, &outcome);
-            // What was kept is what a retry is replayed: send that.
-            if let Some(kept) = keep.into_kept() {
-                let status = StatusCode::from_u16(kept.status).unwrap_or(StatusCode::CREATED);
-                return (Ok((status, kept.body)), true);
-            }
-            (checkout_reply(outcome), false)
-        })
+        .run_self_keeping(
+            st.replays(),
+            scope,
+            &body,
+            |replays, key, lease| async move {
+                let sample = feeds.start();
+                // A confirmed order's answer is kept in the write that records its capture,
+                // where the replay store keeps answers in the ledger's database.
+                let keep = KeepConfirmed::new(replays, key, lease, render);
+                let outcome = (state.engine)
+                    .checkout_keeping(
+                        &who,
+                        hold,
+                        &input.payment_method,
+                        names,
+                        &origin,
+                        Some(&keep),
+                    )
+                    .await;
+                sample.checkout(&state, &outcome);
+                // What was kept is what a retry is replayed: send that.
+                if let Some(kept) = keep.into_kept() {
+                    let status = StatusCode::from_u16(kept.status).unwrap_or(StatusCode::CREATED);
+                    return (Ok((status, kept.body)), true);
+                }
+                (checkout_reply(outcome), false)
+            },
+        )
         .await
 }
 

@@ -169,11 +169,16 @@ impl<T: IdempotencyStore> IdempotencyStore for Tracked<T> {
     ) -> Result<Begin, StoreError> {
         self.inner.begin(key, fingerprint, now, claimant).await
     }
-    async fn finish(&self, key: &ReplayKey, r: &StoredResponse) -> Result<(), StoreError> {
-        self.inner.finish(key, r).await
+    async fn finish(
+        &self,
+        key: &ReplayKey,
+        lease: Lease,
+        r: &StoredResponse,
+    ) -> Result<(), StoreError> {
+        self.inner.finish(key, lease, r).await
     }
-    async fn abandon(&self, key: &ReplayKey) -> Result<(), StoreError> {
-        self.inner.abandon(key).await
+    async fn abandon(&self, key: &ReplayKey, lease: Lease) -> Result<(), StoreError> {
+        self.inner.abandon(key, lease).await
     }
     async fn heartbeat(&self, node: Incarnation, now: Millis) -> Result<(), StoreError> {
         self.inner.heartbeat(node, now).await

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{Begin, IdempotencyStore, ReplayKey, StoredResponse};
+use boxoffice_engine::ports::{
+    Answer, Begin, Claimant, IdempotencyStore, ReplayKey, StoredResponse,
+};
 
 use super::{FP, NOW, claimant, created, scope};
 
@@ -21,7 +23,10 @@ pub async fn claims_in_one_batch_answer_as_claims_made_one_by_one(
         async move { store.begin(&key, &FP, NOW, &me).await.unwrap() }
     };
     assert_eq!(begin("done").await, Begin::Proceed);
-    store.finish(&key("done"), &created()).await.unwrap();
+    store
+        .finish(&key("done"), me.lease_from(NOW), &created())
+        .await
+        .unwrap();
     assert_eq!(begin("running").await, Begin::Proceed);
     // Another process's claim: a dead holder, taken over by the batch's claim of it.
     let dead = store.begin(&key("dead"), &FP, NOW, &claimant()).await;
@@ -57,13 +62,17 @@ pub async fn claims_in_one_batch_answer_as_claims_made_one_by_one(
         ]
     );
     // What the batch claimed is claimed: finished, it replays.
-    store.finish(&key("new-1"), &created()).await.unwrap();
+    store
+        .finish(&key("new-1"), me.lease_from(NOW), &created())
+        .await
+        .unwrap();
     assert_eq!(begin("new-1").await, Begin::Replay(created()));
     assert_eq!(begin("dead").await, Begin::InFlight);
 }
 
-/// A batch of answers keeps each for its own key; a key with nothing claimed in the
-/// batch keeps nothing and spoils nothing for the others.
+/// A batch of answers keeps each for its own key, as `finish` in turn would; a key with
+/// nothing claimed, or claimed under another lease, keeps nothing and spoils nothing for
+/// the others.
 pub async fn answers_in_one_batch_are_each_kept_for_their_own_key(
     store: Arc<dyn IdempotencyStore>,
 ) {
@@ -79,16 +88,23 @@ pub async fn answers_in_one_batch_are_each_kept_for_their_own_key(
             Begin::Proceed
         );
     }
+    let other = claimant();
+    let answered = |k: &str, by: &Claimant, n: u16| Answer {
+        key: key(k),
+        lease: by.lease_from(NOW),
+        response: answer(n),
+    };
     let batch = [
-        (key("a"), answer(201)),
-        (key("never-claimed"), answer(500)),
-        (key("b"), answer(202)),
-        (key("c"), answer(409)),
-        (key("c"), answer(201)),
+        answered("a", &me, 201),
+        answered("never-claimed", &me, 500),
+        answered("b", &me, 202),
+        answered("c", &me, 409),
+        answered("c", &me, 201),
+        answered("b", &other, 500),
     ];
     let done = store.finish_many(&batch).await;
     assert_eq!(done.len(), batch.len());
-    for i in [0, 2, 3, 4] {
+    for i in [0, 2, 3] {
         assert!(done[i].is_ok(), "answer {i} was refused: {:?}", done[i]);
     }
     let later = NOW.plus_secs(60);
@@ -98,8 +114,8 @@ pub async fn answers_in_one_batch_are_each_kept_for_their_own_key(
     };
     assert_eq!(replayed("a").await, Begin::Replay(answer(201)));
     assert_eq!(replayed("b").await, Begin::Replay(answer(202)));
-    // A key answered twice keeps the last, as two calls in turn would.
-    assert_eq!(replayed("c").await, Begin::Replay(answer(201)));
+    // A key answered twice keeps the first: the second found the claim finished.
+    assert_eq!(replayed("c").await, Begin::Replay(answer(409)));
     assert_eq!(replayed("never-claimed").await, Begin::Proceed);
 }
 

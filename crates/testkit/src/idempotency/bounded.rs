@@ -107,7 +107,7 @@ pub async fn the_oldest_finished_records_make_room_and_running_claims_never_do(
             Begin::Proceed
         );
         store
-            .finish(&ReplayKey::new(&s, &key), &created())
+            .finish(&ReplayKey::new(&s, &key), me.lease_from(at), &created())
             .await
             .unwrap();
     }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use boxoffice_engine::ports::{Begin, IdempotencyStore, ReplayKey};
+use boxoffice_engine::ports::{Begin, IdempotencyStore, ReplayKey, StoredResponse};
 
 use super::{DEAD_AFTER, FP, LEASE, NOW, claimant, created, scope};
 
@@ -89,7 +89,11 @@ pub async fn a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once(
         Begin::Mismatch
     );
     store
-        .finish(&ReplayKey::new(&s, "k1"), &created())
+        .finish(
+            &ReplayKey::new(&s, "k1"),
+            retry.lease_from(soon),
+            &created(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -97,6 +101,92 @@ pub async fn a_claim_whose_holder_has_no_fresh_heartbeat_is_taken_over_at_once(
             .begin(&ReplayKey::new(&s, "k1"), &FP, soon, &dead)
             .await
             .unwrap(),
+        Begin::Replay(created())
+    );
+}
+
+/// An answer the first request would keep, had the key still been its own.
+fn stale() -> StoredResponse {
+    StoredResponse {
+        status: 409,
+        body: b"the first holder's late answer".to_vec(),
+    }
+}
+
+/// Every store: a request still running on a claim that a retry took over (its holder
+/// counted dead) can neither keep its answer over the retry's nor free the key under
+/// the retry, which would let a third request run beside it.
+pub async fn a_claim_taken_over_is_neither_finished_nor_freed_by_its_first_holder(
+    store: Arc<dyn IdempotencyStore>,
+) {
+    let (s, first, retry) = (scope(), claimant(), claimant());
+    let k1 = ReplayKey::new(&s, "k1");
+    store
+        .heartbeat(first.node, NOW.plus_millis(-10 * DEAD_AFTER))
+        .await
+        .unwrap();
+    store.heartbeat(retry.node, NOW).await.unwrap();
+    assert_eq!(
+        store.begin(&k1, &FP, NOW, &first).await.unwrap(),
+        Begin::Proceed
+    );
+    let soon = NOW.plus_millis(1);
+    assert_eq!(
+        store.begin(&k1, &FP, soon, &retry).await.unwrap(),
+        Begin::Proceed
+    );
+    // The first request ends late: its answer and its abandon are refused or ignored.
+    let _ = store.finish(&k1, first.lease_from(NOW), &stale()).await;
+    let _ = store.abandon(&k1, first.lease_from(NOW)).await;
+    assert_eq!(
+        store.begin(&k1, &FP, soon, &retry).await.unwrap(),
+        Begin::InFlight,
+        "the retry still holds the key, and no answer was kept for it"
+    );
+    store
+        .finish(&k1, retry.lease_from(soon), &created())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.begin(&k1, &FP, soon, &claimant()).await.unwrap(),
+        Begin::Replay(created()),
+        "the retry's answer is the key's"
+    );
+}
+
+/// Every store: a process that takes over its own claim (the first request outlived
+/// the lease) holds the key under a new lease, and the first request's late answer or
+/// abandon, made under the old one, changes nothing.
+pub async fn a_lapsed_claim_taken_over_by_its_own_process_is_the_retrys_alone(
+    store: Arc<dyn IdempotencyStore>,
+) {
+    let (s, me) = (scope(), claimant());
+    let k1 = ReplayKey::new(&s, "k1");
+    store.heartbeat(me.node, NOW).await.unwrap();
+    assert_eq!(
+        store.begin(&k1, &FP, NOW, &me).await.unwrap(),
+        Begin::Proceed
+    );
+    let lapsed = NOW.plus_millis(LEASE + 1);
+    store.heartbeat(me.node, lapsed).await.unwrap();
+    assert_eq!(
+        store.begin(&k1, &FP, lapsed, &me).await.unwrap(),
+        Begin::Proceed
+    );
+    let _ = store.finish(&k1, me.lease_from(NOW), &stale()).await;
+    let _ = store.abandon(&k1, me.lease_from(NOW)).await;
+    let after = lapsed.plus_millis(1);
+    assert_eq!(
+        store.begin(&k1, &FP, after, &me).await.unwrap(),
+        Begin::InFlight,
+        "the retry still holds the key, and no answer was kept for it"
+    );
+    store
+        .finish(&k1, me.lease_from(lapsed), &created())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.begin(&k1, &FP, after, &me).await.unwrap(),
         Begin::Replay(created())
     );
 }

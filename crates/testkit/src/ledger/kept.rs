@@ -52,7 +52,14 @@ pub async fn a_captured_move_keeps_its_answer_in_the_same_write(ports: KeptPorts
     );
     let at = T0.plus_secs(3);
     let moved = replays
-        .apply_kept(&key, o.id, OrderEvent::Captured, at, render())
+        .apply_kept(
+            &key,
+            me.lease_from(T0),
+            o.id,
+            OrderEvent::Captured,
+            at,
+            render(),
+        )
         .await
         .unwrap();
     let Some(KeptMove { order, kept }) = moved else {
@@ -80,6 +87,54 @@ pub async fn a_captured_move_keeps_its_answer_in_the_same_write(ports: KeptPorts
     assert_eq!(retried, Begin::Replay(answer));
 }
 
+/// The request's claim was taken over by a retry (its process counted dead) before its
+/// capture was written: the move is the ledger's truth and is written, but the answer
+/// is not kept under the key, which waits for the retry's own.
+pub async fn a_kept_move_under_a_claim_taken_over_moves_and_keeps_no_answer(ports: KeptPorts) {
+    let KeptPorts { ledger, replays } = ports;
+    let e = event(&ledger, 3, 4).await;
+    let o = authorized(&ledger, &e, BuyerId::random(), &[1]).await;
+    let committed = ledger.commit(&commit_of(&o, 4)).await.unwrap();
+    assert_eq!(committed, CommitOutcome::Committed);
+    let (key, first, retry, fp) = (key(), claimant(), claimant(), [6; 32]);
+    replays
+        .heartbeat(first.node, T0.plus_millis(-3_600_000))
+        .await
+        .unwrap();
+    replays.heartbeat(retry.node, T0).await.unwrap();
+    let begun = replays.begin(&key, &fp, T0, &first).await.unwrap();
+    assert_eq!(begun, Begin::Proceed);
+    let soon = T0.plus_millis(1);
+    let taken = replays.begin(&key, &fp, soon, &retry).await.unwrap();
+    assert_eq!(
+        taken,
+        Begin::Proceed,
+        "the retry takes the dead holder's claim"
+    );
+    let at = T0.plus_secs(3);
+    let lease = first.lease_from(T0);
+    let moved = (replays.apply_kept(&key, lease, o.id, OrderEvent::Captured, at, render()))
+        .await
+        .unwrap();
+    let Some(KeptMove { order, kept }) = moved else {
+        // Left to the caller, which moves and finishes in turn: nothing was written.
+        let stored = ledger.order(o.id).await.unwrap().unwrap();
+        assert_eq!(stored.state, OrderState::Committed);
+        return;
+    };
+    assert_eq!((order.id, order.state), (o.id, OrderState::Confirmed));
+    assert_eq!(
+        kept, None,
+        "no answer is kept under a claim the request lost"
+    );
+    let again = replays.begin(&key, &fp, soon, &retry).await.unwrap();
+    assert_eq!(
+        again,
+        Begin::InFlight,
+        "the key waits for the retry's answer"
+    );
+}
+
 /// A move the order's state refuses (it is not capturable: still authorized) writes
 /// nothing and keeps nothing: the order stays as it was, the render is never asked, and
 /// the key's claim still runs for its request to keep its own answer.
@@ -94,7 +149,14 @@ pub async fn a_kept_move_that_loses_keeps_nothing(ports: KeptPorts) {
     );
     let never: Arc<RenderKept> = Arc::new(|_: &OrderView| panic!("rendered for a lost move"));
     let moved = replays
-        .apply_kept(&key, o.id, OrderEvent::Captured, T0.plus_secs(3), never)
+        .apply_kept(
+            &key,
+            me.lease_from(T0),
+            o.id,
+            OrderEvent::Captured,
+            T0.plus_secs(3),
+            never,
+        )
         .await;
     match moved {
         Ok(None) => {}
@@ -110,7 +172,7 @@ pub async fn a_kept_move_that_loses_keeps_nothing(ports: KeptPorts) {
         status: 409,
         body: b"own".to_vec(),
     };
-    replays.finish(&key, &own).await.unwrap();
+    replays.finish(&key, me.lease_from(T0), &own).await.unwrap();
     let later = T0.plus_secs(3_600);
     let retried = replays.begin(&key, &fp, later, &claimant()).await.unwrap();
     assert_eq!(retried, Begin::Replay(own));
@@ -133,11 +195,11 @@ pub async fn two_kept_moves_racing_on_one_order_move_it_once(ports: KeptPorts) {
         assert_eq!(begun, Begin::Proceed);
     }
     let at = T0.plus_secs(3);
-    let racers = keys.iter().map(|k| {
-        let (replays, k) = (replays.clone(), k.clone());
+    let racers = keys.iter().zip(&mine).map(|(k, me)| {
+        let (replays, k, lease) = (replays.clone(), k.clone(), me.lease_from(T0));
         tokio::spawn(async move {
             replays
-                .apply_kept(&k, o.id, OrderEvent::Captured, at, render())
+                .apply_kept(&k, lease, o.id, OrderEvent::Captured, at, render())
                 .await
         })
     });
