@@ -173,7 +173,13 @@ pub struct HoldIdText {
 impl HoldIdText {
     pub fn as_str(&self) -> &str {
         // Only ASCII digits and '-' are written.
-        std::str::from_utf8(&self.buf[self.start..]).unwrap_or_default()
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    /// The text's bytes (ASCII), for a writer of bytes: `as_str` without checking them
+    /// again.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
     }
 }
 

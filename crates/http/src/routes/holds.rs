@@ -107,7 +107,7 @@ impl HoldOut {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         out.extend_from_slice(b"{\"hold_id\":\"");
         // Digits, '-' and hex digits: nothing to escape.
-        out.extend_from_slice(self.hold_id.text().as_str().as_bytes());
+        out.extend_from_slice(self.hold_id.text().as_bytes());
         out.extend_from_slice(b"\",\"event_id\":");
         serde_json::to_writer(&mut *out, &self.event_id)?;
         out.extend_from_slice(b",\"status\":");
