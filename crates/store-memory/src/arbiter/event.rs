@@ -1,7 +1,8 @@
 //! One event's hot state and the hold step. Everything here runs under the event's
 //! mutex, so each public method is one atomic step; none of it awaits.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 
 use boxoffice_domain::possession::Thumbprint;
 use boxoffice_domain::{BuyerId, EventId, HoldId, HoldState, Millis, OrderId, SeatIndex};
@@ -81,24 +82,24 @@ impl Holds {
     }
 }
 
-/// The deadlines of an event's live holds, soonest first: (deadline, nonce) in 24
-/// bytes where (deadline, `HoldId`) took 48 (the id's 16-byte alignment). The nonce is
-/// kept high word first (`nonce_words`), so ties go in the nonce's order, as they did by `HoldId`.
+/// The deadlines of an event's live holds, soonest first: by millisecond, each with its
+/// holds' nonces (`nonce_words`, high word first) in order, so ties go in the nonce's
+/// order, as they did by `HoldId`. A new hold's deadline is nearly always the latest
+/// (its time to live from now), and holds made in the same millisecond share its
+/// entry: a hold's insert, under the event's lock, is a look at the last entry and a
+/// binary search in its few nonces, where a set of every (deadline, nonce) descended
+/// the whole tree comparing tuples. A millisecond's list is never empty.
 pub(crate) struct Deadlines {
     event: EventId,
-    set: BTreeSet<(Millis, [u64; 2])>,
+    by_ms: BTreeMap<Millis, Vec<[u64; 2]>>,
 }
 
 impl Deadlines {
     fn new(event: EventId) -> Self {
         Deadlines {
             event,
-            set: BTreeSet::new(),
+            by_ms: BTreeMap::new(),
         }
-    }
-
-    fn key(at: Millis, id: HoldId) -> (Millis, [u64; 2]) {
-        (at, nonce_words(&id))
     }
 
     fn id(&self, nonce: &[u64; 2]) -> HoldId {
@@ -109,21 +110,37 @@ impl Deadlines {
     }
 
     pub fn insert(&mut self, at: Millis, id: HoldId) {
-        self.set.insert(Self::key(at, id));
+        let nonce = nonce_words(&id);
+        let holds = match self.by_ms.last_entry() {
+            Some(last) if *last.key() == at => last.into_mut(),
+            _ => self.by_ms.entry(at).or_default(),
+        };
+        if let Err(i) = holds.binary_search(&nonce) {
+            holds.insert(i, nonce);
+        }
     }
 
     pub fn remove(&mut self, at: Millis, id: HoldId) {
-        self.set.remove(&Self::key(at, id));
+        let nonce = nonce_words(&id);
+        if let Entry::Occupied(mut holds) = self.by_ms.entry(at) {
+            if let Ok(i) = holds.get().binary_search(&nonce) {
+                holds.get_mut().remove(i);
+            }
+            if holds.get().is_empty() {
+                holds.remove();
+            }
+        }
     }
 
     /// The soonest deadline and its hold.
     pub fn first(&self) -> Option<(Millis, HoldId)> {
-        self.set.first().map(|(at, nonce)| (*at, self.id(nonce)))
+        let (at, holds) = self.by_ms.first_key_value()?;
+        holds.first().map(|nonce| (*at, self.id(nonce)))
     }
 
     /// The live holds, soonest deadline first.
     pub fn holds(&self) -> impl Iterator<Item = HoldId> + '_ {
-        self.set.iter().map(|(_, nonce)| self.id(nonce))
+        (self.by_ms.values().flatten()).map(|nonce| self.id(nonce))
     }
 }
 
@@ -381,5 +398,54 @@ mod tests {
         deadlines.remove(Millis(7), ids[2]);
         let left: Vec<HoldId> = deadlines.holds().collect();
         assert_eq!(left, vec![ids[3], ids[1], ids[0]]);
+    }
+
+    /// Against a set of every (deadline, nonce): deadlines in order and out of it (a pin
+    /// moves a hold's later or earlier), ties, a hold given twice, removals of holds
+    /// never given, and a millisecond emptied and filled again.
+    #[test]
+    fn deadlines_answer_as_an_ordered_set_of_deadline_and_nonce() {
+        let event = EventId(4);
+        let mut deadlines = Deadlines::new(event);
+        let mut set = std::collections::BTreeSet::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let ids: Vec<HoldId> = (0..64).map(|_| HoldId::random(event)).collect();
+        let mut clock = 0i64;
+        for _ in 0..5_000 {
+            let id = ids[(next() % 64) as usize];
+            // Mostly the latest deadline, sometimes an earlier or a later one.
+            clock += i64::from(next() % 3 == 0);
+            let at = Millis(match next() % 10 {
+                0 => clock - (next() % 20) as i64,
+                1 => clock + (next() % 20) as i64,
+                _ => clock,
+            });
+            if next() % 3 == 0 {
+                deadlines.remove(at, id);
+                set.remove(&(at, id.nonce));
+            } else {
+                deadlines.insert(at, id);
+                set.insert((at, id.nonce));
+            }
+            let first = set
+                .first()
+                .map(|&(at, nonce)| (at, HoldId { event, nonce }));
+            assert_eq!(deadlines.first(), first);
+        }
+        let all: Vec<HoldId> = (set.iter())
+            .map(|&(_, nonce)| HoldId { event, nonce })
+            .collect();
+        assert_eq!(deadlines.holds().collect::<Vec<_>>(), all);
+        for &(at, nonce) in &set {
+            deadlines.remove(at, HoldId { event, nonce });
+        }
+        assert_eq!(deadlines.first(), None);
+        assert!(deadlines.by_ms.is_empty(), "no millisecond is left empty");
     }
 }
