@@ -253,22 +253,42 @@ fn page_retry_s() -> u64 {
     rand::random_range(3..=8)
 }
 
+/// The shed page's one script: after the page's wait, a reload of the page's own
+/// address. A reload keeps the address's fragment (the app's `/#/events/5`), where a
+/// refresh to the same address would only move to the fragment and a refresh to
+/// another one loses it.
+const BUSY_RELOAD: &str =
+    "setTimeout(function(){location.reload()},1000*document.body.dataset.wait)";
+
+/// The shed page's policy: nothing at all but its one script, allowed by its digest.
+static BUSY_POLICY: std::sync::LazyLock<HeaderValue> = std::sync::LazyLock::new(|| {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest =
+        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(BUSY_RELOAD));
+    let policy =
+        format!("default-src 'none'; script-src 'sha256-{digest}'; frame-ancestors 'none'");
+    HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("default-src 'none'"))
+});
+
 /// A shed page: what a person sees instead of the app while the node is full, which
-/// asks the browser to load the page again after `Retry-After` (a refresh in the page
-/// itself: no script, nothing to fetch, so its policy allows nothing at all). The
-/// refresh names the page with a query the page ignores (`?retry`): a refresh to the
-/// page's own address would be no reload at all for an address with a fragment (the
-/// app's `/#/events`), only a move to the fragment. Never kept by a cache, and
-/// carrying the refusal's code for the log like any refusal.
+/// loads itself again after `Retry-After`, at the address the person asked for,
+/// fragment and all (`BUSY_RELOAD`). Without scripts, a refresh in the page itself does
+/// it, naming the page with a query the page ignores (`?retry`): a refresh to the page's
+/// own address would be no reload at all for an address with a fragment, only a move to
+/// the fragment, so that one starts the app at its first page. Never kept by a cache,
+/// and carrying the refusal's code for the log like any refusal.
 fn busy_page(status: StatusCode, message: &str) -> Response {
     let wait = page_retry_s();
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\"><title>Very busy</title></head>\
-         <body><h1>Very busy right now</h1><p>So many people are here at once that this \
-         page could not be served. It will load again by itself in a few seconds; nothing \
-         you have done is lost, and a place in a queue is kept.</p></body></html>\n"
+         <noscript><meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\"></noscript>\
+         <title>Very busy</title></head>\
+         <body data-wait=\"{wait}\"><h1>Very busy right now</h1><p>So many people are here at \
+         once that this page could not be served. It will load again by itself in a few \
+         seconds; nothing you have done is lost, and a place in a queue is kept.</p>\
+         <script>{BUSY_RELOAD}</script></body></html>\n"
     );
     let mut res = (status, html).into_response();
     let h = res.headers_mut();
@@ -277,8 +297,7 @@ fn busy_page(status: StatusCode, message: &str) -> Response {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     h.insert(header::RETRY_AFTER, HeaderValue::from(wait));
-    let policy = HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'");
-    crate::routes::web::page_headers(h, "no-store", policy);
+    crate::routes::web::page_headers(h, "no-store", BUSY_POLICY.clone());
     res.extensions_mut().insert(Failure {
         code: ErrorCode::Overloaded,
         detail: Some(message.to_owned()),
@@ -325,9 +344,17 @@ mod tests {
             let h = page.headers();
             assert_eq!(h[header::CONTENT_TYPE], "text/html; charset=utf-8");
             assert_eq!(h[header::CACHE_CONTROL], "no-store");
+            // Nothing is allowed but the page's one script, by its digest.
+            let policy = h[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            let digest = {
+                use base64::Engine as _;
+                use sha2::Digest as _;
+                let d = sha2::Sha256::digest(BUSY_RELOAD);
+                base64::engine::general_purpose::STANDARD.encode(d)
+            };
             assert_eq!(
-                h[header::CONTENT_SECURITY_POLICY],
-                "default-src 'none'; frame-ancestors 'none'"
+                policy,
+                format!("default-src 'none'; script-src 'sha256-{digest}'; frame-ancestors 'none'")
             );
             let wait: u64 = h[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
             assert!((3..=8).contains(&wait), "waits {wait} s");
@@ -338,9 +365,18 @@ mod tests {
             assert_eq!(failure.code, ErrorCode::Overloaded);
             let body = futures::executor::block_on(axum::body::to_bytes(page.into_body(), 4096));
             let body = String::from_utf8(body.unwrap().to_vec()).unwrap();
-            let refresh = format!("<meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\">");
+            // The script reloads after the page's wait; without scripts, the refresh.
+            let script = format!("<script>{BUSY_RELOAD}</script>");
+            assert!(body.contains(&script), "{body}");
+            assert_eq!(body.matches("<script").count(), 1, "{body}");
+            assert!(
+                body.contains(&format!("<body data-wait=\"{wait}\">")),
+                "{body}"
+            );
+            let refresh = format!(
+                "<noscript><meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\"></noscript>"
+            );
             assert!(body.contains(&refresh), "{body}");
-            assert!(!body.contains("<script"), "{body}");
 
             let call = edge.shed(full, RouteClass::Api);
             assert_eq!(call.status(), status);
