@@ -84,7 +84,10 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
             let body = page.text().await.unwrap();
             // A reload of the page's own address after the wait; without scripts, a
             // refresh.
-            assert!(body.contains(&format!("data-wait=\"{wait}\"")), "{path}: {body}");
+            assert!(
+                body.contains(&format!("data-wait=\"{wait}\"")),
+                "{path}: {body}"
+            );
             assert!(body.contains("location.reload()"), "{path}: {body}");
             let refresh = format!("<meta http-equiv=\"refresh\" content=\"{wait}; url=?retry\">");
             assert!(body.contains(&refresh), "{path}: {body}");
