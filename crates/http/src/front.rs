@@ -107,7 +107,7 @@ where
                 inner: self.inner.call(req),
             },
             Some(admit) => {
-                if admit.class == RouteClass::Probe {
+                if admit.class.never_shed() {
                     req.extensions_mut().insert(Routed {
                         class: admit.class,
                         addr: None,

@@ -88,7 +88,7 @@ fn collect<T: ToSchema>(out: &mut Vec<(String, RefOr<utoipa::openapi::schema::Sc
 impl Doc {
     /// Every error code the route answers with.
     pub fn codes(&self, class: RouteClass) -> BTreeSet<ErrorCode> {
-        let edge = (class != RouteClass::Probe).then_some(crate::edge::REFUSES);
+        let edge = (!class.never_shed()).then_some(crate::edge::REFUSES);
         let parts = self.shared.iter().copied().chain(edge);
         (self.refuses.iter().copied())
             .chain(parts.flatten().copied())

@@ -51,6 +51,19 @@ pub enum RouteClass {
     /// to the deadline as `Api`, but shed with a page the browser shows, which loads
     /// itself again after a few seconds, rather than with JSON (`Edge::shed`).
     Page,
+    /// A file of those pages (their scripts, styles and images, by content-hashed name),
+    /// answered from memory: never shed, as a probe. A page already served must be able
+    /// to load its files, or the person sees a page that never starts; a file takes no
+    /// store or engine work, and a browser fetches each once (`immutable`).
+    File,
+}
+
+impl RouteClass {
+    /// Whether requests of this class pass the edge uncounted: never shed, nor held to
+    /// the request deadline.
+    pub fn never_shed(self) -> bool {
+        matches!(self, RouteClass::Probe | RouteClass::File)
+    }
 }
 
 /// Makes a route's method, for the router of `state`.
@@ -455,7 +468,7 @@ fn sale() -> Vec<RouteDef> {
         ),
         route(M::GET, "/", Page, web::page, &web::PAGE_DOC),
         route(M::GET, "/console", Page, web::console, &web::CONSOLE_DOC),
-        route(M::GET, "/assets/{file}", Api, web::asset, &web::ASSET_DOC),
+        route(M::GET, "/assets/{file}", File, web::asset, &web::ASSET_DOC),
         route(
             M::GET,
             "/.well-known/jwks.json",

@@ -1,6 +1,6 @@
 //! Overload against a real process: past its cap on requests in flight a node sheds
-//! load with 503 `overloaded` and Retry-After (health still answers; the app's pages
-//! are answered with a page that loads itself again), past an
+//! load with 503 `overloaded` and Retry-After (health and the app's files still answer;
+//! the app's pages are answered with a page that loads itself again), past an
 //! address's share of them that address is answered 429 while others are served, and
 //! a request not answered within the deadline (here, a body that never finishes) gets
 //! 503 `request_timeout`; each is counted in /metrics.
@@ -50,6 +50,12 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
     // request to get through while they do, on a machine busy with other tests (8 s
     // was seen to pass by unseen once, in a CI run of every suite at once).
     let node = Node::start("[http]\nmax_in_flight = 2\nrequest_timeout_ms = 15000\n").await;
+    // A file the app's page loads, named by the page served before the node is full.
+    let page = node.client.get(node.url("/")).send().await.unwrap();
+    let page = page.text().await.unwrap();
+    let start = page.find("/assets/").expect("the page names its files");
+    let end = start + page[start..].find('"').expect("a quoted file name");
+    let file = page[start..end].to_owned();
     let (keep_a, release_a) = tokio::sync::oneshot::channel::<()>();
     let (keep_b, release_b) = tokio::sync::oneshot::channel::<()>();
     let slow = futures::future::join(
@@ -94,6 +100,9 @@ async fn past_its_cap_on_requests_in_flight_a_node_sheds_load_and_a_late_answer_
         }
         let health = node.client.get(node.url("/healthz")).send().await.unwrap();
         assert_eq!(health.status(), 200, "health is never shed");
+        // Nor are the files of a page already served: it could never start without them.
+        let loaded = node.client.get(node.url(&file)).send().await.unwrap();
+        assert_eq!(loaded.status(), 200, "{file} is never shed");
         assert!(node.metric("boxoffice_http_shed_total").await >= Some(1.0));
 
         // The stuck requests run out of time, which frees their places.
