@@ -17,7 +17,7 @@ use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::ports::{
-    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, Lease,
+    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KeyClaim, KnownWrite, Lease,
     LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
 };
 
@@ -114,9 +114,8 @@ where
     }
 }
 
-/// One batch of claims: one `begin_many` per claimant (a node has one), at the latest
-/// time of the batch (its claims were queued moments apart; a later time only ever
-/// counts a lease as lapsed that was about to).
+/// One batch of claims: one `begin_many` per claimant (a node has one), each claim at
+/// its own time (the lease it takes is the one its request finishes under).
 async fn claim(store: Arc<dyn IdempotencyStore>, mut batch: Vec<Claim>) {
     metrics::histogram!("boxoffice_replay_claim_batch").record(batch.len() as f64);
     while let Some(first) = batch.first() {
@@ -124,12 +123,21 @@ async fn claim(store: Arc<dyn IdempotencyStore>, mut batch: Vec<Claim>) {
         let (same, rest): (Vec<Claim>, Vec<Claim>) =
             batch.into_iter().partition(|c| c.claimant == claimant);
         batch = rest;
-        let now = same.iter().map(|c| c.now).max().unwrap_or(Millis(0));
-        let (keys, replies): (Vec<_>, Vec<_>) = same
+        let (claims, replies): (Vec<_>, Vec<_>) = same
             .into_iter()
-            .map(|c| ((c.key, c.fingerprint), c.tx))
+            .map(|c| {
+                let (key, fingerprint, now) = (c.key, c.fingerprint, c.now);
+                (
+                    KeyClaim {
+                        key,
+                        fingerprint,
+                        now,
+                    },
+                    c.tx,
+                )
+            })
             .unzip();
-        let begun = store.begin_many(&keys, now, &claimant).await;
+        let begun = store.begin_many(&claims, &claimant).await;
         reply_each(replies, begun);
     }
 }
@@ -215,11 +223,10 @@ impl IdempotencyStore for BatchedReplays {
 
     async fn begin_many(
         &self,
-        claims: &[(ReplayKey, [u8; 32])],
-        now: Millis,
+        claims: &[KeyClaim],
         claimant: &Claimant,
     ) -> Vec<Result<Begin, StoreError>> {
-        self.inner.begin_many(claims, now, claimant).await
+        self.inner.begin_many(claims, claimant).await
     }
 
     async fn finish_many(&self, answers: &[Answer]) -> Vec<Result<(), StoreError>> {

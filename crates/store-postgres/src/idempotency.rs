@@ -19,7 +19,7 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, Lease,
+    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KeyClaim, KnownWrite, Lease,
     LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
 };
 use sqlx::{PgConnection, PgPool};
@@ -36,18 +36,19 @@ pub struct PostgresIdempotency {
 }
 
 /// When a claim finds its key taken and takes it over anyway: a claim with the same
-/// fingerprint whose lease lapsed (`$5` is now) or whose holder is dead (another node
-/// with no heartbeat fresher than `$7` ms).
+/// fingerprint whose lease lapsed (the claim's time, `excluded.created_at`, is now) or
+/// whose holder is dead (another node with no heartbeat fresher than `$7` ms).
 macro_rules! take_over {
     () => {
         "
     ON CONFLICT (scope, key) DO UPDATE
     SET lease_until = excluded.lease_until, holder = excluded.holder
     WHERE k.state = 'in_flight' AND k.fingerprint = excluded.fingerprint
-      AND (k.lease_until <= $5
+      AND (k.lease_until <= excluded.created_at
            OR (k.holder IS DISTINCT FROM excluded.holder
                AND NOT EXISTS (SELECT 1 FROM node_heartbeats h
-                               WHERE h.node = k.holder AND h.beat_at > $5 - $7)))"
+                               WHERE h.node = k.holder
+                                 AND h.beat_at > excluded.created_at - $7)))"
     };
 }
 
@@ -64,15 +65,16 @@ const CLAIM: &str = concat!(
     RETURNING 1"
 );
 
-/// `CLAIM` for a batch of distinct keys, in the order given (the caller sorts them, so
-/// rows are locked in key order); answers the keys it claimed.
+/// `CLAIM` for a batch of distinct keys, each at its own time (`$5`, its lease's end
+/// `$4`), in the order given (the caller sorts them, so rows are locked in key order);
+/// answers the keys it claimed.
 const CLAIM_MANY: &str = concat!(
     "
     INSERT INTO idempotency_keys AS k
         (scope, key, fingerprint, state, lease_until, created_at, holder)
-    SELECT u.scope, u.key, u.fingerprint, 'in_flight', $4, $5, $6
-    FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY
-        AS u(scope, key, fingerprint, n)
+    SELECT u.scope, u.key, u.fingerprint, 'in_flight', u.lease_until, u.created_at, $6
+    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int8[], $5::int8[]) WITH ORDINALITY
+        AS u(scope, key, fingerprint, lease_until, created_at, n)
     ORDER BY u.n",
     take_over!(),
     "
@@ -179,7 +181,6 @@ fn found(claim: Option<Claim>, fingerprint: &[u8; 32]) -> Begin {
 async fn begin_many(
     conn: &mut PgConnection,
     claims: &[Owned],
-    now: Millis,
     claimant: &Claimant,
 ) -> Result<Vec<Begin>, StoreError> {
     let (firsts, repeats) = firsts_of_each_key(claims);
@@ -187,12 +188,18 @@ async fn begin_many(
     let scopes: Vec<&str> = firsts.iter().map(|&i| claims[i].0.as_str()).collect();
     let keys: Vec<&str> = firsts.iter().map(|&i| claims[i].1.as_str()).collect();
     let prints: Vec<&[u8]> = firsts.iter().map(|&i| claims[i].2.as_slice()).collect();
+    let nows: Vec<Millis> = firsts.iter().map(|&i| claims[i].3).collect();
+    let untils: Vec<i64> = nows
+        .iter()
+        .map(|&n| claimant.lease_from(n).until.0)
+        .collect();
+    let nows: Vec<i64> = nows.iter().map(|n| n.0).collect();
     let claimed: Vec<(String, String)> = sqlx::query_as(CLAIM_MANY)
         .bind(&scopes)
         .bind(&keys)
         .bind(&prints)
-        .bind(claimant.lease_from(now).until.0)
-        .bind(now.0)
+        .bind(&untils)
+        .bind(&nows)
         .bind(claimant.node.0.as_slice())
         .bind(claimant.dead_after_ms)
         .fetch_all(&mut *conn)
@@ -201,7 +208,7 @@ async fn begin_many(
     let claimed: HashSet<(String, String)> = claimed.into_iter().collect();
     let mut left = Vec::new();
     for &i in &firsts {
-        let (scope, key, _) = &claims[i];
+        let (scope, key, ..) = &claims[i];
         if claimed.contains(&(scope.clone(), key.clone())) {
             out[i] = Some(Begin::Proceed);
         } else {
@@ -222,14 +229,14 @@ async fn begin_many(
             .map(|(scope, key, fp, state, status, body)| ((scope, key), (fp, state, status, body)))
             .collect();
         for i in left {
-            let (scope, key, fingerprint) = &claims[i];
+            let (scope, key, fingerprint, _) = &claims[i];
             let record = records.remove(&(scope.clone(), key.clone()));
             out[i] = Some(found(record, fingerprint));
         }
     }
     for i in repeats {
-        let (scope, key, fingerprint) = &claims[i];
-        out[i] = Some(begin(conn, (scope, key), fingerprint, now, claimant).await?);
+        let (scope, key, fingerprint, now) = &claims[i];
+        out[i] = Some(begin(conn, (scope, key), fingerprint, *now, claimant).await?);
     }
     Ok(out
         .into_iter()
@@ -237,15 +244,15 @@ async fn begin_many(
         .collect())
 }
 
-/// A claim as a batch carries it: scope, key, fingerprint.
-type Owned = (String, String, [u8; 32]);
+/// A claim as a batch carries it: scope, key, fingerprint, time.
+type Owned = (String, String, [u8; 32], Millis);
 
 /// The index of each key's first claim, sorted by key (the order rows are locked in),
 /// and the indices of the claims that repeat a key, in their order.
 fn firsts_of_each_key(claims: &[Owned]) -> (Vec<usize>, Vec<usize>) {
     let mut seen = HashSet::new();
     let (mut firsts, mut repeats) = (Vec::new(), Vec::new());
-    for (i, (scope, key, _)) in claims.iter().enumerate() {
+    for (i, (scope, key, ..)) in claims.iter().enumerate() {
         if seen.insert((scope.as_str(), key.as_str())) {
             firsts.push(i);
         } else {
@@ -482,14 +489,16 @@ impl IdempotencyStore for PostgresIdempotency {
     /// order its rows are locked in).
     async fn begin_many(
         &self,
-        claims: &[(ReplayKey, [u8; 32])],
-        now: Millis,
+        claims: &[KeyClaim],
         claimant: &Claimant,
     ) -> Vec<Result<Begin, StoreError>> {
         let claims: Arc<Vec<Owned>> = Arc::new(
             claims
                 .iter()
-                .map(|(k, fp)| (k.scope().to_owned(), k.key().to_owned(), *fp))
+                .map(|c| {
+                    let (scope, key) = (c.key.scope().to_owned(), c.key.key().to_owned());
+                    (scope, key, c.fingerprint, c.now)
+                })
                 .collect(),
         );
         let (n, claimant) = (claims.len(), *claimant);
@@ -500,11 +509,7 @@ impl IdempotencyStore for PostgresIdempotency {
             .writer
             .submit_row(row, move |conn| {
                 let claims = claims.clone();
-                Box::pin(async move {
-                    begin_many(conn, &claims, now, &claimant)
-                        .await
-                        .map(Step::Keep)
-                })
+                Box::pin(async move { begin_many(conn, &claims, &claimant).await.map(Step::Keep) })
             })
             .await;
         match begun {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use boxoffice_domain::{Millis, OrderEvent, OrderId};
 use boxoffice_engine::OrderView;
 use boxoffice_engine::ports::{
-    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KnownWrite, Lease,
+    Answer, Begin, Claimant, IdempotencyStore, Incarnation, KeptMove, KeyClaim, KnownWrite, Lease,
     LedgerError, RenderKept, ReplayKey, StoreError, StoredResponse,
 };
 use rusqlite::{Connection, OptionalExtension, params};
@@ -247,21 +247,26 @@ impl IdempotencyStore for SqliteIdempotency {
     /// before it left, as separate calls would.
     async fn begin_many(
         &self,
-        claims: &[(ReplayKey, [u8; 32])],
-        now: Millis,
+        claims: &[KeyClaim],
         claimant: &Claimant,
     ) -> Vec<Result<Begin, StoreError>> {
         let claims: Vec<_> = claims
             .iter()
-            .map(|(k, fp)| (k.scope().to_owned(), k.key().to_owned(), *fp))
+            .map(|c| {
+                (
+                    c.key.scope().to_owned(),
+                    c.key.key().to_owned(),
+                    c.fingerprint,
+                    c.now,
+                )
+            })
             .collect();
         let (n, claimant) = (claims.len(), *claimant);
         let begun = self
             .writer
             .submit(move |conn| {
-                let each = claims
-                    .iter()
-                    .map(|(scope, key, fp)| begin(conn, scope, key, fp, now, &claimant));
+                let each = (claims.iter())
+                    .map(|(scope, key, fp, now)| begin(conn, scope, key, fp, *now, &claimant));
                 Ok(Step::Keep(each.collect::<Vec<_>>()))
             })
             .await;

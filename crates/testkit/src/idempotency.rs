@@ -61,6 +61,7 @@ macro_rules! __idempotency_cases {
             claims_in_one_batch_answer_as_claims_made_one_by_one,
             answers_in_one_batch_are_each_kept_for_their_own_key,
             claims_racing_under_one_key_proceed_once,
+            claims_made_together_at_different_times_finish_under_their_own_leases,
         );
     };
 }

@@ -7,6 +7,16 @@ use std::sync::{Arc, OnceLock};
 use super::{LedgerError, Order, StoreError};
 use crate::OrderView;
 
+/// One claim of `IdempotencyStore::begin_many`: `begin`'s key, fingerprint and time. Each
+/// claim keeps its own time: the lease it takes ends its lease's length after it, and
+/// its request finishes under that lease (`Claimant::lease_from`).
+#[derive(Clone, Debug)]
+pub struct KeyClaim {
+    pub key: ReplayKey,
+    pub fingerprint: [u8; 32],
+    pub now: Millis,
+}
+
 /// One answer of `IdempotencyStore::finish_many`: `finish`'s arguments.
 #[derive(Clone, Debug)]
 pub struct Answer {
@@ -255,21 +265,20 @@ pub trait IdempotencyStore: Send + Sync {
     /// over), and heartbeats older than that; returns how many records went.
     async fn prune(&self, before: Millis, limit: u32) -> Result<u64, StoreError>;
 
-    /// `begin` for each of `claims` (each key with its request's fingerprint), answered
-    /// in their order, as if begun one after the other: a key that comes twice is
-    /// claimed by its first and told what a second `begin` would be. A store kept in
+    /// `begin` for each of `claims` (each key with its request's fingerprint and time),
+    /// answered in their order, as if begun one after the other: a key that comes twice
+    /// is claimed by its first and told what a second `begin` would be. A store kept in
     /// the ledger's database claims them in one write, set-based where it can; the
     /// default begins them in turn. Each claim has its own answer: one that failed
     /// claimed nothing, and says so alone.
     async fn begin_many(
         &self,
-        claims: &[(ReplayKey, [u8; 32])],
-        now: Millis,
+        claims: &[KeyClaim],
         claimant: &Claimant,
     ) -> Vec<Result<Begin, StoreError>> {
         let mut begun = Vec::with_capacity(claims.len());
-        for (key, fingerprint) in claims {
-            begun.push(self.begin(key, fingerprint, now, claimant).await);
+        for c in claims {
+            begun.push(self.begin(&c.key, &c.fingerprint, c.now, claimant).await);
         }
         begun
     }

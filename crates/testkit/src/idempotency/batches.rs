@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use boxoffice_engine::ports::{
-    Answer, Begin, Claimant, IdempotencyStore, ReplayKey, StoredResponse,
+    Answer, Begin, Claimant, IdempotencyStore, KeyClaim, ReplayKey, StoredResponse,
 };
 
 use super::{FP, NOW, claimant, created, scope};
@@ -32,18 +32,23 @@ pub async fn claims_in_one_batch_answer_as_claims_made_one_by_one(
     let dead = store.begin(&key("dead"), &FP, NOW, &claimant()).await;
     assert_eq!(dead.unwrap(), Begin::Proceed);
 
+    let claim = |k: &str, fingerprint| KeyClaim {
+        key: key(k),
+        fingerprint,
+        now: NOW,
+    };
     let batch = [
-        (key("new-1"), FP),
-        (key("done"), FP),
-        (key("done"), [8; 32]),
-        (key("running"), FP),
-        (key("dead"), FP),
-        (key("new-1"), FP),
-        (key("new-2"), [9; 32]),
-        (key("new-2"), [8; 32]),
+        claim("new-1", FP),
+        claim("done", FP),
+        claim("done", [8; 32]),
+        claim("running", FP),
+        claim("dead", FP),
+        claim("new-1", FP),
+        claim("new-2", [9; 32]),
+        claim("new-2", [8; 32]),
     ];
     let begun: Vec<Begin> = store
-        .begin_many(&batch, NOW, &me)
+        .begin_many(&batch, &me)
         .await
         .into_iter()
         .map(|b| b.expect("a claim of the batch failed"))
@@ -117,6 +122,47 @@ pub async fn answers_in_one_batch_are_each_kept_for_their_own_key(
     // A key answered twice keeps the first: the second found the claim finished.
     assert_eq!(replayed("c").await, Begin::Replay(answer(409)));
     assert_eq!(replayed("never-claimed").await, Begin::Proceed);
+}
+
+/// Claims of one batch made at different times each take the lease of their own time,
+/// so each request finishes under the lease it computes from its own claim: claimed
+/// together (`begin_many`), or one by one at once, as a crowd's requests are (which a
+/// store behind `BatchedReplays` gathers into batches).
+pub async fn claims_made_together_at_different_times_finish_under_their_own_leases(
+    store: Arc<dyn IdempotencyStore>,
+) {
+    const CLAIMS: i64 = 32;
+    let (s, me) = (scope(), claimant());
+    let at = |i: i64| NOW.plus_millis(i * 7);
+    let together: Vec<KeyClaim> = (0..CLAIMS)
+        .map(|i| KeyClaim {
+            key: ReplayKey::new(&s, format!("together-{i}")),
+            fingerprint: FP,
+            now: at(i),
+        })
+        .collect();
+    for begun in store.begin_many(&together, &me).await {
+        assert_eq!(begun.expect("a claim of the batch failed"), Begin::Proceed);
+    }
+    let at_once = (0..CLAIMS).map(|i| {
+        let (store, key) = (store.clone(), ReplayKey::new(&s, format!("at-once-{i}")));
+        let when = at(i);
+        tokio::spawn(async move { store.begin(&key, &FP, when, &me).await })
+    });
+    for begun in futures::future::join_all(at_once).await {
+        let begun = begun.expect("a claim panicked").expect("a claim failed");
+        assert_eq!(begun, Begin::Proceed);
+    }
+    let later = NOW.plus_secs(3_600);
+    for name in ["together", "at-once"] {
+        for i in 0..CLAIMS {
+            let key = ReplayKey::new(&s, format!("{name}-{i}"));
+            let kept = store.finish(&key, me.lease_from(at(i)), &created()).await;
+            kept.unwrap_or_else(|e| panic!("{name}-{i} was not finished: {e}"));
+            let again = store.begin(&key, &FP, later, &claimant()).await.unwrap();
+            assert_eq!(again, Begin::Replay(created()), "{name}-{i}");
+        }
+    }
 }
 
 /// Concurrent claims, as a crowd sends them: under one key exactly one proceeds and
