@@ -17,7 +17,8 @@ use crate::config::WorkerConfig;
 #[serde(default, deny_unknown_fields)]
 pub struct IdempotencyConfig {
     /// How long an unfinished request of a live process blocks retries of its key
-    /// (`request_in_progress`). A process that died frees its keys at once. Default 60000.
+    /// (`request_in_progress`). A process that died frees its keys at once. At most a
+    /// day, and at most the retention. Default 60000.
     pub lease_ms: i64,
     /// How long a finished request is replayed; older records are pruned. Default 86400.
     pub retention_s: u64,
@@ -59,6 +60,9 @@ impl Default for IdempotencyConfig {
     }
 }
 
+/// The longest lease a claim may take: a day.
+const MAX_LEASE_MS: i64 = 86_400_000;
+
 impl IdempotencyConfig {
     /// Refuses settings under which nothing is kept. (That a live node must not look
     /// dead is checked with the heartbeat, in `Config::check`.)
@@ -69,6 +73,13 @@ impl IdempotencyConfig {
                 && self.max_records > 0
                 && self.max_join_records > 0,
             "idempotency.lease_ms, retention_s, max_records and max_join_records must be positive"
+        );
+        anyhow::ensure!(
+            self.lease_ms <= MAX_LEASE_MS && self.lease_ms <= self.retention_ms(),
+            "idempotency.lease_ms ({}) must be at most a day, and at most the retention \
+             (retention_s): a request runs for seconds, and a claim must not be pruned while \
+             it runs",
+            self.lease_ms
         );
         anyhow::ensure!(
             self.prune_batch > 0,
@@ -83,7 +94,9 @@ impl IdempotencyConfig {
     }
 
     pub fn retention_ms(&self) -> i64 {
-        self.retention_s as i64 * 1000
+        i64::try_from(self.retention_s)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1000)
     }
 
     /// This process's claims: a new incarnation, so claims of an earlier life are dead.

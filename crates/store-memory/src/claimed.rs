@@ -66,7 +66,8 @@ impl ClaimedHolds for MemoryClaimedHolds {
             Ok(view) => Some(pack(view).map_or_else(|| other(&outcome), Kept::Hold)),
             Err(_) => Some(other(&outcome)),
         };
-        let kept = kept.is_some_and(|kept| self.replays.keep_outcome(claim.key, kept));
+        let lease = claim.claimant.lease_from(claim.now);
+        let kept = kept.is_some_and(|kept| self.replays.keep_outcome(claim.key, lease, kept));
         Ok(Claimed::of(outcome, kept))
     }
 

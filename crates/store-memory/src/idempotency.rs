@@ -172,14 +172,15 @@ impl MemoryIdempotency {
         &self.shards[id[0] as usize % SHARDS]
     }
 
-    /// Keeps `kept` as the answer of `key`'s claim, which is running: a retry is then
-    /// refused with `Begin::Kept`. False, keeping nothing, when the claim is not
-    /// running (forgotten at the cap, abandoned): the caller keeps its answer itself.
-    pub(crate) fn keep_outcome(&self, key: &ReplayKey, kept: Kept) -> bool {
+    /// Keeps `kept` as the answer of `key`'s claim that took `lease`, which is running:
+    /// a retry is then refused with `Begin::Kept`. False, keeping nothing, when that
+    /// claim no longer holds the key (forgotten at the cap, abandoned, or taken over by
+    /// a retry): the caller keeps its answer itself, as `finish` would keep it.
+    pub(crate) fn keep_outcome(&self, key: &ReplayKey, lease: Lease, kept: Kept) -> bool {
         let id = &self.id(key);
         let mut inner = self.shard(id).lock();
         match inner.records.get_mut(id) {
-            Some(rec) if matches!(rec.state, Claim::Running { .. }) => {
+            Some(rec) if rec.holds(lease) => {
                 rec.state = Claim::Kept(kept);
                 true
             }
@@ -351,6 +352,32 @@ mod tests {
     #[test]
     fn a_record_takes_64_bytes_of_its_map() {
         assert_eq!(std::mem::size_of::<(Id, Record)>(), 64);
+    }
+
+    /// A claimed step's outcome is kept only under the claim that took the step's
+    /// lease: once a retry took the key over, the first step's late outcome keeps
+    /// nothing, and the key waits for the retry's.
+    #[tokio::test]
+    async fn an_outcome_is_kept_only_under_the_lease_of_the_claim_that_ran_the_step() {
+        let store = MemoryIdempotency::new();
+        let me = Claimant {
+            node: Incarnation::random(),
+            lease_ms: 1_000,
+            dead_after_ms: 1_000,
+        };
+        let (key, fp, t0) = (ReplayKey::new("buyer:1", "k"), [1u8; 32], Millis(5_000));
+        assert_eq!(store.begin(&key, &fp, t0, &me).await, Ok(Begin::Proceed));
+        let lapsed = t0.plus_millis(1_001);
+        assert_eq!(
+            store.begin(&key, &fp, lapsed, &me).await,
+            Ok(Begin::Proceed)
+        );
+        let late = Kept::Hold(vec![1, 2, 3].into_boxed_slice());
+        assert!(!store.keep_outcome(&key, me.lease_from(t0), late));
+        let soon = lapsed.plus_millis(1);
+        assert_eq!(store.begin(&key, &fp, soon, &me).await, Ok(Begin::InFlight));
+        let own = Kept::Hold(vec![4, 5, 6].into_boxed_slice());
+        assert!(store.keep_outcome(&key, me.lease_from(lapsed), own));
     }
 
     #[test]

@@ -156,6 +156,20 @@ fn worker_periods_live_under_workers_and_must_be_positive() {
 }
 
 #[test]
+fn a_claims_lease_is_at_most_a_day_and_at_most_the_retention() {
+    let c = load_text("[idempotency]\nlease_ms = 86400000\n").unwrap();
+    assert_eq!(c.idempotency.lease_ms, 86_400_000);
+    for text in [
+        "[idempotency]\nlease_ms = 86400001\nretention_s = 999999\n",
+        "[idempotency]\nlease_ms = 9223372036854775807\n",
+        "[idempotency]\nlease_ms = 61000\nretention_s = 60\n",
+    ] {
+        let e = format!("{:#}", load_text(text).unwrap_err());
+        assert!(e.contains("idempotency.lease_ms"), "{text}: {e}");
+    }
+}
+
+#[test]
 fn store_timings_are_read_from_their_sections() {
     let c = load_text(
         "[redis]\nresponse_timeout_ms = 250\nload_ttl_s = 60\n[sqlite]\nbusy_timeout_ms = 900\n",
