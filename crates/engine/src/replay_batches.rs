@@ -30,9 +30,7 @@ const QUEUED: usize = 16_384;
 const IN_FLIGHT: usize = 2;
 
 struct Claim {
-    key: ReplayKey,
-    fingerprint: [u8; 32],
-    now: Millis,
+    claim: KeyClaim,
     claimant: Claimant,
     tx: oneshot::Sender<Result<Begin, StoreError>>,
 }
@@ -123,20 +121,7 @@ async fn claim(store: Arc<dyn IdempotencyStore>, mut batch: Vec<Claim>) {
         let (same, rest): (Vec<Claim>, Vec<Claim>) =
             batch.into_iter().partition(|c| c.claimant == claimant);
         batch = rest;
-        let (claims, replies): (Vec<_>, Vec<_>) = same
-            .into_iter()
-            .map(|c| {
-                let (key, fingerprint, now) = (c.key, c.fingerprint, c.now);
-                (
-                    KeyClaim {
-                        key,
-                        fingerprint,
-                        now,
-                    },
-                    c.tx,
-                )
-            })
-            .unzip();
+        let (claims, replies): (Vec<_>, Vec<_>) = same.into_iter().map(|c| (c.claim, c.tx)).unzip();
         let begun = store.begin_many(&claims, &claimant).await;
         reply_each(replies, begun);
     }
@@ -181,10 +166,13 @@ impl IdempotencyStore for BatchedReplays {
         claimant: &Claimant,
     ) -> Result<Begin, StoreError> {
         let (tx, rx) = oneshot::channel();
-        let item = Claim {
+        let asked = KeyClaim {
             key: key.clone(),
             fingerprint: *fingerprint,
             now,
+        };
+        let item = Claim {
+            claim: asked,
             claimant: *claimant,
             tx,
         };
