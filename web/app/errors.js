@@ -26,6 +26,7 @@ const MESSAGES = {
   token_wrong_issuer: 'Your sign-in is not accepted here. Sign in again.',
   token_wrong_audience: 'Your sign-in is not accepted here. Sign in again.',
   token_wrong_event: 'Your pass is for another event. Join this event\u2019s line.',
+  token_not_renewable: 'Your sign-in comes from your account provider. Sign in there again to continue.',
   session_mismatch: 'Your turn belongs to another browser session. Continue where you joined the line.',
   proof_required: 'This sale checks that your turn stays in the browser where you joined. Join the line again from this browser.',
   proof_invalid: 'Your browser could not prove it is the one that joined the line. Reload the page and try again.',

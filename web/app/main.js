@@ -1,7 +1,7 @@
 // The buyer app: who the buyer is (in demo mode, an anonymous buyer created through
 // self sign-up and kept in localStorage), and the pages: the event (#/ or
 // #/events/ID), the list of events (#/events) and my orders (#/orders).
-import { ApiError, api, newKey, write } from './api.js';
+import { ApiError, api, clockSkewMs, newKey, write } from './api.js';
 import { eventHeader } from './event.js';
 import { eventsView } from './list.js';
 import { ordersView } from './orders.js';
@@ -15,16 +15,51 @@ let current = [];
 // operator key, kept for the tab it was typed in, is not left here for it to read.
 store.set('session', 'operator_key', null);
 
+// Set when the saved buyer's token was refused and a new visit began: the page says so.
+let restarted = false;
+
+// The buyer's token lapses (`expires_at`). It is renewed once half its life has passed
+// (`renew_at`, in the server's time), so a buyer who comes back keeps their orders. A
+// token the box office refuses (lapsed after a long absence, or its key retired) is
+// dropped and a new visit starts; a renewal that fails for now is tried next time.
 async function buyer() {
   const saved = store.get('local', 'buyer');
-  if (saved?.token) return saved;
+  if (saved?.token) {
+    if (serverNow() < (saved.renew_at ?? 0)) return saved;
+    try {
+      const { data } = await write('/v1/me/token', { method: 'POST', token: saved.token });
+      return keep(data);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 401)) return saved;
+      store.set('local', 'buyer', null);
+      restarted = true;
+    }
+  }
   // The key is the secret that gets a lost answer back: random, kept until it worked.
   const key = store.get('local', 'buyer_key') || newKey();
   store.set('local', 'buyer_key', key);
   const { data } = await write('/v1/buyers', { method: 'POST', idem: key });
-  store.set('local', 'buyer', data);
   store.set('local', 'buyer_key', null);
-  return data;
+  return keep(data);
+}
+
+/** Keeps the buyer and their token, with when to renew it: half its life from now. */
+function keep(data) {
+  const now = serverNow();
+  const who = { ...data, renew_at: now + Math.max(0, (data.expires_at ?? now) - now) / 2 };
+  store.set('local', 'buyer', who);
+  return who;
+}
+
+function serverNow() {
+  return Date.now() + clockSkewMs;
+}
+
+/** What the page says when the visit on this device started again, or null. */
+function restartNotice() {
+  if (!restarted) return null;
+  restarted = false;
+  return notice('info', 'Your earlier visit on this device had ended, so a new one has started. Orders made in it can no longer be shown here.');
 }
 
 function route() {
@@ -53,19 +88,20 @@ async function show() {
     fill(main, notice('error', text));
     return;
   }
+  const said = restartNotice();
   if (r.page === 'orders') {
-    fill(main, await ordersView(who));
+    fill(main, said, await ordersView(who));
     return;
   }
-  await eventPage(r.id, who);
+  await eventPage(r.id, who, said);
 }
 
-async function eventPage(id, who) {
+async function eventPage(id, who, said) {
   let ev;
   try {
     ({ data: ev } = await api(`/v1/events/${id}`));
   } catch (e) {
-    fill(main, notice('error', e.message));
+    fill(main, said, notice('error', e.message));
     return;
   }
   document.title = `${ev.name} \u2014 Box office`;
@@ -86,7 +122,7 @@ async function eventPage(id, who) {
     },
   });
   current.push(room);
-  fill(main, eventHeader(ev), ev.status === 'closed' ? null : room.el, shopSlot);
+  fill(main, said, eventHeader(ev), ev.status === 'closed' ? null : room.el, shopSlot);
   if (ev.status !== 'closed') room.start();
 }
 

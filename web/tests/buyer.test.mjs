@@ -209,6 +209,56 @@ async function tabTo(page, matches, max = 60) {
   throw new Error(`Tab never reached the element (${matches})`);
 }
 
+test('a buyer\u2019s token is renewed once half its life has passed, and a refused one starts a new visit that says so', T, async () => {
+  const page = await newPage(browser);
+  const saved = () => page.evaluate(() => JSON.parse(localStorage.getItem('boxoffice.buyer')));
+  const edit = (change) => page.evaluate((c) => {
+    const b = JSON.parse(localStorage.getItem('boxoffice.buyer'));
+    localStorage.setItem('boxoffice.buyer', JSON.stringify({ ...b, ...c }));
+  }, change);
+  const orders = async () => {
+    await page.getByRole('heading', { name: 'My orders' }).waitFor();
+    await page.getByText('You have no orders yet.').waitFor();
+  };
+  const renewals = [];
+  page.on('response', (r) => {
+    if (r.url().endsWith('/v1/me/token')) renewals.push(r.status());
+  });
+  await page.goto(`${server.base}/#/orders`);
+  await orders();
+  const first = await saved();
+  const day = 86_400_000;
+  assert.ok(first.expires_at > Date.now() + 29 * day, JSON.stringify(first));
+  assert.ok(Math.abs(first.renew_at - (Date.now() + 15 * day)) < day, JSON.stringify(first));
+  // Not due yet: the next visit keeps the token as it is.
+  await page.reload();
+  await orders();
+  assert.deepEqual(await saved(), first);
+  assert.deepEqual(renewals, []);
+  // Half its life has passed: the next visit renews it, for the same buyer. (Within
+  // the second of its sign-up the new token may read as the old: same claims.)
+  await edit({ renew_at: Date.now() - 1 });
+  await page.reload();
+  await orders();
+  assert.deepEqual(renewals, [201]);
+  const renewed = await saved();
+  assert.equal(renewed.buyer_id, first.buyer_id);
+  assert.ok(renewed.renew_at > Date.now() + 14 * day, JSON.stringify(renewed));
+  assert.equal(await page.getByText('Your earlier visit on this device had ended').count(), 0);
+  // A token the box office refuses (lapsed after a long absence, or not its own): a
+  // new visit starts, and the page says why the orders are not shown.
+  await edit({ token: `${renewed.token.slice(0, -4)}AAAA`, renew_at: 0 });
+  await page.reload();
+  await page.getByText('Your earlier visit on this device had ended').waitFor();
+  await orders();
+  assert.deepEqual(renewals, [201, 401]);
+  const fresh = await saved();
+  assert.notEqual(fresh.buyer_id, first.buyer_id);
+  assert.ok(fresh.renew_at > Date.now() + 14 * day, JSON.stringify(fresh));
+  assert.deepEqual(unexpectedErrors(page, [401]), []);
+  await page.closeAll();
+});
+
 test('a buyer can join, pick a seat, hold and pay with the keyboard alone', T, async () => {
   const page = await newPage(browser);
   await page.goto(`${server.base}/`);

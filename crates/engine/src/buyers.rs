@@ -17,8 +17,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::ports::IdentityProvider;
-use crate::waiting::Refusal;
 use crate::waiting::limits::Key;
+use crate::waiting::{Refusal, WaitingError};
 use crate::{Engine, EngineError};
 
 /// `[buyers]`: anonymous self sign-up (POST /v1/buyers).
@@ -29,6 +29,8 @@ pub struct BuyersConfig {
     pub self_signup: Option<bool>,
     /// Sign-ups per client address (`per_s = 0` disables the limit).
     pub signup_per_address: Limit,
+    /// Renewals of a session token per buyer (`per_s = 0` disables the limit).
+    pub renew_per_buyer: Limit,
 }
 
 impl Default for BuyersConfig {
@@ -39,6 +41,9 @@ impl Default for BuyersConfig {
                 per_s: 1,
                 burst: 20,
             },
+            // An app renews once when half its token's life has passed: a few tries
+            // (a retry, two tabs) are room enough.
+            renew_per_buyer: Limit { per_s: 1, burst: 5 },
         }
     }
 }
@@ -60,6 +65,16 @@ pub struct Identity {
     pub account_created_at: Option<Millis>,
 }
 
+/// A buyer's session token with its buyer and when it lapses: granted for an identity
+/// provider's user (`Engine::grant_buyer_token`) or renewed (`Engine::renew_buyer_token`).
+#[derive(Clone, Debug)]
+pub struct BuyerToken {
+    pub buyer: BuyerId,
+    pub token: String,
+    /// When the new token lapses.
+    pub expires_at: Millis,
+}
+
 /// A signed-up buyer before the ledger records them (`Engine::new_buyer`).
 #[derive(Clone, Debug)]
 pub struct NewBuyer {
@@ -68,6 +83,8 @@ pub struct NewBuyer {
     pub at: Millis,
     /// Their session token.
     pub token: String,
+    /// When the token lapses.
+    pub expires_at: Millis,
 }
 
 impl NewBuyer {
@@ -119,20 +136,56 @@ impl Engine {
     pub fn new_buyer(&self) -> NewBuyer {
         let buyer = BuyerId::random();
         let at = self.now();
+        let expires_at = self.buyer_token_expiry(at);
         let claims = Claims {
             account_created_at: Some(at),
             ..Claims::new(
                 TokenKind::Buyer,
                 buyer,
                 Uuid::new_v4().simple().to_string(),
-                at.plus_secs(self.config.buyer_token_ttl_s),
+                expires_at,
             )
         };
         NewBuyer {
             buyer,
             at,
             token: self.keys.sign(claims),
+            expires_at,
         }
+    }
+
+    /// A fresh session token for the buyer a live token of ours names: the same buyer,
+    /// session and attestations (`verified`, `account_created_at`), valid for another
+    /// `buyer_token_ttl_s` and signed with the current key. An app renews its token
+    /// while it is in use, so a buyer who comes back keeps their orders and tickets; a
+    /// token that lapsed is not renewed (it proves nothing any more). An identity
+    /// provider's token is renewed by that provider (`Refusal::NotRenewable`).
+    /// Limited per buyer (`renew_per_buyer`). Nothing is written: the new token and the
+    /// old one are both good until each lapses.
+    pub fn renew_buyer_token(&self, token: &str) -> Result<BuyerToken, WaitingError> {
+        let now = self.now();
+        if self.identity.is_some() && !self.keys.names_own_key(token) {
+            return Err(Refusal::NotRenewable.into());
+        }
+        let claims = self.keys.verify(token, TokenKind::Buyer, now)?;
+        let limit = self.buyers.renew_per_buyer;
+        (self.waiting.limits).check(Key::RenewBuyer(claims.buyer), limit, now)?;
+        let expires_at = self.buyer_token_expiry(now);
+        let renewed = Claims {
+            exp: expires_at,
+            ..claims
+        };
+        Ok(BuyerToken {
+            buyer: renewed.buyer,
+            token: self.keys.sign(renewed),
+            expires_at,
+        })
+    }
+
+    /// When a buyer token made at `now` lapses, as the token carries it (whole seconds).
+    pub(crate) fn buyer_token_expiry(&self, now: Millis) -> Millis {
+        let exp = now.plus_secs(self.config.buyer_token_ttl_s);
+        Millis(exp.0 - exp.0.rem_euclid(1000))
     }
 
     /// Records a buyer made by `new_buyer`.

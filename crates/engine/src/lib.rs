@@ -47,7 +47,7 @@ use serde::Deserialize;
 
 pub use audit::AuditReport;
 pub use availability::{AvailabilitySnapshot, availability_delta};
-pub use buyers::{BuyerSession, BuyersConfig, Identity, NewBuyer};
+pub use buyers::{BuyerSession, BuyerToken, BuyersConfig, Identity, NewBuyer};
 pub use catalog::EventEntry;
 pub use checkout::{BUYER_ORDERS_SHOWN, CheckoutOutcome, KeepConfirmed};
 pub use error::{EngineError, Resource};

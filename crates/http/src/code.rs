@@ -61,6 +61,7 @@ error_codes! {
     TokenWrongIssuer = "token_wrong_issuer" => UNAUTHORIZED;
     TokenWrongAudience = "token_wrong_audience" => UNAUTHORIZED;
     TokenWrongEvent = "token_wrong_event" => FORBIDDEN;
+    TokenNotRenewable = "token_not_renewable" => FORBIDDEN;
     SessionMismatch = "session_mismatch" => FORBIDDEN;
     ProofRequired = "proof_required" => UNAUTHORIZED;
     ProofInvalid = "proof_invalid" => UNAUTHORIZED;

@@ -33,6 +33,11 @@ pub enum Refusal {
          `[buyers] self_signup = true` (BOXOFFICE_BUYERS__SELF_SIGNUP=true)"
     )]
     SignupDisabled,
+    #[error(
+        "this token was issued by the identity provider: renew it with the provider; only \
+         the box office's own buyer tokens are renewed here"
+    )]
+    NotRenewable,
     #[error("too many requests; retry after {retry_after_ms} ms")]
     RateLimited { retry_after_ms: u64 },
 }

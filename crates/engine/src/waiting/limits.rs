@@ -21,6 +21,8 @@ pub(crate) enum Key {
     /// Anonymous sign-ups from one client address (unknown addresses share a cell).
     SignupIp(Option<IpAddr>),
     HoldBuyer(BuyerId),
+    /// Renewals of a buyer's session token.
+    RenewBuyer(BuyerId),
     /// Transfer offers, accepts and withdrawals per buyer.
     TransferBuyer(BuyerId),
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::WaitingError;
 use super::limits::Key;
-use crate::buyers::BuyerSession;
+use crate::buyers::{BuyerSession, BuyerToken};
 use crate::{Admitted, Engine, EngineError};
 
 /// A proof-of-work challenge (GET /v1/events/{id}/queue/challenge).
@@ -78,8 +78,8 @@ impl Engine {
 
     /// A buyer token carrying an identity provider's attestations, for the buyer's new
     /// session. The operator key stands in for the provider in embedded deployments.
-    pub fn grant_buyer_token(&self, grant: &BuyerGrant) -> String {
-        let now = self.now();
+    pub fn grant_buyer_token(&self, grant: &BuyerGrant) -> BuyerToken {
+        let expires_at = self.buyer_token_expiry(self.now());
         let claims = Claims {
             verified: grant.verified,
             account_created_at: Some(grant.account_created_at),
@@ -87,10 +87,14 @@ impl Engine {
                 TokenKind::Buyer,
                 grant.buyer_id,
                 uuid::Uuid::new_v4().simple().to_string(),
-                now.plus_secs(self.config.buyer_token_ttl_s),
+                expires_at,
             )
         };
-        self.keys.sign(claims)
+        BuyerToken {
+            buyer: grant.buyer_id,
+            token: self.keys.sign(claims),
+            expires_at,
+        }
     }
 
     /// Verifies an admission token for `event` and, when the caller also presents

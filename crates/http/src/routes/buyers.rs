@@ -11,15 +11,17 @@
 //! in one scope for everyone, so the stored record never holds the key that unlocks it.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use boxoffice_domain::BuyerId;
+use boxoffice_domain::{BuyerId, Millis};
+use boxoffice_engine::BuyerToken;
+use boxoffice_engine::ports::KnownWrite;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::extract::IdempotencyKey;
+use crate::extract::{IdempotencyKey, bearer};
 use crate::idempotency::{Replay, Scope, reply};
 use crate::openapi::{Doc, Schema};
 use crate::routes::waiting::refused;
@@ -32,6 +34,19 @@ pub struct BuyerOut {
     pub buyer_id: BuyerId,
     /// Buyer session token: send as `Authorization: Bearer <token>` (buyerToken).
     pub token: String,
+    /// When the token lapses (ms since the epoch, a whole second). Renew it before
+    /// then with `POST /v1/me/token`.
+    pub expires_at: Millis,
+}
+
+impl From<BuyerToken> for BuyerOut {
+    fn from(t: BuyerToken) -> Self {
+        BuyerOut {
+            buyer_id: t.buyer,
+            token: t.token,
+            expires_at: t.expires_at,
+        }
+    }
 }
 
 /// Shortest key accepted as a secret; a UUID has 36 characters, 32 random hex digits.
@@ -90,6 +105,7 @@ pub async fn create_buyer(
     let out = BuyerOut {
         buyer_id: new.buyer,
         token: new.token.clone(),
+        expires_at: new.expires_at,
     };
     let answer = match reply(StatusCode::CREATED, &out) {
         Ok(answer) => answer,
@@ -99,5 +115,51 @@ pub async fn create_buyer(
     let fallback = async move { Ok(engine.record_buyer(&new).await?) };
     replay
         .run_known(st.replays(), Scope::Secrets, b"", write, answer, fallback)
+        .await
+}
+
+/// How the API document describes `renew_token`, and what it refuses with.
+pub(crate) const RENEW_DOC: Doc = Doc {
+    op: "renewBuyerToken",
+    body: None,
+    ok: &[(StatusCode::CREATED, Schema::of::<BuyerOut>())],
+    refuses: {
+        use ErrorCode as C;
+        &[C::RateLimited, C::TokenNotRenewable]
+    },
+    shared: &[crate::idempotency::REFUSES, crate::extract::BUYER_REFUSES],
+};
+
+/// A fresh session token for the buyer calling (`Engine::renew_buyer_token`): the one
+/// sent must be live and the box office's own. The answer is kept under the buyer's
+/// Idempotency-Key like any write's, so a lost answer's retry gets the same token.
+pub async fn renew_token(
+    State(st): State<AppState>,
+    replay: Replay,
+    headers: HeaderMap,
+) -> Response {
+    let token = match bearer(&headers) {
+        Ok(token) => token,
+        Err(e) => return e.into_response(),
+    };
+    let renewed = match st.engine.renew_buyer_token(token) {
+        Ok(renewed) => renewed,
+        Err(e) => return refused(e),
+    };
+    let scope = Scope::Buyer(renewed.buyer);
+    let answer = match reply(StatusCode::CREATED, &BuyerOut::from(renewed)) {
+        Ok(answer) => answer,
+        Err(e) => return e.into_response(),
+    };
+    let nothing = async { Ok(()) };
+    replay
+        .run_known(
+            st.replays(),
+            scope,
+            b"",
+            KnownWrite::AnswerOnly,
+            answer,
+            nothing,
+        )
         .await
 }

@@ -329,6 +329,13 @@ fn sale() -> Vec<RouteDef> {
         ),
         route(
             M::POST,
+            "/v1/me/token",
+            Api,
+            buyers::renew_token,
+            &buyers::RENEW_DOC,
+        ),
+        route(
+            M::POST,
             "/v1/buyer-tokens",
             Api,
             waiting::grant_buyer_token,

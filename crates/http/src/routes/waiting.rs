@@ -53,6 +53,7 @@ pub fn refused(e: WaitingError) -> Response {
             return res;
         }
         Refusal::SignupDisabled => ApiError::new(ErrorCode::SelfSignupDisabled, msg),
+        Refusal::NotRenewable => ApiError::new(ErrorCode::TokenNotRenewable, msg),
         Refusal::RateLimited { retry_after_ms } => {
             let mut res = ApiError::new(ErrorCode::RateLimited, msg).into_response();
             let secs = retry_after_ms.div_ceil(1000).max(1);
@@ -217,10 +218,7 @@ pub async fn grant_buyer_token(
         Err(e) => return e.into_response(),
     };
     // The token is all a grant leaves: its claim and its kept answer are one write.
-    let out = BuyerOut {
-        buyer_id: grant.buyer_id,
-        token: st.engine.grant_buyer_token(&grant),
-    };
+    let out = BuyerOut::from(st.engine.grant_buyer_token(&grant));
     let answer = match reply(StatusCode::CREATED, &out) {
         Ok(answer) => answer,
         Err(e) => return e.into_response(),

@@ -178,6 +178,140 @@ async fn a_client_retrying_with_its_key_gets_its_own_buyer_back_from_any_address
     .await;
 }
 
+/// `POST /v1/me/token` with `token`: the status and the answer.
+async fn renew(app: &TestApp, token: &str, key: &str) -> (StatusCode, Value, bool) {
+    let res = app.post("/v1/me/token", token, key, json!({})).await;
+    let replayed = res.headers().contains_key("idempotent-replayed");
+    (
+        res.status(),
+        res.json().await.unwrap_or(Value::Null),
+        replayed,
+    )
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_who_renews_their_token_keeps_their_orders_past_its_first_expiry() {
+    within(async {
+        let app = spawn().await;
+        let event = app.create_event(&spec(1, 10, 0, 4)).await;
+        let (status, first) = sign_up(&app.client, &app, &uuid()).await;
+        assert_eq!(status, StatusCode::CREATED, "{first}");
+        let token = first["token"].as_str().unwrap().to_owned();
+        let admission = app.admit(event, &token).await;
+        let res = app
+            .hold(event, &admission, json!({"seat_ids": ["A-1-1"]}))
+            .await;
+        let hold: Value = res.json().await.unwrap();
+        let res = app
+            .checkout(hold["hold_id"].as_str().unwrap(), &token, "pm_card_visa")
+            .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let order: Value = res.json().await.unwrap();
+        let lapses = first["expires_at"].as_i64().unwrap();
+        let now = app.clock.now().0;
+        assert!(lapses > now + 29 * 86_400_000, "{first}");
+        assert_eq!(lapses % 1000, 0, "a whole second, as the token carries it");
+
+        // Twenty days on, the app renews: the same buyer and session, a later expiry.
+        app.clock.advance_secs(20 * 86_400);
+        let key = uuid();
+        let (status, renewed, replayed) = renew(&app, &token, &key).await;
+        assert_eq!(status, StatusCode::CREATED, "{renewed}");
+        assert!(!replayed);
+        assert_eq!(renewed["buyer_id"], first["buyer_id"]);
+        let fresh = renewed["token"].as_str().unwrap().to_owned();
+        assert_ne!(fresh, token);
+        assert!(renewed["expires_at"].as_i64().unwrap() > lapses + 19 * 86_400_000);
+        let (old, new) = (
+            app.engine.identify(&token).await,
+            app.engine.identify(&fresh).await,
+        );
+        assert_eq!(
+            old.unwrap(),
+            new.unwrap(),
+            "same buyer, session and attestations"
+        );
+        // A lost answer's retry gets the same token back.
+        let (status, again, replayed) = renew(&app, &token, &key).await;
+        assert_eq!((status, replayed), (StatusCode::CREATED, true));
+        assert_eq!(again, renewed);
+
+        // Past the first token's expiry: it proves nothing and cannot be renewed; the
+        // renewed one still reaches the buyer's order.
+        app.clock.advance_secs(15 * 86_400);
+        let res = app.get("/v1/me/orders", &token).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        let (status, refused, _) = renew(&app, &token, &uuid()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(refused["error"], "token_expired", "{refused}");
+        assert!(refused.get("token").is_none());
+        let mine: Value = app.get("/v1/me/orders", &fresh).await.json().await.unwrap();
+        assert_eq!(mine["orders"][0]["order_id"], order["order_id"], "{mine}");
+        app.stop().await;
+    })
+    .await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_are_limited_per_buyer_and_a_refused_one_changes_nothing() {
+    within(async {
+        let app = spawn_with(|c| c.buyers.renew_per_buyer = Limit { per_s: 1, burst: 2 }).await;
+        let (_, token) = app.buyer().await;
+        for _ in 0..2 {
+            assert_eq!(renew(&app, &token, &uuid()).await.0, StatusCode::CREATED);
+        }
+        let key = uuid();
+        let res = app.post("/v1/me/token", &token, &key, json!({})).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()["retry-after"], "1");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"], "rate_limited");
+        assert!(body.get("token").is_none());
+        // Another buyer's allowance is their own; and the refused key was not kept.
+        let (_, other) = app.buyer().await;
+        assert_eq!(renew(&app, &other, &uuid()).await.0, StatusCode::CREATED);
+        app.clock.advance_secs(1);
+        let (status, renewed, replayed) = renew(&app, &token, &key).await;
+        assert_eq!(
+            (status, replayed),
+            (StatusCode::CREATED, false),
+            "{renewed}"
+        );
+        // Without a token, or with a forged one: 401, nothing minted.
+        let (status, body, _) = renew(&app, "", &uuid()).await;
+        assert_eq!(
+            (status, &body["error"]),
+            (StatusCode::UNAUTHORIZED, &json!("missing_token"))
+        );
+        let forged = format!("{}x", token);
+        let (status, body, _) = renew(&app, &forged, &uuid()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+        app.stop().await;
+    })
+    .await;
+}
+
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_providers_token_is_renewed_by_the_provider_not_here() {
+    within(async {
+        let (app, idp, kid) = with_provider(false).await;
+        let token = idp.sign(&kid, &idp.claims("auth0|ada", app.clock.now()));
+        assert_eq!(
+            app.get("/v1/me/orders", &token).await.status(),
+            StatusCode::OK
+        );
+        let (status, body, _) = renew(&app, &token, &uuid()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert_eq!(body["error"], "token_not_renewable");
+        assert!(body.get("token").is_none());
+        // The box office's own tokens are renewed beside a provider.
+        let (_, own) = app.buyer().await;
+        assert_eq!(renew(&app, &own, &uuid()).await.0, StatusCode::CREATED);
+        app.stop().await;
+    })
+    .await;
+}
+
 async fn with_provider(require_session: bool) -> (TestApp, TestProvider, String) {
     let idp = TestProvider::start().await;
     let kid = idp.add_key(Algorithm::RS256);

@@ -184,7 +184,8 @@ async fn line_of(app: &TestApp, event: EventId, n: usize) -> Vec<String> {
                 buyer_id: BuyerId::random(),
                 verified: true,
                 account_created_at: Millis(0),
-            });
+            })
+            .token;
         let who = app.engine.identify(&token).await.unwrap();
         let joiner = boxoffice_engine::Joiner {
             who: &who,

@@ -74,6 +74,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
         buyers: BuyersConfig {
             self_signup: Some(true),
             signup_per_address: Limit { per_s: 0, burst: 0 },
+            ..BuyersConfig::default()
         },
         // Every request of a test comes from this machine: one address.
         http: HttpConfig {
