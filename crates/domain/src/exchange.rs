@@ -153,7 +153,9 @@ pub enum SwapState {
     Done,
     /// The ticket could not move after the buyer paid; the buyer is owed a refund.
     Refunding,
-    /// Finished without a sale: nothing charged, or the buyer refunded.
+    /// Finished without a sale: nothing charged, or the buyer refunded. Final, but for
+    /// one move: a charge captured after another driver undid the swap sends it back to
+    /// `refunding`, so the buyer's refund is retried until it is made.
     Undone,
 }
 
@@ -200,6 +202,9 @@ impl SwapState {
                 | (S::Charged, S::Refunding)
                 | (S::Moved, S::Done)
                 | (S::Refunding, S::Undone)
+                // A charge captured after another driver had undone the swap (it took
+                // the provider's silence for "never charged"): the buyer is owed it back.
+                | (S::Undone, S::Refunding)
         )
     }
 }
@@ -255,6 +260,9 @@ mod tests {
         assert!(!S::Reserved.can_move_to(S::Moved));
         assert!(!S::Done.can_move_to(S::Undone));
         assert!(!S::Moved.can_move_to(S::Refunding));
+        assert!(S::Undone.can_move_to(S::Refunding));
+        assert!(!S::Undone.can_move_to(S::Charged));
+        assert!(!S::Undone.can_move_to(S::Reserved));
         for s in S::ALL {
             assert_eq!(SwapState::parse(s.as_str()), Some(s));
         }

@@ -58,6 +58,7 @@ macro_rules! exchange_conformance {
                 a_ticket_sold_on_once_is_not_listed_again,
                 a_listed_ticket_is_not_renamed_until_withdrawn,
                 a_listing_reopened_by_a_refused_move_can_be_reserved_while_its_swap_refunds,
+                an_undone_swap_whose_charge_was_captured_goes_back_to_refunding_its_listing_left_alone,
             );
         }
     };

@@ -15,7 +15,9 @@
 //!    swap to `refunding` instead.
 //! 3. **pay out** (`moved → done`): the seller's order is refunded the face value less
 //!    the fee, keyed by `<swap>.seller`.
-//! 4. **undo** (`refunding → undone`): the buyer's charge is refunded, keyed by it.
+//! 4. **undo** (`refunding → undone`): the buyer's charge is refunded, keyed by it. A
+//!    charge captured after another driver undid the swap (it found the provider
+//!    silent) moves the swap back (`undone → refunding`) to this step.
 //!
 //! The purchase is a payment under the event's velocity rules as a checkout is
 //! (`velocity`): refused before the listing is reserved when over a limit, its subjects
@@ -405,7 +407,7 @@ impl Engine {
                     now,
                 );
                 if !charged.await? {
-                    self.give_back_a_charge_undone_meanwhile(swap, pay, &r)
+                    self.give_back_a_charge_undone_meanwhile(swap, &r, now)
                         .await?;
                 }
                 Ok(Charge::Moved)
@@ -426,23 +428,25 @@ impl Engine {
 
     /// The charge was captured, but another driver ended the swap between the check
     /// before the capture and the capture (it took the provider's silence for "never
-    /// charged"): the swap stays undone, its listing open to others, and the buyer's
-    /// money goes back, as it would from `refunding`. A swap another driver charged
-    /// keeps the charge. One attempt: a refund that fails here is left to the audit,
-    /// which reports a captured charge of an undone swap.
+    /// charged"): the swap goes back from `undone` to `refunding`, its listing left open
+    /// to others, and the buyer's money goes back as from any refunding swap: the drive
+    /// goes on to the refund, and a refund that fails is retried by the sweep until it
+    /// is made (it used to be tried once, and a failure left the buyer charged with
+    /// nothing to show but the audit's report). A swap another driver charged keeps the
+    /// charge; of two drivers here, one moves the swap and the other finds it moved.
     async fn give_back_a_charge_undone_meanwhile(
         &self,
         swap: &Swap,
-        pay: &dyn PaymentGateway,
         reference: &str,
+        now: Millis,
     ) -> Result<(), EngineError> {
-        let now = (self.exchange_port()?.swap(swap.id).await?)
-            .ok_or_else(|| EngineError::Internal("a swap vanished".into()))?;
-        if now.state == SwapState::Undone {
+        let port = self.exchange_port()?;
+        let (from, to) = (SwapState::Undone, SwapState::Refunding);
+        if port
+            .advance(swap.id, from, to, Some(reference), now)
+            .await?
+        {
             tracing::warn!(swap = %swap.id, "a swap undone while its charge was captured; refunding the charge");
-            pay.refund(swap.charge, reference)
-                .await
-                .map_err(unavailable)?;
         }
         Ok(())
     }

@@ -141,7 +141,9 @@ pub trait Exchange: Send + Sync {
     /// Moves a swap from `from` to `to` (a move `SwapState::can_move_to` allows),
     /// recording the charge's reference when given; `false` when the swap was not in
     /// `from`. Moving to `undone` from `reserved` reopens the listing; `reserved` to
-    /// `reserved` only records the reference (a payment waiting for the buyer).
+    /// `reserved` only records the reference (a payment waiting for the buyer); `undone`
+    /// to `refunding` (a charge captured after the swap was undone) leaves the listing
+    /// as it is, open to others.
     async fn advance(
         &self,
         id: SwapId,

@@ -2,8 +2,8 @@
 //! counts once and supersedes the old barcode; every refusal writes nothing; a ticket
 //! that can no longer move sends the swap to `refunding`.
 
-use boxoffice_domain::BuyerId;
 use boxoffice_domain::exchange::{ListingState, SwapState};
+use boxoffice_domain::{BuyerId, Millis};
 use boxoffice_engine::ports::{CheckIn, ListingRefusal, Moved, ScanAttempt};
 
 use super::{ExchangeStores, NOW, audit_is_clean, finish, listing_of, reserve_of, sold};
@@ -472,4 +472,64 @@ pub async fn a_listing_reopened_by_a_refused_move_can_be_reserved_while_its_swap
     assert!(undone.await.unwrap());
     let ticket = finish(&s, second.swap.id, 2).await;
     assert_eq!(ticket.holder, second.swap.buyer);
+}
+
+/// A swap undone by a driver that found the provider silent, whose charge was then
+/// captured by the buyer's own driver: it goes back to `refunding` (recording the
+/// charge's reference) so its refund is retried until made. The listing it let go
+/// stays as its next buyer left it, and the move is made once of two tries.
+pub async fn an_undone_swap_whose_charge_was_captured_goes_back_to_refunding_its_listing_left_alone(
+    s: ExchangeStores,
+) {
+    let (e, o, rows) = sold(&s, 2).await;
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let first = reserve_of(&l, &o, BuyerId::random(), 2);
+    s.exchange.reserve(&first).await.unwrap().unwrap();
+    let x = &s.exchange;
+    let at = NOW.plus_secs(2);
+    let undone = x.advance(
+        first.swap.id,
+        SwapState::Reserved,
+        SwapState::Undone,
+        None,
+        at,
+    );
+    assert!(undone.await.unwrap());
+    let second = reserve_of(&l, &o, BuyerId::random(), 2);
+    assert_eq!(x.reserve(&second).await.unwrap(), Ok(()));
+    let (from, to) = (SwapState::Undone, SwapState::Refunding);
+    let back = |when| x.advance(first.swap.id, from, to, Some("pi_late"), when);
+    assert!(back(at.plus_secs(1)).await.unwrap());
+    assert!(!back(at.plus_secs(2)).await.unwrap(), "moved once");
+    let refunding = x.swap(first.swap.id).await.unwrap().unwrap();
+    assert_eq!(
+        (refunding.state, refunding.charge_ref.as_deref()),
+        (SwapState::Refunding, Some("pi_late"))
+    );
+    // The sweep finds it (the store may hold other cases' swaps).
+    let unfinished = x.unfinished_swaps(Millis(i64::MAX), 1_000).await.unwrap();
+    let found = unfinished.iter().find(|w| w.id == first.swap.id);
+    assert_eq!(found.map(|w| w.state), Some(SwapState::Refunding));
+    let listing = x.listing(l.id).await.unwrap().unwrap();
+    assert_eq!(
+        listing.state,
+        ListingState::Reserved,
+        "still the next buyer's"
+    );
+    let refunded = x.advance(
+        first.swap.id,
+        SwapState::Refunding,
+        SwapState::Undone,
+        None,
+        at.plus_secs(3),
+    );
+    assert!(refunded.await.unwrap());
+    assert_eq!(
+        x.listing(l.id).await.unwrap().unwrap().state,
+        ListingState::Reserved
+    );
+    let ticket = finish(&s, second.swap.id, 2).await;
+    assert_eq!(ticket.holder, second.swap.buyer);
+    audit_is_clean(&s, &e).await;
 }
