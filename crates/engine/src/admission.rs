@@ -11,7 +11,7 @@ use boxoffice_domain::{EventId, Millis, SaleStatus};
 
 use crate::catalog::EventEntry;
 use crate::waiting::CurrentRate;
-use crate::waiting::settings_internal::EventSettings;
+use crate::waiting::settings_internal::{EventSettings, RateStep, StoredRate};
 use crate::worker::Outcome;
 use crate::{Engine, EngineError};
 
@@ -82,7 +82,8 @@ impl Engine {
             self.ports.queue.set_sold_out(event, sold_out).await?;
             tracing::info!(event = %event, sold_out, "the line was told");
         }
-        let mut rate = self.choose_rate(&entry, &settings, now);
+        let mut chosen = self.choose_rate(&entry, &settings, now);
+        let rate = &mut chosen.rate;
         let mut moved = false;
         let taken = u64::from(counts.sold) + u64::from(counts.held);
         if sold_out {
@@ -138,7 +139,7 @@ impl Engine {
                     .mark(event, now, after.serving_up_to, after.finished);
             }
         }
-        self.store_rate(event, &settings, rate).await?;
+        self.store_rate(event, &settings, chosen).await?;
         self.rebuild_public_doc(event).await?;
         Ok(moved)
     }
@@ -155,7 +156,8 @@ impl Engine {
         let entry = self.event(event).await?;
         let settings = self.event_settings(event).await?;
         let state = self.ports.queue.state(event).await?;
-        let mut rate = self.choose_rate(&entry, &settings, self.now());
+        let mut chosen = self.choose_rate(&entry, &settings, self.now());
+        let rate = &mut chosen.rate;
         if state.sold_out {
             rate.reason = RateReason::SoldOut;
         } else if let Some(last) = settings.rate
@@ -168,18 +170,48 @@ impl Engine {
             // What the last batch was held back by stands until the next batch.
             rate.reason = last.reason;
         }
-        self.store_rate(event, &settings, rate).await?;
+        self.store_rate(event, &settings, chosen).await?;
         self.rebuild_public_doc(event).await?;
         Ok(())
     }
 
-    fn choose_rate(&self, entry: &EventEntry, s: &EventSettings, now: Millis) -> CurrentRate {
+    /// The rate for now: the base rate in the fixed mode; in the adaptive mode, the last
+    /// rate stepped once by downstream health (`admission::adapt`). A step is taken at
+    /// most once per admission interval (four fifths of one, as batches are) after the
+    /// last step that changed the rate, whichever node made it: every node of a cluster
+    /// ticks each interval and reads its own health, and each used to step the shared
+    /// rate again, so N nodes narrowed it N times an interval.
+    fn choose_rate(&self, entry: &EventEntry, s: &EventSettings, now: Millis) -> ChosenRate {
         use crate::waiting::AdmissionMode;
         let (base, base_reason) = s.base_rate(entry.event.sale.admission_rate_per_s);
         if s.control.mode == AdmissionMode::Fixed {
-            return CurrentRate {
+            let rate = CurrentRate {
                 rate_per_s: base,
                 reason: base_reason,
+            };
+            return ChosenRate { rate, step: None };
+        }
+        // Narrowing continues from the last chosen rate; a sold-out pause is no rate.
+        let last = s.rate.map_or(base, |r| r.rate_per_s);
+        let current = last.min(base);
+        let interval = i64::try_from(self.config.admission_interval_ms).unwrap_or(i64::MAX);
+        if let Some(step) = s.rate_step
+            && now.0.saturating_sub(step.at.0) < interval / 5 * 4
+        {
+            // Stepped within this interval (by this node or another): it stands, but
+            // for a base lowered below it since.
+            let reason = if current < last {
+                base_reason
+            } else {
+                step.reason
+            };
+            let rate = CurrentRate {
+                rate_per_s: current,
+                reason,
+            };
+            return ChosenRate {
+                rate,
+                step: Some(step),
             };
         }
         let t = s
@@ -190,31 +222,50 @@ impl Engine {
             .waiting
             .health
             .read(now, self.config.waiting.health_window_ms);
-        // Narrowing continues from the last chosen rate; a sold-out pause is no rate.
-        let current = s.rate.map_or(base, |r| r.rate_per_s).min(base);
         let (rate_per_s, reason) = admission::adapt(current, base, &health, &t);
         let reason = match reason {
             RateReason::Configured => base_reason,
             other => other,
         };
-        CurrentRate { rate_per_s, reason }
+        // A step that changed nothing leaves the last one's time, so the next tick may
+        // step at once.
+        let step = if rate_per_s == current {
+            s.rate_step
+        } else {
+            Some(RateStep { at: now, reason })
+        };
+        ChosenRate {
+            rate: CurrentRate { rate_per_s, reason },
+            step,
+        }
     }
 
     async fn store_rate(
         &self,
         event: EventId,
         s: &EventSettings,
-        rate: CurrentRate,
+        chosen: ChosenRate,
     ) -> Result<(), EngineError> {
-        if s.rate == Some(rate) {
+        if s.rate == Some(chosen.rate) && s.rate_step == chosen.step {
             return Ok(());
         }
+        let stored = StoredRate {
+            rate: chosen.rate,
+            step: chosen.step,
+        };
         let json =
-            serde_json::to_string(&rate).map_err(|e| EngineError::Internal(e.to_string()))?;
+            serde_json::to_string(&stored).map_err(|e| EngineError::Internal(e.to_string()))?;
         self.put_setting(event, crate::waiting::settings_internal::RATE, &json, false)
             .await?;
         Ok(())
     }
+}
+
+/// The rate a tick chose, and the adaptive mode's last step that changed it.
+#[derive(Clone, Copy)]
+struct ChosenRate {
+    rate: CurrentRate,
+    step: Option<RateStep>,
 }
 
 /// What time a batch admits for.

@@ -145,7 +145,29 @@ pub(crate) struct EventSettings {
     pub rules: WaitingRules,
     pub control: AdmissionControl,
     pub rate: Option<CurrentRate>,
+    /// The adaptive mode's last step that changed `rate` (kept beside it in the same
+    /// setting).
+    pub rate_step: Option<RateStep>,
     pub seed: Option<String>,
+}
+
+/// The stored form of the rate setting: the rate and, once the adaptive mode changed
+/// it, that step. Every node of a cluster reads it, so the adaptive mode steps once per
+/// admission interval whichever nodes tick (`Engine::choose_rate`).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct StoredRate {
+    #[serde(flatten)]
+    pub rate: CurrentRate,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<RateStep>,
+}
+
+/// A step of the adaptive mode that changed the rate: when, and why (the rate's own
+/// reason may since say what held a batch back instead: sold out, few seats left).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RateStep {
+    pub at: Millis,
+    pub reason: RateReason,
 }
 
 impl EventSettings {
@@ -165,7 +187,8 @@ impl EventSettings {
         EventSettings {
             rules: get(raw, RULES).unwrap_or(default_rules),
             control: get(raw, CONTROL).unwrap_or_default(),
-            rate: get(raw, RATE),
+            rate: get::<StoredRate>(raw, RATE).map(|r| r.rate),
+            rate_step: get::<StoredRate>(raw, RATE).and_then(|r| r.step),
             seed: raw.get(SEED).cloned(),
         }
     }

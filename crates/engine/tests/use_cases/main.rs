@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod adaptive;
 mod checkout;
 mod exchange;
 mod holds;

@@ -617,8 +617,9 @@ async fn the_operator_override_and_the_adaptive_mode_show_their_reason_in_stats(
         *rate,
         json!({"rate_per_s": 20, "reason": "hold_latency_high"})
     );
-    // The slow samples age out of the window: the rate widens back.
-    later(&app, 31_000);
+    // The slow samples age out of the window: the rate widens back, a step an
+    // admission interval (an hour in these tests).
+    later(&app, 3_600_000);
     app.engine.admit_batch(event).await.unwrap();
     let doc = public_queue(&app, event).await;
     assert_eq!(
