@@ -15,11 +15,13 @@
 //! The ledger refuses an order of a cancelled event when it writes it, but a write
 //! whose statement began before the cancellation committed is not refused, and its
 //! order may become visible only after the first pass read past it; the second pass
-//! begins at least `recovery_after_s` after the first pass's last step, by when such a
-//! write has committed or failed unless it took longer than that (the ledger's
-//! statements time out at 10 s by default), and finds it.
+//! begins at least `recovery_after_s` after the first pass's last step, and no sooner
+//! than a second past the ledger's statement timeout (`ledger_statement_timeout_ms`,
+//! PostgreSQL's 10 s by default), by when such a write has committed or failed, and
+//! finds it. (A PostgreSQL ledger whose timeout is set on its role instead, behind
+//! PgBouncer, leaves that bound to the role's timeout being below `recovery_after_s`.)
 
-use boxoffice_domain::{EventId, OrderState};
+use boxoffice_domain::{EventId, Millis, OrderState};
 use futures::StreamExt;
 
 use crate::ports::{CancellationCounts, EventCancellation, EventOrders, LedgerError, Order};
@@ -109,7 +111,7 @@ impl Engine {
                 updated_at: now,
                 ..job.clone()
             }
-        } else if now < job.updated_at.plus_secs(self.config.recovery_after_s) {
+        } else if now < self.next_pass_after(job.updated_at) {
             return Ok(0);
         } else {
             EventCancellation {
@@ -123,6 +125,22 @@ impl Engine {
         Ok(usize::from(
             self.ports.ledger.save_cancellation(&job, &next).await?,
         ))
+    }
+
+    /// When a pass may follow one whose last step was at `last`: `recovery_after_s`
+    /// later, and no sooner than a ledger statement under way at that step could still
+    /// commit (`ledger_statement_timeout_ms`, with a second to spare).
+    fn next_pass_after(&self, last: Millis) -> Millis {
+        let recovered = last.plus_secs(self.config.recovery_after_s);
+        let timeout_ms = self.config.ledger_statement_timeout_ms;
+        let committed = match timeout_ms {
+            0 => last,
+            ms => Millis(
+                last.0
+                    .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2) + 1_000),
+            ),
+        };
+        recovered.max(committed)
     }
 
     /// Claims every sale of the page, gives their seats back to the hot store in one

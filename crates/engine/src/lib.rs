@@ -86,6 +86,13 @@ pub struct EngineConfig {
     /// Unfinished orders untouched for this long are driven on by the recovery sweep.
     /// Longer than any provider call, so the sweep never races a live checkout.
     pub recovery_after_s: u64,
+    /// The longest a ledger statement may run (PostgreSQL's `statement_timeout`; 0
+    /// where a write cannot be under way unseen, as on the SQLite ledger's one writer).
+    /// Set by the server from the ledger's options, not read from `[engine]`: an event's
+    /// cancellation passes again no sooner than this after its last pass, so an order
+    /// written by a statement that began before the cancellation is found.
+    #[serde(skip)]
+    pub ledger_statement_timeout_ms: u64,
     /// How often admission advances "serving up to" (one batch per tick).
     pub admission_interval_ms: u64,
     /// Suggested pause between a buyer's queue status polls near the front of the
@@ -122,6 +129,7 @@ impl Default for EngineConfig {
             queue_ticket_ttl_s: 86_400,
             buyer_token_ttl_s: 30 * 86_400,
             recovery_after_s: 30,
+            ledger_statement_timeout_ms: 0,
             admission_interval_ms: 2_000,
             poll_after_ms: 3_000,
             max_poll_after_ms: 30_000,

@@ -224,6 +224,37 @@ async fn an_order_committed_after_the_cancellations_first_pass_is_refunded_by_a_
     assert!(report.clean(), "{:?}", report.violations);
 }
 
+/// A later pass came `recovery_after_s` after the last one, which an operator may set
+/// below the ledger's statement timeout: a write under way at the cancellation could
+/// then commit after a second pass that found nothing, and the job ended without it.
+/// The pass now also waits out the statement timeout (and a second more).
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_pass_waits_out_the_ledgers_statement_timeout() {
+    let config = EngineConfig {
+        recovery_after_s: 1,
+        ledger_statement_timeout_ms: 10_000,
+        ..EngineConfig::default()
+    };
+    let (d, racing, n, event, o) = sold_over_a_racing_ledger_with(config).await;
+    racing.uncommitted(o.id);
+    n.engine.cancel_event(event).await.expect("cancelled");
+    steps_until_idle(&n.engine).await;
+    // Past `recovery_after_s`, within the statement timeout: the write may still be
+    // running, so no pass starts.
+    d.clock.advance_secs(5);
+    steps_until_idle(&n.engine).await;
+    let job = n.engine.event_cancellation(event).await.expect("the job");
+    assert_eq!((job.pass, job.finished_at), (1, None), "{job:?}");
+    // The write commits within its timeout; the pass after the timeout finds it.
+    racing.committed();
+    d.clock.advance_secs(7);
+    let job = cancellation_finished(&d, &n.engine, event).await;
+    assert!(job.pass >= 2, "{job:?}");
+    assert_eq!(order(&n.engine, o.id).await.state, OrderState::Refunded);
+    let payment = d.fake.record(o.id).await.unwrap().expect("kept");
+    assert_eq!(payment.state, ProviderState::Refunded);
+}
+
 /// Cancellation steps until one finds nothing to do (a pass has gone as far as it can
 /// for now), at most ten.
 async fn steps_until_idle(engine: &boxoffice_engine::Engine) {
@@ -240,13 +271,15 @@ async fn steps_until_idle(engine: &boxoffice_engine::Engine) {
 }
 
 /// Runs the event's cancellation job on `engine` until it ends, moving the clock past
-/// `recovery_after_s` whenever a pass has gone as far as it can.
+/// the wait between passes (`recovery_after_s`, or the ledger's statement timeout and a
+/// second) whenever a pass has gone as far as it can.
 async fn cancellation_finished(
     d: &Durable,
     engine: &boxoffice_engine::Engine,
     event: boxoffice_domain::EventId,
 ) -> boxoffice_engine::ports::EventCancellation {
-    let wait = engine.config().recovery_after_s as i64 + 1;
+    let c = engine.config();
+    let wait = (c.recovery_after_s as i64).max(c.ledger_statement_timeout_ms as i64 / 1000 + 1) + 1;
     for _ in 0..5 {
         steps_until_idle(engine).await;
         let job = engine.event_cancellation(event).await.expect("the job");
@@ -290,16 +323,24 @@ async fn a_sale_undone_during_a_rebuild_has_its_seat_back_after_it() {
 
 /// A node over a ledger the test can race (`Racing`), with seat A-1-1 of a new event
 /// sold: its durable parts, the ledger, the node, the event and the order.
-async fn sold_over_a_racing_ledger() -> (
+async fn sold_over_a_racing_ledger() -> Racy {
+    sold_over_a_racing_ledger_with(EngineConfig::default()).await
+}
+
+/// What `sold_over_a_racing_ledger` answers.
+type Racy = (
     Durable,
     std::sync::Arc<common::racing::Racing>,
     Node,
     boxoffice_domain::EventId,
     boxoffice_engine::ports::Order,
-) {
+);
+
+/// As `sold_over_a_racing_ledger`, the node's engine set by `config`.
+async fn sold_over_a_racing_ledger_with(config: EngineConfig) -> Racy {
     let d = Durable::new(FakeGatewayConfig::default());
     let racing = std::sync::Arc::new(common::racing::Racing::new(d.ledger.clone()));
-    let n = node_with_ledger(&d, EngineConfig::default(), racing.clone());
+    let n = node_with_ledger(&d, config, racing.clone());
     let event = open_event(&n.engine, 1, 4).await;
     let (who, h) = hold(&n.engine, event, &["A-1-1"]).await;
     let out = checkout(&n.engine, &who, &h, methods::VISA).await;

@@ -68,7 +68,7 @@ impl Application {
         let relay = crate::relay::build(&config, backends.outbox.clone(), clock.clone(), owner)
             .await
             .context("starting the outbox relay")?;
-        let mut engine = Engine::new(backends.ports, keys, config.engine.clone())
+        let mut engine = Engine::new(backends.ports, keys, config.engine_config())
             .with_buyers(config.buyers.clone())
             .with_tickets(backends.tickets)
             .with_proof_memory(backends.proofs.clone())

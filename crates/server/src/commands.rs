@@ -18,7 +18,7 @@ async fn one_off_engine(config: &Config) -> anyhow::Result<(Engine, bool)> {
     let b = backends::open(config, Arc::new(SystemClock)).await?;
     let keys = KeyRing::new(vec![("cli".into(), vec![0; 32])]).map_err(anyhow::Error::msg)?;
     Ok((
-        Engine::new(b.ports, keys, config.engine.clone()).with_exchange(b.exchange),
+        Engine::new(b.ports, keys, config.engine_config()).with_exchange(b.exchange),
         b.hot_is_shared,
     ))
 }

@@ -175,6 +175,19 @@ pub struct Overrides {
 }
 
 impl Config {
+    /// The engine's settings, with what it learns of the ledger's: the longest a
+    /// PostgreSQL statement may run (`postgres.statement_timeout_ms`).
+    pub fn engine_config(&self) -> EngineConfig {
+        let timeout_ms = match self.ledger {
+            LedgerChoice::Postgres(_) => self.postgres.statement_timeout_ms,
+            LedgerChoice::Sqlite => 0,
+        };
+        EngineConfig {
+            ledger_statement_timeout_ms: timeout_ms,
+            ..self.engine.clone()
+        }
+    }
+
     /// `serve --demo` turns self sign-up on unless the operator said otherwise.
     pub fn for_demo(mut self, demo: bool) -> Config {
         self.buyers.self_signup.get_or_insert(demo);

@@ -169,6 +169,25 @@ fn a_claims_lease_is_at_most_a_day_and_at_most_the_retention() {
     }
 }
 
+/// The engine learns how long a PostgreSQL ledger's statement may run (an event's
+/// cancellation waits it out between passes); the SQLite ledger has no such wait.
+#[test]
+fn the_engine_is_told_the_postgres_statement_timeout_and_no_one_else_sets_it() {
+    let pg = load_text(
+        "ledger = \"postgres://localhost/db\"\n[postgres]\nstatement_timeout_ms = 45000\n",
+    )
+    .unwrap();
+    assert_eq!(pg.engine_config().ledger_statement_timeout_ms, 45_000);
+    let sqlite = load_text("[postgres]\nstatement_timeout_ms = 45000\n").unwrap();
+    assert_eq!(sqlite.engine_config().ledger_statement_timeout_ms, 0);
+    let set = load_text("[engine]\nledger_statement_timeout_ms = 1\n").unwrap();
+    assert_eq!(
+        set.engine_config().ledger_statement_timeout_ms,
+        0,
+        "not read"
+    );
+}
+
 #[test]
 fn store_timings_are_read_from_their_sections() {
     let c = load_text(
