@@ -124,6 +124,7 @@ const MESSAGES = {
   buyer_locked: 'Too many of your payments were declined. You can no longer buy tickets for this event.',
   too_many_buyers: 'This card, device or network has been used by too many buyers for this event.',
   webhook_endpoint_not_found: 'That webhook endpoint does not exist.',
+  sink_in_use: 'That event stream is still in use by this server.',
   internal: 'Something went wrong at the box office. Try again.',
 };
 

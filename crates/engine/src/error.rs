@@ -110,6 +110,8 @@ pub enum EngineError {
     BuyerLocked,
     #[error("this {0} is already used by too many buyers for this event")]
     TooManyBuyers(&'static str),
+    #[error("{0}")]
+    SinkInUse(&'static str),
     #[error("temporarily unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]

@@ -159,6 +159,36 @@ impl Engine {
         }
     }
 
+    /// Removes a sink and every delivery it has yet to make: a webhook endpoint, or the
+    /// NATS sink, once no node publishes to it. The NATS sink is registered by the
+    /// first node started with `[nats]`, and its deliveries are made only by nodes that
+    /// have it: with `[nats]` gone from every node they would pile up, never made and
+    /// never dying. A node that still has `[nats]` refuses to retire it
+    /// (`SinkInUse`); one started with it later registers it again.
+    pub async fn remove_sink(&self, id: &str) -> Result<(), EngineError> {
+        if id != NATS_SINK {
+            return self.remove_webhook_endpoint(id).await;
+        }
+        self.known_sink(id).await?;
+        if self.publishes_to_nats {
+            return Err(EngineError::SinkInUse(
+                "this node publishes order events to NATS ([nats] is set): remove [nats] from \
+                 every node and restart them, then retire the sink",
+            ));
+        }
+        if !self.outbox()?.remove_sink(id).await? {
+            return Err(EngineError::NotFound(Resource::WebhookEndpoint));
+        }
+        tracing::warn!("the NATS sink was retired with its undelivered events");
+        Ok(())
+    }
+
+    /// Tells the engine this node publishes order events to NATS (`[nats]` is set).
+    pub fn publishing_to_nats(mut self, on: bool) -> Engine {
+        self.publishes_to_nats = on;
+        self
+    }
+
     /// The endpoint's dead letters, oldest first (at most `DEAD_LETTER_PAGE`).
     pub async fn dead_letters(&self, id: &str) -> Result<Vec<DeadLetterView>, EngineError> {
         self.known_sink(id).await?;

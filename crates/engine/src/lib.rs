@@ -166,6 +166,9 @@ pub struct Engine {
     human: Option<Arc<dyn ports::HumanVerifier>>,
     /// Order events out: histories, webhook endpoints, dead letters (`events_out`).
     outbox: Option<Arc<dyn ports::Outbox>>,
+    /// This node publishes order events to NATS (`[nats]` is set), so the NATS sink is
+    /// not to be retired through it (`events_out`).
+    publishes_to_nats: bool,
     /// The public keys of the ring as a JSON Web Key Set, serialized once.
     jwks: bytes::Bytes,
     /// The after-sale record (tickets, gates, check-in), when the ledger keeps one.
@@ -211,6 +214,7 @@ impl Engine {
             identity: None,
             human: None,
             outbox: None,
+            publishes_to_nats: false,
             jwks,
             tickets: None,
             exchange: None,

@@ -42,6 +42,7 @@ error_codes! {
     HoldNotFound = "hold_not_found" => NOT_FOUND;
     OrderNotFound = "order_not_found" => NOT_FOUND;
     WebhookEndpointNotFound = "webhook_endpoint_not_found" => NOT_FOUND;
+    SinkInUse = "sink_in_use" => CONFLICT;
     MethodNotAllowed = "method_not_allowed" => METHOD_NOT_ALLOWED;
     PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE;
     MalformedJson = "malformed_json" => BAD_REQUEST;

@@ -129,6 +129,7 @@ fn engine_code(e: &EngineError) -> ErrorCode {
         E::PaymentVelocity { .. } => C::PaymentVelocity,
         E::BuyerLocked => C::BuyerLocked,
         E::TooManyBuyers(_) => C::TooManyBuyers,
+        E::SinkInUse(_) => C::SinkInUse,
         E::Unavailable(_) => C::Unavailable,
         E::Internal(_) => C::Internal,
     }

@@ -70,6 +70,7 @@ impl Application {
             .context("starting the outbox relay")?;
         let mut engine = Engine::new(backends.ports, keys, config.engine_config())
             .with_buyers(config.buyers.clone())
+            .publishing_to_nats(config.nats.is_some())
             .with_tickets(backends.tickets)
             .with_proof_memory(backends.proofs.clone())
             .with_exchange(backends.exchange)

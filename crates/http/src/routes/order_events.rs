@@ -232,7 +232,7 @@ pub(crate) const DELETE_ENDPOINT_DOC: Doc = Doc {
     ok: &[],
     refuses: {
         use ErrorCode as C;
-        &[C::WebhookEndpointNotFound]
+        &[C::SinkInUse, C::WebhookEndpointNotFound]
     },
     shared: &[
         crate::idempotency::REFUSES,
@@ -240,16 +240,18 @@ pub(crate) const DELETE_ENDPOINT_DOC: Doc = Doc {
     ],
 };
 
+/// Removes a webhook endpoint, or retires the NATS sink (`nats`) once no node has
+/// `[nats]` (`Engine::remove_sink`).
 pub async fn delete_endpoint(
     State(st): State<AppState>,
     _: Operator,
     replay: Replay,
-    Id(EndpointId(id)): Id<EndpointId>,
+    Id(SinkId(id)): Id<SinkId>,
 ) -> Response {
     let engine = st.engine.clone();
     replay
         .run(st.replays(), Scope::Operator, b"", async move {
-            engine.remove_webhook_endpoint(&id).await?;
+            engine.remove_sink(&id).await?;
             Ok((StatusCode::NO_CONTENT, Vec::new()))
         })
         .await
