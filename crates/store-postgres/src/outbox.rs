@@ -38,10 +38,20 @@ const CLAIM: &str = "
     SELECT l.sink, l.attempts, o.id, o.order_id, o.sale_event_id, o.seq, o.kind, o.payload::text, o.created_at
     FROM leased l JOIN outbox o ON o.id = l.outbox_id ORDER BY o.id";
 
+/// A failed attempt, and (unless it died) the later deliveries of its order to the same
+/// sink moved to its retry: they wait for it anyway (`CLAIM`'s earlier-event check),
+/// and left due they were read by every claim, so a claim cost the whole backlog of a
+/// failing sink.
 const FAILED: &str = "
-    UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0, next_attempt_at = $4,
-        last_error = $5, dead_at = CASE WHEN $6 THEN $7 END
-    WHERE sink = $1 AND outbox_id = $2 AND lease_owner = $3";
+    WITH head AS (
+        UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0, next_attempt_at = $4,
+            last_error = $5, dead_at = CASE WHEN $6 THEN $7 END
+        WHERE sink = $1 AND outbox_id = $2 AND lease_owner = $3
+        RETURNING order_id)
+    UPDATE outbox_deliveries f SET next_attempt_at = $4
+    FROM head
+    WHERE NOT $6 AND f.sink = $1 AND f.order_id = head.order_id AND f.outbox_id > $2
+      AND f.dead_at IS NULL AND f.next_attempt_at < $4";
 
 const DEAD: &str = "
     SELECT d.attempts, d.last_error, d.dead_at, o.id, o.order_id, o.sale_event_id, o.seq, o.kind,

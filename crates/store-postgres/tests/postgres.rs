@@ -273,3 +273,89 @@ async fn two_batches_waiting_for_each_other_undo_a_commit_for_a_retry() {
         .unwrap();
     assert_eq!(ledger.sold_seats(e.id).await.unwrap().len(), 2);
 }
+
+/// A sink that fails holds back every later event of each order it failed on, and
+/// those deliveries stayed due: every claim (one a relay interval) read them all and
+/// found each waiting for its order's first, so a claim cost the failing sink's whole
+/// backlog. They now wait with the failed one, and no claim reads them before then.
+#[boxoffice_testkit::test]
+async fn a_failing_sinks_held_back_deliveries_wait_with_the_failed_one() {
+    use boxoffice_domain::Millis;
+    use boxoffice_engine::ports::{ClaimDeliveries, Failure, Outbox, Sink, SinkKind};
+
+    // A database of its own: a sink receives every event written after it was added.
+    let db = common::TestDatabase::create();
+    let pg = PostgresLedger::connect(&db.url, common::test_options(true))
+        .await
+        .unwrap();
+    pg.keep_alive(db);
+    let pool = pg.pool().clone();
+    let pg = Arc::new(pg);
+    let ledger: Arc<dyn Ledger> = pg.clone();
+    let sink = Sink {
+        id: "we_a".into(),
+        kind: SinkKind::Webhook {
+            url: "http://127.0.0.1:9/we_a".into(),
+            secret: "whsec_we_a".into(),
+        },
+        created_at: T0,
+    };
+    pg.add_sink(&sink).await.unwrap();
+    // Five orders, each with 200 events more than its own: 1,000 and more deliveries.
+    let e = event(&ledger, 10, 4).await;
+    for _ in 0..5 {
+        let o = authorized(&ledger, &e, BuyerId::random(), &[0]).await;
+        sqlx::query(
+            "INSERT INTO outbox (order_id, kind, payload, created_at, seq, sale_event_id)
+             SELECT $1, 'order.moved', '{}', $2, 2 + n, $3 FROM generate_series(1, 200) n",
+        )
+        .bind(o.id.to_string())
+        .bind(T0.0)
+        .bind(e.id.0)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let now = Millis(T0.0 + 60_000);
+    let claim = |at: Millis| ClaimDeliveries {
+        owner: "r1",
+        now: at,
+        lease_until: Millis(at.0 + 30_000),
+        limit: 100,
+        nats: true,
+    };
+    let heads = pg.claim(&claim(now)).await.unwrap();
+    assert_eq!(heads.len(), 5, "each order's first event");
+    let retry_at = Millis(now.0 + 10_000);
+    for head in &heads {
+        let f = Failure {
+            owner: "r1",
+            retry_at,
+            dead: false,
+            error: "503 from the endpoint",
+            now,
+        };
+        pg.failed("we_a", head.event.row, &f).await.unwrap();
+    }
+    // What a claim now has to read: the due deliveries of the sink.
+    let due: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM outbox_deliveries WHERE dead_at IS NULL AND next_attempt_at <= $1",
+    )
+    .bind(now.0 + 1)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        due, 0,
+        "every held-back delivery waits with its order's first"
+    );
+    // They go with their order's first, once it went.
+    let again = pg.claim(&claim(retry_at)).await.unwrap();
+    assert_eq!(again.len(), 5);
+    for head in &again {
+        pg.delivered("we_a", head.event.row).await.unwrap();
+    }
+    let next = pg.claim(&claim(retry_at)).await.unwrap();
+    assert_eq!(next.len(), 5, "each order's second event");
+    assert!(next.iter().all(|d| d.event.sequence == 2), "{next:?}");
+}

@@ -205,29 +205,45 @@ pub(crate) fn delivered(conn: &Connection, sink: &str, row: i64) -> Result<Step<
 }
 
 /// Writer job.
+/// Writer job: a failed attempt, and (unless it died) the later deliveries of its order
+/// to the same sink moved to its retry: they wait for it anyway (the claim's
+/// earlier-event check), and left due they were read by every claim, so a claim cost
+/// the whole backlog of a failing sink.
 pub(crate) fn failed(
     conn: &Connection,
     sink: &str,
     row: i64,
     f: &Failure<'_>,
 ) -> Result<Step<()>, StoreError> {
-    conn.prepare_cached(
-        "UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0, next_attempt_at = ?4,
-            last_error = ?5, dead_at = CASE WHEN ?6 THEN ?7 END
-         WHERE sink = ?1 AND outbox_id = ?2 AND lease_owner = ?3",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            sink,
-            row,
-            f.owner,
-            f.retry_at.0,
-            f.error,
-            f.dead,
-            f.now.0
-        ])
-    })
-    .map_err(db)?;
+    let failed = conn
+        .prepare_cached(
+            "UPDATE outbox_deliveries SET lease_owner = NULL, lease_until = 0, next_attempt_at = ?4,
+                last_error = ?5, dead_at = CASE WHEN ?6 THEN ?7 END
+             WHERE sink = ?1 AND outbox_id = ?2 AND lease_owner = ?3",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                sink,
+                row,
+                f.owner,
+                f.retry_at.0,
+                f.error,
+                f.dead,
+                f.now.0
+            ])
+        })
+        .map_err(db)?;
+    if failed == 1 && !f.dead {
+        conn.prepare_cached(
+            "UPDATE outbox_deliveries INDEXED BY outbox_deliveries_by_order
+             SET next_attempt_at = ?3
+             WHERE sink = ?1 AND outbox_id > ?2 AND dead_at IS NULL AND next_attempt_at < ?3
+               AND order_id = (SELECT order_id FROM outbox_deliveries
+                               WHERE sink = ?1 AND outbox_id = ?2)",
+        )
+        .and_then(|mut s| s.execute(params![sink, row, f.retry_at.0]))
+        .map_err(db)?;
+    }
     Ok(Step::Keep(()))
 }
 
@@ -398,6 +414,86 @@ mod port {
 
 #[cfg(test)]
 mod tests {
+    use boxoffice_domain::{Millis, OrderId};
+    use boxoffice_engine::ports::{ClaimDeliveries, Failure};
+    use rusqlite::StatementStatus;
+
+    use crate::writer::Step;
+
+    /// A sink that fails holds back every later event of each order it failed on, and
+    /// those deliveries stayed due: every claim (one a relay interval) read them all and
+    /// found each waiting for its order's first, so a claim cost the failing sink's
+    /// whole backlog. They now wait with the failed one (`failed`), and a claim reads
+    /// only what may go.
+    #[test]
+    fn a_claim_does_not_read_the_backlog_a_failing_sink_holds_back() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::migrate::run(&conn).unwrap();
+        conn.pragma_update(None, "foreign_keys", false).unwrap();
+        conn.execute(
+            "INSERT INTO outbox_sinks (id, kind, url, secret, created_at)
+             VALUES ('we_a', 'webhook', '', '', 0)",
+            [],
+        )
+        .unwrap();
+        // 50 orders of 20 events: 1,000 deliveries, due at once.
+        for _ in 0..50 {
+            let order = OrderId::random().to_string();
+            for seq in 1..=20 {
+                conn.execute(
+                    "INSERT INTO outbox (order_id, kind, payload, created_at, seq, sale_event_id)
+                     VALUES (?1, 'order.moved', '{}', 0, ?2, 1)",
+                    rusqlite::params![order, seq],
+                )
+                .unwrap();
+            }
+        }
+        let claim = |now: i64| ClaimDeliveries {
+            owner: "r1",
+            now: Millis(now),
+            lease_until: Millis(now + 1_000),
+            limit: 100,
+            nats: true,
+        };
+        let Step::Keep(heads) = super::claim(&conn, &claim(1)).unwrap() else {
+            panic!("a claim keeps its answer")
+        };
+        assert_eq!(heads.len(), 50, "each order's first event");
+        let retry_at = Millis(10_000);
+        for head in &heads {
+            let f = Failure {
+                owner: "r1",
+                retry_at,
+                dead: false,
+                error: "503 from the endpoint",
+                now: Millis(1),
+            };
+            super::failed(&conn, "we_a", head.event.row, &f).unwrap();
+        }
+        // Nothing may go now, and finding that out reads next to nothing.
+        let mut stmt = conn.prepare(&super::claim_sql()).unwrap();
+        let found = stmt
+            .query_map(rusqlite::params![2, 100, true, "nats"], |_| Ok(()))
+            .unwrap()
+            .count();
+        assert_eq!(found, 0);
+        let steps = stmt.get_status(StatementStatus::VmStep);
+        assert!(steps < 200, "{steps} steps of the claim for 950 held back");
+        // The held-back events go with their order's first, once it went.
+        let Step::Keep(again) = super::claim(&conn, &claim(retry_at.0)).unwrap() else {
+            panic!("a claim keeps its answer")
+        };
+        assert_eq!(again.len(), 50);
+        for head in &again {
+            super::delivered(&conn, "we_a", head.event.row).unwrap();
+        }
+        let Step::Keep(next) = super::claim(&conn, &claim(retry_at.0)).unwrap() else {
+            panic!("a claim keeps its answer")
+        };
+        assert_eq!(next.len(), 50, "each order's second event");
+        assert!(next.iter().all(|d| d.event.sequence == 2));
+    }
+
     /// The claim's check for an earlier undelivered event of the same order looks up
     /// that order's deliveries, not every earlier delivery of the sink.
     #[test]
