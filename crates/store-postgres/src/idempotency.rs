@@ -73,9 +73,9 @@ const CLAIM_MANY: &str = concat!(
     INSERT INTO idempotency_keys AS k
         (scope, key, fingerprint, state, lease_until, created_at, holder)
     SELECT u.scope, u.key, u.fingerprint, 'in_flight', u.lease_until, u.created_at, $6
-    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int8[], $5::int8[]) WITH ORDINALITY
-        AS u(scope, key, fingerprint, lease_until, created_at, n)
-    ORDER BY u.n",
+    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int8[], $5::int8[])
+        AS u(scope, key, fingerprint, lease_until, created_at)
+    ORDER BY u.scope, u.key",
     take_over!(),
     "
     RETURNING k.scope, k.key"
@@ -177,7 +177,10 @@ fn found(claim: Option<Claim>, fingerprint: &[u8; 32]) -> Begin {
 
 /// A batch's claims (`IdempotencyStore::begin_many`): every key's first claim in one
 /// statement, the records of those it did not make in one read; a key's later claims
-/// in the batch then begin alone, in turn, seeing the first.
+/// in the batch then begin alone, in turn, seeing the first. The statement takes its
+/// keys in key order, as the writer takes single keys' rows: two nodes' batches over
+/// the same keys wait for each other instead of deadlocking (each used to lock in its
+/// requests' order, and PostgreSQL failed one a `deadlock_timeout` later).
 async fn begin_many(
     conn: &mut PgConnection,
     claims: &[Owned],

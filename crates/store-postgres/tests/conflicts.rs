@@ -352,3 +352,61 @@ async fn a_seed_drawn_by_another_node_meanwhile_is_the_one_answered() {
     assert_eq!(drawn.expect("the seed is answered"), "theirs");
     assert_eq!(one.fairness_seed(e.id, "later").await.unwrap(), "theirs");
 }
+
+/// Two nodes' batches of claims over the same keys in opposite orders could deadlock:
+/// each batch locked its keys in its own order (its requests' arrival), one held a key
+/// the other wanted next, and PostgreSQL failed one of them after `deadlock_timeout`
+/// (it ran again, a second late). A batch now takes its keys in key order, as the writer
+/// takes single keys' rows, so it waits for its first key holding none after it.
+#[boxoffice_testkit::test]
+async fn a_batch_of_claims_takes_its_keys_in_key_order() {
+    use boxoffice_engine::ports::KeyClaim;
+
+    let db = common::TestDatabase::create();
+    let (_ledger, node) = node(&db.url).await;
+    let watch = PgPool::connect(&db.url).await.unwrap();
+    let me = claimant();
+    node.heartbeat(me.node, NOW).await.unwrap();
+    for key in ["a", "b"] {
+        assert_eq!(begin(&node, key, &me).await.unwrap(), Begin::Proceed);
+        finish(&node, key, &me, &created()).await.unwrap();
+    }
+    let mut holder = locking(&db.url, "a").await;
+    // The batch names `b` first, then `a`, which another session holds.
+    let batch = tokio::spawn({
+        let node = node.clone();
+        async move {
+            let claim = |key: &str| KeyClaim {
+                key: ReplayKey::new(SCOPE, key),
+                fingerprint: FP,
+                now: NOW,
+            };
+            node.begin_many(&[claim("b"), claim("a")], &me).await
+        }
+    });
+    waiting_for_a_lock(&watch, "INSERT INTO idempotency_keys").await;
+    // Waiting for `a`, the batch holds nothing after it: `b` is free to lock at once.
+    let mut third = PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut third).await.unwrap();
+    let free = sqlx::query(
+        "SELECT 1 FROM idempotency_keys WHERE scope = $1 AND key = 'b' FOR UPDATE NOWAIT",
+    )
+    .bind(SCOPE)
+    .execute(&mut third)
+    .await;
+    assert!(
+        free.is_ok(),
+        "the batch held `b` while waiting for `a`: {free:?}"
+    );
+    sqlx::raw_sql("ROLLBACK").execute(&mut third).await.unwrap();
+    sqlx::raw_sql("COMMIT").execute(&mut holder).await.unwrap();
+    let answers = tokio::time::timeout(Duration::from_secs(10), batch)
+        .await
+        .expect("the batch ends")
+        .unwrap();
+    let answers: Vec<Begin> = answers.into_iter().map(answered).collect();
+    assert_eq!(
+        answers,
+        vec![Begin::Replay(created()), Begin::Replay(created())]
+    );
+}
