@@ -52,8 +52,7 @@ async fn a_charge_authorized_after_a_sweep_undid_its_swap_is_not_kept() {
     let swap = answered.expect("answered").swap_id;
     let swap = d.ledger.swap(swap).await.expect("read").expect("the swap");
     assert_eq!(swap.state, SwapState::Undone);
-    let money = d.fake.inquire(&Inquiry::by_order(swap.charge)).await;
-    let money = money.expect("the provider answers").map(|p| p.state);
+    let money = charge_state(&d, swap.charge).await;
     assert_eq!(
         money,
         Some(ProviderState::Voided),
@@ -166,8 +165,7 @@ async fn a_charge_captured_after_a_sweep_undid_its_swap_is_refunded_even_when_th
     assert_eq!(swaps.len(), 1, "the swap waits for its refund");
     let swap = &swaps[0];
     assert_eq!(swap.state, SwapState::Refunding);
-    let money = d.fake.inquire(&Inquiry::by_order(swap.charge)).await;
-    let money = money.expect("the provider answers").map(|p| p.state);
+    let money = charge_state(&d, swap.charge).await;
     assert_eq!(money, Some(ProviderState::Captured), "charged, for now");
 
     // The next sweep refunds it and ends the swap.
@@ -183,8 +181,7 @@ async fn a_charge_captured_after_a_sweep_undid_its_swap_is_refunded_even_when_th
         .expect("read")
         .expect("the swap");
     assert_eq!(swap.state, SwapState::Undone);
-    let money = d.fake.inquire(&Inquiry::by_order(swap.charge)).await;
-    let money = money.expect("the provider answers").map(|p| p.state);
+    let money = charge_state(&d, swap.charge).await;
     assert_eq!(
         money,
         Some(ProviderState::Refunded),
@@ -198,4 +195,10 @@ async fn a_charge_captured_after_a_sweep_undid_its_swap_is_refunded_even_when_th
         .expect("read")
         .expect("the listing");
     assert_eq!(open.state, boxoffice_domain::exchange::ListingState::Open);
+}
+
+/// What the provider says became of a swap's charge.
+async fn charge_state(d: &Durable, charge: boxoffice_domain::OrderId) -> Option<ProviderState> {
+    let money = d.fake.inquire(&Inquiry::by_order(charge)).await;
+    money.expect("the provider answers").map(|p| p.state)
 }

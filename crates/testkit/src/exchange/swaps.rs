@@ -3,8 +3,10 @@
 //! that can no longer move sends the swap to `refunding`.
 
 use boxoffice_domain::exchange::{ListingState, SwapState};
-use boxoffice_domain::{BuyerId, Millis};
-use boxoffice_engine::ports::{CheckIn, ListingRefusal, Moved, ScanAttempt};
+use boxoffice_domain::{BuyerId, Event, Millis};
+use boxoffice_engine::ports::{
+    CheckIn, Listing, ListingRefusal, Moved, Order, Reserve, ScanAttempt,
+};
 
 use super::{ExchangeStores, NOW, audit_is_clean, finish, listing_of, reserve_of, sold};
 use crate::ledger::fixtures::{captured, event};
@@ -431,11 +433,7 @@ pub async fn a_ticket_sold_on_once_is_not_listed_again(s: ExchangeStores) {
 pub async fn a_listing_reopened_by_a_refused_move_can_be_reserved_while_its_swap_refunds(
     s: ExchangeStores,
 ) {
-    let (_, o, rows) = sold(&s, 2).await;
-    let l = listing_of(&rows[0]);
-    s.exchange.list(&l).await.unwrap().unwrap();
-    let first = reserve_of(&l, &o, BuyerId::random(), 2);
-    s.exchange.reserve(&first).await.unwrap().unwrap();
+    let (_, o, l, first) = listed_and_reserved(&s).await;
     let x = &s.exchange;
     let at = NOW.plus_secs(2);
     let charged = x.advance(
@@ -481,11 +479,7 @@ pub async fn a_listing_reopened_by_a_refused_move_can_be_reserved_while_its_swap
 pub async fn an_undone_swap_whose_charge_was_captured_goes_back_to_refunding_its_listing_left_alone(
     s: ExchangeStores,
 ) {
-    let (e, o, rows) = sold(&s, 2).await;
-    let l = listing_of(&rows[0]);
-    s.exchange.list(&l).await.unwrap().unwrap();
-    let first = reserve_of(&l, &o, BuyerId::random(), 2);
-    s.exchange.reserve(&first).await.unwrap().unwrap();
+    let (e, o, l, first) = listed_and_reserved(&s).await;
     let x = &s.exchange;
     let at = NOW.plus_secs(2);
     let undone = x.advance(
@@ -532,4 +526,15 @@ pub async fn an_undone_swap_whose_charge_was_captured_goes_back_to_refunding_its
     let ticket = finish(&s, second.swap.id, 2).await;
     assert_eq!(ticket.holder, second.swap.buyer);
     audit_is_clean(&s, &e).await;
+}
+
+/// Two tickets sold, the first listed and reserved by a new buyer: the event, the
+/// order, the listing and the reservation.
+async fn listed_and_reserved(s: &ExchangeStores) -> (Event, Order, Listing, Reserve) {
+    let (e, o, rows) = sold(s, 2).await;
+    let l = listing_of(&rows[0]);
+    s.exchange.list(&l).await.unwrap().unwrap();
+    let first = reserve_of(&l, &o, BuyerId::random(), 2);
+    s.exchange.reserve(&first).await.unwrap().unwrap();
+    (e, o, l, first)
 }
