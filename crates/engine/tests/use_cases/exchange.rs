@@ -26,13 +26,7 @@ async fn a_charge_authorized_after_a_sweep_undid_its_swap_is_not_kept() {
     // The buyer's authorization waits at the provider's door.
     let buyer = admitted(&n.engine, event).await;
     n.payments.close_gate();
-    let engine = n.engine.clone();
-    let purchase = tokio::spawn(async move {
-        let origin = Origin::default();
-        engine
-            .buy_listing(&buyer, listing, methods::VISA, &origin)
-            .await
-    });
+    let purchase = buying(&n, buyer, listing);
     let p = n.payments.clone();
     until_reached("the purchase's authorization", 1, || p.waiting_at_gate()).await;
     // A sweep that takes every unfinished swap (as the start-up sweep did) hears
@@ -127,13 +121,7 @@ async fn a_charge_captured_after_a_sweep_undid_its_swap_is_refunded_even_when_th
     p.close_gate_at(Op::Authorize, Side::Before);
     p.close_gate_at(Op::Capture, Side::Before);
     p.close_gate_at(Op::Inquire, Side::After);
-    let engine = n.engine.clone();
-    let purchase = tokio::spawn(async move {
-        let origin = Origin::default();
-        engine
-            .buy_listing(&buyer, listing, methods::VISA, &origin)
-            .await
-    });
+    let purchase = buying(&n, buyer, listing);
     until_reached("the authorization", 1, || p.reached(Op::Authorize)).await;
     // The sweep asks the provider while the authorization has not landed: nothing.
     let engine = n.engine.clone();
@@ -201,4 +189,21 @@ async fn a_charge_captured_after_a_sweep_undid_its_swap_is_refunded_even_when_th
 async fn charge_state(d: &Durable, charge: boxoffice_domain::OrderId) -> Option<ProviderState> {
     let money = d.fake.inquire(&Inquiry::by_order(charge)).await;
     money.expect("the provider answers").map(|p| p.state)
+}
+
+/// `buyer`'s purchase of `listing` by card, running on its own.
+fn buying(
+    n: &Node,
+    buyer: boxoffice_engine::Admitted,
+    listing: boxoffice_domain::ListingId,
+) -> tokio::task::JoinHandle<
+    Result<boxoffice_engine::exchange::SwapView, boxoffice_engine::EngineError>,
+> {
+    let engine = n.engine.clone();
+    tokio::spawn(async move {
+        let origin = Origin::default();
+        engine
+            .buy_listing(&buyer, listing, methods::VISA, &origin)
+            .await
+    })
 }
