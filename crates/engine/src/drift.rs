@@ -83,8 +83,36 @@ impl Engine {
         if missing.is_empty() {
             return Ok(0);
         }
-        let repaired = self.ports.arbiter.mark_seats_sold(event, &missing).await?;
+        let repaired = self
+            .mark_sold_as_the_ledger_still_sells(&entry, &missing)
+            .await?;
         count_repairs(event, repaired);
+        Ok(repaired)
+    }
+
+    /// Marks `seats` sold in the hot store, as a ledger read taken before said they
+    /// were, then reads the ledger again and gives back to stock any of them whose sale
+    /// was undone meanwhile (a refund, whose own return found them not sold in the hot
+    /// store yet and left them). Marked on the first read alone, such a seat stayed sold
+    /// in the hot store and free in the ledger for good, which the repair only reports.
+    /// No sale of such a seat can land in between: marked sold, no one can hold it.
+    async fn mark_sold_as_the_ledger_still_sells(
+        &self,
+        entry: &EventEntry,
+        seats: &[SoldSeat],
+    ) -> Result<u32, EngineError> {
+        let event = entry.event.id;
+        let repaired = self.ports.arbiter.mark_seats_sold(event, seats).await?;
+        let still: HashSet<SoldSeat> = self.ledger_sold_seats(entry).await?.into_iter().collect();
+        let undone: Vec<SoldSeat> = seats
+            .iter()
+            .filter(|s| !still.contains(*s))
+            .cloned()
+            .collect();
+        if !undone.is_empty() {
+            let back = self.ports.arbiter.return_sold_seats(event, &undone).await?;
+            tracing::info!(event = %event, seats = back, "seats whose sale was undone while they were repaired are back on sale");
+        }
         Ok(repaired)
     }
 
@@ -107,12 +135,8 @@ impl Engine {
                 .into_iter()
                 .filter(|s| mine.contains(&s.seat))
                 .collect();
-            Ok::<_, EngineError>(
-                self.ports
-                    .arbiter
-                    .mark_seats_sold(order.event, &sold)
-                    .await?,
-            )
+            self.mark_sold_as_the_ledger_still_sells(&entry, &sold)
+                .await
         };
         match marked.await {
             Ok(repaired) => {

@@ -321,6 +321,35 @@ async fn a_sale_undone_during_a_rebuild_has_its_seat_back_after_it() {
     assert!(report.clean(), "{:?}", report.violations);
 }
 
+/// The hot store had lost a sale (drift), and the repair read the ledger's sold seats;
+/// a refund then freed the seat in the ledger (its return to the hot store found it not
+/// sold there, and left it), and the repair marked it sold from its read. The seat
+/// stayed sold in the hot store, free in the ledger, for good: the repair only reports
+/// that direction. The repair now reads the ledger again after marking.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_undone_during_a_drift_repair_has_its_seat_back_after_it() {
+    use boxoffice_engine::Canceller;
+
+    let (_d, racing, n, event, o) = sold_over_a_racing_ledger().await;
+    let layout = n.engine.event(event).await.expect("the event").layout();
+    n.arbiter.load(&layout, &[]).await.expect("the sale lost");
+
+    let (held, release) = racing.hold_next_sold_seats();
+    let engine = n.engine.clone();
+    let repair = tokio::spawn(async move { engine.drift_repair_step().await });
+    held.notified().await;
+    let refunded = n.engine.cancel_order(o.id, Canceller::Operator).await;
+    assert_eq!(refunded.expect("refunded").status.as_str(), "refunded");
+    release.notify_one();
+    repair.await.unwrap().expect("repaired");
+
+    assert_eq!(free(&n.engine, event, &["A-1-1"]).await, vec![true]);
+    let c = n.arbiter.counts(event).await.expect("counts");
+    assert_eq!((c.sold, c.held), (0, 0));
+    let report = n.engine.audit().await.expect("audited");
+    assert!(report.clean(), "{:?}", report.violations);
+}
+
 /// A node over a ledger the test can race (`Racing`), with seat A-1-1 of a new event
 /// sold: its durable parts, the ledger, the node, the event and the order.
 async fn sold_over_a_racing_ledger() -> Racy {

@@ -31,7 +31,7 @@ pub struct LayoutSection {
 }
 
 /// A seat already sold in the ledger, with its buyer (for the per-buyer count).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SoldSeat {
     pub seat: SeatIndex,
     pub buyer: BuyerId,
