@@ -112,6 +112,28 @@ pub fn batch_size(rate_per_s: u32, interval_ms: u64) -> u64 {
     (u64::from(rate_per_s) * interval_ms).div_ceil(1000).max(1)
 }
 
+/// A paced batch: the whole buyers `rate_per_s` has earned over `window_ms`, and the
+/// milliseconds of the window it has not spent yet (less than one buyer's worth), which
+/// the next batch's window keeps. Rounding each batch up to a whole buyer instead let in
+/// 3 where 2 were due at 1 a second over a window of 2,013 ms.
+pub fn paced_batch(rate_per_s: u32, window_ms: u64) -> (u64, u64) {
+    let rate = u64::from(rate_per_s.max(1));
+    let batch = rate.saturating_mul(window_ms) / 1000;
+    let spent = (batch.saturating_mul(1000)).div_ceil(rate).min(window_ms);
+    (batch, window_ms - spent)
+}
+
+/// The longest window a paced batch may cover: two intervals (a late tick catches up
+/// one, an idle line does not let a crowd in at once), and at a rate below one buyer an
+/// interval, one buyer's worth and an interval more, so that no tick's time is lost
+/// while a buyer's worth builds up.
+pub fn longest_window_ms(rate_per_s: u32, interval_ms: u64) -> u64 {
+    let one_buyer = 1000u64.div_ceil(u64::from(rate_per_s.max(1)));
+    interval_ms
+        .saturating_mul(2)
+        .max(one_buyer.saturating_add(interval_ms))
+}
+
 /// Seats (or standing units) neither sold nor held, less the `margin` kept back.
 pub fn free_units(capacity: u64, sold: u64, held: u64, margin: u64) -> u64 {
     capacity.saturating_sub(sold.saturating_add(held).saturating_add(margin))
@@ -314,6 +336,14 @@ mod tests {
     fn batches_sold_out_and_waits_follow_the_numbers() {
         assert_eq!(batch_size(2000, 3000), 6000);
         assert_eq!(batch_size(1, 100), 1);
+        assert_eq!(paced_batch(1, 2_013), (2, 13), "2 due, 13 ms kept");
+        assert_eq!(paced_batch(8, 50), (0, 50), "not a whole buyer yet");
+        assert_eq!(paced_batch(8, 130), (1, 5));
+        assert_eq!(paced_batch(3, 1_000), (3, 0));
+        assert_eq!(paced_batch(7, 1_000), (7, 0));
+        assert_eq!(paced_batch(7, 999), (6, 141));
+        assert_eq!(longest_window_ms(1, 50), 1_050);
+        assert_eq!(longest_window_ms(100, 2_000), 4_000);
         assert!(sold_out(100, 60, 40, 0));
         assert!(!sold_out(100, 60, 39, 0));
         assert!(sold_out(100, 60, 35, 5), "the margin tells the line early");

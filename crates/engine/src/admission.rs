@@ -34,9 +34,10 @@ impl Engine {
     /// ticks, so N nodes do not admit N batches. A batch is the rate times the time since
     /// the line last moved (`batch_window`), not a whole interval's: nodes tick at their
     /// own phases, and the first tick due after a batch may come at 0.8 of the interval,
-    /// which with whole batches let several nodes admit up to 1.25 times the rate. (A
-    /// batch is still rounded up to a whole buyer, so at rates of a few buyers a window
-    /// each batch may let in one more than its share.)
+    /// which with whole batches let several nodes admit up to 1.25 times the rate. A
+    /// batch is whole buyers, and the part of its window not spent on one is kept for
+    /// the next (`admission::paced_batch`): rounding up instead let in half as many
+    /// again as the rate at 1 a second.
     async fn tick_event(&self, event: EventId, now: Millis) -> Result<bool, EngineError> {
         let state = self.ports.queue.state(event).await?;
         let interval = self.config.admission_interval_ms as i64;
@@ -65,10 +66,6 @@ impl Engine {
         let now = self.now();
         let state = self.ports.queue.state(event).await?;
         let interval = self.config.admission_interval_ms;
-        let window_ms = match batch {
-            Batch::Interval => interval,
-            Batch::SinceLastMove => batch_window(state.advanced_at, now, interval),
-        };
         let settings = self.event_settings(event).await?;
         let counts = self.ports.arbiter.counts(event).await?;
         let free = admission::free_units(
@@ -93,7 +90,16 @@ impl Engine {
             let grace = self.no_show_grace_ms();
             self.waiting.untaken_for(event, taken, 0, true, grace, now);
         } else if state.serving_up_to < state.queue_length {
-            let mut batch = admission::batch_size(rate.rate_per_s, window_ms);
+            // The loop's ticks pace the line: whole buyers only, and the part of the
+            // window not spent on one is kept for the next batch (`unspent_ms`).
+            let (full, unspent_ms) = match batch {
+                Batch::Interval => (admission::batch_size(rate.rate_per_s, interval), 0),
+                Batch::SinceLastMove => {
+                    let window = batch_window(state.advanced_at, now, interval, rate.rate_per_s);
+                    admission::paced_batch(rate.rate_per_s, window)
+                }
+            };
+            let mut batch = full;
             if let Some(per_seat) = settings.rules.buyers_per_free_seat {
                 // Seats left untaken while buyers are let in for them mean the front of
                 // the line went away: let in more per seat, and fewer again once half
@@ -120,9 +126,12 @@ impl Engine {
                     state.serving_up_to,
                     state.finished,
                 );
-                batch = batch.min(u64::from(cap).saturating_sub(active));
-                if batch == 0 {
-                    rate.reason = RateReason::ShopperCapReached;
+                let room = u64::from(cap).saturating_sub(active);
+                if room < batch {
+                    batch = room;
+                    if batch == 0 {
+                        rate.reason = RateReason::ShopperCapReached;
+                    }
                 }
             }
             if batch > 0 {
@@ -132,8 +141,17 @@ impl Engine {
                     .serving_up_to
                     .saturating_add(batch)
                     .min(state.queue_length);
-                self.ports.ledger.record_admission(event, to, now).await?;
-                let after = self.ports.queue.advance(event, to, now).await?;
+                // A batch of the rate's whole worth counts the line as moved when the
+                // time it paid for ended, so the next window keeps what this one did not
+                // spend; a batch held back (seats, the cap, the line's end) keeps none.
+                let kept = i64::try_from(unspent_ms).unwrap_or(0);
+                let at = if to - state.serving_up_to == full {
+                    Millis(now.0 - kept)
+                } else {
+                    now
+                };
+                self.ports.ledger.record_admission(event, to, at).await?;
+                let after = self.ports.queue.advance(event, to, at).await?;
                 moved = after.serving_up_to > state.serving_up_to;
                 self.waiting
                     .mark(event, now, after.serving_up_to, after.finished);
@@ -277,14 +295,15 @@ enum Batch {
     SinceLastMove,
 }
 
-/// The time a batch admits for: since the line last moved (`advanced_at`), at most two
-/// intervals (a late tick catches up one interval, an idle line does not let a crowd in
-/// at once); a whole interval for a line that never moved.
-fn batch_window(advanced_at: Millis, now: Millis, interval_ms: u64) -> u64 {
+/// The time a batch admits for: since the line last moved (`advanced_at`), at most
+/// `admission::longest_window_ms` (two intervals, or one buyer's worth at a rate below
+/// one buyer an interval); for a line that never moved, an interval or one buyer's worth.
+fn batch_window(advanced_at: Millis, now: Millis, interval_ms: u64, rate_per_s: u32) -> u64 {
+    let longest = admission::longest_window_ms(rate_per_s, interval_ms);
     if advanced_at.0 == 0 {
-        return interval_ms;
+        return interval_ms.max(1000u64.div_ceil(u64::from(rate_per_s.max(1))));
     }
     u64::try_from(now.0 - advanced_at.0)
         .unwrap_or(0)
-        .min(interval_ms.saturating_mul(2))
+        .min(longest)
 }

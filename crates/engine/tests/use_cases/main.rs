@@ -7,6 +7,7 @@
 mod common;
 
 mod adaptive;
+mod admission_pace;
 mod checkout;
 mod exchange;
 mod holds;
