@@ -128,10 +128,14 @@ pub fn paced_batch(rate_per_s: u32, window_ms: u64) -> (u64, u64) {
 /// interval, one buyer's worth and an interval more, so that no tick's time is lost
 /// while a buyer's worth builds up.
 pub fn longest_window_ms(rate_per_s: u32, interval_ms: u64) -> u64 {
-    let one_buyer = 1000u64.div_ceil(u64::from(rate_per_s.max(1)));
     interval_ms
         .saturating_mul(2)
-        .max(one_buyer.saturating_add(interval_ms))
+        .max(one_buyer_ms(rate_per_s).saturating_add(interval_ms))
+}
+
+/// The time `rate_per_s` takes to earn one buyer.
+pub fn one_buyer_ms(rate_per_s: u32) -> u64 {
+    1000u64.div_ceil(u64::from(rate_per_s.max(1)))
 }
 
 /// Seats (or standing units) neither sold nor held, less the `margin` kept back.

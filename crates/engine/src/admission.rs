@@ -301,7 +301,7 @@ enum Batch {
 fn batch_window(advanced_at: Millis, now: Millis, interval_ms: u64, rate_per_s: u32) -> u64 {
     let longest = admission::longest_window_ms(rate_per_s, interval_ms);
     if advanced_at.0 == 0 {
-        return interval_ms.max(1000u64.div_ceil(u64::from(rate_per_s.max(1))));
+        return interval_ms.max(admission::one_buyer_ms(rate_per_s));
     }
     u64::try_from(now.0 - advanced_at.0)
         .unwrap_or(0)

@@ -164,7 +164,7 @@ impl Engine {
     /// old one are both good until each lapses.
     pub fn renew_buyer_token(&self, token: &str) -> Result<BuyerToken, WaitingError> {
         let now = self.now();
-        if self.identity.is_some() && !self.keys.names_own_key(token) {
+        if self.is_providers(token) {
             return Err(Refusal::NotRenewable.into());
         }
         let claims = self.keys.verify(token, TokenKind::Buyer, now)?;
@@ -180,6 +180,12 @@ impl Engine {
             token: self.keys.sign(renewed),
             expires_at,
         })
+    }
+
+    /// Whether `token` is the identity provider's (one is configured and the token
+    /// names none of our keys) rather than one of ours.
+    fn is_providers(&self, token: &str) -> bool {
+        self.identity.is_some() && !self.keys.names_own_key(token)
     }
 
     /// When a buyer token made at `now` lapses, as the token carries it (whole seconds).
@@ -200,7 +206,7 @@ impl Engine {
     pub async fn identify(&self, token: &str) -> Result<Identity, EngineError> {
         let now = self.now();
         if let Some(provider) = &self.identity
-            && !self.keys.names_own_key(token)
+            && self.is_providers(token)
         {
             let id = provider.verify(token, now).await?;
             return Ok(Identity {

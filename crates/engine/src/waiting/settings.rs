@@ -184,11 +184,12 @@ impl EventSettings {
         fn get<T: for<'a> Deserialize<'a>>(raw: &HashMap<String, String>, name: &str) -> Option<T> {
             raw.get(name).and_then(|v| serde_json::from_str(v).ok())
         }
+        let stored: Option<StoredRate> = get(raw, RATE);
         EventSettings {
             rules: get(raw, RULES).unwrap_or(default_rules),
             control: get(raw, CONTROL).unwrap_or_default(),
-            rate: get::<StoredRate>(raw, RATE).map(|r| r.rate),
-            rate_step: get::<StoredRate>(raw, RATE).and_then(|r| r.step),
+            rate: stored.as_ref().map(|r| r.rate),
+            rate_step: stored.and_then(|r| r.step),
             seed: raw.get(SEED).cloned(),
         }
     }
