@@ -204,7 +204,6 @@ pub(crate) fn delivered(conn: &Connection, sink: &str, row: i64) -> Result<Step<
     Ok(Step::Keep(()))
 }
 
-/// Writer job.
 /// Writer job: a failed attempt, and (unless it died) the later deliveries of its order
 /// to the same sink moved to its retry: they wait for it anyway (the claim's
 /// earlier-event check), and left due they were read by every claim, so a claim cost
