@@ -5,9 +5,9 @@
 //! then the hot store takes them back, then the authorization is released and the order
 //! ends `cancelled`. The claim comes before any money moves, as for every give-back.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use boxoffice_domain::{OrderEvent, OrderState, SeatIndex};
+use boxoffice_domain::{BuyerId, OrderEvent, OrderState, SeatIndex};
 
 use crate::ports::{
     ArbiterError, Inquiry, LedgerError, Order, PaymentError, PaymentGateway, ProviderState,
@@ -108,6 +108,20 @@ impl Engine {
         }
     }
 
+    /// Who holds each ticket of `order` now, by seat label: a ticket given away counts
+    /// against its recipient in the hot store (`hot_store_gives`), so its seat comes
+    /// back off the recipient's count. A seat without a ticket (an order cancelled
+    /// before it was paid, a node that keeps no ticket record) is the order's buyer's.
+    async fn holders_of(&self, order: &Order) -> Result<HashMap<String, BuyerId>, EngineError> {
+        let Some(tickets) = &self.tickets else {
+            return Ok(HashMap::new());
+        };
+        Ok((tickets.tickets_of_order(order.id).await?.into_iter())
+            .filter(|t| t.holder != order.buyer)
+            .map(|t| (t.seat.as_str().to_owned(), t.holder))
+            .collect())
+    }
+
     /// The seats of cancelled sales of one event back in stock in the hot store. The
     /// ledger gave them back first, so a seat it has sold again since (to a later
     /// buyer) is left alone: a retry after a crash cannot free a seat that sold again
@@ -124,13 +138,19 @@ impl Engine {
             .into_iter()
             .map(|s| s.seat)
             .collect();
-        let seats: Vec<SoldSeat> = orders
-            .iter()
-            .flat_map(|o| o.seats.iter().map(move |s| (o.buyer, s)))
-            .filter_map(|(buyer, s)| Some((buyer, *entry.seat_index.get(&s.seat_id)?)))
-            .filter(|(_, s)| !resold.contains(s))
-            .map(|(buyer, seat)| SoldSeat { seat, buyer })
-            .collect();
+        let mut seats = Vec::new();
+        for o in orders {
+            let holders = self.holders_of(o).await?;
+            seats.extend(
+                (o.seats.iter())
+                    .filter_map(|s| {
+                        let buyer = holders.get(s.seat_id.as_str()).copied();
+                        Some((buyer.unwrap_or(o.buyer), *entry.seat_index.get(&s.seat_id)?))
+                    })
+                    .filter(|(_, s)| !resold.contains(s))
+                    .map(|(buyer, seat)| SoldSeat { seat, buyer }),
+            );
+        }
         match self
             .ports
             .arbiter

@@ -8,12 +8,12 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use boxoffice_domain::{EventId, SaleStatus, SeatIndex};
+use boxoffice_domain::{BuyerId, EventId, SaleStatus, SeatIndex};
 
 use crate::audit::{AuditReport, Violation};
 use crate::catalog::EventEntry;
 use crate::expiry::Sweep;
-use crate::ports::{Order, SoldSeat};
+use crate::ports::{ArbiterError, Order, SoldSeat};
 use crate::worker::Outcome;
 use crate::{Engine, EngineError};
 
@@ -147,6 +147,42 @@ impl Engine {
                 tracing::warn!(order = %order.id, error = %e, "could not mark the seats the ledger sold; the repair step will");
                 false
             }
+        }
+    }
+
+    /// A sold seat changed hands in the ledger (a transfer accepted, a resale moved):
+    /// the hot store counts it against its new holder too, so the giver may buy again
+    /// up to the limit and the recipient is refused a hold past it at once, not first
+    /// by the ledger at checkout. The ledger's move stands whatever happens here: a hot
+    /// store that cannot be told is warned of and counted
+    /// (`boxoffice_hot_store_gives_failed_total`), and agrees again at its next
+    /// rebuild, which counts each sold seat against the ledger's holder.
+    pub(crate) async fn hot_store_gives(
+        &self,
+        event: EventId,
+        seat: &str,
+        from: BuyerId,
+        to: BuyerId,
+    ) {
+        let given = async {
+            let entry = self.event(event).await?;
+            let index = *entry.seat_index.get(seat).ok_or_else(|| {
+                EngineError::Internal(format!("seat {seat} is not in event {event}"))
+            })?;
+            match self
+                .ports
+                .arbiter
+                .give_sold_seat(event, index, from, to)
+                .await
+            {
+                // Not loaded: its rebuild reads the holders from the ledger.
+                Ok(_) | Err(ArbiterError::UnknownEvent) => Ok(()),
+                Err(e) => Err(EngineError::from(e)),
+            }
+        };
+        if let Err(e) = given.await {
+            metrics::counter!("boxoffice_hot_store_gives_failed_total").increment(1);
+            tracing::warn!(event = %event, seat, error = %e, "the hot store could not count a given seat against its new holder; it agrees again at its next rebuild");
         }
     }
 

@@ -43,6 +43,7 @@ pub(crate) static RETAKE: LazyLock<Script> = arbiter_script!("retake.lua");
 pub(crate) static MOVE: LazyLock<Script> = arbiter_script!("move.lua");
 pub(crate) static SEATS_SOLD: LazyLock<Script> = arbiter_script!("seats_sold.lua");
 pub(crate) static SEATS_RETURNED: LazyLock<Script> = arbiter_script!("seats_returned.lua");
+pub(crate) static SEAT_GIVEN: LazyLock<Script> = arbiter_script!("seat_given.lua");
 pub(crate) static EXPIRE_DUE: LazyLock<Script> = arbiter_script!("expire_due.lua");
 pub(crate) static READ: LazyLock<Script> = arbiter_script!("read.lua");
 pub(crate) static LOAD_BEGIN: LazyLock<Script> = arbiter_script!("load_begin.lua");
@@ -95,7 +96,7 @@ pub(crate) static PROOF_FIRST_USE: LazyLock<Script> = plain_script!("proof_first
 /// waiting for its answer (the stored answer of a hold or a release) must not meet
 /// NOSCRIPT: the client would load it and send it again later, in the background,
 /// while a retry of the same request found the claim still in flight and was refused.
-static ALL: [&LazyLock<Script>; 37] = [
+static ALL: [&LazyLock<Script>; 38] = [
     &HOLD,
     &HOLD_CLAIMED,
     &RELEASE_CLAIMED,
@@ -104,6 +105,7 @@ static ALL: [&LazyLock<Script>; 37] = [
     &MOVE,
     &SEATS_SOLD,
     &SEATS_RETURNED,
+    &SEAT_GIVEN,
     &EXPIRE_DUE,
     &READ,
     &LOAD_BEGIN,

@@ -115,6 +115,7 @@ macro_rules! __arbiter_cases {
                 a_sale_being_recorded_is_sold_as_a_whole,
                 marking_an_unknown_seat_sold_changes_nothing,
                 returned_seats_come_back_to_stock_once,
+                a_sold_seat_given_away_counts_against_its_new_owner,
                 many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
                 many_buyers_racing_for_best_available_pairs_exactly_k_win,
                 many_buyers_racing_for_general_admission_exactly_k_win,

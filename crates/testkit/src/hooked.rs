@@ -131,6 +131,15 @@ impl<H: Hooks> SeatArbiter for Hooked<H> {
     ) -> Result<u32, ArbiterError> {
         self.inner.return_sold_seats(event, seats).await
     }
+    async fn give_sold_seat(
+        &self,
+        event: EventId,
+        seat: SeatIndex,
+        from: BuyerId,
+        to: BuyerId,
+    ) -> Result<bool, ArbiterError> {
+        self.inner.give_sold_seat(event, seat, from, to).await
+    }
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
         self.inner.availability(event).await
     }

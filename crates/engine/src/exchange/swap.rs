@@ -273,8 +273,16 @@ impl Engine {
                         .event
                         .sale
                         .max_tickets_per_buyer;
-                    if let Moved::Refused(no) = port.move_ticket(swap.id, limit, now).await? {
-                        tracing::info!(swap = %swap.id, refusal = ?no, "exchanged ticket could not move");
+                    match port.move_ticket(swap.id, limit, now).await? {
+                        Moved::Moved(ticket) => {
+                            let seat = ticket.seat.as_str();
+                            self.hot_store_gives(swap.event, seat, swap.seller, swap.buyer)
+                                .await;
+                        }
+                        Moved::Refused(no) => {
+                            tracing::info!(swap = %swap.id, refusal = ?no, "exchanged ticket could not move");
+                        }
+                        Moved::NotCharged(_) => {}
                     }
                 }
                 SwapState::Moved => self.pay_out(&swap, pay, now).await?,

@@ -272,6 +272,20 @@ pub trait SeatArbiter: Send + Sync {
         seats: &[SoldSeat],
     ) -> Result<u32, ArbiterError>;
 
+    /// The ledger gave sold seat `seat` from `from` to `to` (a transfer, a resale on
+    /// the exchange): from now on it counts against `to` and no longer against `from`,
+    /// so each buyer's held plus owned seats stay what the ledger's count says (P6).
+    /// Only a seat the hot store has sold moves a count (`true`); for any other nothing
+    /// changes (`false`). Called once per change of hands, by whoever made it in the
+    /// ledger: the store keeps no owner per seat to tell a repeat.
+    async fn give_sold_seat(
+        &self,
+        event: EventId,
+        seat: SeatIndex,
+        from: BuyerId,
+        to: BuyerId,
+    ) -> Result<bool, ArbiterError>;
+
     /// One bit per seat in index order, most significant bit first: 1 = free.
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError>;
     async fn counts(&self, event: EventId) -> Result<SeatCounts, ArbiterError>;

@@ -143,6 +143,9 @@ impl Engine {
             Err(no) => return Err(refused(no, Resource::Transfer, limit)),
         };
         metrics::counter!("boxoffice_tickets_transferred_total").increment(1);
+        let (event, seat) = (done.ticket.event, done.ticket.seat.as_str());
+        self.hot_store_gives(event, seat, done.offer.from, done.offer.to)
+            .await;
         let facts = (port.ticket(done.ticket.id).await?)
             .ok_or_else(|| EngineError::Internal("the transferred ticket vanished".into()))?;
         Ok(AcceptedView {

@@ -189,6 +189,17 @@ impl SeatArbiter for InMemoryArbiter {
     }
 
     #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
+    async fn give_sold_seat(
+        &self,
+        event: EventId,
+        seat: SeatIndex,
+        from: BuyerId,
+        to: BuyerId,
+    ) -> Result<bool, ArbiterError> {
+        self.on_event(event, |s| s.give_sold_seat(seat, from, to))
+    }
+
+    #[tracing::instrument(level = "trace", skip_all, fields(event = %event))]
     async fn availability(&self, event: EventId) -> Result<Vec<u8>, ArbiterError> {
         self.on_event(event, |s| Ok(s.inv.bitmap()))
     }

@@ -35,16 +35,38 @@ impl EventState {
             // A seat listed twice, or returned before, is no longer sold.
             if self.inv.is_sold(s.seat) {
                 self.inv.unsell(s.seat);
-                if let Some(t) = self.taken.get_mut(&s.buyer) {
-                    *t = t.saturating_sub(1);
-                    if *t == 0 {
-                        self.taken.remove(&s.buyer);
-                    }
-                }
+                self.uncount(s.buyer);
                 back += 1;
             }
         }
         Ok(back)
+    }
+
+    pub fn give_sold_seat(
+        &mut self,
+        seat: SeatIndex,
+        from: BuyerId,
+        to: BuyerId,
+    ) -> Result<bool, ArbiterError> {
+        if !self.inv.exists(seat) {
+            return Err(ArbiterError::NoSuchSeat(seat));
+        }
+        if !self.inv.is_sold(seat) {
+            return Ok(false);
+        }
+        self.uncount(from);
+        *self.taken.entry(to).or_default() += 1;
+        Ok(true)
+    }
+
+    /// One seat off `buyer`'s count, which never goes below zero.
+    fn uncount(&mut self, buyer: BuyerId) {
+        if let Some(t) = self.taken.get_mut(&buyer) {
+            *t = t.saturating_sub(1);
+            if *t == 0 {
+                self.taken.remove(&buyer);
+            }
+        }
     }
 
     fn check_exist(&self, seats: &[SoldSeat]) -> Result<(), ArbiterError> {

@@ -41,7 +41,8 @@ use crate::hold_states;
 use crate::keys::{EventKeyTable, Prefix, hold_field, sweep_lease_key};
 use crate::reply::{self, Reply, ok_or_arbiter_error, one_hold};
 use crate::scripts::{
-    CLAIM, EXPIRE_DUE, HOLD, LEASE, MOVE, PIN, READ, RETAKE, SEATS_RETURNED, SEATS_SOLD, UNLOAD,
+    CLAIM, EXPIRE_DUE, HOLD, LEASE, MOVE, PIN, READ, RETAKE, SEAT_GIVEN, SEATS_RETURNED,
+    SEATS_SOLD, UNLOAD,
 };
 
 /// Tunables of the Redis arbiter; defaults (and their reasons) in [`crate::RedisOptions`].
@@ -425,6 +426,22 @@ impl SeatArbiter for RedisArbiter {
         seats: &[SoldSeat],
     ) -> Result<u32, ArbiterError> {
         self.seats(&SEATS_RETURNED, event, seats, |_| {}).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
+    async fn give_sold_seat(
+        &self,
+        event: EventId,
+        seat: SeatIndex,
+        from: BuyerId,
+        to: BuyerId,
+    ) -> Result<bool, ArbiterError> {
+        let reply: Reply = self
+            .eval(&SEAT_GIVEN, event, |inv| {
+                inv.arg(seat).arg(from.to_string()).arg(to.to_string());
+            })
+            .await?;
+        Ok(count(&first(ok_or_arbiter_error(reply)?))? == 1)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]

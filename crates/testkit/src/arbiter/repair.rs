@@ -152,3 +152,48 @@ pub async fn returned_seats_come_back_to_stock_once(arb: Arc<dyn SeatArbiter>) {
     );
     fx.done().await;
 }
+
+pub async fn a_sold_seat_given_away_counts_against_its_new_owner(arb: Arc<dyn SeatArbiter>) {
+    let (alice, bob) = (BuyerId::random(), BuyerId::random());
+    let fx = Fixture::load(arb, &small_spec(), &sold_to(alice, &[0, 1, 2, 3])).await;
+    let one = fx.request(alice, SeatChoice::Named(vec![5]));
+    assert_eq!(
+        fx.arb.hold(&one, T0).await.map(|v| v.seats.len()),
+        Err(E::LimitExceeded { limit: 4 }),
+        "four of four owned"
+    );
+    let given = fx.arb.give_sold_seat(fx.event, 0, alice, bob).await;
+    assert_eq!(given, Ok(true));
+    // Alice owns three and Bob one: one more seat fits her, three him, and no more.
+    assert_eq!(fx.named(alice, &[5]).await.map(|v| v.seats.len()), Ok(1));
+    let req = fx.request(bob, SeatChoice::Named(vec![6, 7, 8, 9]));
+    let four = fx.arb.hold(&req, T0).await.map(|v| v.seats.len());
+    assert_eq!(four, Err(E::LimitExceeded { limit: 4 }));
+    assert_eq!(
+        fx.named(bob, &[6, 7, 8]).await.map(|v| v.seats.len()),
+        Ok(3)
+    );
+    // The seat stays sold, and nothing else moved.
+    assert_eq!(fx.arb.sold_seats(fx.event).await, Ok(vec![0, 1, 2, 3]));
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!((c.free, c.held, c.sold), (12, 4, 4));
+    // A seat not sold (free or held) moves no count; a seat the event lacks is refused.
+    for seat in [4, 5] {
+        let not_sold = fx.arb.give_sold_seat(fx.event, seat, alice, bob).await;
+        assert_eq!(not_sold, Ok(false), "seat {seat}");
+    }
+    let none = fx.arb.give_sold_seat(fx.event, 99, alice, bob).await;
+    assert_eq!(none, Err(E::NoSuchSeat(99)));
+    assert_eq!(
+        fx.named(alice, &[4]).await.map(|v| v.seats.len()),
+        Err(E::LimitExceeded { limit: 4 }),
+        "Alice's count was not given away twice"
+    );
+    // The seat given back counts against Alice again.
+    assert_eq!(
+        fx.arb.give_sold_seat(fx.event, 0, bob, alice).await,
+        Ok(true)
+    );
+    assert_eq!(fx.named(bob, &[9]).await.map(|v| v.seats.len()), Ok(1));
+    fx.done().await;
+}

@@ -46,6 +46,12 @@ pub enum Op {
         /// An order, by index, whose live hold gives way (`Retake::replacing`).
         replacing: Option<usize>,
     },
+    /// A sold seat (the `seat`-th sold, by index; any seat while none is sold) given
+    /// by its owner to a buyer, by index.
+    Give {
+        seat: usize,
+        to: usize,
+    },
     /// The clock moves on.
     Tick(i64),
     /// The expiry sweep, reporting at most this many holds.
@@ -125,6 +131,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => hold_pick().prop_map(Op::Sold),
         1 => hold_pick().prop_map(Op::Release),
         1 => retake(),
+        1 => (0..32usize, 0..BUYERS).prop_map(|(seat, to)| Op::Give { seat, to }),
         2 => (1..4i64).prop_map(|n| Op::Tick(n * 2_500)),
         2 => (0..4usize).prop_map(Op::Sweep),
     ]

@@ -19,6 +19,8 @@ pub struct Model {
     holds: HashMap<HoldId, HoldView>,
     /// Seats held or sold per buyer.
     taken: HashMap<BuyerId, u32>,
+    /// Who owns each sold seat, so a case gives a seat away as its owner.
+    owner: HashMap<SeatIndex, BuyerId>,
     /// Expiries done inside `hold`, `pin` or `retake`, for the next `expire_due`.
     unreported: VecDeque<Expired>,
 }
@@ -33,12 +35,14 @@ impl Model {
             sold: BTreeSet::new(),
             holds: HashMap::new(),
             taken: HashMap::new(),
+            owner: HashMap::new(),
             unreported: VecDeque::new(),
         };
         for s in sold {
             if m.sold.insert(s.seat) {
                 m.free.remove(&s.seat);
                 *m.taken.entry(s.buyer).or_default() += 1;
+                m.owner.insert(s.seat, s.buyer);
             }
         }
         m
@@ -121,6 +125,8 @@ impl Model {
             HoldState::CheckingOut | HoldState::PaymentPending => {
                 h.state = HoldState::Sold;
                 self.sold.extend(h.seats.iter().copied());
+                self.owner
+                    .extend(h.seats.iter().map(|&seat| (seat, h.buyer)));
             }
             other => return Err(ArbiterError::WrongState(other)),
         }
@@ -187,6 +193,31 @@ impl Model {
             }
         }
         out
+    }
+
+    /// A sold seat counts against `to` instead of `from`; any other seat moves nothing.
+    pub fn give_sold_seat(
+        &mut self,
+        seat: SeatIndex,
+        from: BuyerId,
+        to: BuyerId,
+    ) -> Result<bool, ArbiterError> {
+        if seat as usize >= self.layout.seats.len() {
+            return Err(ArbiterError::NoSuchSeat(seat));
+        }
+        if !self.sold.contains(&seat) {
+            return Ok(false);
+        }
+        let given = self.taken.entry(from).or_default();
+        *given = given.saturating_sub(1);
+        *self.taken.entry(to).or_default() += 1;
+        self.owner.insert(seat, to);
+        Ok(true)
+    }
+
+    /// The owner of a sold seat.
+    pub fn owner(&self, seat: SeatIndex) -> Option<BuyerId> {
+        self.owner.get(&seat).copied()
     }
 
     pub fn get(&self, id: HoldId) -> Option<HoldView> {

@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use boxoffice_domain::{BuyerId, EventId, HoldId, Millis, OrderId};
+use boxoffice_domain::{BuyerId, EventId, HoldId, Millis, OrderId, SeatIndex};
 use boxoffice_engine::ports::{HoldRequest, Retake, SeatArbiter, SeatChoice, SoldSeat};
 use proptest::test_runner::TestCaseError;
 
@@ -119,6 +119,17 @@ impl World {
             Op::Release(h) => {
                 let id = self.pick(*h);
                 same(arb.release(id).await, self.model.release(id), at, "release")
+            }
+            Op::Give { seat, to } => {
+                let sold = self.model.sold_seats();
+                let (seat, from) = match sold.get(seat % sold.len().max(1)) {
+                    Some(&s) => (s, self.model.owner(s).expect("a sold seat's owner")),
+                    None => (*seat as SeatIndex, self.buyers[0]),
+                };
+                let to = self.buyers[*to];
+                let want = self.model.give_sold_seat(seat, from, to);
+                let got = arb.give_sold_seat(self.event, seat, from, to).await;
+                same(got, want, at, "give_sold_seat")
             }
             Op::Tick(ms) => {
                 self.now = now.plus_millis(*ms);

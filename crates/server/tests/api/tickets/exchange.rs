@@ -328,3 +328,37 @@ async fn offering_a_listed_ticket_for_transfer_left_its_listing_stale() {
     audit_clean(&app).await;
     app.stop().await;
 }
+
+/// A ticket resold through the exchange counts against its buyer in the hot store, as
+/// in the ledger: the seller may hold again up to the limit, and the buyer is refused a
+/// hold that would pass it at once, not first at checkout.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2, timeout_s = 300)]
+async fn a_resold_ticket_counts_against_its_buyer_and_no_longer_its_seller() {
+    let app = spawn().await;
+    let event = app.create_event(&exchangeable(spec(2, 10, 0, 2))).await;
+    let (alice, tickets) = buy(&app, event, 2).await;
+    let id = tickets[0]["ticket_id"].as_str().unwrap();
+    let (status, listed) = list(&app, &alice, id, FACE).await;
+    assert_eq!(status, 201, "{listed}");
+    let (_, bob) = app.admitted_buyer(event).await;
+    let (status, swap) = purchase(&app, &bob, listed["listing_id"].as_str().unwrap()).await;
+    assert_eq!((status, &swap["state"]), (201, &json!("done")), "{swap}");
+    let hold = |admission: String, quantity: u32| {
+        let app = &app;
+        async move {
+            let body = json!({"best_available": {"section": "A", "quantity": quantity}});
+            let (status, v) = answer(app.hold(event, &admission, body).await).await;
+            (status, code(&v).to_string())
+        }
+    };
+    // Bob owns one of two, Alice the other.
+    assert_eq!(hold(bob.clone(), 2).await, (422, "limit_exceeded".into()));
+    assert_eq!(hold(bob, 1).await.0, 201);
+    let alices = app.admit(event, &alice).await;
+    assert_eq!(
+        hold(alices.clone(), 2).await,
+        (422, "limit_exceeded".into())
+    );
+    assert_eq!(hold(alices, 1).await.0, 201);
+    app.stop().await;
+}

@@ -217,3 +217,78 @@ async fn refused_transfers_answer_a_code_and_change_nothing() {
     assert!(my_tickets(&app, &erin.1).await.is_empty());
     app.stop().await;
 }
+
+/// A hold of `quantity` seats of section A by the buyer of `token`: (status, code).
+async fn hold_of(
+    app: &TestApp,
+    event: boxoffice_domain::EventId,
+    token: &str,
+    quantity: u32,
+) -> (u16, String) {
+    let admission = app.admit(event, token).await;
+    let body = json!({"best_available": {"section": "A", "quantity": quantity}});
+    let (status, v) = answer(app.hold(event, &admission, body).await).await;
+    (status, code(&v).to_string())
+}
+
+/// The hot store counts a given ticket as the ledger does, against its new holder: the
+/// sender may hold again up to the limit, and the recipient is refused a hold that
+/// would pass it at once, not first at checkout.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_given_away_frees_the_senders_limit_and_counts_against_the_recipient() {
+    let app = spawn().await;
+    let event = app.create_event(&transferable(spec(2, 10, 0, 2))).await;
+    let (alice, tickets) = buy(&app, event, 2).await;
+    assert_eq!(
+        hold_of(&app, event, &alice, 1).await,
+        (422, "limit_exceeded".into())
+    );
+    let bob = app.buyer().await;
+    give(
+        &app,
+        &alice,
+        tickets[0]["ticket_id"].as_str().unwrap(),
+        &bob,
+    )
+    .await;
+    // Alice owns one of two now, Bob the other.
+    assert_eq!(
+        hold_of(&app, event, &bob.1, 2).await,
+        (422, "limit_exceeded".into())
+    );
+    assert_eq!(hold_of(&app, event, &alice, 1).await.0, 201);
+    assert_eq!(hold_of(&app, event, &bob.1, 1).await.0, 201);
+    // Both at the limit again, holds counted.
+    assert_eq!(
+        hold_of(&app, event, &alice, 1).await,
+        (422, "limit_exceeded".into())
+    );
+    assert_eq!(
+        hold_of(&app, event, &bob.1, 1).await,
+        (422, "limit_exceeded".into())
+    );
+    app.stop().await;
+}
+
+/// A given ticket cancelled by the operator comes back off its holder's count, not off
+/// the count of the buyer who paid for it and gave it away.
+#[boxoffice_testkit::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_given_ticket_cancelled_comes_off_its_holders_count() {
+    let app = spawn().await;
+    let event = app.create_event(&transferable(spec(2, 10, 0, 2))).await;
+    let (alice, tickets) = buy(&app, event, 2).await;
+    let bob = app.buyer().await;
+    let id = tickets[0]["ticket_id"].as_str().unwrap();
+    give(&app, &alice, id, &bob).await;
+    let path = format!("/v1/tickets/{id}/cancel");
+    let (status, cancelled) =
+        answer(app.post(&path, &app.operator_key, &uuid(), json!({})).await).await;
+    assert_eq!(status, 200, "{cancelled}");
+    // Bob owns nothing now, Alice one of two.
+    assert_eq!(
+        hold_of(&app, event, &alice, 2).await,
+        (422, "limit_exceeded".into())
+    );
+    assert_eq!(hold_of(&app, event, &bob.1, 2).await.0, 201);
+    app.stop().await;
+}
