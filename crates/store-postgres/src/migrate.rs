@@ -107,6 +107,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "swaps_refunding_let_go",
         include_str!("../../../migrations/postgres/0019_swaps_refunding_let_go.sql"),
     ),
+    (
+        20,
+        "history_lock_only_when_needed",
+        include_str!("../../../migrations/postgres/0020_history_lock_only_when_needed.sql"),
+    ),
 ];
 
 /// Any fixed number works; it only has to be the same in every node of a cluster.

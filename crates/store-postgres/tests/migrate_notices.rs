@@ -36,7 +36,7 @@ async fn migrating_a_fresh_database_prints_no_notice() {
     let options = common::test_options(true);
     assert_eq!(
         migrate(&db.url, &options).await.unwrap(),
-        (1..=19).collect::<Vec<_>>()
+        (1..=20).collect::<Vec<_>>()
     );
     assert!(migrate(&db.url, &options).await.unwrap().is_empty());
     tracing::info!("migrated twice");

@@ -1,6 +1,7 @@
 //! History lines of one order written at once by writers that each lock only a ticket
-//! of it (renames of its tickets): every line goes out under a sequence of its own,
-//! 1, 2, 3, … with none twice, as the history lists them.
+//! of it (renames of its tickets), and beside them a line that moves the order's state
+//! (its sale revoked), which locks the order itself: every line goes out under a
+//! sequence of its own, 1, 2, 3, … with none twice, as the history lists them.
 
 use std::collections::HashMap;
 
@@ -23,7 +24,7 @@ pub async fn history_lines_written_at_once_go_out_with_sequences_of_their_own(t:
     let (_, order) = confirmed_order(&ts, TICKETS).await;
     let rows = rows_of(&order);
     ts.tickets.insert_tickets(&rows).await.unwrap();
-    let renames: FuturesUnordered<_> = (rows.iter().enumerate())
+    let mut renames: FuturesUnordered<_> = (rows.iter().enumerate())
         .map(|(i, row)| {
             let rename = Rename {
                 ticket: row.id,
@@ -38,9 +39,18 @@ pub async fn history_lines_written_at_once_go_out_with_sequences_of_their_own(t:
             tokio::spawn(async move { tickets.rename_ticket(&rename).await })
         })
         .collect();
-    for renamed in renames.collect::<Vec<_>>().await {
-        renamed.expect("the task ran").unwrap().expect("renamed");
+    // Once the first rename is in, the sale is revoked among the others: a rename that
+    // comes after it may be refused, and writes nothing then.
+    let first = renames.next().await.expect("a rename");
+    let mut renamed = usize::from(first.expect("the task ran").unwrap().is_ok());
+    let ledger = t.ledger.clone();
+    let revoke_at = Millis(rows[0].issued_at.0 + 1_000);
+    let revoked = tokio::spawn(async move { ledger.revoke_sale(order.id, revoke_at).await });
+    while let Some(done) = renames.next().await {
+        renamed += usize::from(done.expect("the task ran").unwrap().is_ok());
     }
+    let revoked = revoked.await.expect("the task ran").expect("revoked");
+    assert_ne!(revoked.state, order.state, "the revoke moved the order");
     let history = t.outbox.history(order.id).await.unwrap();
     // Every line out: the claims hand an order's next line only once the one before
     // it was delivered.
@@ -67,5 +77,9 @@ pub async fn history_lines_written_at_once_go_out_with_sequences_of_their_own(t:
         sent, listed,
         "every line out once, numbered as the history lists it"
     );
-    assert_eq!(listed.len(), 4 + TICKETS as usize);
+    assert_eq!(
+        listed.len(),
+        4 + renamed + 1,
+        "{renamed} renames and the revoke"
+    );
 }
