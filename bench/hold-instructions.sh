@@ -12,7 +12,9 @@
 # Usage: bench/hold-instructions.sh [connections] [seconds]; BOX_BIN=path measures
 # another boxoffice binary (e.g. one built from an earlier commit); KEEP=file keeps the
 # callgrind profile. Prints the holds answered and the count per hold, with the top
-# functions (inclusive) or the system calls.
+# functions (inclusive) or the system calls. BARE=1 counts the bare axum baseline of
+# bench/http-hold.sh instead (BARE_BIN=path for a build of it elsewhere), under the
+# same wrk script, per request.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -20,7 +22,10 @@ conns="${1:-8}"
 secs="${2:-20}"
 count="${COUNT:-instructions}"
 bin="${CARGO_TARGET_DIR:-target}/release"
-if [ -z "${BOX_BIN:-}" ]; then
+bare="${BARE:-0}"
+if [ "$bare" = 1 ] && [ -z "${BARE_BIN:-}" ]; then
+  cargo build --release -q -p boxoffice --example bare_axum
+elif [ "$bare" != 1 ] && [ -z "${BOX_BIN:-}" ]; then
   cargo build --release -q -p boxoffice --bin boxoffice
 fi
 boxbin="${BOX_BIN:-$bin/boxoffice}"
@@ -34,20 +39,31 @@ case "$count" in
   syscalls) wrap=() ;;
   *) echo "COUNT is instructions or syscalls, not $count" >&2; exit 2 ;;
 esac
-BOXOFFICE_LOG=warn "${wrap[@]}" "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
-  --config "$work/boxoffice.toml" > "$work/box.out" 2> "$work/box.err" &
+if [ "$bare" = 1 ]; then
+  "${wrap[@]}" "${BARE_BIN:-$bin/examples/bare_axum}" 127.0.0.1:0 > "$work/box.out" 2> "$work/box.err" &
+else
+  BOXOFFICE_LOG=warn "${wrap[@]}" "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+    --config "$work/boxoffice.toml" > "$work/box.out" 2> "$work/box.err" &
+fi
 echo $! > "$work/box.pid"
 pid=$(cat "$work/box.pid")
 addr=$(listening "$work/box.out" 600) || { echo "the server did not start" >&2; cat "$work/box.err" >&2; exit 1; }
-# Under valgrind the start-up work after the listener opens takes seconds: wait for ready.
-for _ in $(seq 600); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$addr/readyz")" = 200 ] && break
-  sleep 0.2
-done
-# 400 buyers at 50 tickets each: 20,000 holds before any buyer reaches the limit, in an
-# event of 30,000 units (making a larger one takes minutes under valgrind).
-event=$(python3 bench/prepare.py "$addr" "$key" 30000 400 "$work/tokens")
-held() { curl -s "$addr/v1/events/$event" | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["held"])'; }
+if [ "$bare" = 1 ]; then
+  # Bare axum reads no token: 400 of an admission token's length, and any event.
+  python3 -c 'for i in range(400): print(f"t{i:03d}" + "x" * 287)' > "$work/tokens"
+  event=1
+  held() { echo 0; }
+else
+  # Under valgrind the start-up work after the listener opens takes seconds: wait for ready.
+  for _ in $(seq 600); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$addr/readyz")" = 200 ] && break
+    sleep 0.2
+  done
+  # 400 buyers at 50 tickets each: 20,000 holds before any buyer reaches the limit, in an
+  # event of 30,000 units (making a larger one takes minutes under valgrind).
+  event=$(python3 bench/prepare.py "$addr" "$key" 30000 400 "$work/tokens")
+  held() { curl -s "$addr/v1/events/$event" | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["held"])'; }
+fi
 before=$(held)
 if [ "$count" = instructions ]; then
   callgrind_control -i on "$pid" > /dev/null 2>&1
@@ -74,6 +90,8 @@ fi
 holds=$(( $(held) - before ))
 echo "$out" | grep '^p50'
 requests=$(echo "$out" | sed -n 's/.*requests \([0-9][0-9]*\).*/\1/p')
+# Bare axum keeps no count of its own: each answered request is its "hold".
+[ "$bare" = 1 ] && holds=$requests
 [ "$requests" = "$holds" ] || echo "warning: $requests requests but $holds holds (a buyer at the limit?): shorten the run" >&2
 if [ "$count" = instructions ]; then
   file=$(ls -t "$work"/callgrind.out.* | head -1)
