@@ -438,7 +438,7 @@ impl SeatArbiter for RedisArbiter {
     ) -> Result<bool, ArbiterError> {
         let reply: Reply = self
             .eval(&SEAT_GIVEN, event, |inv| {
-                inv.arg(seat).arg(from.to_string()).arg(to.to_string());
+                inv.arg(to.to_string()).arg(seat).arg(from.to_string());
             })
             .await?;
         Ok(count(&first(ok_or_arbiter_error(reply)?))? == 1)

@@ -13,7 +13,7 @@ use boxoffice_engine::ports::{PaymentGateway, ProviderState};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use super::transfers::{give, transferable};
+use super::transfers::{give, hold_of, transferable};
 use super::{barcode, buy, cancel_order_of, gate, my_tickets, scan};
 use crate::common::{TestApp, spawn, spec, uuid};
 use crate::payments::provider;
@@ -340,25 +340,14 @@ async fn a_resold_ticket_counts_against_its_buyer_and_no_longer_its_seller() {
     let id = tickets[0]["ticket_id"].as_str().unwrap();
     let (status, listed) = list(&app, &alice, id, FACE).await;
     assert_eq!(status, 201, "{listed}");
-    let (_, bob) = app.admitted_buyer(event).await;
-    let (status, swap) = purchase(&app, &bob, listed["listing_id"].as_str().unwrap()).await;
+    let (bob, admission) = app.admitted_buyer(event).await;
+    let (status, swap) = purchase(&app, &admission, listed["listing_id"].as_str().unwrap()).await;
     assert_eq!((status, &swap["state"]), (201, &json!("done")), "{swap}");
-    let hold = |admission: String, quantity: u32| {
-        let app = &app;
-        async move {
-            let body = json!({"best_available": {"section": "A", "quantity": quantity}});
-            let (status, v) = answer(app.hold(event, &admission, body).await).await;
-            (status, code(&v).to_string())
-        }
-    };
     // Bob owns one of two, Alice the other.
-    assert_eq!(hold(bob.clone(), 2).await, (422, "limit_exceeded".into()));
-    assert_eq!(hold(bob, 1).await.0, 201);
-    let alices = app.admit(event, &alice).await;
-    assert_eq!(
-        hold(alices.clone(), 2).await,
-        (422, "limit_exceeded".into())
-    );
-    assert_eq!(hold(alices, 1).await.0, 201);
+    let over = (422, "limit_exceeded".to_string());
+    assert_eq!(hold_of(&app, event, &bob, 2).await, over);
+    assert_eq!(hold_of(&app, event, &bob, 1).await.0, 201);
+    assert_eq!(hold_of(&app, event, &alice, 2).await, over);
+    assert_eq!(hold_of(&app, event, &alice, 1).await.0, 201);
     app.stop().await;
 }

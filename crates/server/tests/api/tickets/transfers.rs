@@ -218,8 +218,9 @@ async fn refused_transfers_answer_a_code_and_change_nothing() {
     app.stop().await;
 }
 
-/// A hold of `quantity` seats of section A by the buyer of `token`: (status, code).
-async fn hold_of(
+/// A hold of `quantity` seats of section A by the buyer of `token`, admitted for it:
+/// (status, error code).
+pub async fn hold_of(
     app: &TestApp,
     event: boxoffice_domain::EventId,
     token: &str,
