@@ -116,6 +116,7 @@ macro_rules! __arbiter_cases {
                 marking_an_unknown_seat_sold_changes_nothing,
                 returned_seats_come_back_to_stock_once,
                 a_sold_seat_given_away_counts_against_its_new_owner,
+                seats_given_away_while_both_buyers_race_for_holds_keep_each_within_the_limit,
                 many_buyers_racing_for_named_seats_exactly_one_wins_each_seat,
                 many_buyers_racing_for_best_available_pairs_exactly_k_win,
                 many_buyers_racing_for_general_admission_exactly_k_win,

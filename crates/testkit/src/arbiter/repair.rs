@@ -197,3 +197,69 @@ pub async fn a_sold_seat_given_away_counts_against_its_new_owner(arb: Arc<dyn Se
     assert_eq!(fx.named(bob, &[9]).await.map(|v| v.seats.len()), Ok(1));
     fx.done().await;
 }
+
+/// Holds racing.
+const RACERS: usize = 200;
+
+pub async fn seats_given_away_while_both_buyers_race_for_holds_keep_each_within_the_limit(
+    arb: Arc<dyn SeatArbiter>,
+) {
+    let (alice, bob) = (BuyerId::random(), BuyerId::random());
+    let fx = Fixture::load(arb, &small_spec(), &sold_to(alice, &[0, 1, 2, 3])).await;
+    let start = Arc::new(tokio::sync::Barrier::new(4 + 2 * RACERS));
+    let gives: Vec<_> = (0..4)
+        .map(|seat| {
+            let (arb, start, event) = (fx.arb.clone(), start.clone(), fx.event);
+            tokio::spawn(async move {
+                start.wait().await;
+                arb.give_sold_seat(event, seat, alice, bob).await
+            })
+        })
+        .collect();
+    let holds: Vec<_> = (0..2 * RACERS)
+        .map(|i| {
+            let buyer = if i % 2 == 0 { alice } else { bob };
+            let req = fx.request(
+                buyer,
+                SeatChoice::BestAvailable {
+                    section: FLOOR,
+                    quantity: 1,
+                    adjacent: false,
+                },
+            );
+            let (arb, start) = (fx.arb.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                (buyer, arb.hold(&req, T0).await)
+            })
+        })
+        .collect();
+    for given in gives {
+        assert_eq!(given.await.expect("a give task"), Ok(true));
+    }
+    let mut won = std::collections::HashMap::from([(alice, 0), (bob, 0)]);
+    for hold in holds {
+        match hold.await.expect("a hold task") {
+            (buyer, Ok(_)) => *won.get_mut(&buyer).expect("a racer") += 1,
+            (_, Err(e)) => assert_eq!(e, E::LimitExceeded { limit: 4 }),
+        }
+    }
+    // Each was held to the limit at every hold; Bob now owns the four seats.
+    assert!(won[&alice] <= 4 && won[&bob] <= 4, "{won:?}");
+    let c = fx.arb.counts(fx.event).await.expect("counts");
+    assert_eq!(c.held as usize, won[&alice] + won[&bob]);
+    let over = fx.best(bob, FLOOR, 1, false).await.map(|v| v.seats.len());
+    assert_eq!(over, Err(E::LimitExceeded { limit: 4 }), "Bob owns four");
+    // Alice owns none: her holds alone count.
+    let left = 4 - won[&alice] as u32;
+    if left > 0 {
+        let rest = fx
+            .best(alice, FLOOR, left, false)
+            .await
+            .map(|v| v.seats.len());
+        assert_eq!(rest, Ok(left as usize));
+    }
+    let more = fx.best(alice, FLOOR, 1, false).await.map(|v| v.seats.len());
+    assert_eq!(more, Err(E::LimitExceeded { limit: 4 }));
+    fx.done().await;
+}
