@@ -45,6 +45,15 @@ async fn serve() {
         "listening on http://{}",
         listener.local_addr().expect("a bound address")
     );
+    // SIGTERM ends the process through `exit`, so that a build instrumented for
+    // profile-guided optimisation writes its profile (bench/pgo-build.sh); the task waits
+    // on the signal and is off the request path.
+    tokio::spawn(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("a SIGTERM handler");
+        term.recv().await;
+        std::process::exit(0);
+    });
     // The door's bench posts scans: the same baseline answers them.
     let app = Router::new()
         .route("/v1/events/{id}/holds", post(hold))
