@@ -42,7 +42,7 @@ esac
 if [ "$bare" = 1 ]; then
   "${wrap[@]}" "${BARE_BIN:-$bin/examples/bare_axum}" 127.0.0.1:0 > "$work/box.out" 2> "$work/box.err" &
 else
-  BOXOFFICE_LOG=warn "${wrap[@]}" "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+  BOXOFFICE_LOG="${BOXOFFICE_LOG:-warn}" "${wrap[@]}" "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
     --config "$work/boxoffice.toml" > "$work/box.out" 2> "$work/box.err" &
 fi
 echo $! > "$work/box.pid"

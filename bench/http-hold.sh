@@ -37,7 +37,7 @@ fi
 # (cheap) would otherwise fill the run and flatter the faster server.
 printf 'operator_key = "%s"\npayments = "fake"\n[http]\nmax_in_flight_per_address = 4096\n[engine]\nadmission_interval_ms = 100\n[engine.waiting.hold_per_buyer]\nper_s = 0\nburst = 0\n[tokens]\nedge_algorithm = "%s"\n[buyers]\nself_signup = true\n[buyers.signup_per_address]\nper_s = 0\nburst = 0\n' "$key" "$edge" > "$work/boxoffice.toml"
 
-BOX=$(BOXOFFICE_LOG=warn start boxoffice "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
+BOX=$(BOXOFFICE_LOG="${BOXOFFICE_LOG:-warn}" start boxoffice "$boxbin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --config "$work/boxoffice.toml")
 BARE=$(start bare "$bin/examples/bare_axum" 127.0.0.1:0)
 echo "machine: $(machine); admission tokens: $edge; proofs of possession: $([ "$proofs" = 1 ] && echo required || echo off)"
 for conns in ${CONNS:-256 2000}; do

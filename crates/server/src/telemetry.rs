@@ -73,7 +73,7 @@ impl Drop for Telemetry {
 /// Installs the process's log subscriber (and trace export) for `config`.
 pub fn init(config: &Config) -> anyhow::Result<Telemetry> {
     let filter = EnvFilter::try_from_env("BOXOFFICE_LOG").unwrap_or_else(|_| "info".into());
-    let logs = log_layer(config.log_format, std::io::stderr);
+    let logs = log_layer(config.log_format, std::io::stderr, colours_wanted());
     let (traces, telemetry) = trace_layer(&config.otel)?;
     let _ = tracing_subscriber::registry()
         .with(filter)
@@ -83,17 +83,33 @@ pub fn init(config: &Config) -> anyhow::Result<Telemetry> {
     Ok(telemetry)
 }
 
-/// Log lines written to `writer`: text for people, or one JSON object per line with
-/// the event's fields, its innermost span (`span`) and every span it is in (`spans`,
-/// outermost first), so a pipeline can follow one request or one hold.
-pub fn log_layer<S, W>(format: LogFormat, writer: W) -> Box<dyn Layer<S> + Send + Sync>
+/// Whether text log lines are coloured: only for a person at a terminal (stderr is one,
+/// and `NO_COLOR` is unset or empty). Colours cost: each span's fields are formatted
+/// when the span opens, whether or not a line is ever written in it, and with colours
+/// every field name is wrapped in escape codes, which took about a sixth of a hold's
+/// instructions at the default level (docs/BENCHMARKS.md). A log file or a collector
+/// is better off without the codes anyway.
+fn colours_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Log lines written to `writer`: text for people (coloured when `colours`), or one
+/// JSON object per line with the event's fields, its innermost span (`span`) and every
+/// span it is in (`spans`, outermost first), so a pipeline can follow one request or
+/// one hold.
+pub fn log_layer<S, W>(
+    format: LogFormat,
+    writer: W,
+    colours: bool,
+) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     let layer = tracing_subscriber::fmt::layer().with_writer(writer);
     match format {
-        LogFormat::Text => layer.boxed(),
+        LogFormat::Text => layer.with_ansi(colours).boxed(),
         LogFormat::Json => layer
             .json()
             .with_current_span(true)
@@ -165,8 +181,11 @@ mod tests {
     fn json_log_lines_are_json_carrying_their_spans_fields() {
         let lines = LogLines::default();
         let writer = lines.clone();
-        let subscriber =
-            tracing_subscriber::registry().with(log_layer(LogFormat::Json, move || writer.clone()));
+        let subscriber = tracing_subscriber::registry().with(log_layer(
+            LogFormat::Json,
+            move || writer.clone(),
+            false,
+        ));
         tracing::subscriber::with_default(subscriber, || {
             let request = tracing::info_span!("request", request_id = "r-9");
             request.in_scope(|| hold(7));
@@ -182,6 +201,33 @@ mod tests {
             line["spans"][0]["request_id"], "r-9",
             "outermost first: {line}"
         );
+    }
+
+    #[test]
+    fn text_log_lines_carry_colour_codes_only_when_asked() {
+        for colours in [false, true] {
+            let lines = LogLines::default();
+            let writer = lines.clone();
+            let subscriber = tracing_subscriber::registry().with(log_layer(
+                LogFormat::Text,
+                move || writer.clone(),
+                colours,
+            ));
+            tracing::subscriber::with_default(subscriber, || {
+                let request = tracing::info_span!("request", request_id = "r-9");
+                request.in_scope(|| hold(7));
+            });
+            let text = lines.text();
+            assert!(
+                text.contains("request_id") && text.contains("held"),
+                "{text}"
+            );
+            assert_eq!(
+                text.contains('\x1b'),
+                colours,
+                "colours {colours}: {text:?}"
+            );
+        }
     }
 
     #[test]
