@@ -116,8 +116,10 @@ impl Engine {
         self.waiting.limits.check(key, limit, admitted.at)
     }
 
-    /// Holds the seats for an admitted buyer, all or none.
-    #[tracing::instrument(skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
+    /// Holds the seats for an admitted buyer, all or none. Its span (as `hold_claimed`'s,
+    /// and the join's) is at `debug`: these are the sale's most frequent steps, and a
+    /// span costs its fields' formatting whether or not a line is written in it.
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
     pub async fn hold(
         &self,
         admitted: &Admitted,
@@ -138,7 +140,7 @@ impl Engine {
     /// the caller's claim; `Kept` the same, already kept as the key's answer by `holds`.
     /// `entry` is the admission's event as the caller read it for the request's other
     /// checks, so a hold looks its event up once (again only if the sale looks shut).
-    #[tracing::instrument(skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %admitted.event, hold = tracing::field::Empty))]
     pub async fn hold_claimed(
         &self,
         entry: &Arc<EventEntry>,

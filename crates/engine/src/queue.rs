@@ -120,7 +120,7 @@ impl JoinPass {
 
 impl Engine {
     /// Places the buyer in line (or finds their place: joining twice is harmless).
-    #[tracing::instrument(skip_all, fields(event = %event))]
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %event))]
     pub async fn join_queue(
         &self,
         event: EventId,

@@ -1,9 +1,13 @@
-//! A span per request at the edge: method, matched route, status and request id. The
-//! request id is the client's `X-Request-Id` when it is well formed (1-64 characters of
-//! letters, digits, `-`, `_`, `.`, `:`), else a fresh one; either way it is echoed in
-//! the response. Error responses are logged here, once, inside the span: 5xx with the
-//! inside detail the client never sees, 4xx at debug level. The latency of the request
-//! is recorded here too (`observe`).
+//! A span per request at the edge, at `debug` level: method, matched route, status and
+//! request id. The request id is the client's `X-Request-Id` when it is well formed
+//! (1-64 characters of letters, digits, `-`, `_`, `.`, `:`), else a fresh one; either way
+//! it is echoed in the response. Error responses are logged here, once, in a line that
+//! carries the request's method, route, request id and status itself: 5xx with the
+//! inside detail the client never sees, 4xx at debug level. The span is at `debug` because
+//! a span formats its fields when it opens, written in or not: at the default level
+//! (`info`) the request's span and the engine's hold span cost a hold 45 % more
+//! instructions, and nearly every request writes no line. The latency of the request is
+//! recorded here too (`observe`).
 
 use axum::http::{HeaderName, HeaderValue, Method};
 use axum::response::Response;
@@ -20,9 +24,9 @@ pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id"
 const MAX_REQUEST_ID: usize = 64;
 
 /// The span of a request by `method` to `route` (the route table's path, or
-/// `unmatched`), with its request id.
+/// `unmatched`), with its request id; opened only where `debug` is logged.
 pub(crate) fn span(method: &Method, route: &'static str, id: &HeaderValue) -> Span {
-    tracing::info_span!(
+    tracing::debug_span!(
         "request",
         method = %method,
         route,
@@ -32,7 +36,8 @@ pub(crate) fn span(method: &Method, route: &'static str, id: &HeaderValue) -> Sp
 }
 
 /// The request's answer as sent: its latency recorded (`observe`), its status in the
-/// span, its failure logged there once, and its request id echoed.
+/// span, its failure logged once with the request's own fields, and its request id
+/// echoed.
 pub(crate) fn finish(
     span: &Span,
     latencies: &Latencies,
@@ -46,20 +51,45 @@ pub(crate) fn finish(
     let status = res.status();
     span.record("status", status.as_u16());
     if let Some(f) = res.extensions_mut().remove::<Failure>() {
-        span.in_scope(|| log(status, &f));
+        let request = Request {
+            method,
+            route: latencies.route(),
+            id: &id,
+            status,
+        };
+        log(&request, &f);
     }
     res.headers_mut().insert(REQUEST_ID.clone(), id);
     res
 }
 
-fn log(status: axum::http::StatusCode, f: &Failure) {
+/// What a failed request's line says of the request.
+struct Request<'a> {
+    method: &'a Method,
+    route: &'static str,
+    id: &'a HeaderValue,
+    status: axum::http::StatusCode,
+}
+
+fn log(r: &Request<'_>, f: &Failure) {
     let detail = f.detail.as_deref().unwrap_or_default();
-    if status.is_server_error() && f.detail.is_some() {
-        tracing::error!(code = f.code.as_str(), detail, "request failed");
-    } else if status.is_server_error() {
-        tracing::warn!(code = f.code.as_str(), "request refused");
+    let (method, route, status) = (r.method.as_str(), r.route, r.status.as_u16());
+    let request_id = r.id.to_str().unwrap_or_default();
+    let code = f.code.as_str();
+    if r.status.is_server_error() && f.detail.is_some() {
+        tracing::error!(
+            method,
+            route,
+            request_id,
+            status,
+            code,
+            detail,
+            "request failed"
+        );
+    } else if r.status.is_server_error() {
+        tracing::warn!(method, route, request_id, status, code, "request refused");
     } else {
-        tracing::debug!(code = f.code.as_str(), "request refused");
+        tracing::debug!(method, route, request_id, status, code, "request refused");
     }
 }
 
@@ -134,7 +164,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failure_is_logged_once_in_the_request_span_and_never_sent() {
+    async fn a_failure_is_logged_once_with_the_requests_fields_and_never_sent() {
         let (lines, _guard) = captured_logs();
         let failing = Front::observed("/boom/{id}", failing.with_state(()));
         let app = Router::new().route("/boom/{id}", get_service(failing));
@@ -168,6 +198,9 @@ mod tests {
                 failed[0]
             );
         }
+        // At `info` (the capture's level) the request opens no span: the line carries
+        // the request's fields itself.
+        assert!(!failed[0].contains("request{"), "{}", failed[0]);
     }
 
     #[test]

@@ -177,20 +177,22 @@ mod tests {
         tracing::info!(seats = 2, "held");
     }
 
-    #[test]
-    fn json_log_lines_are_json_carrying_their_spans_fields() {
+    /// What `log_layer` writes of a hold in a request's span.
+    fn a_hold_logged(format: LogFormat, colours: bool) -> String {
         let lines = LogLines::default();
         let writer = lines.clone();
-        let subscriber = tracing_subscriber::registry().with(log_layer(
-            LogFormat::Json,
-            move || writer.clone(),
-            false,
-        ));
+        let subscriber =
+            tracing_subscriber::registry().with(log_layer(format, move || writer.clone(), colours));
         tracing::subscriber::with_default(subscriber, || {
             let request = tracing::info_span!("request", request_id = "r-9");
             request.in_scope(|| hold(7));
         });
-        let text = lines.text();
+        lines.text()
+    }
+
+    #[test]
+    fn json_log_lines_are_json_carrying_their_spans_fields() {
+        let text = a_hold_logged(LogFormat::Json, false);
         let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
         assert_eq!(line["fields"]["message"], "held");
         assert_eq!(line["fields"]["seats"], 2);
@@ -206,18 +208,7 @@ mod tests {
     #[test]
     fn text_log_lines_carry_colour_codes_only_when_asked() {
         for colours in [false, true] {
-            let lines = LogLines::default();
-            let writer = lines.clone();
-            let subscriber = tracing_subscriber::registry().with(log_layer(
-                LogFormat::Text,
-                move || writer.clone(),
-                colours,
-            ));
-            tracing::subscriber::with_default(subscriber, || {
-                let request = tracing::info_span!("request", request_id = "r-9");
-                request.in_scope(|| hold(7));
-            });
-            let text = lines.text();
+            let text = a_hold_logged(LogFormat::Text, colours);
             assert!(
                 text.contains("request_id") && text.contains("held"),
                 "{text}"
