@@ -86,8 +86,8 @@ pub fn init(config: &Config) -> anyhow::Result<Telemetry> {
 /// Whether text log lines are coloured: only for a person at a terminal (stderr is one,
 /// and `NO_COLOR` is unset or empty). Colours cost: each span's fields are formatted
 /// when the span opens, whether or not a line is ever written in it, and with colours
-/// every field name is wrapped in escape codes, which took about a sixth of a hold's
-/// instructions at the default level (docs/BENCHMARKS.md). A log file or a collector
+/// every field name is wrapped in escape codes, which took 11 % of a hold's instructions
+/// at the default level (docs/BENCHMARKS.md, "The log level on the hold path"). A log file or a collector
 /// is better off without the codes anyway.
 fn colours_wanted() -> bool {
     use std::io::IsTerminal;
